@@ -1,0 +1,53 @@
+"""The ``aerial_sim`` command: one entry point, one module per sub-command.
+
+Each sub-command lives in its own module exposing ``main(argv: list[str]) -> int``
+and is imported only when used, so ``aerial_sim launch`` never pays for
+``aerial_sim export``'s imports.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+SUBCOMMANDS = {
+    "launch": ("aerial_sim.launcher.cli", "run a launch file (ROS 2 YAML launch format) without ros2 launch"),
+    "topics": ("aerial_sim.cli.topics", "list live topics with their types and measured rates"),
+    "fly": ("aerial_sim.cli.fly", "fly a mission file against a running simulation"),
+    "record": ("aerial_sim.cli.record", "record topics to a rosbag2 (MCAP) bag"),
+    "export": ("aerial_sim.cli.export", "export a bag to PNG/NPY/CSV dataset files"),
+    "drag-eval": ("aerial_sim.cli.drag_eval", "compare drag models against a recorded flight"),
+}
+
+
+def usage() -> str:
+    lines = ["usage: aerial_sim <command> [args...]", "", "commands:"]
+    lines += [f"  {name:<10} {summary}" for name, (_, summary) in SUBCOMMANDS.items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(usage())
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    if name not in SUBCOMMANDS:
+        print(f"aerial_sim: unknown command '{name}'\n\n{usage()}", file=sys.stderr)
+        return 2
+    module_name, _ = SUBCOMMANDS[name]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name and error.name.startswith("aerial_sim"):
+            print(f"aerial_sim: '{name}' is not available in this version", file=sys.stderr)
+            return 2
+        raise
+    try:
+        return int(module.main(rest) or 0)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# aerial_sim developer entry point for a machine with no system ROS 2 install.
+#
+#   tools/dev.sh sim  [launch args...]   set up .venv if needed, then run the full simulation
+#   tools/dev.sh test [pytest args...]   set up .venv if needed, then run the whole test suite
+#   tools/dev.sh bench NAME              set up .venv if needed, then run benchmarks/NAME.py
+#   tools/dev.sh run CMD...              run any command inside the project environment
+#
+# The set-up is idempotent: the virtual environment is rebuilt only when
+# tools/requirements.txt changes, so the second run starts in about a second.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="$repo/.venv"
+requirements="$repo/tools/requirements.txt"
+stamp="$venv/.requirements.sha256"
+python_bin="${PYTHON:-python3}"
+
+ensure_venv() {
+  local wanted
+  wanted="$(sha256sum "$requirements" | cut -d' ' -f1)"
+  if [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$wanted" ]]; then
+    return
+  fi
+  echo "[aerial_sim] setting up $venv (first run, or tools/requirements.txt changed)..." >&2
+  "$python_bin" -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --upgrade pip >&2 || true
+  "$venv/bin/python" -m pip install --quiet -r "$requirements" >&2
+  # Make the package importable from the source tree (no build step): a .pth file
+  # plus an `aerial_sim` command, so edits take effect immediately.
+  local site
+  site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  echo "$repo/src" > "$site/aerial_sim_src.pth"
+  printf '#!/usr/bin/env bash\nexec "%s/bin/python" -m aerial_sim "$@"\n' "$venv" > "$venv/bin/aerial_sim"
+  chmod +x "$venv/bin/aerial_sim"
+  echo "$wanted" > "$stamp"
+  echo "[aerial_sim] environment ready." >&2
+}
+
+# Keep DDS discovery on this machine: no multicast leaves the loopback interface.
+export ROS_AUTOMATIC_DISCOVERY_RANGE="${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST}"
+export AERIAL_SIM_SHARE="${AERIAL_SIM_SHARE:-$repo}"
+export PYTHONUNBUFFERED=1
+
+command="${1:-}"
+shift || true
+case "$command" in
+  sim)
+    ensure_venv
+    exec "$venv/bin/aerial_sim" launch sim.launch.yaml "$@"
+    ;;
+  test)
+    ensure_venv
+    cd "$repo"
+    exec "$venv/bin/python" -m pytest test "$@"
+    ;;
+  bench)
+    ensure_venv
+    name="${1:?usage: tools/dev.sh bench NAME [args...]}"
+    shift
+    exec "$venv/bin/python" "$repo/benchmarks/$name.py" "$@"
+    ;;
+  run)
+    ensure_venv
+    PATH="$venv/bin:$PATH" exec "$@"
+    ;;
+  *)
+    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+    ;;
+esac
