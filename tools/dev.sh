@@ -52,7 +52,10 @@ case "$command" in
   test)
     ensure_venv
     cd "$repo"
-    exec "$venv/bin/python" -m pytest test "$@"
+    # Run test/ unless the arguments name test files or directories themselves.
+    targets=(test)
+    for arg in "$@"; do [[ "$arg" != -* && -e "${arg%%::*}" ]] && targets=(); done
+    exec "$venv/bin/python" -m pytest "${targets[@]}" "$@"
     ;;
   bench)
     ensure_venv

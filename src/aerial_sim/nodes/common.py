@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import sys
 from typing import Any, Callable, TypeVar
 
@@ -72,15 +73,16 @@ def frame_in_namespace(node: Node, frame: str) -> str:
     return f"{namespace}/{frame}" if namespace else frame
 
 
-def declare_params(node: Node, cls: type[T], prefix: str = "") -> T:
+def declare_params(node: Node, cls: type[T], prefix: str = "", defaults: T | None = None) -> T:
     """Declare every field of params dataclass ``cls`` as a ROS parameter and build ``cls``.
 
-    Defaults come from the dataclass; values given with ``--params-file`` or
-    ``-p`` override them. Nested dataclasses become dotted names
-    (``home.latitude``). Validation is the dataclass's own, so a bad value is a
-    :class:`ParamsError` naming the parameter.
+    Defaults come from the dataclass, or from ``defaults`` (an instance of
+    ``cls``, e.g. a datasheet preset loaded from YAML) when given; values given
+    with ``--params-file`` or ``-p`` override them. Nested dataclasses become
+    dotted names (``home.latitude``). Validation is the dataclass's own, so a
+    bad value is a :class:`ParamsError` naming the parameter.
     """
-    defaults = flatten_params(cls())
+    defaults = flatten_params(defaults if defaults is not None else cls())
     values: dict[str, Any] = {}
     for name, default in defaults.items():
         full_name = f"{prefix}{name}"
@@ -98,8 +100,10 @@ def run_node(node_factory: Callable[[], Node], args: list[str] | None = None) ->
     """Standard ``main()`` for every node: init, build, spin, and shut down cleanly.
 
     A :class:`ParamsError` while building the node is logged as one line and
-    gives exit code 2 (the launcher shows it); Ctrl-C gives exit code 0.
+    gives exit code 2 (the launcher shows it); Ctrl-C gives exit code 0. A node
+    may set ``exit_code`` (and shut the context down) to end with a failure.
     """
+    use_transport_profile()
     rclpy.init(args=args if args is not None else sys.argv)
     node = None
     try:
@@ -116,7 +120,25 @@ def run_node(node_factory: Callable[[], Node], args: list[str] | None = None) ->
             node.destroy_node()
         if rclpy.ok():
             rclpy.try_shutdown()
-    return 0
+    return int(getattr(node, "exit_code", 0))
+
+
+def use_transport_profile() -> None:
+    """Point Fast DDS at ``config/fastdds.xml`` unless the user chose a profile or another RMW.
+
+    The default Fast DDS transports drop most best-effort camera images bigger
+    than 512 kB between processes; the profile enlarges the shared-memory
+    segment and socket buffers (measurements in the file). Call before rclpy.init.
+    """
+    if os.environ.get("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp") != "rmw_fastrtps_cpp":
+        return
+    if os.environ.get("FASTDDS_DEFAULT_PROFILES_FILE") or os.environ.get("FASTRTPS_DEFAULT_PROFILES_FILE"):
+        return
+    from aerial_sim.paths import config_path
+
+    profile = config_path("fastdds.xml")
+    if profile.is_file():
+        os.environ["FASTDDS_DEFAULT_PROFILES_FILE"] = str(profile)
 
 
 def make_tf_broadcaster(node: Node, static: bool = False):

@@ -1,0 +1,101 @@
+"""Small scalar 3-vector and quaternion helpers (plain floats and tuples, no NumPy).
+
+Quaternions are ``(w, x, y, z)`` tuples rotating body vectors into the world
+frame (body->world), Hamilton convention. NumPy costs 10-15 times more than
+scalar arithmetic on 3- and 4-element vectors, so the physics core uses these.
+"""
+
+from __future__ import annotations
+
+import math
+
+Vector3 = tuple[float, float, float]
+Quaternion = tuple[float, float, float, float]
+
+IDENTITY: Quaternion = (1.0, 0.0, 0.0, 0.0)
+
+
+def cross(a: Vector3, b: Vector3) -> Vector3:
+    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+
+
+def dot(a: Vector3, b: Vector3) -> float:
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+def norm(a: Vector3) -> float:
+    return math.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
+
+
+def quat_multiply(p: Quaternion, q: Quaternion) -> Quaternion:
+    """Hamilton product ``p * q``."""
+    pw, px, py, pz = p
+    qw, qx, qy, qz = q
+    return (
+        pw * qw - px * qx - py * qy - pz * qz,
+        pw * qx + px * qw + py * qz - pz * qy,
+        pw * qy - px * qz + py * qw + pz * qx,
+        pw * qz + px * qy - py * qx + pz * qw,
+    )
+
+
+def quat_normalize(q: Quaternion) -> Quaternion:
+    w, x, y, z = q
+    length = math.sqrt(w * w + x * x + y * y + z * z)
+    if not length > 0.0:
+        raise ValueError(f"cannot normalise quaternion {q!r}")
+    return (w / length, x / length, y / length, z / length)
+
+
+def quat_from_yaw(yaw_rad: float) -> Quaternion:
+    """Rotation by ``yaw_rad`` about the world z (up) axis."""
+    return (math.cos(0.5 * yaw_rad), 0.0, 0.0, math.sin(0.5 * yaw_rad))
+
+
+def quat_from_axis_angle(axis: Vector3, angle_rad: float) -> Quaternion:
+    length = norm(axis)
+    s = math.sin(0.5 * angle_rad) / length
+    return (math.cos(0.5 * angle_rad), axis[0] * s, axis[1] * s, axis[2] * s)
+
+
+def rotation_matrix(q: Quaternion) -> tuple[Vector3, Vector3, Vector3]:
+    """Rows of the body->world rotation matrix R(q) (q need not be unit: it is normalised)."""
+    w, x, y, z = quat_normalize(q)
+    return (
+        (1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)),
+        (2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)),
+        (2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)),
+    )
+
+
+def rotate(q: Quaternion, v: Vector3) -> Vector3:
+    """Body vector ``v`` -> world frame, by unit quaternion ``q`` (body->world)."""
+    r0, r1, r2 = rotation_matrix(q)
+    return (dot(r0, v), dot(r1, v), dot(r2, v))
+
+
+def rotate_inverse(q: Quaternion, v: Vector3) -> Vector3:
+    """World vector ``v`` -> body frame, by the inverse of unit quaternion ``q``."""
+    r0, r1, r2 = rotation_matrix(q)
+    return (
+        r0[0] * v[0] + r1[0] * v[1] + r2[0] * v[2],
+        r0[1] * v[0] + r1[1] * v[1] + r2[1] * v[2],
+        r0[2] * v[0] + r1[2] * v[1] + r2[2] * v[2],
+    )
+
+
+def matrix_vector(m: tuple[Vector3, Vector3, Vector3], v: Vector3) -> Vector3:
+    return (dot(m[0], v), dot(m[1], v), dot(m[2], v))
+
+
+def invert3(m: tuple[Vector3, Vector3, Vector3]) -> tuple[Vector3, Vector3, Vector3]:
+    """Inverse of a 3x3 matrix given as rows (adjugate over determinant)."""
+    (a, b, c), (d, e, f), (g, h, i) = m
+    det = a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g)
+    if det == 0.0:
+        raise ValueError("matrix is singular")
+    return (
+        ((e * i - f * h) / det, (c * h - b * i) / det, (b * f - c * e) / det),
+        ((f * g - d * i) / det, (a * i - c * g) / det, (c * d - a * f) / det),
+        ((d * h - e * g) / det, (b * g - a * h) / det, (a * e - b * d) / det),
+    )

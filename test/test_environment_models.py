@@ -1,0 +1,77 @@
+"""Environment models: 1976 standard atmosphere, gravity with altitude, ENU <-> WGS-84, density cache."""
+
+import math
+
+import pytest
+
+from aerial_sim.config import ParamsError
+from aerial_sim.environment.atmosphere import AltitudeOutOfRangeError, standard_atmosphere
+from aerial_sim.environment.environment import Environment, EnvironmentParams
+from aerial_sim.environment.geodesy import HomePoint, enu_to_geodetic, geodetic_to_enu
+from aerial_sim.environment.gravity import gravity_at_altitude
+
+#: Earth radius of the 1976 standard's geopotential altitude definition (m).
+R0_1976 = 6356766.0
+
+
+def geometric_from_geopotential(h_m: float) -> float:
+    return R0_1976 * h_m / (R0_1976 - h_m)
+
+
+# Published U.S. Standard Atmosphere 1976 values (NOAA-S/T 76-1562, table I); the layer
+# bases are geopotential altitudes, 86 km is geometric.
+TABLE = [
+    (0.0, 288.15, 101325.0, 1.2250),
+    (geometric_from_geopotential(11000.0), 216.65, 22632.0, 0.36392),
+    (geometric_from_geopotential(20000.0), 216.65, 5474.9, 0.088035),
+    (geometric_from_geopotential(32000.0), 228.65, 868.02, 0.013225),
+    (geometric_from_geopotential(47000.0), 270.65, 110.91, 0.0014275),
+    (86000.0, 186.87, 0.3734, 6.958e-6),
+]
+
+
+@pytest.mark.parametrize("altitude, temperature, pressure, density", TABLE)
+def test_standard_atmosphere_matches_the_published_1976_table(altitude, temperature, pressure, density):
+    air = standard_atmosphere(altitude)
+    # Above 80 km the standard's kinetic temperature falls below the molecular-scale temperature
+    # the layer equations give (by the molecular-weight ratio, 0.99958 at 86 km): 0.08 K there.
+    assert air.temperature_k == pytest.approx(temperature, abs=0.01 if altitude < 80000 else 0.1)
+    assert air.pressure_pa == pytest.approx(pressure, rel=2e-4)
+    assert air.density_kg_m3 == pytest.approx(density, rel=2e-3)
+
+
+def test_atmosphere_outside_its_range_is_a_clear_error():
+    with pytest.raises(AltitudeOutOfRangeError, match="outside the 1976 standard atmosphere"):
+        standard_atmosphere(90000.0)
+
+
+def test_gravity_falls_linearly_with_altitude_as_in_the_paper():
+    assert gravity_at_altitude(0.0) == 9.80665
+    # g0 (1 - 2h/Re) is the first-order expansion of g0 Re^2/(Re+h)^2: equal to 1e-7 at 10 km.
+    h = 10000.0
+    assert gravity_at_altitude(h) == pytest.approx(9.80665 * 6371000.0**2 / (6371000.0 + h) ** 2, rel=1e-5)
+    assert gravity_at_altitude(h) < 9.80665 * (1 - 3e-3)
+
+
+def test_enu_and_geodetic_round_trip_and_scale():
+    home = HomePoint()
+    lat, lon, alt = enu_to_geodetic(100.0, 200.0, 30.0, home)
+    # 200 m north is about 200 / 111_200 deg of latitude at 47.6 deg; 100 m east scales with cos(lat).
+    assert lat - home.latitude == pytest.approx(200.0 / 111_210.0, rel=2e-3)
+    assert lon - home.longitude == pytest.approx(100.0 / (111_320.0 * math.cos(math.radians(home.latitude))), rel=3e-3)
+    assert alt == pytest.approx(home.altitude + 30.0, abs=0.01)
+    east, north, up = geodetic_to_enu(lat, lon, alt, home)
+    assert (east, north, up) == pytest.approx((100.0, 200.0, 30.0), abs=1e-6)
+
+
+def test_home_point_out_of_range_names_the_field():
+    with pytest.raises(ParamsError, match="latitude"):
+        HomePoint(latitude=123.0)
+
+
+def test_cached_density_tracks_the_standard_atmosphere_as_altitude_changes():
+    environment = Environment(EnvironmentParams(home=HomePoint(altitude=500.0)))
+    for up in [0.0, 3.0, 17.0, 19.9, 45.0, 1234.5, 800.0, -100.0]:
+        exact = standard_atmosphere(500.0 + up).density_kg_m3
+        assert environment.air_density(up) == pytest.approx(exact, rel=3e-6)
+        assert environment.gravity(up) == gravity_at_altitude(500.0 + up)

@@ -1,0 +1,85 @@
+"""Vehicle definitions: shipped configs load with AirSim's figures; malformed ones name the field."""
+
+import pytest
+
+from aerial_sim.config import ParamsError
+from aerial_sim.vehicles.multirotor import (
+    MultirotorParams,
+    box_with_point_masses_inertia,
+    load_vehicle,
+    vehicle_from_mapping,
+)
+
+
+def test_quad_x_is_airsims_generic_quadrotor():
+    quad = load_vehicle("quad_x")
+    assert quad.mass_kg == 1.0 and len(quad.rotors) == 4
+    rotor = quad.rotors[0]
+    # AirSim's RotorParams: max thrust 4.179446268 N and max torque 0.055562 N m at 1.225 kg/m^3.
+    assert rotor.max_thrust_n(1.225) == pytest.approx(4.179446268, rel=1e-6)
+    assert rotor.max_torque_nm(1.225) == pytest.approx(0.055562, rel=1e-4)
+    assert rotor.max_speed_rad_s == pytest.approx(6396.667 / 60 * 2 * 3.141592653589793)
+    # Arms of 0.2275 m; two rotors spin each way so the reaction torques can cancel.
+    for r in quad.rotors:
+        assert (r.position_m[0] ** 2 + r.position_m[1] ** 2) ** 0.5 == pytest.approx(0.2275, abs=1e-5)
+    assert sorted(r.turning_direction for r in quad.rotors) == [-1, -1, 1, 1]
+    assert quad.hover_controls(1.225, 9.80665)[0] == pytest.approx(9.80665 / (4 * 4.179446268), rel=1e-6)
+
+
+@pytest.mark.parametrize("name, rotors", [("quad_x", 4), ("hexa_x", 6)])
+def test_shipped_inertias_are_the_box_plus_motor_masses_they_claim(name, rotors):
+    vehicle = load_vehicle(name)
+    assert len(vehicle.rotors) == rotors
+    motor = 0.055
+    expected = box_with_point_masses_inertia(
+        vehicle.mass_kg - rotors * motor, vehicle.body_box_m, motor, [r.position_m for r in vehicle.rotors]
+    )
+    for row, expected_row in zip(vehicle.inertia_kg_m2, expected):
+        assert row == pytest.approx(expected_row, rel=1e-5, abs=1e-9)  # positions rounded to 1 um
+
+
+def _quad_document():
+    import yaml
+
+    from aerial_sim.paths import config_path
+
+    return yaml.safe_load(config_path("vehicles", "quad_x.yaml").read_text())
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda d: d.update(mass_kg=-1.0), r"quad\.mass_kg must be a positive number"),
+        (lambda d: d.update(mass="1"), r"quad\.mass: unknown parameter"),
+        (lambda d: d["rotors"][2].update(diameter_m="big"), r"quad\.rotors\[2\]\.diameter_m: expected a number"),
+        (lambda d: d["rotors"][1].update(turning_direction=0), r"quad\.rotors\[1\]\.turning_direction must be \+1 or -1"),
+        (lambda d: d["rotors"][3].update(normal=[0.0, 0.0, 2.0]), r"quad\.rotors\[3\]\.normal must be a unit vector"),
+        (lambda d: d["rotors"][0].update(propeller=1), r"quad\.rotors\[0\]\.propeller: unknown parameter"),
+        (lambda d: d.update(inertia_kg_m2=[[1, 0, 0], [0, -1, 0], [0, 0, 1]]), r"quad\.inertia_kg_m2 must be positive definite"),
+        (lambda d: d.update(body_box_m=[0.1, 0.1]), r"quad\.body_box_m: expected 3 values"),
+        (lambda d: d.update(restitution=1.5), r"quad\.restitution must be in \[0, 1\]"),
+        (lambda d: d.update(rotors=[]), r"quad\.rotors: expected a non-empty list"),
+    ],
+)
+def test_malformed_vehicle_config_names_the_field(change, message):
+    document = _quad_document()
+    change(document)
+    with pytest.raises(ParamsError, match=message):
+        vehicle_from_mapping(document, where="quad")
+
+
+def test_malformed_vehicle_file_names_file_and_field(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: bad\nmass_kg: 1.0\nrotors:\n  - {position_m: [0.1, 0, 0], max_speed_rpm: fast}\n")
+    with pytest.raises(ParamsError, match=r"bad\.yaml\.rotors\[0\]\.max_speed_rpm: expected a number"):
+        load_vehicle(str(path))
+    with pytest.raises(ParamsError, match="available: .*quad_x"):
+        load_vehicle("no_such_vehicle")
+
+
+def test_cross_section_defaults_to_box_faces_plus_rotor_discs():
+    quad = load_vehicle("quad_x")
+    disc = 3.141592653589793 * 0.2286**2 / 4
+    assert quad.cross_section == pytest.approx((0.11 * 0.04, 0.18 * 0.04, 0.18 * 0.11 + 4 * disc))
+    given = MultirotorParams(cross_section_m2=(0.01, 0.02, 0.03), rotors=quad.rotors)
+    assert given.cross_section == (0.01, 0.02, 0.03)
