@@ -1,0 +1,133 @@
+"""Camera node: renders ideal depth, segmentation and colour images of the scene from ground truth.
+
+Subscribes ``ground_truth/odom``; every ``1 / rate_hz`` of simulation time it
+renders the scene from the pose in the newest odometry message (one ray per
+pixel, :class:`aerial_sim.world.camera.CameraModel`) and publishes, stamped
+with that message's sim time and framed ``<ns>/camera_depth_optical_frame``:
+
+- ``camera/depth/image_ideal`` (32FC1, metres; +inf no return, -inf too near),
+- ``camera/segmentation/image_raw`` (mono16 scene segmentation ids),
+- ``camera/color/image_raw`` (rgb8),
+- ``camera/depth/camera_info`` and ``camera/color/camera_info``.
+
+Each image can be switched off (``publish_depth``, ``publish_segmentation``,
+``publish_color``); only what is published is computed. Rendering runs in the
+odometry callback: a 460x320 frame takes about 20 ms here (benchmarks/camera.py),
+and odometry is a best-effort stream, so a message that arrives meanwhile is
+simply superseded by the next one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+from sensor_msgs.msg import CameraInfo, Image
+
+from aerial_sim.config import require, require_positive
+from aerial_sim.nodes.common import declare_params, frame_in_namespace, from_stamp, run_node, stream_qos
+from aerial_sim.world.camera import CameraModel, CameraParams
+from aerial_sim.world.scene import load_scene
+
+
+@dataclass(frozen=True)
+class CameraNodeParams:
+    """What the node renders and publishes (the camera itself is :class:`CameraParams`)."""
+
+    scene: str = "empty"  # config/scenes/<scene>.yaml, or a path
+    rate_hz: float = 30.0  # frames per second of simulation time
+    publish_depth: bool = True
+    publish_segmentation: bool = True
+    publish_color: bool = True
+    lockstep: bool = False  # reliable QoS on the odometry input and image outputs
+    frame_id: str = "camera_depth_optical_frame"  # prefixed with the namespace
+
+    def __post_init__(self) -> None:
+        require_positive(self, "rate_hz")
+        require(bool(self.scene), "scene must name a scene (e.g. 'empty')")
+
+
+def image_message(array: np.ndarray, encoding: str, header) -> Image:
+    """A sensor_msgs/Image holding ``array`` (row-major, little-endian, as numpy lays it out)."""
+    message = Image(header=header, height=array.shape[0], width=array.shape[1], encoding=encoding)
+    message.is_bigendian = 0
+    message.step = array.strides[0]
+    message.data = np.ascontiguousarray(array).tobytes()
+    return message
+
+
+class CameraNode(Node):
+    def __init__(self):
+        super().__init__("camera")
+        self.node_params = declare_params(self, CameraNodeParams)
+        self.camera_params = declare_params(self, CameraParams)
+        self.scene = load_scene(self.node_params.scene)
+        self.model = CameraModel(self.camera_params, self.scene)
+        self.frame_id = frame_in_namespace(self, self.node_params.frame_id)
+        qos = stream_qos(self.node_params.lockstep)
+        p = self.node_params
+        self.depth_pub = self.create_publisher(Image, "camera/depth/image_ideal", qos) if p.publish_depth else None
+        self.segmentation_pub = (
+            self.create_publisher(Image, "camera/segmentation/image_raw", qos) if p.publish_segmentation else None
+        )
+        self.color_pub = self.create_publisher(Image, "camera/color/image_raw", qos) if p.publish_color else None
+        self.depth_info_pub = self.create_publisher(CameraInfo, "camera/depth/camera_info", qos)
+        self.color_info_pub = self.create_publisher(CameraInfo, "camera/color/camera_info", qos) if p.publish_color else None
+        self.camera_info = CameraInfo(**self.model.camera_info())
+        self.create_subscription(Odometry, "ground_truth/odom", self.on_odom, qos)
+        self._next_frame_s = -math.inf
+        self._last_stamp_s = -math.inf
+        self.get_logger().info(
+            f"camera: scene '{self.scene.name}' ({self.scene.ray_caster.triangle_count} triangles), "
+            f"{self.camera_params.width}x{self.camera_params.height} at {p.rate_hz:g} Hz sim time, "
+            f"hfov {self.camera_params.hfov_deg:g} deg, {self.camera_params.depth_mode} depth"
+        )
+
+    def on_odom(self, message: Odometry) -> None:
+        stamp_s = from_stamp(message.header.stamp)
+        if stamp_s < self._last_stamp_s:  # simulation restarted
+            self._next_frame_s = -math.inf
+        self._last_stamp_s = stamp_s
+        if stamp_s < self._next_frame_s - 1e-9:
+            return
+        pose = message.pose.pose
+        position = (pose.position.x, pose.position.y, pose.position.z)
+        orientation = (pose.orientation.w, pose.orientation.x, pose.orientation.y, pose.orientation.z)
+        if not all(math.isfinite(v) for v in position + orientation) or sum(q * q for q in orientation) < 1e-6:
+            self.get_logger().warning("ground_truth/odom with a non-finite pose or zero quaternion: skipped",
+                                      throttle_duration_sec=5)
+            return
+        rate = self.node_params.rate_hz
+        self._next_frame_s = (math.floor(stamp_s * rate + 1e-6) + 1) / rate
+        self.publish_frame(position, orientation, message.header.stamp)
+
+    def publish_frame(self, position, orientation, stamp) -> None:
+        frame = self.model.render(
+            position,
+            orientation,
+            depth=self.depth_pub is not None,
+            segmentation=self.segmentation_pub is not None,
+            color=self.color_pub is not None,
+        )
+        self.camera_info.header.stamp = stamp
+        self.camera_info.header.frame_id = self.frame_id
+        header = self.camera_info.header
+        if frame.depth is not None:
+            self.depth_pub.publish(image_message(frame.depth, "32FC1", header))
+        if frame.segmentation is not None:
+            self.segmentation_pub.publish(image_message(frame.segmentation, "mono16", header))
+        if frame.color is not None:
+            self.color_pub.publish(image_message(frame.color, "rgb8", header))
+            self.color_info_pub.publish(self.camera_info)
+        self.depth_info_pub.publish(self.camera_info)
+
+
+def main(args=None):
+    return run_node(CameraNode, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

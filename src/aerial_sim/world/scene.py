@@ -1,0 +1,229 @@
+"""Scenes: a ground plane plus posed objects, loaded from ``config/scenes/<name>.yaml``.
+
+A scene file has three top-level keys::
+
+    description: free text
+    ground: {segmentation_id: 1, material: asphalt, color: [..], checker_size_m: 1.0}
+    objects:
+      - {name: tower, shape: box, size: [4, 4, 20], position: [20, 0, 10], yaw_deg: 30,
+         segmentation_id: 10, material: cement}
+      - {name: pole, shape: cylinder, radius: 0.15, height: 8, position: [5, 3, 4], ...}
+      - {name: ball, shape: sphere, radius: 1.0, ...}
+      - {name: statue, shape: mesh, file: meshes/statue.obj, scale: 1.0, ...}
+
+Positions are ENU metres of the object's centre (box, cylinder, sphere) or of
+the mesh file's origin; orientation is ``yaw_deg`` (about ENU z, counter-
+clockwise from east) or a body->world quaternion ``orientation: [w, x, y, z]``.
+A cylinder's axis is its local z. Mesh paths are relative to the scene file.
+
+Segmentation ids (``mono16`` pixels): 0 means nothing was hit (sky); the
+ground has its own id (default 1); objects use 1..65535. Objects may share an
+id (a class of objects) only if they share a material, so that
+:meth:`Scene.material_of_id` is unambiguous. The ground is the plane z = 0,
+the same plane the physics engine builds in (so it has no collider here).
+
+This is the scene description AirSim takes from the Unreal level (seed 000,
+sec. 3: depth, segmentation and scene images; sec. 3.3.4: collisions).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import yaml
+
+from aerial_sim.config import ParamsError, params_from_mapping, require
+from aerial_sim.paths import resolve_config
+from aerial_sim.world.errors import located
+from aerial_sim.world.materials import DEFAULT_MATERIAL, Material, load_materials
+
+#: Segmentation id of pixels that hit nothing.
+NO_HIT_ID = 0
+MAX_SEGMENTATION_ID = 65535
+
+Shape = Literal["box", "cylinder", "sphere", "mesh"]
+_SHAPE_FIELDS = {"box": ("size",), "cylinder": ("radius", "height"), "sphere": ("radius",), "mesh": ("file",)}
+
+
+@dataclass(frozen=True)
+class GroundParams:
+    """The ground plane z = 0 (ENU)."""
+
+    segmentation_id: int = 1
+    material: str = "asphalt"
+    color: tuple[int, int, int] | None = None  # None: the material's colour
+    checker_size_m: float = 1.0  # side of the 2-tone checker squares in the colour image; 0: plain
+
+    def __post_init__(self) -> None:
+        require(0 <= self.segmentation_id <= MAX_SEGMENTATION_ID, f"segmentation_id: must be 0..65535, got {self.segmentation_id}")
+        require(math.isfinite(self.checker_size_m) and self.checker_size_m >= 0, "checker_size_m: must be >= 0")
+
+
+@dataclass(frozen=True)
+class SceneObject:
+    """One object of a scene; which size fields are needed depends on ``shape``."""
+
+    name: str
+    shape: Shape
+    segmentation_id: int
+    position: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    yaw_deg: float | None = None
+    orientation: tuple[float, float, float, float] | None = None  # (w, x, y, z) body->world
+    size: tuple[float, float, float] | None = None  # box: full extents along its local x, y, z (m)
+    radius: float | None = None  # cylinder, sphere (m)
+    height: float | None = None  # cylinder: length along its local z (m)
+    file: str | None = None  # mesh: OBJ/STL path, relative to the scene file
+    scale: float = 1.0  # mesh: uniform scale applied to the file's coordinates
+    material: str = DEFAULT_MATERIAL
+    color: tuple[int, int, int] | None = None  # None: the material's colour
+
+    def __post_init__(self) -> None:
+        require(1 <= self.segmentation_id <= MAX_SEGMENTATION_ID, f"segmentation_id: must be 1..65535, got {self.segmentation_id}")
+        require(all(math.isfinite(v) for v in self.position), f"position: must be finite, got {self.position}")
+        require(self.yaw_deg is None or self.orientation is None, "orientation: give yaw_deg or orientation, not both")
+        if self.orientation is not None:
+            norm = math.sqrt(sum(q * q for q in self.orientation))
+            require(abs(norm - 1.0) < 1e-3, f"orientation: must be a unit quaternion (w, x, y, z), norm is {norm:.4f}")
+        for needed in _SHAPE_FIELDS[self.shape]:
+            require(getattr(self, needed) is not None, f"{needed}: required for shape '{self.shape}'")
+        for extra in {f for fields in _SHAPE_FIELDS.values() for f in fields} - set(_SHAPE_FIELDS[self.shape]):
+            require(getattr(self, extra) is None, f"{extra}: not used by shape '{self.shape}'")
+        for name in ("radius", "height", "scale"):
+            value = getattr(self, name)
+            require(value is None or (math.isfinite(value) and value > 0), f"{name}: must be > 0, got {value!r}")
+        require(self.size is None or all(math.isfinite(s) and s > 0 for s in self.size), f"size: must be > 0, got {self.size}")
+        require(self.color is None or all(0 <= c <= 255 for c in self.color), f"color: must be 0-255, got {self.color}")
+
+    @property
+    def quaternion(self) -> tuple[float, float, float, float]:
+        """Orientation as a unit (w, x, y, z) quaternion, body->world."""
+        if self.orientation is not None:
+            w, x, y, z = self.orientation
+            n = math.sqrt(w * w + x * x + y * y + z * z)
+            return (w / n, x / n, y / n, z / n)
+        half = math.radians(self.yaw_deg or 0.0) / 2.0
+        return (math.cos(half), 0.0, 0.0, math.sin(half))
+
+
+class Scene:
+    """A loaded scene: ground, objects, materials; builds the ray caster and colliders on demand."""
+
+    def __init__(self, name: str, ground: GroundParams, objects: tuple[SceneObject, ...],
+                 materials: dict[str, Material], base_dir: Path, description: str = ""):
+        self.name = name
+        self.ground = ground
+        self.objects = objects
+        self.materials = materials
+        self.base_dir = base_dir
+        self.description = description
+
+    def material(self, name: str) -> Material:
+        return self.materials[name]
+
+    def material_of_id(self, segmentation_id: int) -> Material:
+        """The material of the surface with this segmentation id (``default`` for 0, nothing hit).
+
+        Raises ``KeyError`` for an id no surface of the scene has.
+        """
+        if segmentation_id == NO_HIT_ID:
+            return self.materials[DEFAULT_MATERIAL]
+        return self.materials[self._material_name_by_id[segmentation_id]]
+
+    def depth_noise_lut(self) -> np.ndarray:
+        """A 65536-entry float32 table id -> ``depth_noise_m`` (1/m), so ``lut[segmentation_image]``
+        gives the per-pixel noise coefficient; unused ids hold the default material's value."""
+        lut = np.full(MAX_SEGMENTATION_ID + 1, self.materials[DEFAULT_MATERIAL].depth_noise_m, np.float32)
+        for seg_id, material_name in self._material_name_by_id.items():
+            lut[seg_id] = self.materials[material_name].depth_noise_m
+        return lut
+
+    def object_color(self, obj: SceneObject | GroundParams) -> tuple[int, int, int]:
+        return obj.color if obj.color is not None else self.materials[obj.material].color
+
+    def mesh_path(self, obj: SceneObject) -> Path:
+        path = Path(obj.file).expanduser()
+        return path if path.is_absolute() else self.base_dir / path
+
+    def colliders(self) -> list:
+        """One collider per object, for ``PhysicsWorld.add_collider`` (the ground is built into the world)."""
+        from aerial_sim.world.colliders import collider_for
+
+        return [collider_for(obj, self) for obj in self.objects]
+
+    @cached_property
+    def ray_caster(self):
+        """The scene's :class:`~aerial_sim.world.geometry.RayCaster` (built once, on first use)."""
+        from aerial_sim.world.geometry import RayCaster
+
+        return RayCaster(self)
+
+    @cached_property
+    def _material_name_by_id(self) -> dict[int, str]:
+        by_id = {self.ground.segmentation_id: self.ground.material}
+        for obj in self.objects:
+            by_id.setdefault(obj.segmentation_id, obj.material)
+        return by_id
+
+    def __repr__(self) -> str:
+        return f"Scene({self.name!r}, {len(self.objects)} objects)"
+
+
+def load_scene(name_or_path: str | Path, materials_path: str | Path | None = None) -> Scene:
+    """Load ``config/scenes/<name>.yaml`` (or a path) into a :class:`Scene`.
+
+    Every error is a :class:`ParamsError` naming the file, object and field,
+    e.g. ``urban.yaml: objects[2] 'pole_1'.radius: must be > 0, got -1.0``.
+    """
+    path = resolve_config(str(name_or_path), "scenes")
+    try:
+        document = yaml.safe_load(path.read_text())
+    except FileNotFoundError as error:
+        raise ParamsError(f"scene '{name_or_path}': file not found ({path})") from error
+    except yaml.YAMLError as error:
+        raise ParamsError(f"{path.name}: not valid YAML: {error}") from error
+    document = document or {}
+    if not isinstance(document, dict):
+        raise ParamsError(f"{path.name}: expected a mapping with ground/objects")
+    unknown = sorted(set(document) - {"description", "ground", "objects"})
+    if unknown:
+        raise ParamsError(f"{path.name}: {unknown[0]}: unknown key (known: description, ground, objects)")
+    materials = load_materials(materials_path)
+    with located(f"{path.name}: ground"):
+        ground = params_from_mapping(GroundParams, document.get("ground"), where=f"{path.name}: ground")
+    _check_material(materials, ground.material, f"{path.name}: ground")
+
+    raw_objects = document.get("objects") or []
+    if not isinstance(raw_objects, list):
+        raise ParamsError(f"{path.name}: objects: expected a list")
+    objects = []
+    names: set[str] = set()
+    material_by_id = {ground.segmentation_id: ("ground", ground.material)}
+    for index, raw in enumerate(raw_objects):
+        label = raw.get("name", "?") if isinstance(raw, dict) else "?"
+        where = f"{path.name}: objects[{index}] '{label}'"
+        with located(where):
+            obj = params_from_mapping(SceneObject, raw, where=where)
+        if obj.name in names:
+            raise ParamsError(f"{where}.name: duplicate object name")
+        names.add(obj.name)
+        _check_material(materials, obj.material, where)
+        owner, owner_material = material_by_id.setdefault(obj.segmentation_id, (obj.name, obj.material))
+        if owner_material != obj.material:
+            raise ParamsError(
+                f"{where}.segmentation_id: {obj.segmentation_id} is also used by '{owner}' with material "
+                f"'{owner_material}'; objects sharing an id must share a material"
+            )
+        if obj.shape == "mesh" and not (path.parent / obj.file).is_file() and not Path(obj.file).is_file():
+            raise ParamsError(f"{where}.file: no such mesh file: {obj.file}")
+        objects.append(obj)
+    return Scene(path.stem, ground, tuple(objects), materials, path.parent, str(document.get("description", "")))
+
+
+def _check_material(materials: dict[str, Material], name: str, where: str) -> None:
+    if name not in materials:
+        raise ParamsError(f"{where}.material: unknown material '{name}' (known: {', '.join(sorted(materials))})")

@@ -1,0 +1,133 @@
+"""Camera node across processes: images arrive at the configured sim-time rate, typed, sized and stamped."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from conftest import REPO, requires_ros, spin_until
+
+pytestmark = [requires_ros, pytest.mark.ros]
+
+DISTANCE_M = 4.0  # camera to the corridor's plastic wall (front face x = 10 m)
+
+
+def start_camera(*params: str) -> subprocess.Popen:
+    args = [sys.executable, "-m", "aerial_sim.nodes.camera", "--ros-args", "-r", "__ns:=/drone1",
+            "-p", "use_sim_time:=true", "-p", "scene:=corridor"]
+    for param in params:
+        args += ["-p", param]
+    return subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def stop(process: subprocess.Popen) -> str:
+    process.terminate()
+    try:
+        output, _ = process.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        output, _ = process.communicate()
+    return output
+
+
+def odometry_sender(ros_node, qos):
+    """Publishers of /clock and ground_truth/odom, and ``send(t)``: the vehicle hovering 4 m from the wall at sim time t."""
+    from nav_msgs.msg import Odometry
+    from rosgraph_msgs.msg import Clock
+
+    from aerial_sim.nodes.common import to_stamp
+
+    odom_pub = ros_node.create_publisher(Odometry, "/drone1/ground_truth/odom", qos)
+    clock_pub = ros_node.create_publisher(Clock, "/clock", qos)
+
+    def send(t: float) -> None:
+        clock_pub.publish(Clock(clock=to_stamp(t)))
+        odom = Odometry()
+        odom.header.stamp = to_stamp(t)
+        odom.header.frame_id = "map"
+        odom.child_frame_id = "drone1/base_link"
+        odom.pose.pose.position.x = 10.0 - DISTANCE_M - 0.1  # camera mounted 0.1 m ahead of base_link
+        odom.pose.pose.position.z = 6.0
+        odom.pose.pose.orientation.w = 1.0
+        odom_pub.publish(odom)
+
+    return odom_pub, send
+
+
+def test_images_arrive_at_the_sim_time_rate_with_encodings_sizes_and_stamps(ros_node):
+    from sensor_msgs.msg import CameraInfo, Image
+
+    from aerial_sim.nodes.common import LOCKSTEP_QOS, from_stamp
+
+    rate_hz, width, height = 10.0, 160, 120
+    process = start_camera(f"rate_hz:={rate_hz}", f"width:={width}", f"height:={height}", "lockstep:=true")
+    received = {name: [] for name in ("depth", "segmentation", "color", "info")}
+    topics = {"depth": ("camera/depth/image_ideal", Image), "segmentation": ("camera/segmentation/image_raw", Image),
+              "color": ("camera/color/image_raw", Image), "info": ("camera/depth/camera_info", CameraInfo)}
+    for name, (topic, kind) in topics.items():
+        ros_node.create_subscription(kind, f"/drone1/{topic}", received[name].append, LOCKSTEP_QOS)
+    try:
+        odom_pub, send = odometry_sender(ros_node, LOCKSTEP_QOS)
+        connected = spin_until(
+            ros_node,
+            lambda: odom_pub.get_subscription_count() >= 1
+            and all(ros_node.count_publishers(f"/drone1/{t}") >= 1 for t, _ in topics.values()),
+            timeout_s=20.0,
+        )
+        assert connected, "camera node did not come up"
+        steps = 500  # 2 s of sim time at 250 Hz
+        for step in range(steps + 1):
+            send(step * 0.004)
+            spin_until(ros_node, lambda: False, timeout_s=0.002, period_s=0.001)
+        expected_frames = int(2.0 * rate_hz) + 1  # t = 0.0, 0.1, ..., 2.0
+        spin_until(ros_node, lambda: all(len(v) >= expected_frames for v in received.values()), timeout_s=20.0)
+    finally:
+        output = stop(process)
+    assert len(received["depth"]) == expected_frames, output
+    for name in ("depth", "segmentation", "color", "info"):
+        stamps = [from_stamp(m.header.stamp) for m in received[name]]
+        assert np.allclose(stamps, np.arange(expected_frames) / rate_hz, atol=1e-6), (name, stamps)
+        assert all(m.header.frame_id == "drone1/camera_depth_optical_frame" for m in received[name])
+    for name, encoding, channel_bytes in (("depth", "32FC1", 4), ("segmentation", "mono16", 2), ("color", "rgb8", 3)):
+        message = received[name][-1]
+        assert (message.encoding, message.width, message.height) == (encoding, width, height)
+        assert message.step == width * channel_bytes and len(message.data) == height * message.step
+    depth = np.frombuffer(bytes(received["depth"][-1].data), np.float32).reshape(height, width)
+    assert np.abs(depth - DISTANCE_M).max() < 1e-3
+    segmentation = np.frombuffer(bytes(received["segmentation"][-1].data), np.uint16)
+    assert (segmentation == 10).all()  # the plastic wall
+    info = received["info"][-1]
+    assert (info.width, info.height, info.distortion_model) == (width, height, "plumb_bob")
+    assert info.k[0] == pytest.approx((width / 2) / math.tan(math.radians(90.0) / 2))
+
+
+def test_switched_off_images_are_not_published_and_bad_params_exit_cleanly(ros_node):
+    from sensor_msgs.msg import Image
+
+    from aerial_sim.nodes.common import stream_qos
+
+    process = start_camera("publish_color:=false", "publish_segmentation:=false", "width:=64", "height:=48")
+    try:
+        depth_seen = []
+        ros_node.create_subscription(Image, "/drone1/camera/depth/image_ideal", depth_seen.append, stream_qos())
+        odom_pub, send = odometry_sender(ros_node, stream_qos())
+        assert spin_until(ros_node, lambda: odom_pub.get_subscription_count() >= 1, timeout_s=20.0)
+        step = 0
+        deadline = time.monotonic() + 10.0
+        while not depth_seen and time.monotonic() < deadline:
+            send(step * 0.004)
+            step += 1
+            spin_until(ros_node, lambda: False, timeout_s=0.01, period_s=0.005)
+        assert depth_seen, "no depth image"
+        assert ros_node.count_publishers("/drone1/camera/color/image_raw") == 0
+        assert ros_node.count_publishers("/drone1/camera/segmentation/image_raw") == 0
+    finally:
+        stop(process)
+    bad = start_camera("depth_mode:=fisheye")
+    output, _ = bad.communicate(timeout=30)
+    assert bad.returncode == 2 and "depth_mode" in output
