@@ -92,7 +92,9 @@ class LaunchedGraph:
         )
 
     def output(self) -> str:
-        self._log.flush()
+        """Everything the launch printed so far (also after stop())."""
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text()
 
     def alive(self) -> bool:

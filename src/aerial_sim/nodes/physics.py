@@ -99,7 +99,7 @@ class VehicleChannel:
         self.wrench: tuple[tuple[float, float, float], tuple[float, float, float]] | None = None
         self.wrench_received_at = -math.inf
         node.create_subscription(Float64MultiArray, f"/{name}/motor_commands", self.on_motor_commands, COMMAND_QOS)
-        node.create_subscription(WrenchStamped, f"/{name}/rotor_drag/wrench", self.on_wrench, stream_qos(False))
+        node.create_subscription(WrenchStamped, f"/{name}/rotor_drag/wrench", self.on_wrench, stream_qos(lockstep))
         self._node = node
 
     def on_motor_commands(self, message: Float64MultiArray) -> None:

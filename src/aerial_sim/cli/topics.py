@@ -1,0 +1,243 @@
+"""``aerial_sim topics``: the live ROS graph's topics, types, publishers and rates.
+
+For users without the ``ros2`` CLI: after a short discovery wait it subscribes to
+every topic (raw, so nothing is deserialized, with best-effort QoS so sensor
+streams are heard too), counts arrivals for ``--duration`` seconds of wall-clock
+time and prints one row per topic::
+
+    topic                      type                        pubs  Hz (wall)  Hz (sim)
+    /drone1/imu/data           sensor_msgs/msg/Imu            1      200.1     200.0
+
+Rates are per second of real (wall-clock) time. When ``/clock`` is live, the
+simulation's speed is measured from it and a ``Hz (sim)`` column gives the rate
+per simulated second (wall rate / sim speed), which is what a node running on
+sim time sees. Topics whose type cannot be imported here are listed with rate
+``?``. Exit status 1 when no topic is found.
+
+The measuring helpers (:class:`RateMeter`, :func:`format_table`, ...) do not
+import rclpy; only :func:`main` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Arrivals kept per topic (enough for 2 kHz over the longest sensible duration).
+MAX_SAMPLES = 100_000
+
+
+@dataclass
+class RateMeter:
+    """Arrival times on one topic -> mean rate over the first-to-last span."""
+
+    arrivals: list[float] = field(default_factory=list)
+
+    def record(self, when: float) -> None:
+        if len(self.arrivals) < MAX_SAMPLES:
+            self.arrivals.append(when)
+
+    @property
+    def count(self) -> int:
+        return len(self.arrivals)
+
+    def rate_hz(self) -> float | None:
+        """(n - 1) / (t_last - t_first): unbiased by when the window opened; None below 2 arrivals."""
+        if self.count < 2 or self.arrivals[-1] <= self.arrivals[0]:
+            return None
+        return (self.count - 1) / (self.arrivals[-1] - self.arrivals[0])
+
+
+@dataclass
+class ClockMeter:
+    """(wall, sim) pairs from ``/clock`` -> how fast simulated time runs."""
+
+    samples: list[tuple[float, float]] = field(default_factory=list)
+
+    def record(self, wall_s: float, sim_s: float) -> None:
+        if len(self.samples) < MAX_SAMPLES:
+            self.samples.append((wall_s, sim_s))
+
+    def speed(self) -> float | None:
+        """Simulated seconds per wall-clock second; None without two distinct samples."""
+        if len(self.samples) < 2:
+            return None
+        (wall0, sim0), (wall1, sim1) = self.samples[0], self.samples[-1]
+        if wall1 <= wall0:
+            return None
+        return (sim1 - sim0) / (wall1 - wall0)
+
+
+@dataclass
+class TopicRow:
+    name: str
+    types: list[str]
+    publishers: int
+    meter: RateMeter | None  # None: the type could not be imported here
+
+
+def message_class(type_name: str) -> Any | None:
+    """``'sensor_msgs/msg/Imu'`` -> ``sensor_msgs.msg.Imu``, or None when not importable."""
+    parts = type_name.split("/")
+    if len(parts) != 3 or not all(parts):
+        return None
+    package, kind, name = parts
+    try:
+        module = importlib.import_module(f"{package}.{kind}")
+    except ImportError:
+        return None
+    return getattr(module, name, None)
+
+
+def in_namespace(topic: str, namespace: str | None) -> bool:
+    if not namespace or namespace.strip("/") == "":
+        return True
+    prefix = "/" + namespace.strip("/")
+    return topic == prefix or topic.startswith(prefix + "/")
+
+
+def format_rate(meter: RateMeter | None, divisor: float = 1.0) -> str:
+    if meter is None:
+        return "?"
+    rate = meter.rate_hz()
+    if rate is None:
+        return "0" if meter.count == 0 else f"{meter.count} msg"
+    return f"{rate / divisor:.1f}"
+
+
+def format_table(rows: list[TopicRow], sim_speed: float | None) -> str:
+    """The topic table; a ``Hz (sim)`` column only when sim speed is known."""
+    header = ["topic", "type", "pubs", "Hz (wall)"]
+    with_sim = sim_speed is not None and sim_speed > 0 and math.isfinite(sim_speed)
+    if with_sim:
+        header.append("Hz (sim)")
+    table = [header]
+    for row in sorted(rows, key=lambda r: r.name):
+        line = [row.name, ", ".join(row.types), str(row.publishers), format_rate(row.meter)]
+        if with_sim:
+            line.append(format_rate(row.meter, sim_speed))
+        table.append(line)
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    right = {2, 3, 4}
+    return "\n".join(
+        "  ".join(cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]) for i, cell in enumerate(line)).rstrip()
+        for line in table
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="aerial_sim topics",
+        description="List live topics with their types, publisher counts and measured rates (wall-clock Hz).",
+    )
+    parser.add_argument("--duration", type=float, default=3.0, help="seconds to measure rates for (default 3)")
+    parser.add_argument("--namespace", default=None, help="only topics under this namespace, e.g. drone1")
+    parser.add_argument("--discovery", type=float, default=1.0, help="seconds to wait for discovery first (default 1)")
+    options = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if not (options.duration > 0 and options.discovery >= 0):
+        parser.error("--duration must be > 0 and --discovery >= 0")
+    # Same discovery scope as processes started by `aerial_sim launch`.
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    try:
+        import rclpy  # noqa: F401
+    except ImportError:
+        print("aerial_sim topics: rclpy is not installed", file=sys.stderr)
+        return 2
+    rows, speed = _survey(options.duration, options.namespace, options.discovery)
+    if not rows:
+        where = f" under {options.namespace}" if options.namespace else ""
+        domain = os.environ.get("ROS_DOMAIN_ID", "0")
+        print(f"no topics found{where} (ROS_DOMAIN_ID={domain}); is the simulation running?", file=sys.stderr)
+        return 1
+    print(f"{len(rows)} topics; rates measured over {options.duration:g} s of wall-clock time")
+    if speed is not None:
+        print(f"/clock: simulated time runs at {speed:.2f}x real time; 'Hz (sim)' is per simulated second")
+    print(format_table(rows, speed))
+    return 0
+
+
+def _survey(duration_s: float, namespace: str | None, discovery_s: float) -> tuple[list[TopicRow], float | None]:
+    """Discover, subscribe, count for ``duration_s``; returns the rows and the sim speed."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+    from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+    context = rclpy.context.Context()
+    rclpy.init(args=[], context=context)
+    node = Node(
+        f"aerial_sim_topics_{os.getpid()}", context=context, enable_rosout=False, start_parameter_services=False
+    )
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    qos = QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=100,
+        reliability=ReliabilityPolicy.BEST_EFFORT,
+        durability=DurabilityPolicy.VOLATILE,
+    )
+    meters: dict[str, RateMeter | None] = {}
+    types_of: dict[str, list[str]] = {}
+    seen: set[str] = set()
+    clock = ClockMeter()
+
+    def subscribe_new_topics() -> None:
+        for name, types in node.get_topic_names_and_types():
+            if name in seen:
+                continue
+            seen.add(name)
+            if name == "/clock" and clock_class is not None:
+                node.create_subscription(
+                    clock_class,
+                    "/clock",
+                    lambda msg: clock.record(time.monotonic(), msg.clock.sec + msg.clock.nanosec * 1e-9),
+                    qos,
+                )
+            if not in_namespace(name, namespace):
+                continue
+            types_of[name] = list(types)
+            cls = message_class(types[0]) if types else None
+            meters[name] = None if cls is None else RateMeter()
+            if cls is not None:
+                node.create_subscription(cls, name, _arrival_counter(meters[name]), qos, raw=True)
+
+    clock_class = message_class("rosgraph_msgs/msg/Clock")
+    try:
+        _spin_for(executor, discovery_s)
+        # Keep looking while measuring: participants found late are still measured
+        # (the rate is taken over each topic's own first-to-last arrival).
+        deadline = time.monotonic() + duration_s
+        while time.monotonic() < deadline:
+            subscribe_new_topics()
+            _spin_for(executor, min(0.25, max(0.0, deadline - time.monotonic())))
+        own = node.get_name()
+        rows = []
+        for name, types in types_of.items():
+            publishers = sum(1 for info in node.get_publishers_info_by_topic(name) if info.node_name != own)
+            subscribers = sum(1 for info in node.get_subscriptions_info_by_topic(name) if info.node_name != own)
+            if publishers or subscribers:  # not a topic only this command's own node uses
+                rows.append(TopicRow(name=name, types=types, publishers=publishers, meter=meters[name]))
+        return rows, clock.speed()
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+
+
+def _arrival_counter(meter: RateMeter):
+    def on_message(_serialized: bytes) -> None:
+        meter.record(time.monotonic())
+
+    return on_message
+
+
+def _spin_for(executor, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        executor.spin_once(timeout_sec=min(0.05, left))

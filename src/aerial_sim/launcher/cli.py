@@ -1,0 +1,139 @@
+"""``aerial_sim launch``: run a ROS 2 YAML launch file without ``ros2 launch``.
+
+    aerial_sim launch FILE [name:=value ...]
+    aerial_sim launch PACKAGE FILE [name:=value ...]     # FILE under PACKAGE's share/launch
+    aerial_sim launch FILE --show-args                   # the file's declared arguments
+    aerial_sim launch FILE --print [name:=value ...]     # the command lines, nothing started
+
+A bare FILE name that is not a path to an existing file is looked up in the
+package's ``launch/`` directory (``aerial_sim launch sim.launch.yaml``). Problems
+with the file, its arguments or its executables are one line on stderr and exit
+status 2; see :mod:`aerial_sim.launcher.runner` for the run-time exit statuses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import shlex
+import socket
+import sys
+import tempfile
+from pathlib import Path
+
+from aerial_sim.launcher.commands import child_environment, node_command, process_labels, resolve_executable
+from aerial_sim.launcher.description import (
+    declared_arguments,
+    find_package_share,
+    load_launch_file,
+    parse_cli_arguments,
+)
+from aerial_sim.launcher.errors import LaunchError
+from aerial_sim.launcher.runner import LaunchItem, Runner
+from aerial_sim.paths import package_share
+
+
+#: Names ending like this are files, never the PACKAGE of ``aerial_sim launch PACKAGE FILE``.
+LAUNCH_FILE_SUFFIXES = (".yaml", ".yml", ".py", ".xml")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="aerial_sim launch",
+        usage="aerial_sim launch [-h] [-s] [-p] [--log-dir DIR] [PACKAGE] FILE [name:=value ...]",
+        description="Run a launch file in the ROS 2 YAML launch format (without ros2 launch).",
+    )
+    parser.add_argument("target", nargs="+", help="[PACKAGE] FILE [name:=value ...]")
+    parser.add_argument("-s", "--show-args", action="store_true", help="list the file's launch arguments and exit")
+    parser.add_argument("-p", "--print", action="store_true", dest="dry_run", help="print the commands and exit")
+    parser.add_argument(
+        "--log-dir", type=Path, metavar="DIR", help="directory for the processes' output (default: under the ROS log dir)"
+    )
+    try:
+        options = parser.parse_intermixed_args(sys.argv[1:] if argv is None else argv)
+    except SystemExit as stop:
+        return int(stop.code or 0)
+    try:
+        return _launch(options)
+    except LaunchError as error:
+        print(f"aerial_sim launch: error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"aerial_sim launch: error: {error}", file=sys.stderr)
+        return 2
+
+
+def _launch(options: argparse.Namespace) -> int:
+    path, rest = resolve_launch_file(options.target)
+    if options.show_args:
+        _show_arguments(path)
+        return 0
+    plan = load_launch_file(path, parse_cli_arguments(rest))
+    for warning in plan.warnings:
+        print(f"[WARN] [launch]: {warning}", file=sys.stderr)
+    for message in plan.messages:
+        print(f"[INFO] [launch.user]: {message}")
+    if not plan.processes:
+        print(f"[INFO] [launch]: {path} starts no processes")
+        return 0
+    executables = [resolve_executable(spec, spec.environment) for spec in plan.processes]
+    labels = process_labels(plan.processes)
+    if options.dry_run:
+        params_dir = Path(tempfile.mkdtemp(prefix="aerial_sim_launch_params_"))
+        for label, spec, executable in zip(labels, plan.processes, executables):
+            print(f"[{label}] {shlex.join(node_command(spec, executable, params_dir))}")
+        return 0
+    log_dir = options.log_dir or default_log_dir()
+    items = [
+        LaunchItem(spec, label, node_command(spec, executable, log_dir / "params"), child_environment(spec, log_dir))
+        for label, spec, executable in zip(labels, plan.processes, executables)
+    ]
+    return Runner(items, log_dir).run()
+
+
+def resolve_launch_file(target: list[str]) -> tuple[Path, list[str]]:
+    """``[FILE, args...]`` or ``[PACKAGE, FILE, args...]`` -> (launch file path, ``name:=value`` args)."""
+    first, rest = target[0], target[1:]
+    looks_like_file = first.endswith(LAUNCH_FILE_SUFFIXES) or Path(first).is_file()
+    if rest and ":=" not in rest[0] and ":=" not in first and not looks_like_file:
+        package, name, rest = first, rest[0], rest[1:]
+        path = find_package_share(package) / "launch" / name
+        if not path.is_file():
+            raise LaunchError(f"launch file '{name}' not found in package '{package}' ({path})")
+        return path, rest
+    path = Path(first).expanduser()
+    if path.is_file():
+        return path, rest
+    if os.sep not in first:
+        shared = package_share() / "launch" / first
+        if shared.is_file():
+            return shared, rest
+        raise LaunchError(f"launch file not found: {first} (not in the current directory nor in {shared.parent})")
+    raise LaunchError(f"launch file not found: {first}")
+
+
+def default_log_dir() -> Path:
+    """``$ROS_LOG_DIR`` (or ``$ROS_HOME/log``, ``~/.ros/log``) / ``<time>-<host>-<pid>``, as ros2 launch."""
+    root = os.environ.get("ROS_LOG_DIR") or os.path.join(
+        os.environ.get("ROS_HOME") or os.path.join(os.path.expanduser("~"), ".ros"), "log"
+    )
+    stamp = datetime.datetime.now().strftime("%Y-%m-%d-%H-%M-%S-%f")
+    return Path(root) / f"{stamp}-{socket.gethostname()}-{os.getpid()}"
+
+
+def _show_arguments(path: Path) -> None:
+    declarations = declared_arguments(path)
+    if not declarations:
+        print(f"{path} declares no launch arguments")
+        return
+    print(f"Arguments of {path} (pass as name:=value):")
+    for declaration in declarations:
+        default = "(required)" if declaration.default is None else f"default: '{declaration.default}'"
+        choices = f" [choices: {', '.join(declaration.choices)}]" if declaration.choices else ""
+        description = declaration.description or "no description"
+        print(f"\n    '{declaration.name}':\n        {description}{choices}\n        ({default})")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

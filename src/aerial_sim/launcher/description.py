@@ -1,0 +1,630 @@
+"""What a YAML launch file asks for: its tags evaluated into a list of processes to start.
+
+This is the pure half of the launcher (no processes, no rclpy). It reads files
+in the ROS 2 YAML launch format, as ``launch_yaml`` and ``launch_ros`` parse
+them, so the same files run under a real ``ros2 launch``::
+
+    launch:
+    - arg: {name: ns, default: drone1, description: vehicle namespace}
+    - group:
+        children:
+        - push-ros-namespace: {namespace: $(var ns)}
+        - node:
+            pkg: aerial_sim
+            exec: imu
+            name: imu
+            output: screen
+            param:
+            - {from: $(find-pkg-share aerial_sim)/config/imu.yaml}
+            - {name: seed, value: 3}
+            remap:
+            - {from: imu/data, to: imu/raw}
+
+Entities are evaluated in file order against a scope of launch configurations
+(``arg``/``let``/include arguments), the pushed ROS namespace and the
+environment, exactly as the launch service visits them: ``arg`` keeps a value
+already given (command line or include), a scoped ``group`` (the default)
+restores the scope afterwards, and ``include`` is not scoped (its arguments and
+``let``s stay visible after it, as in ROS 2).
+
+Supported tags: arg, let, node, executable, include, group, push-ros-namespace,
+set_env, unset_env, log. Anything else is a :class:`LaunchError` naming the tag
+and file.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Union
+
+import yaml
+
+from aerial_sim.launcher import substitutions
+from aerial_sim.launcher.errors import LaunchError
+from aerial_sim.paths import PACKAGE_NAME, package_share
+
+#: Include depth that can only mean a file including itself.
+MAX_INCLUDE_DEPTH = 32
+
+#: Values of the ``output`` attribute (launch's ExecuteProcess).
+OUTPUT_MODES = ("screen", "log", "both")
+
+#: ExecuteProcess attributes that are accepted (the files stay valid) but have no effect here.
+IGNORED_PROCESS_ATTRIBUTES = frozenset(
+    {"respawn", "respawn_delay", "respawn_max_retries", "emulate_tty", "sigterm_timeout", "sigkill_timeout", "shell"}
+)
+
+_CONDITIONS = frozenset({"if", "unless"})
+
+#: libyaml's safe loader when PyYAML was built with it (about 10x faster), else the pure one.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass(frozen=True)
+class ParamFile:
+    """A ``param: {from: FILE}`` entry: passed as ``--params-file FILE``."""
+
+    path: Path
+
+
+@dataclass(frozen=True)
+class ParamDict:
+    """Inline ``param: {name, value}`` entries: written to a generated params file."""
+
+    values: Mapping[str, Any]
+
+
+ParamSource = Union[ParamFile, ParamDict]
+
+
+@dataclass(frozen=True)
+class ProcessSpec:
+    """One process to start: a ``node`` (gets ``--ros-args``) or a plain ``executable``.
+
+    A node with no ``package`` runs ``executable`` as a path, as launch_ros does.
+    ``namespace`` is absolute, or None when neither the node nor an enclosing
+    ``push-ros-namespace`` gave one (then no ``__ns`` remap is passed).
+    ``environment`` is the complete environment the process gets.
+    """
+
+    executable: str
+    package: str | None = None
+    is_node: bool = True
+    name: str | None = None
+    namespace: str | None = None
+    exec_name: str | None = None
+    arguments: tuple[str, ...] = ()
+    ros_arguments: tuple[str, ...] = ()
+    parameters: tuple[ParamSource, ...] = ()
+    remappings: tuple[tuple[str, str], ...] = ()
+    output: str = "log"
+    shutdown_on_exit: bool = False
+    cwd: str | None = None
+    prefix: tuple[str, ...] = ()
+    environment: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def fully_qualified_name(self) -> str | None:
+        """``/ns/name`` when both are known (launch_ros keys generated params files by it)."""
+        if self.name is None or self.namespace is None:
+            return None
+        return f"{self.namespace.rstrip('/')}/{self.name}"
+
+
+@dataclass(frozen=True)
+class ArgumentDeclaration:
+    """An ``arg`` tag, for ``--show-args`` and error messages."""
+
+    name: str
+    default: str | None
+    description: str
+    choices: tuple[str, ...] = ()
+
+
+@dataclass
+class LaunchPlan:
+    """Everything a launch file evaluated to, in start order."""
+
+    processes: list[ProcessSpec] = field(default_factory=list)
+    arguments: list[ArgumentDeclaration] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    configurations: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class _Scope:
+    """The mutable state the launch service carries while visiting entities."""
+
+    configurations: dict[str, str]
+    environ: dict[str, str]
+    ros_namespace: str | None = None
+
+    def copy(self) -> "_Scope":
+        return _Scope(dict(self.configurations), dict(self.environ), self.ros_namespace)
+
+
+class _Context:
+    """The :class:`substitutions.SubstitutionContext` for one file in one scope."""
+
+    def __init__(self, scope: _Scope, current_file: Path):
+        self.configurations = scope.configurations
+        self.environ = scope.environ
+        self.current_file = current_file
+
+    def find_package_share(self, package: str) -> Path:
+        return find_package_share(package)
+
+    def find_package_prefix(self, package: str) -> Path:
+        return Path(_ament_lookup("get_package_prefix", package))
+
+
+def find_package_share(package: str) -> Path:
+    """A package's share directory: ours from :func:`package_share`, others from the ament index."""
+    if package == PACKAGE_NAME:
+        return package_share()
+    return Path(_ament_lookup("get_package_share_directory", package))
+
+
+def _ament_lookup(function: str, package: str) -> str:
+    """Find a package in the ament resource index (ament_index_python, on AMENT_PREFIX_PATH)."""
+    try:
+        from ament_index_python import packages
+    except ImportError as error:
+        raise LaunchError(f"cannot look up package '{package}': ament_index_python is not installed") from error
+    try:
+        return getattr(packages, function)(package)
+    except (LookupError, ValueError, OSError) as error:
+        searched = os.environ.get("AMENT_PREFIX_PATH") or "(AMENT_PREFIX_PATH is not set)"
+        raise LaunchError(f"package '{package}' not found (searched AMENT_PREFIX_PATH: {searched})") from error
+
+
+def parse_cli_arguments(items: list[str]) -> dict[str, str]:
+    """``['rate:=50', 'ns:=a']`` -> dict; anything else is a LaunchError naming it."""
+    values: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition(":=")
+        if not sep or not name or not all(c.isalnum() or c in "_-." for c in name):
+            raise LaunchError(f"bad launch argument '{item}': expected name:=value")
+        values[name] = value
+    return values
+
+
+def load_launch_file(
+    path: str | Path, arguments: Mapping[str, str] | None = None, environ: Mapping[str, str] | None = None
+) -> LaunchPlan:
+    """Evaluate a YAML launch file with ``name:=value`` arguments into a :class:`LaunchPlan`."""
+    environ = dict(os.environ if environ is None else environ)
+    scope = _Scope(configurations=dict(arguments or {}), environ=environ)
+    evaluator = _Evaluator(initial_environ=environ)
+    evaluator.include(Path(path), scope, depth=0)
+    evaluator.plan.configurations = dict(scope.configurations)
+    return evaluator.plan
+
+
+def read_launch_entities(path: Path) -> list[Any]:
+    """The ``launch:`` list of a YAML launch file (errors name the file)."""
+    if path.suffix not in (".yaml", ".yml"):
+        raise LaunchError(f"{path}: only YAML launch files (.yaml, .yml) are supported")
+    try:
+        document = yaml.load(path.read_text(), Loader=_YAML_LOADER)
+    except FileNotFoundError as error:
+        raise LaunchError(f"launch file not found: {path}") from error
+    except IsADirectoryError as error:
+        raise LaunchError(f"launch file is a directory: {path}") from error
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise LaunchError(f"{path}: not valid YAML{where}") from error
+    if not isinstance(document, dict) or "launch" not in document:
+        raise LaunchError(f"{path}: expected a top-level 'launch:' list")
+    entities = document["launch"] or []
+    if not isinstance(entities, list):
+        raise LaunchError(f"{path}: 'launch:' must be a list of tags")
+    return entities
+
+
+def declared_arguments(path: Path) -> list[ArgumentDeclaration]:
+    """The ``arg`` tags at the top level of a file, unevaluated (for ``--show-args``)."""
+    declarations = []
+    for entity in read_launch_entities(path):
+        if isinstance(entity, dict) and list(entity) == ["arg"] and isinstance(entity["arg"], dict):
+            body = entity["arg"]
+            default = body.get("default")
+            choices = [c for c in body.get("choices") or [] if isinstance(c, dict)]
+            declarations.append(
+                ArgumentDeclaration(
+                    name=_scalar_text(body.get("name", "?")),
+                    default=None if default is None else _scalar_text(default),
+                    description=_scalar_text(body.get("description", "")),
+                    choices=tuple(_scalar_text(c.get("value", "")) for c in choices),
+                )
+            )
+    return declarations
+
+
+class _Evaluator:
+    """Walks launch entities, filling a :class:`LaunchPlan`."""
+
+    def __init__(self, initial_environ: Mapping[str, str]):
+        self.plan = LaunchPlan()
+        self.initial_environ = dict(initial_environ)
+        self.handlers = {
+            "arg": self.arg,
+            "let": self.let,
+            "node": self.node,
+            "executable": self.executable,
+            "include": self.include_tag,
+            "group": self.group,
+            "push-ros-namespace": self.push_ros_namespace,
+            "push_ros_namespace": self.push_ros_namespace,
+            "set_env": self.set_env,
+            "unset_env": self.unset_env,
+            "log": self.log,
+        }
+
+    # -- structure ---------------------------------------------------------------------------
+
+    def include(self, path: Path, scope: _Scope, depth: int) -> None:
+        if depth > MAX_INCLUDE_DEPTH:
+            raise LaunchError(f"{path}: includes nested deeper than {MAX_INCLUDE_DEPTH} (a file including itself?)")
+        self.run(read_launch_entities(path), scope, path.resolve(), depth)
+
+    def run(self, entities: list[Any], scope: _Scope, file: Path, depth: int) -> None:
+        for entity in entities:
+            if not isinstance(entity, dict) or len(entity) != 1:
+                raise LaunchError(f"{file}: each launch entry must be one tag (a mapping with one key), got {entity!r}")
+            ((tag, body),) = entity.items()
+            handler = self.handlers.get(tag)
+            if handler is None:
+                supported = ", ".join(sorted(set(self.handlers) - {"push_ros_namespace"}))
+                raise LaunchError(f"{file}: unsupported tag '{tag}' (supported: {supported})")
+            if isinstance(body, dict) and not self.condition(body, scope, file, tag):
+                continue
+            handler(_Tag(tag, body, file), scope, depth)
+
+    def condition(self, body: dict, scope: _Scope, file: Path, tag: str) -> bool:
+        for key, wanted in (("if", True), ("unless", False)):
+            if key in body:
+                text = self.text(body[key], scope, file)
+                if substitutions.to_bool(text, f"{file}: {tag}: '{key}'") != wanted:
+                    return False
+        return True
+
+    def text(self, value: Any, scope: _Scope, file: Path) -> str:
+        try:
+            return substitutions.substitute(_scalar_text(value), _Context(scope, file))
+        except LaunchError as error:
+            raise LaunchError(f"{file}: {error}") from None
+
+    # -- tags ----------------------------------------------------------------------------------
+
+    def arg(self, tag: "_Tag", scope: _Scope, depth: int) -> None:
+        body = tag.mapping({"name"}, {"default", "description", "choices"})
+        name = self.text(body["name"], scope, tag.file)
+        default = body.get("default")
+        choices = tuple(
+            self.text(_Tag("choices", choice, tag.file).mapping({"value"}, set())["value"], scope, tag.file)
+            for choice in tag.entity_list(body.get("choices"), "choices")
+        )
+        declaration = ArgumentDeclaration(
+            name=name,
+            default=None if default is None else _scalar_text(default),
+            description=_scalar_text(body.get("description", "")),
+            choices=choices,
+        )
+        self.plan.arguments.append(declaration)
+        if name not in scope.configurations:
+            if default is None:
+                hint = f" ({declaration.description})" if declaration.description else ""
+                raise LaunchError(f"{tag.file}: missing launch argument '{name}'{hint}: pass {name}:=VALUE")
+            scope.configurations[name] = self.text(default, scope, tag.file)
+        value = scope.configurations[name]
+        if choices and value not in choices:
+            raise LaunchError(f"{tag.file}: launch argument '{name}' is '{value}', expected one of: {', '.join(choices)}")
+
+    def let(self, tag: "_Tag", scope: _Scope, depth: int) -> None:
+        body = tag.mapping({"name", "value"}, set())
+        scope.configurations[self.text(body["name"], scope, tag.file)] = self.text(body["value"], scope, tag.file)
+
+    def push_ros_namespace(self, tag: "_Tag", scope: _Scope, depth: int) -> None:
+        body = tag.mapping({"namespace"}, set())
+        scope.ros_namespace = prefix_namespace(scope.ros_namespace, self.text(body["namespace"], scope, tag.file))
+
+    def set_env(self, tag: "_Tag", scope: _Scope, depth: int) -> None:
+        body = tag.mapping({"name", "value"}, set())
+        scope.environ[self.text(body["name"], scope, tag.file)] = self.text(body["value"], scope, tag.file)
+
+    def unset_env(self, tag: "_Tag", scope: _Scope, depth: int) -> None:
+        body = tag.mapping({"name"}, set())
+        scope.environ.pop(self.text(body["name"], scope, tag.file), None)
+
+    def log(self, tag: "_Tag", scope: _Scope, depth: int) -> None:
+        body = tag.mapping({"message"}, {"level"})
+        self.plan.messages.append(self.text(body["message"], scope, tag.file))
+
+    def group(self, tag: "_Tag", scope: _Scope, depth: int) -> None:
+        body = tag.mapping(set(), {"scoped", "forwarding", "keep", "children"})
+        scoped = self.flag(body, "scoped", True, scope, tag)
+        forwarding = self.flag(body, "forwarding", True, scope, tag)
+        keep = dict(self.pairs(tag, "keep", ("name", "value"), scope))
+        inner = scope.copy() if scoped else scope
+        if scoped and not forwarding:
+            inner.configurations.clear()
+            inner.environ = dict(self.initial_environ)
+            inner.ros_namespace = None
+        inner.configurations.update(keep)
+        self.run(tag.entity_list(body.get("children"), "children"), inner, tag.file, depth)
+
+    def include_tag(self, tag: "_Tag", scope: _Scope, depth: int) -> None:
+        if isinstance(tag.body, str):  # `- include: path` form
+            tag = _Tag(tag.name, {"file": tag.body}, tag.file)
+        body = tag.mapping({"file"}, {"arg"})
+        path = Path(self.text(body["file"], scope, tag.file)).expanduser()
+        arguments = self.pairs(tag, "arg", ("name", "value"), scope)
+        if not path.is_file():
+            raise LaunchError(f"{tag.file}: included launch file not found: {path}")
+        scope.configurations.update(arguments)
+        self.include(path, scope, depth + 1)
+
+    def node(self, tag: "_Tag", scope: _Scope, depth: int) -> None:
+        body = tag.mapping(
+            {"exec"},
+            {"pkg", "name", "namespace", "exec_name", "args", "ros_args", "param", "remap"} | _PROCESS_ATTRIBUTES,
+        )
+        name = self.text(body["name"], scope, tag.file) if "name" in body else None
+        namespace = self.text(body["namespace"], scope, tag.file) if "namespace" in body else None
+        executable = self.text(body["exec"], scope, tag.file)
+        package = self.text(body["pkg"], scope, tag.file) if "pkg" in body else None
+        spec = ProcessSpec(
+            executable=executable,
+            package=package or None,
+            name=name,
+            namespace=make_namespace_absolute(prefix_namespace(scope.ros_namespace, namespace)),
+            arguments=self.cmdline(body.get("args"), scope, tag.file),
+            ros_arguments=self.cmdline(body.get("ros_args"), scope, tag.file),
+            parameters=self.parameters(tag.entity_list(body.get("param"), "param"), scope, tag.file),
+            remappings=tuple(self.pairs(tag, "remap", ("from", "to"), scope)),
+            exec_name=self.text(body["exec_name"], scope, tag.file) if "exec_name" in body else None,
+            **self.process_options(body, scope, tag),
+        )
+        self.plan.processes.append(spec)
+
+    def executable(self, tag: "_Tag", scope: _Scope, depth: int) -> None:
+        body = tag.mapping({"cmd"}, {"name"} | _PROCESS_ATTRIBUTES)
+        command = self.cmdline(body["cmd"], scope, tag.file)
+        if not command:
+            raise LaunchError(f"{tag.file}: executable: 'cmd' is empty")
+        name = self.text(body["name"], scope, tag.file) if "name" in body else None
+        spec = ProcessSpec(
+            executable=command[0],
+            is_node=False,
+            arguments=command[1:],
+            name=name,
+            **self.process_options(body, scope, tag),
+        )
+        self.plan.processes.append(spec)
+
+    # -- pieces --------------------------------------------------------------------------------
+
+    def process_options(self, body: dict, scope: _Scope, tag: "_Tag") -> dict[str, Any]:
+        """The ExecuteProcess attributes shared by ``node`` and ``executable``."""
+        for ignored in sorted(IGNORED_PROCESS_ATTRIBUTES & set(body)):
+            self.plan.warnings.append(f"{tag.file}: {tag.name}: attribute '{ignored}' is ignored by aerial_sim launch")
+        output = self.text(body.get("output", "log"), scope, tag.file)
+        if output not in OUTPUT_MODES:
+            raise LaunchError(f"{tag.file}: {tag.name}: output must be one of {', '.join(OUTPUT_MODES)}, got '{output}'")
+        on_exit = self.text(body["on_exit"], scope, tag.file) if "on_exit" in body else None
+        if on_exit not in (None, "shutdown"):
+            raise LaunchError(f"{tag.file}: {tag.name}: on_exit supports only 'shutdown', got '{on_exit}'")
+        environment = dict(scope.environ)
+        environment.update(self.pairs(tag, "env", ("name", "value"), scope))
+        return {
+            "output": output,
+            "shutdown_on_exit": on_exit == "shutdown",
+            "cwd": self.text(body["cwd"], scope, tag.file) if "cwd" in body else None,
+            "prefix": self.cmdline(body.get("launch-prefix"), scope, tag.file),
+            "environment": environment,
+        }
+
+    def pairs(self, tag: "_Tag", key: str, names: tuple[str, str], scope: _Scope) -> list[tuple[str, str]]:
+        """A list attribute of two-attribute entries (``arg``/``env``/``keep``: name, value; ``remap``: from, to)."""
+        first, second = names
+        result = []
+        for item in tag.entity_list(tag.body.get(key), key):
+            entry = _Tag(key, item, tag.file).mapping({first, second}, set())
+            result.append((self.text(entry[first], scope, tag.file), self.text(entry[second], scope, tag.file)))
+        return result
+
+    def flag(self, body: dict, key: str, default: bool, scope: _Scope, tag: "_Tag") -> bool:
+        if key not in body:
+            return default
+        if isinstance(body[key], bool):
+            return body[key]
+        return substitutions.to_bool(self.text(body[key], scope, tag.file), f"{tag.file}: {tag.name}: '{key}'")
+
+    def cmdline(self, value: Any, scope: _Scope, file: Path) -> tuple[str, ...]:
+        """Split a command line as launch's ``_parse_cmdline`` does.
+
+        Literal text is split like a shell would; a substitution's result is
+        never split, and sticks to text written right next to it.
+        """
+        if value is None:
+            return ()
+        try:
+            parts = substitutions.parse(_scalar_text(value))
+            context = _Context(scope, file)
+            result: list[str] = []
+            current: list[str] | None = None
+            for part in parts:
+                if isinstance(part, substitutions.Substitution):
+                    current = (current or []) + [substitutions.evaluate((part,), context)]
+                    continue
+                tokens = shlex.split(part)
+                if not tokens:
+                    current = _close(current, result)
+                    continue
+                if part[0].isspace():
+                    current = _close(current, result)
+                current = (current or []) + [tokens[0]]
+                if len(tokens) > 1:
+                    current = _close(current, result)
+                    result.extend(tokens[1:-1])
+                    current = [tokens[-1]]
+                if part[-1].isspace():
+                    current = _close(current, result)
+            _close(current, result)
+            return tuple(result)
+        except ValueError as error:  # shlex: unbalanced quotes
+            raise LaunchError(f"{file}: cannot split command line '{value}': {error}") from None
+        except LaunchError as error:
+            raise LaunchError(f"{file}: {error}") from None
+
+    def parameters(self, entries: list[Any], scope: _Scope, file: Path) -> tuple[ParamSource, ...]:
+        """``param`` entries in order: ``from`` files and one generated dict per inline entry.
+
+        Each inline entry becomes its own params file, in the order written,
+        which is what launch_ros (Humble onwards) passes.
+        """
+        sources: list[ParamSource] = []
+        for item in entries:
+            entry = _Tag("param", item, file).mapping(set(), {"name", "from", "value", "type", "param", "allow_substs"})
+            if "from" in entry and "name" in entry:
+                raise LaunchError(f"{file}: param: 'name' and 'from' are mutually exclusive")
+            if "from" in entry:
+                path = Path(self.text(entry["from"], scope, file)).expanduser()
+                if not path.is_file():
+                    raise LaunchError(f"{file}: parameter file not found: {path}")
+                sources.append(ParamFile(path))
+            elif "name" in entry:
+                sources.append(ParamDict(self.parameter_dict([item], scope, file)))
+            else:
+                raise LaunchError(f"{file}: param needs a 'name' or a 'from' attribute")
+        return tuple(sources)
+
+    def parameter_dict(self, entries: list[Any], scope: _Scope, file: Path) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for item in entries:
+            entry = _Tag("param", item, file).mapping({"name"}, {"value", "type", "param"})
+            name = self.text(entry["name"], scope, file)
+            if ("value" in entry) == ("param" in entry):
+                raise LaunchError(f"{file}: param '{name}' needs exactly one of 'value' or nested 'param'")
+            if "param" in entry:
+                nested = _Tag("param", entry, file).entity_list(entry["param"], "param")
+                values[name] = self.parameter_dict(nested, scope, file)
+                continue
+            type_name = self.text(entry["type"], scope, file) if "type" in entry else None
+            values[name] = self.parameter_value(entry["value"], type_name, scope, file, name)
+        return values
+
+    def parameter_value(self, value: Any, type_name: str | None, scope: _Scope, file: Path, name: str) -> Any:
+        if isinstance(value, list):
+            items = [self.parameter_value(v, type_name, scope, file, name) for v in value]
+            if len({type(v) for v in items}) > 1:
+                raise LaunchError(f"{file}: param '{name}': list items must all have the same type")
+            return items
+        if isinstance(value, str):
+            value = self.text(value, scope, file)
+        return coerce_parameter(value, type_name, f"{file}: param '{name}'")
+
+
+_PROCESS_ATTRIBUTES = frozenset({"output", "on_exit", "cwd", "launch-prefix", "env"}) | IGNORED_PROCESS_ATTRIBUTES
+
+
+@dataclass(frozen=True)
+class _Tag:
+    """A tag's body with the file it came from, for messages that name both."""
+
+    name: str
+    body: Any
+    file: Path
+
+    def mapping(self, required: set[str], optional: set[str]) -> dict:
+        if not isinstance(self.body, dict):
+            raise LaunchError(f"{self.file}: '{self.name}' expects attributes (a mapping), got {self.body!r}")
+        missing = sorted(required - set(self.body))
+        if missing:
+            raise LaunchError(f"{self.file}: {self.name}: missing attribute '{missing[0]}'")
+        unknown = sorted(set(self.body) - required - optional - _CONDITIONS)
+        if unknown:
+            raise LaunchError(f"{self.file}: {self.name}: unknown attribute '{unknown[0]}'")
+        return self.body
+
+    def entity_list(self, value: Any, key: str) -> list:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise LaunchError(f"{self.file}: {self.name}: '{key}' must be a list")
+        return value
+
+
+def _close(current: list[str] | None, result: list[str]) -> None:
+    """End the command-line argument being built (if any); returns None for the next one."""
+    if current is not None:
+        result.append("".join(current))
+    return None
+
+
+def _scalar_text(value: Any) -> str:
+    """YAML scalars as launch text: booleans lower-case, numbers as written."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    raise LaunchError(f"expected a text value, got {value!r}")
+
+
+def coerce_parameter(value: Any, type_name: str | None, where: str) -> Any:
+    """A parameter value as launch_ros types it: explicit ``type``, else the best guess.
+
+    Text is guessed as int, then float, then true/false, then a YAML list, else
+    text; YAML numbers and booleans stay as they are.
+    """
+    if type_name is None:
+        if not isinstance(value, str):
+            return value
+        for convert in (int, float):
+            try:
+                return convert(value)
+            except ValueError:
+                pass
+        if value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+        if value.strip().startswith("["):
+            try:
+                loaded = yaml.safe_load(value)
+            except yaml.YAMLError:
+                return value
+            if isinstance(loaded, list) and len({type(v) for v in loaded}) <= 1:
+                return loaded
+        return value
+    try:
+        if type_name == "str":
+            return _scalar_text(value)
+        if type_name == "bool":
+            return value if isinstance(value, bool) else substitutions.to_bool(str(value), where)
+        if type_name in ("int", "float") and not isinstance(value, bool):
+            return int(value) if type_name == "int" else float(value)
+    except ValueError:
+        raise LaunchError(f"{where}: '{value}' is not a valid {type_name}") from None
+    raise LaunchError(f"{where}: unsupported or mismatched type '{type_name}' for {value!r} (use str, int, float or bool)")
+
+
+def prefix_namespace(base: str | None, namespace: str | None) -> str | None:
+    """launch_ros's rule: a relative namespace is appended to the pushed one; absolute wins."""
+    if base is None or not base.strip("/"):
+        return namespace if namespace is not None else base
+    if namespace is None:
+        return base
+    if namespace.startswith("/"):
+        return namespace
+    return f"{base.rstrip('/')}/{namespace}" if namespace else base
+
+
+def make_namespace_absolute(namespace: str | None) -> str | None:
+    if namespace is None:
+        return None
+    return namespace if namespace.startswith("/") else f"/{namespace}"

@@ -1,0 +1,98 @@
+"""The launcher across processes: a demo talker found on AMENT_PREFIX_PATH, started, heard, stopped.
+
+The talker (test/data/launch/demo_talker.py) is installed as ``lib/demo_pkg/talker``
+in a temporary prefix, run by this interpreter through its shebang, as
+``ros2 launch`` would find a package's executable.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, requires_ros, spin_until
+
+pytestmark = [requires_ros, pytest.mark.ros]
+
+DATA = Path(__file__).parent / "data" / "launch"
+
+
+@pytest.fixture
+def demo_prefix(tmp_path, monkeypatch):
+    """An AMENT_PREFIX_PATH prefix (inherited by the launcher) with executable lib/demo_pkg/talker."""
+    prefix = tmp_path / "prefix"
+    executable = prefix / "lib" / "demo_pkg" / "talker"
+    executable.parent.mkdir(parents=True)
+    executable.write_text(f"#!{sys.executable}\n" + (DATA / "demo_talker.py").read_text())
+    executable.chmod(0o755)
+    monkeypatch.setenv("AMENT_PREFIX_PATH", str(prefix))
+    monkeypatch.setenv("ROS_LOG_DIR", str(tmp_path / "ros_log"))
+    return prefix
+
+
+def run_launch(*args: str, timeout_s: float = 30.0) -> tuple[int, str, str, float]:
+    """Run ``aerial_sim launch`` to completion; returns (code, stdout, stderr, wall seconds)."""
+    start = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "aerial_sim", "launch", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        cwd=REPO,
+    )
+    return done.returncode, done.stdout, done.stderr, time.monotonic() - start
+
+
+def test_launched_talker_is_heard_listed_by_topics_and_stopped_by_sigint(demo_prefix, launch, ros_node):
+    from std_msgs.msg import String
+
+    graph = launch(str(DATA / "talker.launch.yaml"), "greeting:=hi_from_test", "rate_hz:=20.0")
+    heard: list[str] = []
+    ros_node.create_subscription(String, "/demo/chatter_remapped", lambda m: heard.append(m.data), 10)
+    # Namespace, remap and an inline parameter given on the command line all reached the process.
+    assert spin_until(ros_node, lambda: len(heard) >= 3, timeout_s=20), graph.output()
+    assert heard[-1].startswith("hi_from_test "), heard
+
+    listing = subprocess.run(
+        [sys.executable, "-m", "aerial_sim", "topics", "--namespace", "demo", "--discovery", "2", "--duration", "2"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=REPO,
+    )
+    assert listing.returncode == 0, listing.stdout + listing.stderr
+    row = re.search(r"^/demo/chatter_remapped\s+std_msgs/msg/String\s+(\d+)\s+([\d.]+)\s*$", listing.stdout, re.M)
+    assert row, listing.stdout
+    assert int(row.group(1)) == 1
+    assert 15.0 < float(row.group(2)) < 25.0, listing.stdout  # published at 20 Hz (timer), heard over 2 s
+
+    code = graph.stop()
+    output = graph.log_path.read_text()  # stop() closed the fixture's handle on it
+    assert code == 0, output
+    assert "[talker] talker ready as /demo/talker on /demo/chatter_remapped" in output
+    assert "[talker] talker stopped cleanly" in output  # SIGINT reached it: a clean rclpy shutdown
+
+
+def test_a_node_that_fails_stops_the_launch_naming_it_with_its_last_lines(demo_prefix):
+    code, out, err, elapsed = run_launch(str(DATA / "failing.launch.yaml"))
+    assert code == 1, out + err
+    assert "process 'crasher' (demo_pkg/talker) exited with code 1" in err
+    assert "[crasher] boom: simulated failure" in err
+    assert "[crasher] talker: about to fail" in err  # stdout lines are in the report too
+    assert "[steady] interrupted by SIGINT" in out  # the other process was stopped, not left behind
+    assert elapsed < 15, elapsed
+
+
+def test_on_exit_shutdown_ends_the_launch_cleanly_and_other_exits_are_only_reported(demo_prefix):
+    code, out, err, elapsed = run_launch(str(DATA / "mission.launch.yaml"))
+    assert code == 0, out + err
+    finished_quick = out.index("process has finished cleanly")
+    assert "quick" in out[finished_quick : out.index("\n", finished_quick)]
+    assert out.index("[mission] done") > finished_quick  # the launch went on after 'quick' finished
+    assert "mission; on_exit: shutdown" in out
+    assert "[steady] interrupted by SIGINT" in out
+    assert elapsed < 15, elapsed

@@ -1,0 +1,88 @@
+"""`aerial_sim topics` measuring and formatting, without a ROS graph.
+
+The live check (a launched talker listed with its rate) is in test_launcher_process.py,
+which already has the talker running.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from aerial_sim.cli.topics import ClockMeter, RateMeter, TopicRow, format_table, in_namespace, message_class
+
+
+def test_rate_is_arrivals_over_their_own_span_whatever_the_window():
+    rng = np.random.default_rng(7)
+    period_s = 1.0 / 250.0
+    # 250 Hz with 0.5 ms arrival jitter, first message 1.3 s into the window.
+    arrivals = 1.3 + np.arange(500) * period_s + rng.normal(0.0, 5e-4, 500)
+    meter = RateMeter()
+    for t in np.sort(arrivals):
+        meter.record(float(t))
+    # Span error is two jitter draws: std sqrt(2)*0.5 ms over ~2 s, i.e. ~0.04 % of the rate.
+    assert meter.rate_hz() == pytest.approx(250.0, rel=2e-3)
+
+
+def test_fewer_than_two_arrivals_give_no_rate():
+    meter = RateMeter()
+    assert meter.rate_hz() is None
+    meter.record(1.0)
+    assert meter.rate_hz() is None and meter.count == 1
+
+
+def test_clock_speed_is_sim_seconds_per_wall_second():
+    clock = ClockMeter()
+    for wall in np.arange(0.0, 2.0, 0.01):
+        clock.record(100.0 + wall, 5.0 + 4.0 * wall)
+    assert clock.speed() == pytest.approx(4.0)
+    assert ClockMeter().speed() is None
+
+
+def test_table_shows_wall_rates_and_per_sim_second_rates_when_clock_known():
+    imu, silent, latched = RateMeter(), RateMeter(), RateMeter()
+    for i in range(201):
+        imu.record(i / 200.0)  # 200 Hz of wall time
+    latched.record(0.5)
+    rows = [
+        TopicRow("/drone1/imu/data", ["sensor_msgs/msg/Imu"], 1, imu),
+        TopicRow("/drone1/custom", ["my_pkg/msg/Thing"], 2, None),
+        TopicRow("/drone1/motor_commands", ["std_msgs/msg/Float64MultiArray"], 0, silent),
+        TopicRow("/robot_description", ["std_msgs/msg/String"], 1, latched),
+    ]
+    lines = format_table(rows, sim_speed=2.0).splitlines()
+    assert lines[0].split() == ["topic", "type", "pubs", "Hz", "(wall)", "Hz", "(sim)"]
+    by_topic = {line.split()[0]: line.split()[1:] for line in lines[1:]}
+    assert by_topic["/drone1/imu/data"] == ["sensor_msgs/msg/Imu", "1", "200.0", "100.0"]
+    assert by_topic["/drone1/custom"] == ["my_pkg/msg/Thing", "2", "?", "?"]
+    assert by_topic["/drone1/motor_commands"][-2:] == ["0", "0"]
+    assert by_topic["/robot_description"][-4:] == ["1", "msg", "1", "msg"]
+    assert [line.split()[0] for line in lines[1:]] == sorted(by_topic)
+    assert "(sim)" not in format_table(rows, sim_speed=None)
+
+
+def test_namespace_filter_matches_whole_segments():
+    assert in_namespace("/drone1/imu/data", "drone1") and in_namespace("/drone1/imu/data", "/drone1/")
+    assert not in_namespace("/drone10/imu/data", "drone1")
+    assert in_namespace("/clock", None) and in_namespace("/clock", "/")
+
+
+def test_message_class_imports_installed_types_only():
+    from std_msgs.msg import String
+
+    assert message_class("std_msgs/msg/String") is String
+    assert message_class("no_such_pkg/msg/Thing") is None
+    assert message_class("std_msgs/msg/NoSuchType") is None
+    assert message_class("not a type") is None
+
+
+def test_an_empty_graph_is_reported_with_exit_status_1():
+    options = ["--namespace", "/nobody_here", "--discovery", "0", "--duration", "0.3"]
+    done = subprocess.run(
+        [sys.executable, "-m", "aerial_sim", "topics", *options], capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "no topics found under /nobody_here" in done.stderr
