@@ -1,0 +1,77 @@
+"""GPS node: ``ground_truth/odom`` -> ``gps/fix`` (NavSatFix) and ``gps/vel`` (TwistStamped, ENU, horizontal).
+
+Thin adapter around :class:`aerial_sim.sensors.gps.Gps`, driven by ground truth
+resampled to the exact instants ``k / rate_hz`` of sim time; each fix is
+published ``latency_s`` after the instant it describes, stamped with its output
+time (as a real driver stamps a fix on arrival). Status is STATUS_FIX for a 2D
+or 3D fix, STATUS_NO_FIX before; the covariance is ``diag(eph^2, eph^2, epv^2)``
+(ENU, DIAGONAL_KNOWN).
+"""
+
+from __future__ import annotations
+
+from geometry_msgs.msg import TwistStamped
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+from sensor_msgs.msg import NavSatFix, NavSatStatus
+
+from aerial_sim.environment.geodesy import HomePoint
+from aerial_sim.nodes.common import declare_params, frame_in_namespace, run_node, stream_qos, to_stamp
+from aerial_sim.sensors.common import Resampler, SensorNodeOptions, load_preset, truth_from_odometry
+from aerial_sim.sensors.gps import FIX_NONE, Gps, GpsParams
+
+
+class GpsNode(Node):
+    def __init__(self):
+        super().__init__("gps")
+        options = declare_params(self, SensorNodeOptions, defaults=SensorNodeOptions(preset="airsim_gps", frame_id="gps_link"))
+        self.params = declare_params(self, GpsParams, defaults=load_preset(GpsParams, options.preset))
+        home = declare_params(self, HomePoint, prefix="home.")
+        self.frame_id = frame_in_namespace(self, options.frame_id)
+        self.model = Gps(self.params, home)
+        self.resampler = Resampler(self.params.rate_hz, options.interpolation)
+        self.dt = 1.0 / self.params.rate_hz
+        qos = stream_qos(options.lockstep)
+        self.fix_publisher = self.create_publisher(NavSatFix, "gps/fix", qos)
+        self.vel_publisher = self.create_publisher(TwistStamped, "gps/vel", qos)
+        self.create_subscription(Odometry, "ground_truth/odom", self.on_truth, qos)
+        self.get_logger().info(
+            f"GPS at {self.params.rate_hz:g} Hz, latency {self.params.latency_s:g} s, in {self.frame_id} (preset '{options.preset}')"
+        )
+
+    def on_truth(self, msg: Odometry) -> None:
+        truth = truth_from_odometry(msg)
+        if truth is None:
+            self.get_logger().warning("ground_truth/odom with non-finite values ignored", throttle_duration_sec=5)
+            return
+        samples = self.resampler.push(truth)
+        if self.resampler.restarted:
+            self.model.reset()
+        for sample in samples:
+            for fix in self.model.step(self.dt, sample):
+                self.publish(fix)
+
+    def publish(self, fix) -> None:
+        stamp = to_stamp(fix.time_s)
+        out = NavSatFix(latitude=fix.latitude_deg, longitude=fix.longitude_deg, altitude=fix.altitude_m)
+        out.header.stamp = stamp
+        out.header.frame_id = self.frame_id
+        out.status.status = NavSatStatus.STATUS_NO_FIX if fix.fix_type == FIX_NONE else NavSatStatus.STATUS_FIX
+        out.status.service = NavSatStatus.SERVICE_GPS
+        out.position_covariance[0] = out.position_covariance[4] = fix.eph_m**2
+        out.position_covariance[8] = fix.epv_m**2
+        out.position_covariance_type = NavSatFix.COVARIANCE_TYPE_DIAGONAL_KNOWN
+        self.fix_publisher.publish(out)
+        vel = TwistStamped()
+        vel.header.stamp = stamp
+        vel.header.frame_id = self.frame_id
+        vel.twist.linear.x, vel.twist.linear.y, vel.twist.linear.z = fix.velocity_enu
+        self.vel_publisher.publish(vel)
+
+
+def main(args=None):
+    return run_node(GpsNode, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,418 @@
+"""Small reusable pieces that the sensor models combine (the AirLib design).
+
+AirSim's AirLib builds every sensor from the same few parts: a rate limiter, a
+latency delay line, a Gauss-Markov drift, a first-order filter. This module holds
+those parts, pure and separately tested, plus the ground-truth sample the models
+read:
+
+- :class:`TruthSample`: one instant of ground truth (same field names as
+  ``aerial_sim.physics.state.GroundTruth``, so either can be passed to a model);
+- :class:`Resampler`: turns ground truth arriving at its own rate (250 Hz) into
+  samples at the exact instants ``k / rate_hz`` of the sensor, by interpolating
+  between the two bracketing truth samples (or holding the older one);
+- :class:`GaussMarkov`, :class:`RandomWalk`: drifting biases;
+- :class:`FirstOrderFilter`: exponential approach to a target (GPS fix quality);
+- :class:`DelayLine`: fixed latency (GPS);
+- :class:`Mount`: where a sensor sits on the body (``<ns>/<sensor>_link`` in ``base_link``);
+- quaternion helpers for (w, x, y, z) body->world quaternions.
+
+No ROS import here: the nodes in ``aerial_sim.nodes`` adapt these to topics.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections import deque
+from dataclasses import dataclass, replace
+from typing import Any, Literal, Protocol, TypeVar
+
+import numpy as np
+
+from aerial_sim.config import ParamsError, load_yaml_params, require, require_positive
+from aerial_sim.paths import resolve_config
+
+Vec3 = tuple[float, float, float]
+Quat = tuple[float, float, float, float]
+P = TypeVar("P")
+
+#: Standard gravity (m/s^2), the unit of the "g" in accelerometer datasheets.
+STANDARD_GRAVITY = 9.80665
+#: Two instants closer than this (s) are the same instant (stamps are integer nanoseconds).
+TIME_EPSILON_S = 1e-9
+
+
+class GroundTruthLike(Protocol):
+    """What a sensor model reads: :class:`TruthSample` or ``physics.state.GroundTruth``."""
+
+    time_s: float
+    position: Vec3
+    orientation: Quat
+    velocity_world: Vec3
+    angular_velocity_body: Vec3
+    specific_force_body: Vec3
+    angular_acceleration_body: Vec3
+
+
+@dataclass(frozen=True)
+class TruthSample:
+    """Ground truth of one vehicle at one instant (SI units, ENU world ``map``, FLU body).
+
+    ``specific_force_body`` is what a perfect accelerometer at the body origin
+    reads (+g up at rest, 0 in free fall).
+    """
+
+    time_s: float
+    position: Vec3 = (0.0, 0.0, 0.0)
+    orientation: Quat = (1.0, 0.0, 0.0, 0.0)
+    velocity_world: Vec3 = (0.0, 0.0, 0.0)
+    angular_velocity_body: Vec3 = (0.0, 0.0, 0.0)
+    specific_force_body: Vec3 = (0.0, 0.0, STANDARD_GRAVITY)
+    angular_acceleration_body: Vec3 = (0.0, 0.0, 0.0)
+
+
+_VECTOR_FIELDS = ("position", "velocity_world", "angular_velocity_body", "specific_force_body", "angular_acceleration_body")
+
+
+def as_truth_sample(truth: GroundTruthLike) -> TruthSample:
+    """Copy any ground-truth-like object into a :class:`TruthSample`."""
+    if isinstance(truth, TruthSample):
+        return truth
+    return TruthSample(
+        time_s=float(truth.time_s),
+        orientation=tuple(map(float, truth.orientation)),
+        **{name: tuple(map(float, getattr(truth, name, (0.0, 0.0, 0.0)))) for name in _VECTOR_FIELDS},
+    )
+
+
+def truth_from_odometry(msg: Any) -> TruthSample | None:
+    """A :class:`TruthSample` from a nav_msgs/Odometry-shaped object (read by attribute, no ROS import).
+
+    Pose is in ``map`` (ENU), twist in the body frame (nav_msgs convention), so the
+    linear velocity is rotated into the world. Returns None when any value is not finite.
+    """
+    p, q = msg.pose.pose.position, msg.pose.pose.orientation
+    v, w = msg.twist.twist.linear, msg.twist.twist.angular
+    values = (p.x, p.y, p.z, q.w, q.x, q.y, q.z, v.x, v.y, v.z, w.x, w.y, w.z)
+    if not all(math.isfinite(x) for x in values):
+        return None
+    orientation = values[3:7]
+    velocity_world = rotation_matrix(orientation) @ np.asarray(values[7:10])
+    stamp = msg.header.stamp
+    return TruthSample(
+        time_s=stamp.sec + stamp.nanosec * 1e-9,
+        position=values[0:3],
+        orientation=orientation,
+        velocity_world=tuple(map(float, velocity_world)),
+        angular_velocity_body=values[10:13],
+    )
+
+
+# --------------------------------------------------------------------------- quaternions
+
+
+def rotation_matrix(q: Quat) -> np.ndarray:
+    """3x3 rotation matrix of unit quaternion ``q = (w, x, y, z)`` (body -> world)."""
+    w, x, y, z = q
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+
+
+def quat_from_rpy(roll: float, pitch: float, yaw: float) -> Quat:
+    """Quaternion of fixed-axis roll (x), pitch (y), yaw (z) rotations, as URDF ``rpy``."""
+    cr, sr = math.cos(roll / 2), math.sin(roll / 2)
+    cp, sp = math.cos(pitch / 2), math.sin(pitch / 2)
+    cy, sy = math.cos(yaw / 2), math.sin(yaw / 2)
+    return (
+        cr * cp * cy + sr * sp * sy,
+        sr * cp * cy - cr * sp * sy,
+        cr * sp * cy + sr * cp * sy,
+        cr * cp * sy - sr * sp * cy,
+    )
+
+
+def quat_multiply(a: Quat, b: Quat) -> Quat:
+    """Hamilton product ``a * b`` (apply ``b`` first, then ``a``)."""
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return (
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    )
+
+
+def slerp(a: Quat, b: Quat, fraction: float) -> Quat:
+    """Spherical linear interpolation from ``a`` (fraction 0) to ``b`` (fraction 1), shortest path."""
+    qa, qb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    dot = float(qa @ qb)
+    if dot < 0.0:
+        qb, dot = -qb, -dot
+    if dot > 0.9995:  # nearly equal: normalised lerp is exact to rounding
+        q = qa + fraction * (qb - qa)
+    else:
+        theta = math.acos(dot)
+        q = (math.sin((1 - fraction) * theta) * qa + math.sin(fraction * theta) * qb) / math.sin(theta)
+    q /= np.linalg.norm(q)
+    return tuple(map(float, q))
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+@dataclass(frozen=True)
+class Mount:
+    """Pose of a sensor frame (``<ns>/<sensor>_link``) in ``<ns>/base_link``.
+
+    ``position_m``: FLU offset of the sensor from the body origin (lever arm).
+    ``rpy_rad``: fixed-axis roll, pitch, yaw of the sensor frame in the body frame (URDF style).
+    """
+
+    position_m: Vec3 = (0.0, 0.0, 0.0)
+    rpy_rad: Vec3 = (0.0, 0.0, 0.0)
+
+    @property
+    def orientation(self) -> Quat:
+        """Quaternion sensor frame -> base_link."""
+        return quat_from_rpy(*self.rpy_rad)
+
+    @property
+    def rotation(self) -> np.ndarray:
+        """Rotation matrix sensor frame -> base_link (its transpose maps body vectors into the sensor)."""
+        return rotation_matrix(self.orientation)
+
+
+def check_rate_and_seed(params: Any) -> None:
+    """Shared ``__post_init__`` checks: ``rate_hz`` > 0 and ``seed`` >= 0."""
+    require_positive(params, "rate_hz")
+    require(isinstance(params.seed, int) and params.seed >= 0, f"seed must be an integer >= 0, got {params.seed!r}")
+
+
+def check_vector_non_negative(params: Any, *names: str) -> None:
+    """Each named tuple field holds finite numbers >= 0."""
+    for name in names:
+        values = getattr(params, name)
+        require(all(math.isfinite(v) and v >= 0 for v in values), f"{name} must hold numbers >= 0, got {values!r}")
+
+
+@dataclass(frozen=True)
+class SensorNodeOptions:
+    """ROS-side options every sensor node has besides its model's params.
+
+    ``preset``: a datasheet preset, ``config/sensors/<preset>.yaml`` or a path,
+    whose values become the defaults of the model's parameters ('' = dataclass
+    defaults). ``frame_id``: the sensor frame, prefixed with the node's namespace
+    when relative. ``lockstep``: reliable QoS on every stream (no lost samples).
+    ``interpolation``: how truth is resampled to the sensor's instants.
+    """
+
+    preset: str = ""
+    frame_id: str = ""
+    lockstep: bool = False
+    interpolation: Literal["linear", "hold"] = "linear"
+
+
+def load_preset(cls: type[P], preset: str) -> P:
+    """Load params ``cls`` from ``config/sensors/<preset>.yaml`` (or a path); '' gives the defaults."""
+    if not preset:
+        return cls()
+    return load_yaml_params(cls, resolve_config(preset, "sensors"))
+
+
+def sensor_rng(seed: int, sensor: str) -> np.random.Generator:
+    """The generator of one sensor model: seeded by ``seed`` and the sensor's name.
+
+    Mixing in the name keeps the IMU and the barometer of one launch (same
+    ``seed`` argument) from drawing correlated noise.
+    """
+    return np.random.default_rng([seed, zlib.crc32(sensor.encode())])
+
+
+# --------------------------------------------------------------------------- resampling
+
+
+class Resampler:
+    """Ground truth at any rate -> samples at the exact instants ``t_k = k / rate_hz``.
+
+    Each pushed truth sample returns the sensor instants in (previous truth
+    time, this truth time], each built by interpolating the two bracketing
+    truth samples (``mode='linear'``: vectors linearly, orientation by slerp)
+    or by holding the older one (``mode='hold'``, zero-order hold). So a
+    200 Hz IMU fed 250 Hz truth gives exactly 200 samples per simulated second,
+    stamped 0.005 s apart, whatever the ratio of the two rates.
+
+    Time going backwards (a simulation restart) or a gap longer than
+    ``max_gap_s`` starts over at the new sample instead of back-filling.
+    """
+
+    def __init__(self, rate_hz: float, mode: Literal["linear", "hold"] = "linear", max_gap_s: float = 1.0):
+        if not (math.isfinite(rate_hz) and rate_hz > 0):
+            raise ParamsError(f"rate_hz must be a positive number, got {rate_hz!r}")
+        if mode not in ("linear", "hold"):
+            raise ParamsError(f"mode must be 'linear' or 'hold', got {mode!r}")
+        self.rate_hz = float(rate_hz)
+        self.mode = mode
+        self.max_gap_s = max_gap_s
+        self.restarted = False  #: True after a push that started over (callers reset their models)
+        self.reset()
+
+    def reset(self) -> None:
+        self._last: TruthSample | None = None
+        self._next_index = 0
+
+    def instant(self, index: int) -> float:
+        return index / self.rate_hz
+
+    def push(self, truth: GroundTruthLike) -> list[TruthSample]:
+        sample = as_truth_sample(truth)
+        last = self._last
+        self.restarted = last is None or sample.time_s < last.time_s - TIME_EPSILON_S or sample.time_s - last.time_s > self.max_gap_s
+        if self.restarted:
+            self._last = sample
+            self._next_index = math.ceil(sample.time_s * self.rate_hz - TIME_EPSILON_S * self.rate_hz)
+            return self._emit_until(sample, lambda t: replace(sample, time_s=t))
+        self._last = sample
+        if sample.time_s <= last.time_s + TIME_EPSILON_S:  # duplicate stamp: nothing new
+            return []
+        if self.mode == "hold":
+            return self._emit_until(sample, lambda t: replace(sample if t >= sample.time_s - TIME_EPSILON_S else last, time_s=t))
+        return self._emit_until(sample, lambda t: interpolate(last, sample, t))
+
+    def _emit_until(self, sample: TruthSample, make) -> list[TruthSample]:
+        out = []
+        while (t := self.instant(self._next_index)) <= sample.time_s + TIME_EPSILON_S:
+            out.append(make(t))
+            self._next_index += 1
+        return out
+
+
+def interpolate(a: TruthSample, b: TruthSample, time_s: float) -> TruthSample:
+    """Ground truth at ``time_s`` between samples ``a`` and ``b`` (linear; slerp for orientation)."""
+    span = b.time_s - a.time_s
+    f = 0.0 if span <= 0 else min(max((time_s - a.time_s) / span, 0.0), 1.0)
+    values = {
+        name: tuple(x + f * (y - x) for x, y in zip(getattr(a, name), getattr(b, name))) for name in _VECTOR_FIELDS
+    }
+    return TruthSample(time_s=time_s, orientation=slerp(a.orientation, b.orientation, f), **values)
+
+
+# --------------------------------------------------------------------------- random processes and filters
+
+
+class GaussMarkov:
+    """First-order Gauss-Markov (Ornstein-Uhlenbeck) process: a bias that drifts and returns.
+
+    ``discretization='exact'`` (default): ``b_{k+1} = w b_k + sqrt(1 - w^2) eta``,
+    ``w = exp(-dt / tau)``, ``eta ~ N(0, sigma^2)``: the stationary standard
+    deviation is ``sigma`` and the autocorrelation ``exp(-|lag| / tau)`` whatever dt is.
+
+    ``discretization='paper'``: ``b_{k+1} = w b_k + (1 - w) eta``, the form printed in
+    the AirSim paper (Shah et al. 2017, sec. 3.4.1) and used by AirLib's
+    GaussianMarkov. Its stationary standard deviation is only
+    ``sigma sqrt((1 - w) / (1 + w))`` (about ``sigma sqrt(dt / 2 tau)``: 0.2 % of sigma
+    at 50 Hz with tau = 1 h), so the configured drift would never show; kept to
+    reproduce AirSim exactly.
+
+    The process starts from a draw of its stationary distribution (``exact``) or
+    from zero (``paper``). ``shape`` gives independent processes in one array.
+    """
+
+    def __init__(self, tau_s: float, sigma: float, rng: np.random.Generator, shape: tuple[int, ...] = (),
+                 discretization: Literal["exact", "paper"] = "exact"):
+        self.tau_s = tau_s
+        self.sigma = sigma
+        self.rng = rng
+        self.shape = shape
+        self.discretization = discretization
+        self.reset()
+
+    def reset(self) -> None:
+        start = self.rng.standard_normal(self.shape) * self.sigma if self.discretization == "exact" else np.zeros(self.shape)
+        self.value = start if self.shape else float(start)
+
+    def step(self, dt: float):
+        w = math.exp(-dt / self.tau_s)
+        gain = math.sqrt(max(0.0, 1.0 - w * w)) if self.discretization == "exact" else 1.0 - w
+        eta = self.rng.standard_normal(self.shape) * self.sigma
+        self.value = w * self.value + gain * (eta if self.shape else float(eta))
+        return self.value
+
+
+class RandomWalk:
+    """Bias random walk of the AirSim paper (sec. 3.4.2): ``b_t = b_{t-1} + eta_b``,
+    ``eta_b ~ N(0, b0 sqrt(dt / t_a))`` (b0: bias stability, t_a: its time constant)."""
+
+    def __init__(self, bias_stability: float, tau_s: float, rng: np.random.Generator, initial=(0.0, 0.0, 0.0)):
+        self.scale = bias_stability / math.sqrt(tau_s)
+        self.rng = rng
+        self.initial = np.asarray(initial, dtype=float)
+        self.reset()
+
+    def reset(self) -> None:
+        self.value = self.initial.copy()
+
+    def step(self, dt: float) -> np.ndarray:
+        self.value = self.value + self.rng.standard_normal(self.value.shape) * (self.scale * math.sqrt(dt))
+        return self.value
+
+
+class FirstOrderFilter:
+    """First-order low-pass ``y <- y + (1 - exp(-dt / tau)) (x - y)``, exact for a held input.
+
+    Used for the GPS error estimates decaying from their initial to their final
+    value (AirSim paper sec. 3.4.4): ``y(t) = final + (initial - final) exp(-t / tau)``.
+    """
+
+    def __init__(self, tau_s: float, initial):
+        self.tau_s = tau_s
+        self.initial = initial
+        self.reset()
+
+    def reset(self) -> None:
+        self.value = self.initial
+
+    def step(self, dt: float, target):
+        self.value = self.value + (1.0 - math.exp(-dt / self.tau_s)) * (target - self.value)
+        return self.value
+
+
+class DelayLine:
+    """Fixed latency: an item pushed at ``time_s`` comes out at ``time_s + latency_s``."""
+
+    def __init__(self, latency_s: float):
+        self.latency_s = latency_s
+        self._queue: deque[tuple[float, Any]] = deque()
+
+    def reset(self) -> None:
+        self._queue.clear()
+
+    def push(self, time_s: float, item: Any) -> None:
+        self._queue.append((time_s + self.latency_s, item))
+
+    def pop_ready(self, now_s: float) -> list[tuple[float, Any]]:
+        """Items due at or before ``now_s``, each as (release time, item), oldest first."""
+        ready = []
+        while self._queue and self._queue[0][0] <= now_s + TIME_EPSILON_S:
+            ready.append(self._queue.popleft())
+        return ready
+
+
+def lever_arm_acceleration(truth: GroundTruthLike, offset_m: np.ndarray) -> np.ndarray:
+    """Extra specific force at ``offset_m`` from the body origin: ``alpha x r + omega x (omega x r)`` (body frame)."""
+    omega = np.asarray(truth.angular_velocity_body, dtype=float)
+    alpha = np.asarray(truth.angular_acceleration_body, dtype=float)
+    return np.cross(alpha, offset_m) + np.cross(omega, np.cross(omega, offset_m))
+
+
+__all__ = [
+    "STANDARD_GRAVITY", "DelayLine", "SensorNodeOptions", "FirstOrderFilter", "GaussMarkov", "GroundTruthLike", "Mount", "RandomWalk",
+    "Resampler", "TruthSample", "as_truth_sample", "check_rate_and_seed", "check_vector_non_negative",
+    "interpolate", "lever_arm_acceleration", "truth_from_odometry", "load_preset", "quat_from_rpy", "quat_multiply", "rotation_matrix",
+    "sensor_rng", "slerp",
+]

@@ -1,0 +1,149 @@
+"""GPS receiver model: latency, update rate, decaying error estimates, consistent noise.
+
+AirSim paper (Shah et al. 2017), sec. 3.4.4, and MSR-TR-2017-9 sec. 3.4.4: a
+fix reports where the antenna was ``latency_s`` (200 ms) ago, at a slower update
+rate (50 Hz in the paper); the receiver's horizontal and vertical error
+estimates (eph, epv) decay from their initial to their final values through
+first-order low-pass filters, simulating the fix improving,
+
+    eph(t) = eph_final + (eph_initial - eph_final) exp(-t / tau_h)   (same for epv),
+
+the fix type follows eph (3D below ``fix_3d_max_eph_m``, 2D below
+``fix_2d_max_eph_m``, as AirLib's GpsSimple), and velocity is reported in the
+horizontal plane only.
+
+Beyond AirSim (which reports the true position): the position error is drawn
+to match the estimates, ``e = (eph e_x, eph e_y, epv e_z)`` with ``e_*`` unit-variance
+Gauss-Markov processes of time constant ``position_error_tau_s`` (0 = white), so
+``eph``/``epv`` are honest 1-sigma per-axis figures and the NavSatFix covariance
+``diag(eph^2, eph^2, epv^2)`` describes the actual error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from aerial_sim.config import require, require_non_negative, require_positive
+from aerial_sim.environment.geodesy import HomePoint, enu_to_geodetic
+from aerial_sim.sensors.common import (
+    DelayLine,
+    FirstOrderFilter,
+    GaussMarkov,
+    GroundTruthLike,
+    Mount,
+    check_rate_and_seed,
+    rotation_matrix,
+    sensor_rng,
+)
+
+FIX_NONE, FIX_2D, FIX_3D = 0, 2, 3
+
+
+@dataclass(frozen=True)
+class GpsParams:
+    """GPS timing and error figures. Defaults: the AirSim paper / AirLib's GpsSimpleParams."""
+
+    rate_hz: float = 50.0
+    seed: int = 0
+    latency_s: float = 0.2
+    #: Error estimates (1-sigma per axis, m) at the first sample and after the fix settles.
+    eph_initial_m: float = 100.0
+    epv_initial_m: float = 100.0
+    eph_final_m: float = 0.1
+    epv_final_m: float = 0.1
+    #: Time constants of the first-order decay (s).
+    eph_tau_s: float = 0.9
+    epv_tau_s: float = 0.9
+    #: Fix type from eph (m): 3D at or below the first, 2D at or below the second, else no fix.
+    fix_3d_max_eph_m: float = 3.0
+    fix_2d_max_eph_m: float = 4.0
+    #: Correlation time of the position error (s); 0 = white from fix to fix.
+    position_error_tau_s: float = 5.0
+    #: Horizontal velocity noise, per axis (m/s).
+    velocity_noise_std_m_s: float = 0.05
+    #: Antenna position (lever arm) in base_link.
+    mount: Mount = field(default_factory=Mount)
+
+    def __post_init__(self):
+        check_rate_and_seed(self)
+        require_non_negative(self, "latency_s", "position_error_tau_s", "velocity_noise_std_m_s")
+        require_positive(self, "eph_initial_m", "epv_initial_m", "eph_final_m", "epv_final_m", "eph_tau_s", "epv_tau_s")
+        require(self.fix_3d_max_eph_m <= self.fix_2d_max_eph_m, "fix_3d_max_eph_m cannot exceed fix_2d_max_eph_m")
+
+
+@dataclass(frozen=True)
+class GpsFix:
+    """One fix as the receiver delivers it: ``time_s`` = when it is output (measured ``latency_s`` earlier)."""
+
+    time_s: float
+    measured_at_s: float
+    latitude_deg: float
+    longitude_deg: float
+    altitude_m: float
+    #: ENU velocity (m/s), up component always 0 (horizontal only).
+    velocity_enu: tuple[float, float, float]
+    eph_m: float
+    epv_m: float
+    fix_type: int
+
+
+class Gps:
+    """GPS receiver (see the module docstring). ``step`` returns the fixes due by the sample's time."""
+
+    def __init__(self, params: GpsParams = GpsParams(), home: HomePoint = HomePoint(), rng: np.random.Generator | None = None):
+        self.params = params
+        self.home = home
+        rng = rng if rng is not None else sensor_rng(params.seed, "gps")
+        error_rng, self._velocity_rng = rng.spawn(2)
+        self._error_rng = error_rng
+        self._error = None if params.position_error_tau_s == 0 else GaussMarkov(params.position_error_tau_s, 1.0, error_rng, shape=(3,))
+        self.eph = FirstOrderFilter(params.eph_tau_s, params.eph_initial_m)
+        self.epv = FirstOrderFilter(params.epv_tau_s, params.epv_initial_m)
+        self.delay = DelayLine(params.latency_s)
+        self._offset = np.asarray(params.mount.position_m, dtype=float)
+        self._started = False
+
+    def reset(self) -> None:
+        self.eph.reset()
+        self.epv.reset()
+        self.delay.reset()
+        if self._error is not None:
+            self._error.reset()
+        self._started = False
+
+    def fix_type(self, eph_m: float) -> int:
+        if eph_m <= self.params.fix_3d_max_eph_m:
+            return FIX_3D
+        return FIX_2D if eph_m <= self.params.fix_2d_max_eph_m else FIX_NONE
+
+    def step(self, dt: float, truth: GroundTruthLike) -> list[GpsFix]:
+        p = self.params
+        if self._started:  # the first fix carries the initial estimates
+            self.eph.step(dt, p.eph_final_m)
+            self.epv.step(dt, p.epv_final_m)
+            unit_error = self._error.step(dt) if self._error is not None else self._error_rng.standard_normal(3)
+        else:
+            unit_error = self._error.value if self._error is not None else self._error_rng.standard_normal(3)
+            self._started = True
+        eph, epv = self.eph.value, self.epv.value
+        rotation = rotation_matrix(truth.orientation)
+        antenna = np.asarray(truth.position, dtype=float) + rotation @ self._offset
+        velocity = np.asarray(truth.velocity_world, dtype=float) + rotation @ np.cross(truth.angular_velocity_body, self._offset)
+        error = unit_error * np.array([eph, eph, epv])
+        lat, lon, alt = enu_to_geodetic(*(antenna + error), self.home)
+        noisy_velocity = velocity[:2] + self._velocity_rng.standard_normal(2) * p.velocity_noise_std_m_s
+        fix = GpsFix(
+            time_s=truth.time_s + p.latency_s,
+            measured_at_s=truth.time_s,
+            latitude_deg=lat,
+            longitude_deg=lon,
+            altitude_m=alt,
+            velocity_enu=(float(noisy_velocity[0]), float(noisy_velocity[1]), 0.0),
+            eph_m=float(eph),
+            epv_m=float(epv),
+            fix_type=self.fix_type(eph),
+        )
+        self.delay.push(truth.time_s, fix)
+        return [item for _, item in self.delay.pop_ready(truth.time_s)]

@@ -1,0 +1,172 @@
+"""The four sensor nodes across processes: started by sensors.launch.yaml, fed ground truth and
+/clock from the test process at 250 Hz of sim time, they publish every topic at its rate with
+exact sim-time stamps; in lockstep the same seed gives the same samples; bad parameters stop a
+node at start-up with one clear line."""
+
+import math
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import requires_ros, spin_until
+
+pytestmark = [requires_ros, pytest.mark.ros]
+
+TRUTH_RATE_HZ = 250.0
+
+
+class TruthFeeder:
+    """Publishes /clock and <ns>/ground_truth/{odom,imu} for a vehicle flying east at 1 m/s."""
+
+    def __init__(self, node, namespaces, lockstep):
+        from nav_msgs.msg import Odometry
+        from rosgraph_msgs.msg import Clock
+        from sensor_msgs.msg import Imu
+
+        from aerial_sim.nodes.common import stream_qos
+
+        qos = stream_qos(lockstep)
+        self.node = node
+        self.clock = node.create_publisher(Clock, "/clock", qos)
+        self.odom = [node.create_publisher(Odometry, f"/{ns}/ground_truth/odom", qos) for ns in namespaces]
+        self.imu = [node.create_publisher(Imu, f"/{ns}/ground_truth/imu", qos) for ns in namespaces]
+        self.k = 0
+        self._types = (Clock, Odometry, Imu)
+
+    def publish_next(self):
+        from aerial_sim.nodes.common import to_stamp
+
+        Clock, Odometry, Imu = self._types
+        t = self.k / TRUTH_RATE_HZ
+        stamp = to_stamp(t)
+        self.clock.publish(Clock(clock=stamp))
+        odom = Odometry()
+        odom.header.stamp, odom.header.frame_id = stamp, "map"
+        odom.pose.pose.position.x, odom.pose.pose.position.z = 1.0 * t, 5.0
+        odom.pose.pose.orientation.w = 1.0
+        odom.twist.twist.linear.x = 1.0
+        imu = Imu()
+        imu.header.stamp = stamp
+        imu.orientation.w = 1.0
+        imu.linear_acceleration.z = 9.80665
+        imu.angular_velocity.z = 0.1 * math.sin(t)
+        for pub in self.odom:
+            pub.publish(odom)
+        for pub in self.imu:
+            pub.publish(imu)
+        self.k += 1
+
+    def run(self, executor, periods, pace_s=1.0 / TRUTH_RATE_HZ):
+        next_time = time.monotonic()
+        for _ in range(periods):
+            self.publish_next()
+            next_time += pace_s
+            while (remaining := next_time - time.monotonic()) > 0:
+                executor.spin_once(timeout_sec=remaining)
+
+
+def collect(node, topics, lockstep):
+    """Subscribe to each (topic, type); returns ({topic: [(stamp_s, msg), ...]}, subscriptions).
+
+    Messages are taken raw and decoded on access, and the best-effort reader keeps a deep
+    history, so this one Python process keeps up with every stream on a busy machine.
+    """
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from rclpy.serialization import deserialize_message
+
+    from aerial_sim.nodes.common import from_stamp, stream_qos
+
+    qos = stream_qos(True) if lockstep else QoSProfile(depth=200, reliability=ReliabilityPolicy.BEST_EFFORT)
+    raw = {topic: [] for topic, _ in topics}
+    subscriptions = [node.create_subscription(msg_type, topic, raw[topic].append, qos, raw=True) for topic, msg_type in topics]
+
+    class Received:
+        def __getitem__(self, topic):
+            msgs = [deserialize_message(data, types[topic]) for data in raw[topic]]
+            return [(from_stamp(m.header.stamp), m) for m in msgs]
+
+        def latest_stamp(self, topic):
+            return from_stamp(deserialize_message(raw[topic][-1], types[topic]).header.stamp) if raw[topic] else -1.0
+
+        def counts(self):
+            return {topic: len(v) for topic, v in raw.items()}
+
+    types = dict(topics)
+    return Received(), subscriptions
+
+
+def make_executor(node):
+    import rclpy
+
+    executor = rclpy.executors.SingleThreadedExecutor(context=node.context)
+    executor.add_node(node)
+    return executor
+
+
+def test_every_sensor_topic_arrives_at_its_rate_with_sim_time_stamps(ros_node, launch):
+    from geometry_msgs.msg import TwistStamped
+    from sensor_msgs.msg import FluidPressure, Imu, MagneticField, NavSatFix
+
+    graph = launch("sensors.launch.yaml", "namespace:=drone1", "seed:=1")
+    rates = {"imu/data": 200.0, "air_pressure": 50.0, "magnetic_field": 75.0, "gps/fix": 50.0, "gps/vel": 50.0}
+    types = {"imu/data": Imu, "air_pressure": FluidPressure, "magnetic_field": MagneticField, "gps/fix": NavSatFix,
+             "gps/vel": TwistStamped}
+    received, _ = collect(ros_node, [(f"/drone1/{name}", types[name]) for name in rates], lockstep=False)
+    feeder = TruthFeeder(ros_node, ["drone1"], lockstep=False)
+    executor = make_executor(ros_node)
+    deadline = time.monotonic() + 40.0
+    while not all(received.counts().values()) and time.monotonic() < deadline:  # until every node is up
+        feeder.run(executor, 25)
+        assert graph.alive(), graph.output()
+    assert all(received.counts().values()), received.counts()
+    start = feeder.k / TRUTH_RATE_HZ + 0.5
+    feeder.run(executor, int(5.0 * TRUTH_RATE_HZ))  # 5 s of sim time
+    end = feeder.k / TRUTH_RATE_HZ - 0.5
+    deadline = time.monotonic() + 20.0  # on a loaded machine a node may lag: feed on until all caught up
+    while min(received.latest_stamp(f"/drone1/{name}") for name in rates) < end and time.monotonic() < deadline:
+        feeder.run(executor, 25)
+    for name, rate in rates.items():
+        stamps = sorted(s for s, _ in received[f"/drone1/{name}"] if start <= s < end)
+        assert len(stamps) == pytest.approx(rate * (end - start), rel=0.05), name
+        assert all(abs(s * rate - round(s * rate)) < 1e-6 for s in stamps), f"{name}: stamps off the 1/{rate:g} s grid"
+    fix = received["/drone1/gps/fix"][-1][1]
+    assert fix.header.frame_id == "drone1/gps_link" and fix.position_covariance[0] > 0
+    imu = received["/drone1/imu/data"][-1][1]
+    assert imu.header.frame_id == "drone1/imu_link" and imu.orientation_covariance[0] == -1.0
+    assert imu.linear_acceleration.z == pytest.approx(9.80665, abs=0.3)
+
+
+def test_lockstep_with_the_same_seed_gives_the_same_samples(ros_node, launch):
+    from sensor_msgs.msg import Imu, NavSatFix
+
+    graphs = [launch("sensors.launch.yaml", f"namespace:={ns}", "lockstep:=true", "seed:=7",
+                     "use_barometer:=false", "use_magnetometer:=false") for ns in ("a", "b")]
+    topics = [(f"/{ns}/{name}", t) for ns in ("a", "b") for name, t in (("imu/data", Imu), ("gps/fix", NavSatFix))]
+    received, subscriptions = collect(ros_node, topics, lockstep=True)
+    feeder = TruthFeeder(ros_node, ["a", "b"], lockstep=True)
+    connected = lambda: all(p.get_subscription_count() > 0 for p in feeder.odom + feeder.imu) and all(  # noqa: E731
+        s.get_publisher_count() > 0 for s in subscriptions)
+    assert spin_until(ros_node, connected, 40.0), [g.output() for g in graphs]
+    spin_until(ros_node, lambda: False, 1.0)  # let the reliable writers and readers finish matching
+    executor = make_executor(ros_node)
+    feeder.run(executor, 500)  # 2 s of sim time, in real time
+    expected = {"imu/data": 400, "gps/fix": 100 - 10}  # 200 Hz; 50 Hz less the 0.2 s latency
+    done = lambda: all(received.counts()[f"/{ns}/{n}"] >= c for n, c in expected.items() for ns in "ab")  # noqa: E731
+    assert spin_until(ros_node, done, 15.0), received.counts()
+    for name, count in expected.items():
+        a, b = received[f"/a/{name}"], received[f"/b/{name}"]
+        assert len(a) == len(b) >= count
+        fields = (lambda m: (m.angular_velocity.x, m.linear_acceleration.z)) if name == "imu/data" else (
+            lambda m: (m.latitude, m.longitude, m.altitude))
+        assert [(s, fields(m)) for s, m in a] == [(s, fields(m)) for s, m in b]
+
+
+def test_bad_parameter_stops_a_node_at_start_up_naming_it():
+    result = subprocess.run(
+        [sys.executable, "-m", "aerial_sim.nodes.barometer", "--ros-args", "-p", "noise_std_pa:=-1.0"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 2
+    assert "noise_std_pa" in result.stderr and "invalid parameter" in result.stderr
