@@ -47,6 +47,9 @@ shift || true
 case "$command" in
   sim)
     ensure_venv
+    # One folder per run for the bag, the mission's track and plots, and the summary.
+    export AERIAL_SIM_RUN_DIR="${AERIAL_SIM_RUN_DIR:-$repo/runs/$(date +%Y%m%d-%H%M%S)}"
+    echo "[aerial_sim] run folder: $AERIAL_SIM_RUN_DIR" >&2
     exec "$venv/bin/aerial_sim" launch sim.launch.yaml "$@"
     ;;
   test)

@@ -115,6 +115,11 @@ def run_node(node_factory: Callable[[], Node], args: list[str] | None = None) ->
         return 2
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except Exception:  # noqa: BLE001
+        if node is not None and not node.context.ok():
+            pass  # a callback interrupted by shutdown (rclpy raises from take_message): not a failure
+        else:
+            raise
     finally:
         if node is not None:
             node.destroy_node()

@@ -1,0 +1,301 @@
+"""Cascaded multirotor controller: position -> velocity -> attitude -> body rate -> mixer.
+
+The AirSim paper (Shah et al., FSR 2017, sec. 3) places a flight controller
+between the companion computer's desired state and the actuators: it turns a
+desired position/velocity/attitude into the control signals u_i of the vehicle
+model (sec. 3.1). This is that low-level layer, built as the usual cascade of
+the firmware it stands in for (PX4, and AirSim's own simple_flight):
+
+1. position P:       v_sp = v_ff + K_p (p_sp - p), horizontal speed and climb/descent rate limited;
+2. velocity PI:      a_sp = a_ff + K_v (v_sp - v) + K_vi integral(v_sp - v);
+3. thrust vector:    F = m (a_sp + g e_z), tilt limited to ``max_tilt_rad`` keeping the vertical
+                     component first; desired attitude R_d = [x_d, y_d, z_d] with z_d = F/|F| and
+                     heading ``yaw_sp`` (Mellinger & Kumar, ICRA 2011, sec. IV); collective thrust
+                     T = F . z_b (the current body z axis);
+4. attitude P:       omega_sp = 2 K_att sign(q_e,w) q_e,xyz with q_e = q^-1 q_d (quaternion error),
+                     roll/pitch and yaw rates limited;
+5. body rate PI:     tau = J (K_w (omega_sp - omega) + K_wi integral(...)) + omega x J omega;
+6. mixer:            u = A^+ [T, tau] with thrust/attitude priority (see :mod:`aerial_sim.control.mixer`).
+
+Anti-windup: each integrator is clamped, and stops integrating in the direction
+that would deepen a saturation of the stage it feeds (tilt or thrust limit for
+the velocity loop, mixer saturation for the rate loop).
+
+Units: SI; world ENU, body FLU; quaternions (w, x, y, z) body->world.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from aerial_sim.config import ParamsError, require, require_positive
+from aerial_sim.control.geometry import matrix_to_quat, quat_conjugate, quat_multiply, quat_to_matrix
+from aerial_sim.control.mixer import SEA_LEVEL_DENSITY_KG_M3, Mixer
+
+STANDARD_GRAVITY_M_S2 = 9.80665
+
+
+@dataclass(frozen=True)
+class ControllerParams:
+    """Gains and limits of the cascade (defaults tuned for config/vehicles quad_x and hexa_x)."""
+
+    #: Position loop gain per axis (x, y, z), 1/s.
+    position_p: tuple[float, float, float] = (1.2, 1.2, 1.5)
+    #: Velocity loop proportional gain per axis, 1/s.
+    velocity_p: tuple[float, float, float] = (2.5, 2.5, 4.0)
+    #: Velocity loop integral gain per axis, 1/s^2.
+    velocity_i: tuple[float, float, float] = (0.8, 0.8, 2.0)
+    #: Clamp of each velocity integrator's contribution, m/s^2.
+    velocity_integral_limit_m_s2: float = 3.0
+    #: Attitude loop gain (roll, pitch, yaw), 1/s.
+    attitude_p: tuple[float, float, float] = (7.0, 7.0, 3.0)
+    #: Body rate loop proportional gain (roll, pitch, yaw), 1/s (angular acceleration per rate error).
+    rate_p: tuple[float, float, float] = (25.0, 25.0, 10.0)
+    #: Body rate loop integral gain, 1/s^2.
+    rate_i: tuple[float, float, float] = (10.0, 10.0, 4.0)
+    #: Clamp of each rate integrator's contribution, rad/s^2.
+    rate_integral_limit_rad_s2: float = 20.0
+    #: Largest horizontal speed the position loop asks for, m/s.
+    max_horizontal_speed_m_s: float = 8.0
+    #: Largest climb rate, m/s.
+    max_climb_rate_m_s: float = 3.0
+    #: Largest descent rate, m/s.
+    max_descent_rate_m_s: float = 2.0
+    #: Largest tilt of the thrust vector from vertical, rad (35 deg).
+    max_tilt_rad: float = 0.61
+    #: Largest roll and pitch rate, rad/s.
+    max_roll_pitch_rate_rad_s: float = 4.0
+    #: Largest yaw rate, rad/s.
+    max_yaw_rate_rad_s: float = 1.5
+    #: Collective thrust limits as fractions of the vehicle's maximum (headroom for attitude control).
+    min_thrust_fraction: float = 0.08
+    max_thrust_fraction: float = 0.9
+    #: Air density used to compute the rotors' maximum thrust and torque, kg/m^3.
+    air_density_kg_m3: float = SEA_LEVEL_DENSITY_KG_M3
+    gravity_m_s2: float = STANDARD_GRAVITY_M_S2
+
+    def __post_init__(self):
+        for name in ("position_p", "velocity_p", "attitude_p", "rate_p"):
+            require(all(math.isfinite(g) and g > 0 for g in getattr(self, name)), f"{name} must be positive numbers")
+        for name in ("velocity_i", "rate_i"):
+            require(all(math.isfinite(g) and g >= 0 for g in getattr(self, name)), f"{name} must be numbers >= 0")
+        require_positive(
+            self,
+            "velocity_integral_limit_m_s2",
+            "rate_integral_limit_rad_s2",
+            "max_horizontal_speed_m_s",
+            "max_climb_rate_m_s",
+            "max_descent_rate_m_s",
+            "max_tilt_rad",
+            "max_roll_pitch_rate_rad_s",
+            "max_yaw_rate_rad_s",
+            "air_density_kg_m3",
+            "gravity_m_s2",
+        )
+        require(self.max_tilt_rad < math.pi / 2, "max_tilt_rad must be below pi/2")
+        require(
+            0.0 <= self.min_thrust_fraction < self.max_thrust_fraction <= 1.0,
+            "need 0 <= min_thrust_fraction < max_thrust_fraction <= 1",
+        )
+
+
+@dataclass(frozen=True)
+class VehicleState:
+    """What the controller knows about the vehicle (ground truth, or IMU attitude and rates)."""
+
+    position: tuple[float, float, float]
+    orientation: tuple[float, float, float, float]
+    velocity_world: tuple[float, float, float]
+    angular_velocity_body: tuple[float, float, float]
+
+    @classmethod
+    def from_ground_truth(cls, truth) -> "VehicleState":
+        """From a ``aerial_sim.physics.state.GroundTruth`` snapshot."""
+        return cls(
+            tuple(truth.position), tuple(truth.orientation), tuple(truth.velocity_world), tuple(truth.angular_velocity_body)
+        )
+
+
+@dataclass(frozen=True)
+class Setpoint:
+    """A desired state. ``position=None`` means velocity control (``velocity`` is then the target)."""
+
+    position: tuple[float, float, float] | None = None
+    #: Velocity feed-forward (position mode) or target (velocity mode), world ENU, m/s.
+    velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    #: Acceleration feed-forward, world ENU, m/s^2.
+    acceleration: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    yaw: float = 0.0
+    #: Yaw rate feed-forward, rad/s.
+    yaw_rate: float = 0.0
+
+
+@dataclass(frozen=True)
+class ControlOutput:
+    controls: tuple[float, ...]
+    thrust_n: float
+    torque_nm: tuple[float, float, float]
+    attitude_setpoint: tuple[float, float, float, float]
+    velocity_setpoint: tuple[float, float, float]
+    saturated: bool
+
+
+@dataclass
+class _Integrators:
+    velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    rate: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+
+class CascadedController:
+    """Position/velocity/attitude/rate cascade plus mixer for one multirotor (module docstring)."""
+
+    def __init__(self, params: ControllerParams, vehicle):
+        self.params = params
+        self.mass_kg = float(vehicle.mass_kg)
+        self.inertia = np.asarray(vehicle.inertia_kg_m2, dtype=float).reshape(3, 3)
+        self.mixer = Mixer.from_vehicle(vehicle, params.air_density_kg_m3)
+        weight = self.mass_kg * params.gravity_m_s2
+        if self.mixer.max_thrust_n * params.max_thrust_fraction <= weight:
+            raise ParamsError(
+                f"vehicle '{getattr(vehicle, 'name', '?')}' cannot hover: {self.mixer.max_thrust_n:.1f} N maximum thrust "
+                f"x max_thrust_fraction {params.max_thrust_fraction} <= weight {weight:.1f} N"
+            )
+        self._position_p = np.asarray(params.position_p)
+        self._velocity_p = np.asarray(params.velocity_p)
+        self._velocity_i = np.asarray(params.velocity_i)
+        self._attitude_p = np.asarray(params.attitude_p)
+        self._rate_p = np.asarray(params.rate_p)
+        self._rate_i = np.asarray(params.rate_i)
+        self._rate_limit = np.array(
+            [params.max_roll_pitch_rate_rad_s, params.max_roll_pitch_rate_rad_s, params.max_yaw_rate_rad_s]
+        )
+        self._thrust_min = params.min_thrust_fraction * self.mixer.max_thrust_n
+        self._thrust_max = params.max_thrust_fraction * self.mixer.max_thrust_n
+        self._tan_tilt = math.tan(params.max_tilt_rad)
+        self._integrators = _Integrators()
+        self._rate_integral_backup = np.zeros(3)
+
+    @property
+    def hover_thrust_n(self) -> float:
+        return self.mass_kg * self.params.gravity_m_s2
+
+    def reset(self) -> None:
+        """Clear the integrators (on arming, and whenever the vehicle rests on the ground)."""
+        self._integrators = _Integrators()
+
+    def update(self, state: VehicleState, setpoint: Setpoint, dt: float) -> ControlOutput:
+        """One control step of length ``dt`` seconds: rotor inputs for ``setpoint`` from ``state``."""
+        params = self.params
+        position = np.asarray(state.position, dtype=float)
+        velocity = np.asarray(state.velocity_world, dtype=float)
+        rates = np.asarray(state.angular_velocity_body, dtype=float)
+        rotation = quat_to_matrix(state.orientation)
+
+        velocity_sp = self._velocity_setpoint(position, setpoint)
+        thrust_vector, tilt_limited, thrust_limited = self._thrust_vector(velocity, velocity_sp, setpoint, dt)
+
+        body_z_sp = thrust_vector / np.linalg.norm(thrust_vector)
+        attitude_sp = _attitude_from_thrust_direction(body_z_sp, setpoint.yaw)
+        thrust_n = float(thrust_vector @ rotation[:, 2])
+        thrust_n = min(max(thrust_n, self._thrust_min), self._thrust_max)
+
+        rates_sp = self._rate_setpoint(state.orientation, attitude_sp, rotation, setpoint.yaw_rate)
+        torque = self._torque(rates, rates_sp, dt)
+        mixed = self.mixer.mix(thrust_n, torque)
+        if mixed.saturated:
+            # Rate anti-windup: undo this step's integration on axes the mixer could not honour.
+            achieved = np.asarray(mixed.achieved[1:])
+            short = np.abs(achieved - torque) > 1e-6 * (1.0 + np.abs(torque))
+            self._integrators.rate[short] = self._rate_integral_backup[short]
+        return ControlOutput(
+            controls=mixed.controls,
+            thrust_n=mixed.achieved[0],
+            torque_nm=tuple(mixed.achieved[1:]),
+            attitude_setpoint=attitude_sp,
+            velocity_setpoint=tuple(float(v) for v in velocity_sp),
+            saturated=mixed.saturated or tilt_limited or thrust_limited,
+        )
+
+    # -- the stages ------------------------------------------------------------
+
+    def _velocity_setpoint(self, position: np.ndarray, setpoint: Setpoint) -> np.ndarray:
+        params = self.params
+        velocity_sp = np.asarray(setpoint.velocity, dtype=float)
+        if setpoint.position is not None:
+            velocity_sp = velocity_sp + self._position_p * (np.asarray(setpoint.position, dtype=float) - position)
+        horizontal = math.hypot(velocity_sp[0], velocity_sp[1])
+        if horizontal > params.max_horizontal_speed_m_s:
+            velocity_sp[:2] *= params.max_horizontal_speed_m_s / horizontal
+        velocity_sp[2] = min(max(velocity_sp[2], -params.max_descent_rate_m_s), params.max_climb_rate_m_s)
+        return velocity_sp
+
+    def _thrust_vector(self, velocity, velocity_sp, setpoint: Setpoint, dt: float):
+        """Desired thrust force (world, N) with tilt and thrust limits, and velocity-integrator anti-windup."""
+        params = self.params
+        error = velocity_sp - velocity
+        integral = self._integrators.velocity
+        candidate = np.clip(integral + self._velocity_i * error * dt, -params.velocity_integral_limit_m_s2,
+                            params.velocity_integral_limit_m_s2)
+        acceleration = np.asarray(setpoint.acceleration, dtype=float) + self._velocity_p * error + candidate
+        force = self.mass_kg * (acceleration + np.array([0.0, 0.0, params.gravity_m_s2]))
+
+        thrust_limited = False
+        vertical = force[2]
+        if vertical < self._thrust_min or vertical > self._thrust_max:
+            thrust_limited = True
+            vertical = min(max(vertical, self._thrust_min), self._thrust_max)
+        horizontal_limit = min(vertical * self._tan_tilt, math.sqrt(max(self._thrust_max**2 - vertical**2, 0.0)))
+        horizontal = math.hypot(force[0], force[1])
+        tilt_limited = horizontal > horizontal_limit
+        if tilt_limited:
+            scale = horizontal_limit / horizontal
+            force[0] *= scale
+            force[1] *= scale
+        force[2] = vertical
+
+        # Conditional integration: freeze an axis whose saturation the error would deepen.
+        keep = np.ones(3, dtype=bool)
+        if tilt_limited:
+            keep[:2] = (error[:2] * force[:2]) <= 0.0
+        if thrust_limited:
+            at_max = force[2] >= self._thrust_max
+            keep[2] = error[2] <= 0.0 if at_max else error[2] >= 0.0
+        integral[keep] = candidate[keep]
+        return force, tilt_limited, thrust_limited
+
+    def _rate_setpoint(self, orientation, attitude_sp, rotation, yaw_rate_ff: float) -> np.ndarray:
+        error = quat_multiply(quat_conjugate(orientation), attitude_sp)
+        sign = 1.0 if error[0] >= 0 else -1.0
+        rates_sp = 2.0 * sign * self._attitude_p * np.asarray(error[1:])
+        # Yaw-rate feed-forward is about world z; express it in the body frame.
+        rates_sp += yaw_rate_ff * rotation[2, :]
+        return np.clip(rates_sp, -self._rate_limit, self._rate_limit)
+
+    def _torque(self, rates, rates_sp, dt: float) -> np.ndarray:
+        params = self.params
+        error = rates_sp - rates
+        self._rate_integral_backup = self._integrators.rate.copy()
+        self._integrators.rate = np.clip(
+            self._integrators.rate + self._rate_i * error * dt,
+            -params.rate_integral_limit_rad_s2,
+            params.rate_integral_limit_rad_s2,
+        )
+        angular_acceleration = self._rate_p * error + self._integrators.rate
+        inertia = self.inertia
+        return inertia @ angular_acceleration + np.cross(rates, inertia @ rates)
+
+
+def _attitude_from_thrust_direction(body_z: np.ndarray, yaw: float) -> tuple[float, float, float, float]:
+    """Attitude whose z axis is ``body_z`` and whose heading is ``yaw`` (Mellinger & Kumar 2011, eq. 6)."""
+    heading = np.array([math.cos(yaw), math.sin(yaw), 0.0])
+    body_y = np.cross(body_z, heading)
+    norm = np.linalg.norm(body_y)
+    if norm < 1e-6:  # thrust horizontal along the heading: cannot happen within the tilt limit
+        body_y = np.array([-math.sin(yaw), math.cos(yaw), 0.0])
+    else:
+        body_y /= norm
+    body_x = np.cross(body_y, body_z)
+    return matrix_to_quat(np.column_stack([body_x, body_y, body_z]))

@@ -1,0 +1,145 @@
+"""Control allocation: collective thrust and body torques -> rotor inputs u_i in [0, 1].
+
+The vehicle is AirSim's collection of K actuated vertices (Shah et al., "AirSim",
+FSR 2017, sec. 3.1): vertex i at position r_i with normal n_i produces the force
+F_i = T_i u_i n_i and the reaction torque -d_i Q_i u_i n_i, where T_i and Q_i
+are the rotor's thrust and torque at full input (F = C_T rho n^2 D^4 u,
+tau = C_pow rho n^2 D^5 u / 2 pi) and d_i = +1 for a counter-clockwise rotor
+(whose reaction torque on the body is clockwise). The body wrench is linear in
+u, so with
+
+    A[:, i] = [ (T_i n_i)_z,  r_i x (T_i n_i) - d_i Q_i n_i ]      (4 x K)
+
+the request w = [thrust along body z, tau_x, tau_y, tau_z] is met by the
+minimum-norm solution u = A^+ w (Moore-Penrose pseudo-inverse). Any geometry
+(quad, hexa, octo, tilted rotors) flies with no code change.
+
+Saturation: a real vehicle cannot apply every request, so priorities decide
+what is kept (the order PX4's multirotor mixer uses, without "air mode"):
+
+1. roll/pitch torque: kept exactly when the spread it needs fits in [0, 1];
+   otherwise scaled down, direction kept — the attitude never flips;
+2. collective thrust: shifted up or down (along the thrust column of A^+) just
+   enough to fit the roll/pitch inputs in [0, 1];
+3. yaw torque: gets whatever headroom is left (scaled by s in [0, 1]).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from aerial_sim.config import ParamsError
+
+#: Air density used when none is given (ISA sea level, kg/m^3).
+SEA_LEVEL_DENSITY_KG_M3 = 1.225
+
+
+@dataclass(frozen=True)
+class MixerOutput:
+    """Rotor inputs and what they achieve."""
+
+    controls: tuple[float, ...]
+    #: [thrust N, tau_x, tau_y, tau_z N m] that ``controls`` really produce.
+    achieved: tuple[float, float, float, float]
+    #: True when any part of the request had to be reduced or shifted.
+    saturated: bool
+    #: Fraction of the requested yaw torque that could be applied (1 = all).
+    yaw_scale: float
+
+
+class Mixer:
+    """Pseudo-inverse allocation with thrust/attitude-priority desaturation (see module docstring)."""
+
+    def __init__(self, positions_m, normals, turning_directions, max_thrusts_n, max_torques_nm):
+        positions = np.asarray(positions_m, dtype=float).reshape(-1, 3)
+        normals = np.asarray(normals, dtype=float).reshape(-1, 3)
+        directions = np.asarray(turning_directions, dtype=float).reshape(-1)
+        thrusts = np.asarray(max_thrusts_n, dtype=float).reshape(-1)
+        torques = np.asarray(max_torques_nm, dtype=float).reshape(-1)
+        count = len(positions)
+        if count == 0 or not all(len(a) == count for a in (normals, directions, thrusts, torques)):
+            raise ParamsError("mixer: every rotor needs a position, normal, turning direction, max thrust and max torque")
+        if not (np.all(thrusts > 0) and np.all(torques >= 0)):
+            raise ParamsError("mixer: max thrust must be > 0 and max torque >= 0 for every rotor")
+        normals = normals / np.linalg.norm(normals, axis=1, keepdims=True)
+        forces = normals * thrusts[:, None]
+        moments = np.cross(positions, forces) - (directions * torques)[:, None] * normals
+        self.allocation = np.vstack([forces[:, 2], moments.T])  # 4 x K
+        if np.linalg.matrix_rank(self.allocation) < 4:
+            raise ParamsError(
+                "mixer: the rotor geometry cannot produce independent thrust, roll, pitch and yaw "
+                "(allocation matrix rank < 4)"
+            )
+        self.inverse = np.linalg.pinv(self.allocation)  # K x 4
+        thrust_column = self.inverse[:, 0]
+        if np.any(thrust_column <= 0):
+            raise ParamsError("mixer: some rotor would have to slow down to add thrust; check the rotor normals")
+        self._thrust_direction = thrust_column / thrust_column.max()
+        self.rotor_count = count
+        #: Largest collective thrust (N), all rotors at u = 1.
+        self.max_thrust_n = float(self.allocation[0].sum())
+
+    @classmethod
+    def from_vehicle(cls, vehicle, air_density_kg_m3: float = SEA_LEVEL_DENSITY_KG_M3) -> "Mixer":
+        """Build the mixer from a ``MultirotorParams`` (its ``rotors`` vertex list)."""
+        rotors = vehicle.rotors
+        return cls(
+            [r.position_m for r in rotors],
+            [r.normal for r in rotors],
+            [r.turning_direction for r in rotors],
+            [r.max_thrust_n(air_density_kg_m3) for r in rotors],
+            [r.max_torque_nm(air_density_kg_m3) for r in rotors],
+        )
+
+    def wrench(self, controls) -> np.ndarray:
+        """[thrust, tau_x, tau_y, tau_z] produced by rotor inputs ``controls`` (steady state)."""
+        return self.allocation @ np.asarray(controls, dtype=float)
+
+    def mix(self, thrust_n: float, torque_nm) -> MixerOutput:
+        """Rotor inputs in [0, 1] for collective thrust ``thrust_n`` and body torque ``torque_nm``."""
+        inverse = self.inverse
+        u_thrust = inverse[:, 0] * thrust_n
+        u_attitude = inverse[:, 1] * torque_nm[0] + inverse[:, 2] * torque_nm[1]
+        u_yaw = inverse[:, 3] * torque_nm[2]
+        saturated = False
+
+        # 1. roll/pitch: the spread between rotors cannot exceed the input range.
+        spread = float(u_attitude.max() - u_attitude.min())
+        if spread > 1.0:
+            u_attitude = u_attitude / spread
+            saturated = True
+        base = u_thrust + u_attitude
+
+        # 2. collective thrust: shift along the thrust direction until every input fits.
+        direction = self._thrust_direction
+        low = float(np.max(-base / direction))
+        high = float(np.min((1.0 - base) / direction))
+        if low <= high:
+            shift = min(max(0.0, low), high)
+        else:  # non-uniform thrust direction (unusual geometry): split the violation
+            shift = 0.5 * (low + high)
+        if shift != 0.0:
+            base = base + shift * direction
+            saturated = True
+
+        # 3. yaw: whatever headroom is left.
+        yaw_scale = 1.0
+        positive = u_yaw > 1e-12
+        negative = u_yaw < -1e-12
+        if np.any(positive):
+            yaw_scale = min(yaw_scale, float(np.min((1.0 - base[positive]) / u_yaw[positive])))
+        if np.any(negative):
+            yaw_scale = min(yaw_scale, float(np.min(-base[negative] / u_yaw[negative])))
+        yaw_scale = max(0.0, yaw_scale)
+        if yaw_scale < 1.0:
+            saturated = True
+        controls = np.clip(base + yaw_scale * u_yaw, 0.0, 1.0)
+        achieved = self.allocation @ controls
+        return MixerOutput(
+            controls=tuple(float(u) for u in controls),
+            achieved=tuple(float(a) for a in achieved),
+            saturated=saturated,
+            yaw_scale=yaw_scale,
+        )

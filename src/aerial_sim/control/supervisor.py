@@ -1,0 +1,285 @@
+"""Flight modes and command safety around the cascaded controller (pure, no ROS).
+
+The supervisor is the part of the flight controller a user talks to: it arms
+and disarms, takes off, lands, accepts position and velocity setpoints, refuses
+unsafe requests with a :class:`CommandRejected` that says why, and turns the
+current mode into a :class:`~aerial_sim.control.controller.Setpoint` for the
+cascade on every control step.
+
+Modes::
+
+    DISARMED --arm--> IDLE --takeoff--> TAKEOFF --(altitude reached)--> HOLD
+                       |                   |                              |
+                       +--cmd_pose/cmd_vel-+---> HOLD / VELOCITY <--------+
+    HOLD/VELOCITY/TAKEOFF --land--> LANDING --(touchdown)--> DISARMED
+
+Decisions (documented in the README):
+
+- ``takeoff`` on a disarmed vehicle is refused ("arm first"), as PX4 and
+  AirSim's API do: arming is an explicit, separate safety step.
+- setpoints before arming, with NaN/inf, or (in the node) in an unknown frame
+  are refused; the vehicle keeps doing what it did (holding, or idle).
+- a velocity command is a stream: when none arrives for ``command_timeout_s``
+  the vehicle holds the position it has reached.
+- ``arm(false)`` in flight is refused (use ``land``); on the ground it disarms.
+- landing descends at ``land_speed_m_s`` holding x/y; touchdown is declared
+  when the vehicle has stopped moving (speed below ``touchdown_speed_m_s``)
+  for ``touchdown_time_s`` while still asked to descend; it then disarms.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from aerial_sim.config import require, require_non_negative, require_positive
+from aerial_sim.control.controller import CascadedController, ControlOutput, ControllerParams, Setpoint, VehicleState
+from aerial_sim.control.geometry import heading_to_world, wrap_angle, yaw_of
+
+
+class CommandRejected(ValueError):
+    """A request the flight controller refuses; the message says why and what to do."""
+
+
+class Mode(str, enum.Enum):
+    DISARMED = "disarmed"
+    IDLE = "idle"  # armed, on the ground, motors at idle
+    TAKEOFF = "takeoff"
+    HOLD = "hold"  # go to and hold a position and yaw
+    VELOCITY = "velocity"
+    LANDING = "landing"
+
+
+FLYING_MODES = (Mode.TAKEOFF, Mode.HOLD, Mode.VELOCITY, Mode.LANDING)
+
+
+@dataclass(frozen=True)
+class SupervisorParams:
+    """Mode logic parameters (defaults here only)."""
+
+    #: Takeoff climbs this far above the point where it was requested, m.
+    takeoff_altitude: float = 2.0
+    #: Takeoff is complete (mode HOLD) within this distance of the target, m.
+    takeoff_tolerance_m: float = 0.05
+    land_speed_m_s: float = 0.5
+    #: A velocity stream older than this (sim time) falls back to holding position, s.
+    command_timeout_s: float = 0.5
+    touchdown_speed_m_s: float = 0.1
+    touchdown_time_s: float = 0.5
+    #: Rotor input while armed on the ground (spinning, no lift).
+    idle_control: float = 0.05
+    #: Largest yaw error the velocity mode lets its integrated yaw target run ahead, rad.
+    max_yaw_lead_rad: float = 0.5
+
+    def __post_init__(self):
+        require_positive(
+            self,
+            "takeoff_altitude",
+            "takeoff_tolerance_m",
+            "land_speed_m_s",
+            "command_timeout_s",
+            "touchdown_speed_m_s",
+            "touchdown_time_s",
+            "max_yaw_lead_rad",
+        )
+        require_non_negative(self, "idle_control")
+        require(self.idle_control < 0.5, "idle_control must be well below hover (< 0.5)")
+
+
+class FlightSupervisor:
+    """Modes, safety checks and setpoints for one vehicle (see module docstring).
+
+    Call :meth:`update` once per control period with the current time and
+    state; call the command methods whenever a request arrives. Every command
+    method raises :class:`CommandRejected` for a request it refuses, and leaves
+    the current mode unchanged in that case.
+    """
+
+    def __init__(self, params: SupervisorParams, controller_params: ControllerParams, vehicle):
+        self.params = params
+        self.controller = CascadedController(controller_params, vehicle)
+        self.rotor_count = self.controller.mixer.rotor_count
+        self.mode = Mode.DISARMED
+        self._target_position: np.ndarray | None = None
+        self._target_velocity = np.zeros(3)
+        self._target_yaw = 0.0
+        self._target_yaw_rate = 0.0
+        self._last_command_s = -math.inf
+        self._last_time_s: float | None = None
+        self._still_since_s: float | None = None
+        self._state: VehicleState | None = None
+        self.last_output: ControlOutput | None = None
+        self.events: list[str] = []
+
+    # -- queries ---------------------------------------------------------------
+
+    @property
+    def armed(self) -> bool:
+        return self.mode is not Mode.DISARMED
+
+    @property
+    def flying(self) -> bool:
+        return self.mode in FLYING_MODES
+
+    def command_age_s(self, time_s: float) -> float:
+        """Seconds since the last accepted setpoint (inf when none)."""
+        return time_s - self._last_command_s
+
+    # -- commands --------------------------------------------------------------
+
+    def arm(self, arm: bool) -> str:
+        if arm:
+            if self.armed:
+                return "already armed"
+            self._require_state()
+            self.controller.reset()
+            self._set_mode(Mode.IDLE, "armed")
+            return "armed"
+        if not self.armed:
+            return "already disarmed"
+        if self.flying:
+            raise CommandRejected(f"refusing to disarm in flight (mode {self.mode.value}): call land")
+        self._set_mode(Mode.DISARMED, "disarmed")
+        return "disarmed"
+
+    def takeoff(self) -> str:
+        state = self._require_state()
+        if not self.armed:
+            raise CommandRejected("takeoff refused: not armed (call arm first)")
+        if self.mode is not Mode.IDLE:
+            raise CommandRejected(f"takeoff refused: already flying (mode {self.mode.value})")
+        x, y, z = state.position
+        self._hold(np.array([x, y, z + self.params.takeoff_altitude]), yaw_of(state.orientation))
+        self._set_mode(Mode.TAKEOFF, f"taking off to z = {self._target_position[2]:.2f} m")
+        return f"taking off to {self.params.takeoff_altitude:g} m above the start"
+
+    def land(self) -> str:
+        state = self._require_state()
+        if not self.flying:
+            raise CommandRejected(f"land refused: not flying (mode {self.mode.value})")
+        x, y, z = state.position
+        self._hold(np.array([x, y, z]), yaw_of(state.orientation))
+        self._still_since_s = None
+        self._set_mode(Mode.LANDING, "landing")
+        return "landing"
+
+    def command_pose(self, time_s: float, position, yaw: float) -> None:
+        """Go to and hold ``position`` (map, m) with heading ``yaw`` (rad)."""
+        values = [*position, yaw]
+        if not all(math.isfinite(v) for v in values):
+            raise CommandRejected(f"cmd_pose refused: non-finite value in {values}")
+        self._require_armed("cmd_pose")
+        self._hold(np.asarray(position, dtype=float), float(yaw))
+        self._last_command_s = time_s
+        if self.mode is not Mode.HOLD:
+            self._set_mode(Mode.HOLD, "holding commanded pose")
+
+    def command_velocity(self, time_s: float, linear, yaw_rate: float, body_frame: bool = False) -> None:
+        """Track velocity ``linear`` (m/s; ENU, or FLU by heading if ``body_frame``) and ``yaw_rate`` (rad/s)."""
+        values = [*linear, yaw_rate]
+        if not all(math.isfinite(v) for v in values):
+            raise CommandRejected(f"cmd_vel refused: non-finite value in {values}")
+        state = self._require_armed("cmd_vel")
+        velocity = heading_to_world(linear, yaw_of(state.orientation)) if body_frame else np.asarray(linear, float)
+        limit = self.controller.params.max_yaw_rate_rad_s
+        self._target_velocity = velocity
+        self._target_yaw_rate = min(max(float(yaw_rate), -limit), limit)
+        if self.mode is not Mode.VELOCITY:
+            self._target_yaw = yaw_of(state.orientation)
+            self._set_mode(Mode.VELOCITY, "tracking commanded velocity")
+        self._last_command_s = time_s
+
+    # -- the control step ------------------------------------------------------
+
+    def observe(self, state: VehicleState) -> None:
+        """Record the latest state without stepping (commands use it)."""
+        self._state = state
+
+    def update(self, time_s: float, state: VehicleState, nominal_dt: float) -> tuple[float, ...]:
+        """Rotor inputs for this control period; ``nominal_dt`` is used on the first call."""
+        self._state = state
+        dt = nominal_dt if self._last_time_s is None else time_s - self._last_time_s
+        self._last_time_s = time_s
+        if not (0.0 < dt <= 0.1):  # clock jump (reset, pause): use the nominal period
+            dt = nominal_dt
+        if self.mode is Mode.DISARMED:
+            self.last_output = None
+            return (0.0,) * self.rotor_count
+        if self.mode is Mode.IDLE:
+            self.controller.reset()
+            self.last_output = None
+            return (self.params.idle_control,) * self.rotor_count
+
+        setpoint = self._setpoint(time_s, state, dt)
+        output = self.controller.update(state, setpoint, dt)
+        self.last_output = output
+        self._check_transitions(time_s, state)
+        if self.mode is Mode.DISARMED:
+            return (0.0,) * self.rotor_count
+        return output.controls
+
+    def _setpoint(self, time_s: float, state: VehicleState, dt: float) -> Setpoint:
+        params = self.params
+        if self.mode is Mode.VELOCITY and self.command_age_s(time_s) > params.command_timeout_s:
+            self._hold(np.asarray(state.position, dtype=float), self._target_yaw)
+            self._set_mode(Mode.HOLD, f"no cmd_vel for {params.command_timeout_s:g} s: holding position")
+        if self.mode is Mode.VELOCITY:
+            yaw = yaw_of(state.orientation)
+            lead = wrap_angle(self._target_yaw + self._target_yaw_rate * dt - yaw)
+            lead = min(max(lead, -params.max_yaw_lead_rad), params.max_yaw_lead_rad)
+            self._target_yaw = wrap_angle(yaw + lead)
+            return Setpoint(
+                position=None,
+                velocity=tuple(self._target_velocity),
+                yaw=self._target_yaw,
+                yaw_rate=self._target_yaw_rate,
+            )
+        if self.mode is Mode.LANDING:
+            # Horizontal hold; vertical: a target sliding down at the landing speed, never far below.
+            target = self._target_position
+            target[2] = max(target[2] - params.land_speed_m_s * dt, state.position[2] - 1.0)
+            return Setpoint(position=tuple(target), velocity=(0.0, 0.0, -params.land_speed_m_s), yaw=self._target_yaw)
+        return Setpoint(position=tuple(self._target_position), yaw=self._target_yaw)
+
+    def _check_transitions(self, time_s: float, state: VehicleState) -> None:
+        params = self.params
+        if self.mode is Mode.TAKEOFF:
+            if np.linalg.norm(np.asarray(state.position) - self._target_position) < params.takeoff_tolerance_m:
+                self._set_mode(Mode.HOLD, "takeoff complete")
+        elif self.mode is Mode.LANDING:
+            speed = float(np.linalg.norm(state.velocity_world))
+            blocked = self._target_position[2] < state.position[2] - 0.3  # asked to descend, not descending
+            if speed > params.touchdown_speed_m_s or not blocked:
+                self._still_since_s = None
+            elif self._still_since_s is None:
+                self._still_since_s = time_s
+            elif time_s - self._still_since_s >= params.touchdown_time_s:
+                self._set_mode(Mode.DISARMED, "touchdown: disarmed")
+
+    # -- helpers ---------------------------------------------------------------
+
+    def _hold(self, position: np.ndarray, yaw: float) -> None:
+        self._target_position = np.array(position, dtype=float)
+        self._target_yaw = float(yaw)
+        self._target_velocity = np.zeros(3)
+        self._target_yaw_rate = 0.0
+
+    def _set_mode(self, mode: Mode, why: str) -> None:
+        self.mode = mode
+        self.events.append(why)
+
+    def _require_state(self) -> VehicleState:
+        if self._state is None:
+            raise CommandRejected("no vehicle state received yet (is ground_truth/odom being published?)")
+        return self._state
+
+    def _require_armed(self, what: str) -> VehicleState:
+        state = self._require_state()
+        if not self.armed:
+            raise CommandRejected(f"{what} refused: not armed (call arm first)")
+        if self.mode is Mode.IDLE:
+            self.controller.reset()
+        return state

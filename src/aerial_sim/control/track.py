@@ -1,0 +1,148 @@
+"""Comparing a flown track with the commanded path, and writing a run's results (pure, no ROS).
+
+The AirSim paper (Shah et al., FSR 2017, sec. 4) compares two tracks with the
+symmetric Hausdorff distance, H(A, B) = max(sup_a d(a, B), sup_b d(b, A)):
+the largest distance from any point of either curve to the other curve. Here
+both curves are polylines and d(., polyline) is the exact point-to-segment
+distance, so the result does not depend on how densely either was sampled
+(scipy's ``directed_hausdorff`` works on point sets only, which would make the
+commanded square's 5 m sides a handful of points). The RMS cross-track error is
+sqrt(mean over track points of d(point, path)^2).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+#: Track points handled per block in the distance computation (bounds memory).
+_BLOCK = 512
+
+
+def distances_to_polyline(points, polyline) -> np.ndarray:
+    """Distance from each of ``points`` (N, 3) to the polyline through ``polyline`` (M, 3)."""
+    points = np.atleast_2d(np.asarray(points, dtype=float))
+    polyline = np.atleast_2d(np.asarray(polyline, dtype=float))
+    if len(polyline) == 1:
+        return np.linalg.norm(points - polyline[0], axis=1)
+    starts = polyline[:-1]
+    segments = polyline[1:] - starts
+    squared = np.maximum(np.einsum("ij,ij->i", segments, segments), 1e-18)
+    result = np.empty(len(points))
+    for first in range(0, len(points), _BLOCK):
+        block = points[first : first + _BLOCK]
+        offsets = block[:, None, :] - starts[None, :, :]  # (n, m, 3)
+        fraction = np.clip(np.einsum("nmk,mk->nm", offsets, segments) / squared, 0.0, 1.0)
+        nearest = starts[None, :, :] + fraction[..., None] * segments[None, :, :]
+        result[first : first + _BLOCK] = np.linalg.norm(block[:, None, :] - nearest, axis=2).min(axis=1)
+    return result
+
+
+@dataclass(frozen=True)
+class TrackMetrics:
+    hausdorff_m: float
+    rms_cross_track_m: float
+    max_cross_track_m: float
+    samples: int
+
+
+def compare_tracks(track, path) -> TrackMetrics:
+    """Symmetric Hausdorff distance and cross-track error between a flown ``track`` and a commanded ``path``."""
+    track = np.asarray(track, dtype=float)
+    path = np.asarray(path, dtype=float)
+    track_to_path = distances_to_polyline(track, path)
+    path_to_track = distances_to_polyline(path, track)
+    return TrackMetrics(
+        hausdorff_m=float(max(track_to_path.max(), path_to_track.max())),
+        rms_cross_track_m=float(math.sqrt(np.mean(track_to_path**2))),
+        max_cross_track_m=float(track_to_path.max()),
+        samples=len(track),
+    )
+
+
+@dataclass
+class TrackRecorder:
+    """Ground-truth samples of a flight, each tagged with the mission phase and the reference point."""
+
+    rows: list
+
+    def __init__(self):
+        self.rows = []
+
+    def add(self, time_s: float, position, velocity, phase: str, reference=None) -> None:
+        ref = reference if reference is not None else (math.nan, math.nan, math.nan)
+        self.rows.append((time_s, *map(float, position), *map(float, velocity), phase, *map(float, ref)))
+
+    def positions(self, phase: str | None = None) -> np.ndarray:
+        return np.array([row[1:4] for row in self.rows if phase is None or row[7] == phase]).reshape(-1, 3)
+
+    def times(self, phase: str | None = None) -> np.ndarray:
+        return np.array([row[0] for row in self.rows if phase is None or row[7] == phase])
+
+    def write_csv(self, path: Path) -> None:
+        with open(path, "w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["time_s", "x_m", "y_m", "z_m", "vx_m_s", "vy_m_s", "vz_m_s", "phase", "ref_x_m", "ref_y_m", "ref_z_m"])
+            for row in self.rows:
+                writer.writerow([f"{v:.6f}" if isinstance(v, float) else v for v in row])
+
+
+def write_plots(recorder: TrackRecorder, path: np.ndarray, folder: Path, title: str) -> list[Path]:
+    """x/y over time and a top view (matplotlib, Agg backend: no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    data = recorder.rows
+    times = np.array([r[0] for r in data])
+    xyz = recorder.positions()
+    refs = np.array([r[8:11] for r in data], dtype=float).reshape(-1, 3)
+    written = []
+
+    figure, axes = plt.subplots(2, 1, sharex=True, figsize=(8, 5))
+    for axis, index, label in ((axes[0], 0, "x (east) [m]"), (axes[1], 1, "y (north) [m]")):
+        axis.plot(times, xyz[:, index], label="flown (ground truth)")
+        axis.plot(times, refs[:, index], "--", label="commanded")
+        axis.set_ylabel(label)
+        axis.grid(True, alpha=0.3)
+    axes[0].legend(loc="best")
+    axes[1].set_xlabel("sim time [s]")
+    axes[0].set_title(f"{title}: position over time")
+    figure.tight_layout()
+    written.append(folder / "xy_over_time.png")
+    figure.savefig(written[-1], dpi=110)
+    plt.close(figure)
+
+    figure, axis = plt.subplots(figsize=(6, 6))
+    axis.plot(path[:, 0], path[:, 1], "k--", linewidth=1, label="commanded path")
+    axis.plot(xyz[:, 0], xyz[:, 1], linewidth=1.2, label="flown (ground truth)")
+    axis.set_aspect("equal", adjustable="datalim")
+    axis.set_xlabel("x (east) [m]")
+    axis.set_ylabel("y (north) [m]")
+    axis.grid(True, alpha=0.3)
+    axis.legend(loc="best")
+    axis.set_title(f"{title}: top view")
+    figure.tight_layout()
+    written.append(folder / "top_view.png")
+    figure.savefig(written[-1], dpi=110)
+    plt.close(figure)
+    return written
+
+
+def summary_text(mission_name: str, metrics: TrackMetrics, speed_m_s: float, duration_s: float, path_length_m: float,
+                 paper_hausdorff_m: float | None = None) -> str:
+    """The one-screen summary printed at the end of a run and saved as summary.txt."""
+    lines = [
+        f"mission            {mission_name}",
+        f"path length        {path_length_m:.1f} m at up to {speed_m_s:g} m/s, flown in {duration_s:.1f} s (sim time)",
+        f"Hausdorff distance {metrics.hausdorff_m:.3f} m (track vs commanded path)",
+        f"RMS cross-track    {metrics.rms_cross_track_m:.3f} m   (max {metrics.max_cross_track_m:.3f} m, {metrics.samples} samples)",
+    ]
+    if paper_hausdorff_m is not None:
+        lines.append(f"paper (sim vs real) {paper_hausdorff_m:.2f} m  (AirSim, FSR 2017, sec. 4)")
+    return "\n".join(lines)

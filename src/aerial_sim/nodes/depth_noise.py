@@ -1,0 +1,152 @@
+"""Depth noise node: ideal depth + segmentation in, what a stereo-IR depth camera delivers out.
+
+Subscribes ``camera/depth/image_ideal`` (32FC1, m) and
+``camera/segmentation/image_raw`` (mono16 ids), pairs them by stamp, applies
+:class:`aerial_sim.sensors.depth_noise.DepthNoiseModel` (seed 004, sec. 2) with
+each pixel's material from the scene's material table, and publishes
+``camera/depth/image_raw`` (32FC1, m, 0 = no return) with the ideal image's
+header. ``camera/depth/camera_info`` supplies the focal length used by the
+optional stereo-geometry and incidence-angle modes.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+from rclpy.node import Node
+from sensor_msgs.msg import CameraInfo, Image
+
+from aerial_sim.config import require
+from aerial_sim.nodes.common import declare_params, run_node, stream_qos
+from aerial_sim.sensors.depth_noise import DepthNoiseModel, DepthNoiseParams, materials_from_scene
+
+DEPTH_ENCODING = "32FC1"
+SEGMENTATION_ENCODINGS = ("mono16", "16UC1")
+
+
+@dataclass(frozen=True)
+class DepthNoiseNodeParams:
+    """Node-level parameters (the model's own are :class:`DepthNoiseParams`)."""
+
+    #: Scene whose objects' segmentation ids and materials give each pixel's m
+    #: (config/scenes/<scene>.yaml with config/materials.yaml); "" = every pixel uses default_material_m.
+    scene: str = ""
+    #: Reliable streams (lockstep runs) instead of best effort.
+    lockstep: bool = False
+    #: Frames waiting for their partner (per stream) before the oldest is dropped.
+    pairing_buffer: int = 8
+
+    def __post_init__(self):
+        require(self.pairing_buffer >= 1, f"pairing_buffer must be >= 1, got {self.pairing_buffer}")
+
+
+def image_array(message: Image, dtype: np.dtype) -> np.ndarray:
+    """A (height, width) view of an image message's pixels (row padding and byte order handled)."""
+    dtype = np.dtype(dtype).newbyteorder(">" if message.is_bigendian else "<")
+    row_items, remainder = divmod(message.step, dtype.itemsize)
+    if remainder or row_items < message.width or len(message.data) < message.step * message.height:
+        raise ValueError(f"step {message.step} and data size {len(message.data)} do not fit {message.width}x{message.height}")
+    pixels = np.frombuffer(message.data, dtype=dtype, count=row_items * message.height)
+    return pixels.reshape(message.height, row_items)[:, : message.width]
+
+
+def stamp_key(message: Image) -> int:
+    return message.header.stamp.sec * 1_000_000_000 + message.header.stamp.nanosec
+
+
+class DepthNoiseNode(Node):
+    def __init__(self):
+        super().__init__("depth_noise")
+        self.node_params = declare_params(self, DepthNoiseNodeParams)
+        self.noise_params = declare_params(self, DepthNoiseParams)
+        materials = materials_from_scene(self.node_params.scene) if self.node_params.scene else {}
+        self.model = DepthNoiseModel(self.noise_params, materials=materials)
+        self._depth: OrderedDict[int, Image] = OrderedDict()
+        self._segmentation: OrderedDict[int, Image] = OrderedDict()
+        self.frames_published = 0
+        qos = stream_qos(self.node_params.lockstep)
+        self.publisher = self.create_publisher(Image, "camera/depth/image_raw", qos)
+        self.create_subscription(Image, "camera/depth/image_ideal", self.on_depth, qos)
+        self.create_subscription(Image, "camera/segmentation/image_raw", self.on_segmentation, qos)
+        self.create_subscription(CameraInfo, "camera/depth/camera_info", self.on_camera_info, qos)
+        self.get_logger().info(
+            f"depth noise: std = {self.noise_params.noise_coefficient_m:g} m * exp(m d), "
+            f"{len(materials)} materials from scene '{self.node_params.scene or '(none)'}', "
+            f"fill-rate error {self.noise_params.fill_rate_error:.1%}"
+        )
+
+    def on_depth(self, message: Image) -> None:
+        self._pair(message, self._depth, self._segmentation)
+
+    def on_segmentation(self, message: Image) -> None:
+        self._pair(message, self._segmentation, self._depth)
+
+    def on_camera_info(self, message: CameraInfo) -> None:
+        focal_length = float(message.k[0])
+        if focal_length > 0.0:
+            self.model.focal_length_px = focal_length
+
+    def _pair(self, message: Image, own: OrderedDict, other: OrderedDict) -> None:
+        """Process the pair once both images of a stamp are here; otherwise keep this one a while."""
+        key = stamp_key(message)
+        partner = other.pop(key, None)
+        if partner is None:
+            own[key] = message
+            while len(own) > self.node_params.pairing_buffer:
+                own.popitem(last=False)
+            return
+        # Everything older than a completed pair will never complete: drop it.
+        for buffer in (own, other):
+            for stale in [k for k in buffer if k < key]:
+                del buffer[stale]
+        depth, segmentation = (message, partner) if own is self._depth else (partner, message)
+        self._process(depth, segmentation)
+
+    def _process(self, depth_msg: Image, segmentation_msg: Image) -> None:
+        problem = pair_problem(depth_msg, segmentation_msg)
+        if problem:
+            self.get_logger().warning(f"depth/segmentation pair skipped: {problem}", throttle_duration_sec=5)
+            return
+        try:
+            depth = image_array(depth_msg, np.float32)
+            segmentation = image_array(segmentation_msg, np.uint16)
+        except ValueError as error:
+            self.get_logger().warning(f"malformed image skipped: {error}", throttle_duration_sec=5)
+            return
+        unknown = self.model.unknown_ids(segmentation)
+        if unknown.size:
+            self.get_logger().warning(
+                f"segmentation ids {unknown[:10].tolist()} are not in the material table; "
+                f"using default m = {self.noise_params.default_material_m:g} 1/m",
+                throttle_duration_sec=5,
+            )
+        noisy = self.model.apply(depth, segmentation)
+        out = Image(header=depth_msg.header, height=depth_msg.height, width=depth_msg.width,
+                    encoding=DEPTH_ENCODING, is_bigendian=False, step=depth_msg.width * 4)
+        out.data = noisy.tobytes()
+        self.publisher.publish(out)
+        self.frames_published += 1
+
+
+def pair_problem(depth: Image, segmentation: Image) -> str | None:
+    """Why a depth/segmentation pair cannot be used, or None."""
+    if depth.encoding != DEPTH_ENCODING:
+        return f"depth encoding is '{depth.encoding}', expected '{DEPTH_ENCODING}'"
+    if segmentation.encoding not in SEGMENTATION_ENCODINGS:
+        return f"segmentation encoding is '{segmentation.encoding}', expected 'mono16'"
+    if (depth.width, depth.height) != (segmentation.width, segmentation.height):
+        return (f"depth is {depth.width}x{depth.height} but segmentation is "
+                f"{segmentation.width}x{segmentation.height}")
+    if depth.width == 0 or depth.height == 0:
+        return "empty image"
+    return None
+
+
+def main(args=None):
+    return run_node(DepthNoiseNode, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,296 @@
+"""Flight controller node: services and setpoint topics in, ``motor_commands`` out.
+
+A thin adapter around :class:`aerial_sim.control.supervisor.FlightSupervisor`
+(modes, safety) and its cascaded controller and mixer:
+
+- state from ``ground_truth/odom`` (pose in ``map``, twist in ``base_link``);
+  with ``attitude_source: imu`` the attitude and body rates come from
+  ``imu/data`` instead (its frame is assumed aligned with ``base_link``);
+- services ``arm`` (SetBool), ``takeoff`` and ``land`` (Trigger); topics
+  ``cmd_pose`` (PoseStamped, ``map``) and ``cmd_vel`` (TwistStamped, ``map`` or
+  ``<ns>/base_link``); refused requests are one clear log line and the vehicle
+  keeps holding;
+- publishes ``motor_commands`` (Float64MultiArray, reliable) at ``rate_hz`` of
+  simulation time, or in ``lockstep`` exactly one per new odometry stamp, and
+  ``/diagnostics`` (armed, mode, last command age).
+
+Lockstep with a streaming client (``lockstep_wait_for_client``): for runs that
+repeat bit for bit, the answer to odometry stamp t_k waits until the client has
+either sent a setpoint stamped >= t_k or made a service call, so every request
+takes effect at the same simulated step on every run (the mission runner works
+this way). A client silent for ``lockstep_client_timeout_s`` of wall time is
+no longer waited for until it sends another setpoint; ``land`` also ends the
+waiting (the vehicle lands on its own).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, fields
+from typing import Literal
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import PoseStamped, TwistStamped
+from nav_msgs.msg import Odometry
+from rclpy.clock import Clock, ClockType
+from rclpy.node import Node
+from sensor_msgs.msg import Imu
+from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import SetBool, Trigger
+
+from aerial_sim.config import require_positive
+from aerial_sim.control.controller import ControllerParams, VehicleState
+from aerial_sim.control.geometry import quat_to_matrix, yaw_of
+from aerial_sim.control.supervisor import CommandRejected, FlightSupervisor, Mode, SupervisorParams
+from aerial_sim.nodes.common import COMMAND_QOS, declare_params, from_stamp, run_node, stream_qos
+from aerial_sim.vehicles.multirotor import load_vehicle
+
+
+@dataclass(frozen=True)
+class FlightControllerNodeParams(SupervisorParams):
+    """ROS parameters: the supervisor's (``takeoff_altitude``, ...) plus these; gains under ``controller.``."""
+
+    #: Vehicle config (config/vehicles/<name>.yaml or a path): the mixer is built from its rotors.
+    vehicle: str = "quad_x"
+    #: Control rate in simulation time, Hz (the physics node's 250 Hz control period).
+    rate_hz: float = 250.0
+    #: One motor command per received odometry message instead of a timer.
+    lockstep: bool = False
+    lockstep_wait_for_client: bool = False
+    #: Wall-clock seconds a lockstep step waits for a streaming client before giving up on it.
+    lockstep_client_timeout_s: float = 10.0
+    #: Where attitude and body rates come from.
+    attitude_source: Literal["odom", "imu"] = "odom"
+    diagnostics_period_s: float = 1.0
+    controller: ControllerParams = field(default_factory=ControllerParams)
+
+    def __post_init__(self):
+        super().__post_init__()
+        require_positive(self, "rate_hz", "lockstep_client_timeout_s", "diagnostics_period_s")
+
+    def supervisor_params(self) -> SupervisorParams:
+        return SupervisorParams(**{f.name: getattr(self, f.name) for f in fields(SupervisorParams)})
+
+
+class FlightControllerNode(Node):
+    def __init__(self):
+        super().__init__("flight_controller")
+        self.params = params = declare_params(self, FlightControllerNodeParams)
+        vehicle = load_vehicle(params.vehicle)
+        self.fc = FlightSupervisor(params.supervisor_params(), params.controller, vehicle)
+        self.period_s = 1.0 / params.rate_hz
+        namespace = self.get_namespace().strip("/")
+        self.namespace = namespace
+        self.body_frames = {"base_link", f"{namespace}/base_link"}
+
+        self._odom_state: VehicleState | None = None
+        self._odom_time = -math.inf
+        self._imu: tuple | None = None
+        self._answered_time = -math.inf
+        self._pending_time: float | None = None
+        self._pending_since = 0.0
+        self._gate = params.lockstep and params.lockstep_wait_for_client
+        self._client_stamp = -math.inf
+        self._service_release = False
+        self._last_diagnostics = -math.inf
+        self._refused_at: dict[str, float] = {}
+
+        self.motor_pub = self.create_publisher(Float64MultiArray, "motor_commands", COMMAND_QOS)
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS)
+        qos = stream_qos(params.lockstep)
+        self.create_subscription(Odometry, "ground_truth/odom", self.on_odom, qos)
+        if params.attitude_source == "imu":
+            self.create_subscription(Imu, "imu/data", self.on_imu, qos)
+        self.create_subscription(PoseStamped, "cmd_pose", self.on_cmd_pose, COMMAND_QOS)
+        self.create_subscription(TwistStamped, "cmd_vel", self.on_cmd_vel, COMMAND_QOS)
+        self.create_service(SetBool, "arm", self.on_arm)
+        self.create_service(Trigger, "takeoff", self.on_takeoff)
+        self.create_service(Trigger, "land", self.on_land)
+        if params.lockstep:
+            self.create_timer(0.05, self.check_client_timeout, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        else:
+            self.create_timer(self.period_s, self.on_timer)
+        self.get_logger().info(
+            f"flight controller for '{vehicle.name}' ({self.fc.rotor_count} rotors), "
+            + ("lockstep" + (" (waits for its client)" if self._gate else "") if params.lockstep else f"{params.rate_hz:g} Hz")
+            + f", attitude from {params.attitude_source}"
+        )
+
+    # -- state in --------------------------------------------------------------
+
+    def on_odom(self, message: Odometry) -> None:
+        pose, twist = message.pose.pose, message.twist.twist
+        position = (pose.position.x, pose.position.y, pose.position.z)
+        orientation = (pose.orientation.w, pose.orientation.x, pose.orientation.y, pose.orientation.z)
+        velocity_body = (twist.linear.x, twist.linear.y, twist.linear.z)
+        rates = (twist.angular.x, twist.angular.y, twist.angular.z)
+        if not all(math.isfinite(v) for v in position + orientation + velocity_body + rates):
+            self.get_logger().warning("ground_truth/odom has NaN/inf; ignored", throttle_duration_sec=5)
+            return
+        velocity_world = tuple(float(v) for v in quat_to_matrix(orientation) @ velocity_body)
+        if self._imu is not None:
+            orientation, rates = self._imu
+        self._odom_state = VehicleState(position, orientation, velocity_world, rates)
+        self.fc.observe(self._odom_state)
+        stamp = from_stamp(message.header.stamp)
+        self._odom_time = stamp
+        if self.params.lockstep and stamp > self._answered_time:
+            if self._pending_time is None:
+                self._pending_since = time.monotonic()
+            self._pending_time = stamp
+            self.try_step()
+
+    def on_imu(self, message: Imu) -> None:
+        q = message.orientation
+        w = message.angular_velocity
+        orientation, rates = (q.w, q.x, q.y, q.z), (w.x, w.y, w.z)
+        if message.orientation_covariance[0] == -1.0 or not all(math.isfinite(v) for v in orientation + rates):
+            self.get_logger().warning("imu/data has no usable orientation or rates; ignored", throttle_duration_sec=5)
+            return
+        self._imu = (orientation, rates)
+
+    # -- the control step ------------------------------------------------------
+
+    def on_timer(self) -> None:
+        if self._odom_state is not None:
+            self.step(self.get_clock().now().nanoseconds * 1e-9)
+
+    def try_step(self) -> None:
+        """Lockstep: answer the pending odometry stamp unless the streaming client still owes its request."""
+        if self._pending_time is None:
+            return
+        if self._gate and self._client_stamp < self._pending_time and not self._service_release:
+            return
+        stamp, self._pending_time, self._service_release = self._pending_time, None, False
+        self._answered_time = stamp
+        self.step(stamp)
+
+    def check_client_timeout(self) -> None:
+        if self._gate and self._pending_time is not None:
+            if time.monotonic() - self._pending_since > self.params.lockstep_client_timeout_s:
+                self.get_logger().warning(
+                    "lockstep: no setpoint from the client for "
+                    f"{self.params.lockstep_client_timeout_s:g} s; no longer waiting for it"
+                )
+                self._gate = False
+                self.try_step()
+
+    def step(self, time_s: float) -> None:
+        controls = self.fc.update(time_s, self._odom_state, self.period_s)
+        self.motor_pub.publish(Float64MultiArray(data=list(controls)))
+        self.log_events()
+        if time_s - self._last_diagnostics >= self.params.diagnostics_period_s:
+            self.publish_diagnostics(time_s)
+
+    # -- requests --------------------------------------------------------------
+
+    def on_cmd_pose(self, message: PoseStamped) -> None:
+        if message.header.frame_id != "map":
+            self.refuse(f"cmd_pose refused: frame '{message.header.frame_id}' is not 'map'")
+        else:
+            p, q = message.pose.position, message.pose.orientation
+            orientation = (q.w, q.x, q.y, q.z)
+            if not 0.9 < math.sqrt(sum(c * c for c in orientation)) < 1.1:
+                self.refuse(f"cmd_pose refused: orientation {orientation} is not a unit quaternion")
+            else:
+                self.apply(lambda now: self.fc.command_pose(now, (p.x, p.y, p.z), yaw_of(orientation)))
+        self.client_message(message.header.stamp)
+
+    def on_cmd_vel(self, message: TwistStamped) -> None:
+        frame = message.header.frame_id
+        if frame != "map" and frame not in self.body_frames:
+            self.refuse(
+                f"cmd_vel refused: unknown frame '{frame}' (use 'map' or '{self.namespace}/base_link')"
+            )
+        else:
+            v, w = message.twist.linear, message.twist.angular
+            body = frame in self.body_frames
+            self.apply(lambda now: self.fc.command_velocity(now, (v.x, v.y, v.z), w.z, body_frame=body))
+        self.client_message(message.header.stamp)
+
+    def on_arm(self, request, response):
+        return self.service(response, lambda: self.fc.arm(request.data))
+
+    def on_takeoff(self, request, response):
+        return self.service(response, self.fc.takeoff)
+
+    def on_land(self, request, response):
+        response = self.service(response, self.fc.land)
+        if response.success:
+            self._gate = False  # the vehicle lands on its own; no client stream to wait for
+        return response
+
+    def apply(self, command) -> bool:
+        try:
+            command(self._odom_time)
+        except CommandRejected as error:
+            self.refuse(str(error))
+            return False
+        self.log_events()
+        return True
+
+    def service(self, response, command):
+        try:
+            response.message = command()
+            response.success = True
+        except CommandRejected as error:
+            response.success, response.message = False, str(error)
+            self.get_logger().warning(response.message)
+        self.log_events()
+        if self.params.lockstep and self._odom_state is not None:
+            self._service_release = True  # the client's request for this step has been handled
+            self.try_step()
+        return response
+
+    def client_message(self, stamp) -> None:
+        if self.params.lockstep:
+            self._client_stamp = max(self._client_stamp, from_stamp(stamp))
+            if self.params.lockstep_wait_for_client:
+                self._gate = self._gate or self.fc.mode is not Mode.LANDING
+            self.try_step()
+
+    def refuse(self, why: str) -> None:
+        """Each distinct refusal at most once every 5 s (a stream of bad setpoints must not flood the log)."""
+        now = time.monotonic()
+        if now - self._refused_at.get(why, -math.inf) >= 5.0:
+            self._refused_at[why] = now
+            self.get_logger().warning(f"{why}; vehicle keeps {self.fc.mode.value}")
+
+    # -- reporting -------------------------------------------------------------
+
+    def log_events(self) -> None:
+        if self.fc.events:
+            for event in self.fc.events:
+                self.get_logger().info(event)
+            self.fc.events.clear()
+            self.publish_diagnostics(self._odom_time)
+
+    def publish_diagnostics(self, time_s: float) -> None:
+        self._last_diagnostics = time_s
+        age = self.fc.command_age_s(time_s)
+        output = self.fc.last_output
+        status = DiagnosticStatus(
+            level=DiagnosticStatus.OK if self._odom_state is not None else DiagnosticStatus.WARN,
+            name=f"{self.get_fully_qualified_name()}: flight control",
+            message=self.fc.mode.value if self._odom_state is not None else "no ground_truth/odom received",
+            hardware_id=self.namespace,
+            values=[
+                KeyValue(key="armed", value=str(self.fc.armed).lower()),
+                KeyValue(key="mode", value=self.fc.mode.value),
+                KeyValue(key="last_command_age_s", value=f"{age:.3f}" if math.isfinite(age) else "none"),
+                KeyValue(key="saturated", value=str(bool(output and output.saturated)).lower()),
+                KeyValue(key="state_source", value=self.params.attitude_source),
+            ],
+        )
+        message = DiagnosticArray(status=[status])
+        message.header.stamp = self.get_clock().now().to_msg()
+        self.diagnostics_pub.publish(message)
+
+
+def main(args=None):
+    return run_node(FlightControllerNode, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

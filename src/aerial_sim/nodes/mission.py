@@ -1,0 +1,310 @@
+"""Mission runner node: flies a mission file through the flight controller's public interface.
+
+It is a client like any user's: it calls ``arm`` and ``takeoff``, streams
+``cmd_pose`` while climbing and holding and ``cmd_vel`` (``map``) along the
+pattern, calls ``land``, waits on ``/diagnostics`` for the disarm, then writes
+the run's results (track CSV, Hausdorff distance and RMS cross-track error
+against the commanded path, plots, summary) and exits, so a launch file can end
+the whole simulation with ``on_exit: shutdown``.
+
+Everything is driven by ``ground_truth/odom`` callbacks (no blocking loop): for
+each odometry stamp the runner either sends one setpoint stamped with it or
+makes one service call. That is the contract the flight controller's
+``lockstep_wait_for_client`` relies on for bit-for-bit repeatable runs.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PoseStamped, TwistStamped
+from nav_msgs.msg import Odometry
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from std_srvs.srv import SetBool, Trigger
+
+from aerial_sim.config import ParamsError, require_positive
+from aerial_sim.control.geometry import quat_from_yaw, quat_to_matrix, yaw_of
+from aerial_sim.control.mission import load_mission, pattern_path
+from aerial_sim.control.track import TrackRecorder, compare_tracks, summary_text, write_plots
+from aerial_sim.control.trajectory import PathFollower, Trajectory
+from aerial_sim.nodes.common import COMMAND_QOS, declare_params, from_stamp, stream_qos, to_stamp
+
+#: The AirSim paper's sim-vs-real Hausdorff distances (FSR 2017, sec. 4), shown beside ours.
+PAPER_HAUSDORFF_M = {"square_5m": 0.65, "circle_10m": 1.47}
+
+
+@dataclass(frozen=True)
+class MissionNodeParams:
+    #: Mission under config/missions/ (square_5m, circle_10m, figure_eight) or a YAML path.
+    mission: str = "square_5m"
+    #: Results folder; empty = runs/<date-time>-<mission>/ under the working directory.
+    output_dir: str = ""
+    #: Match the physics node's QoS (reliable streams in lockstep).
+    lockstep: bool = False
+    #: Altitude is reached within this distance and below ``settle_speed_m_s``, m.
+    arrive_tolerance_m: float = 0.1
+    settle_speed_m_s: float = 0.2
+    #: Wall-clock seconds to wait for the flight controller's services.
+    wait_for_services_s: float = 30.0
+    #: Sim-time seconds allowed from land to disarm.
+    land_timeout_s: float = 60.0
+
+    def __post_init__(self):
+        require_positive(self, "arrive_tolerance_m", "settle_speed_m_s", "wait_for_services_s", "land_timeout_s")
+
+
+class MissionNode(Node):
+    PHASES = ("wait", "arm", "takeoff", "climb", "pattern", "settle", "land", "landing", "done")
+
+    def __init__(self):
+        super().__init__("mission")
+        self.params = declare_params(self, MissionNodeParams)
+        self.mission = load_mission(self.params.mission)
+        self.namespace = self.get_namespace().strip("/")
+        self.exit_code: int | None = None
+        self.recorder = TrackRecorder()
+        self.phase = "wait"
+        self.phase_started = 0.0
+        self.pending = None  # an in-flight service call
+        self.deferred = None  # odometry that arrived while a call was in flight
+        self.last_stamp = -math.inf
+        self.target = None
+        self.yaw = 0.0
+        self.path = None
+        self.follower = None
+        self.reference = None
+        self.disarmed = False
+        self.next_progress = 0.25
+        self.started_wall = time.monotonic()
+
+        self.pose_pub = self.create_publisher(PoseStamped, "cmd_pose", COMMAND_QOS)
+        self.vel_pub = self.create_publisher(TwistStamped, "cmd_vel", COMMAND_QOS)
+        self.arm_client = self.create_client(SetBool, "arm")
+        self.takeoff_client = self.create_client(Trigger, "takeoff")
+        self.land_client = self.create_client(Trigger, "land")
+        self.create_subscription(Odometry, "ground_truth/odom", self.on_odom, stream_qos(self.params.lockstep))
+        self.create_subscription(DiagnosticArray, "/diagnostics", self.on_diagnostics, COMMAND_QOS)
+        m = self.mission
+        self.get_logger().info(
+            f"mission '{m.name}': {m.pattern} size {m.size_m:g} m at {m.speed_m_s:g} m/s, "
+            f"takeoff to {m.takeoff_altitude_m:g} m; waiting for the flight controller"
+        )
+
+    # -- driven by odometry ----------------------------------------------------
+
+    def on_odom(self, message: Odometry) -> None:
+        stamp = from_stamp(message.header.stamp)
+        repeated = stamp == self.last_stamp and self.phase == "wait"  # lockstep re-sends while it waits for us
+        if (stamp <= self.last_stamp and not repeated) or self.exit_code is not None:
+            return
+        self.last_stamp = stamp
+        pose, twist = message.pose.pose, message.twist.twist
+        position = np.array([pose.position.x, pose.position.y, pose.position.z])
+        orientation = (pose.orientation.w, pose.orientation.x, pose.orientation.y, pose.orientation.z)
+        velocity = quat_to_matrix(orientation) @ np.array([twist.linear.x, twist.linear.y, twist.linear.z])
+        if not repeated:
+            self.recorder.add(stamp, position, velocity, self.phase, self.reference)
+        sample = (stamp, position, orientation, velocity)
+        if self.pending is not None:
+            self.deferred = sample  # one request per step: act on it when the service answers
+            return
+        self.act(sample)
+
+    def act(self, sample) -> None:
+        getattr(self, f"phase_{self.phase}")(*sample)
+
+    def phase_wait(self, stamp, position, orientation, velocity):
+        if all(c.service_is_ready() for c in (self.arm_client, self.takeoff_client, self.land_client)):
+            self.call(self.arm_client, SetBool.Request(data=True), "arm", stamp)
+        elif time.monotonic() - self.started_wall > self.params.wait_for_services_s:
+            self.finish(1, f"flight controller services not available after {self.params.wait_for_services_s:g} s")
+
+    def phase_arm(self, stamp, position, orientation, velocity):
+        self.call(self.takeoff_client, Trigger.Request(), "takeoff", stamp)
+        self.target = position + [0.0, 0.0, self.mission.takeoff_altitude_m]
+        self.yaw = yaw_of(orientation)
+
+    def phase_takeoff(self, stamp, position, orientation, velocity):
+        self.set_phase("climb", stamp, f"climbing to z = {self.target[2]:.2f} m")
+        self.phase_climb(stamp, position, orientation, velocity)
+
+    def phase_climb(self, stamp, position, orientation, velocity):
+        self.send_pose(stamp, self.target)
+        if not self.arrived(position, velocity):
+            self.phase_started = stamp  # the hold time counts from arrival
+        elif stamp - self.phase_started >= self.mission.hold_s:
+            self.path = pattern_path(self.mission, self.target)
+            trajectory = Trajectory(self.path, self.mission.speed_m_s, self.mission.acceleration_m_s2)
+            m = self.mission
+            self.follower = PathFollower(trajectory, m.tracking_gain, m.max_correction_m_s, m.lookahead_s)
+            self.set_phase(
+                "pattern", stamp,
+                f"flying {m.pattern}: {trajectory.length_m:.1f} m, about {trajectory.duration_s:.1f} s of sim time",
+            )
+
+    def phase_pattern(self, stamp, position, orientation, velocity):
+        elapsed = stamp - self.phase_started
+        command, self.reference = self.follower.command(elapsed, position)
+        self.send_velocity(stamp, command)
+        duration = self.follower.trajectory.duration_s
+        if elapsed >= self.next_progress * duration:
+            self.get_logger().info(f"pattern {int(self.next_progress * 100)}% ({elapsed:.1f} s)")
+            self.next_progress += 0.25
+        if elapsed >= duration:
+            self.target = self.path[-1]
+            self.set_phase("settle", stamp, "pattern done; holding the last point")
+
+    def phase_settle(self, stamp, position, orientation, velocity):
+        if stamp - self.phase_started < self.mission.hold_s:
+            self.send_pose(stamp, self.target)
+        elif self.mission.land:
+            self.set_phase("land", stamp, "landing")
+            self.call(self.land_client, Trigger.Request(), "land", stamp)  # this step's one request
+        else:
+            self.finish(0, "mission done (no landing requested)")
+
+    def phase_land(self, stamp, position, orientation, velocity):
+        self.set_phase("landing", stamp, "descending")
+
+    def phase_landing(self, stamp, position, orientation, velocity):
+        if self.disarmed:
+            self.finish(0, "landed and disarmed")
+        elif stamp - self.phase_started > self.params.land_timeout_s:
+            self.finish(1, f"not disarmed {self.params.land_timeout_s:g} s after land")
+
+    def phase_done(self, *args):
+        pass
+
+    # -- helpers ---------------------------------------------------------------
+
+    def arrived(self, position, velocity) -> bool:
+        return (
+            np.linalg.norm(position - self.target) < self.params.arrive_tolerance_m
+            and np.linalg.norm(velocity) < self.params.settle_speed_m_s
+        )
+
+    def set_phase(self, phase: str, stamp: float, why: str) -> None:
+        self.phase, self.phase_started = phase, stamp
+        self.get_logger().info(f"[{stamp:7.2f} s] {why}")
+
+    def call(self, client, request, name: str, stamp: float) -> None:
+        self.get_logger().info(f"[{stamp:7.2f} s] calling {name}")
+        future = client.call_async(request)
+        self.pending, self.deferred = name, None
+
+        def done(result_future):
+            self.pending = None
+            response = result_future.result()
+            if response is None or not response.success:
+                reason = response.message if response is not None else "no response"
+                waited = time.monotonic() - self.started_wall
+                if name == "arm" and "no vehicle state" in reason and waited < self.params.wait_for_services_s:
+                    self.phase = "wait"  # the flight controller has not seen odometry yet: ask again
+                    return
+                self.finish(1, f"{name} failed: {reason}")
+                return
+            self.phase = name
+            if self.deferred is not None and self.deferred[0] > stamp:
+                # The next step's odometry came in before this answer: act on it now, or the
+                # flight controller (waiting for this client in lockstep) would wait in vain.
+                sample, self.deferred = self.deferred, None
+                self.act(sample)
+
+        future.add_done_callback(done)
+
+    def send_pose(self, stamp: float, position) -> None:
+        message = PoseStamped()
+        message.header.stamp = to_stamp(stamp)
+        message.header.frame_id = "map"
+        message.pose.position.x, message.pose.position.y, message.pose.position.z = map(float, position)
+        q = message.pose.orientation
+        q.w, q.x, q.y, q.z = quat_from_yaw(self.yaw)
+        self.reference = tuple(map(float, position))
+        self.pose_pub.publish(message)
+
+    def send_velocity(self, stamp: float, velocity) -> None:
+        message = TwistStamped()
+        message.header.stamp = to_stamp(stamp)
+        message.header.frame_id = "map"
+        message.twist.linear.x, message.twist.linear.y, message.twist.linear.z = map(float, velocity)
+        self.vel_pub.publish(message)
+
+    def on_diagnostics(self, message: DiagnosticArray) -> None:
+        for status in message.status:
+            if status.hardware_id == self.namespace and status.name.endswith("flight control"):
+                values = {kv.key: kv.value for kv in status.values}
+                self.disarmed = values.get("armed") == "false" and self.phase in ("land", "landing")
+
+    def finish(self, code: int, why: str) -> None:
+        if self.exit_code is not None:
+            return
+        self.phase = "done"
+        log = self.get_logger().info if code == 0 else self.get_logger().error
+        log(why)
+        try:
+            self.write_results()
+        except Exception as error:  # results are a courtesy; report, do not mask the mission's outcome
+            self.get_logger().error(f"could not write the results: {error}")
+            code = code or 1
+        self.exit_code = code
+
+    def write_results(self) -> None:
+        if self.path is None or len(self.recorder.positions("pattern")) < 2:
+            self.get_logger().warning("no pattern was flown: no track to evaluate")
+            return
+        folder = Path(self.params.output_dir) if self.params.output_dir else (
+            Path("runs") / f"{datetime.datetime.now():%Y%m%d-%H%M%S}-{self.mission.name}"
+        )
+        folder.mkdir(parents=True, exist_ok=True)
+        metrics = compare_tracks(self.recorder.positions("pattern"), self.path)
+        times = self.recorder.times("pattern")
+        self.recorder.write_csv(folder / "track.csv")
+        np.savetxt(folder / "commanded_path.csv", self.path, delimiter=",", header="x_m,y_m,z_m", comments="")
+        write_plots(self.recorder, self.path, folder, self.mission.name)
+        trajectory = self.follower.trajectory
+        text = summary_text(
+            self.mission.name, metrics, self.mission.speed_m_s, float(times[-1] - times[0]), trajectory.length_m,
+            PAPER_HAUSDORFF_M.get(self.mission.name),
+        )
+        (folder / "summary.txt").write_text(text + "\n")
+        (folder / "metrics.json").write_text(json.dumps({"mission": asdict(self.mission), **asdict(metrics)}, indent=2))
+        print(f"\n{text}\nresults in {folder.resolve()}\n", flush=True)
+
+
+def run_mission(args: list[str] | None = None) -> int:
+    """Init ROS, fly the mission, return 0 on success (1 on a failed mission, 2 on bad parameters)."""
+    rclpy.init(args=args if args is not None else sys.argv)
+    node = None
+    try:
+        node = MissionNode()
+        while rclpy.ok() and node.exit_code is None:
+            rclpy.spin_once(node, timeout_sec=0.1)
+        return node.exit_code if node.exit_code is not None else 130
+    except ParamsError as error:
+        print(f"[FATAL] [mission]: invalid parameter: {error}", file=sys.stderr, flush=True)
+        return 2
+    except (KeyboardInterrupt, ExternalShutdownException):
+        return 130
+    finally:
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.try_shutdown()
+
+
+def main(args=None):
+    return run_mission(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

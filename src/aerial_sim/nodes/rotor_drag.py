@@ -1,0 +1,122 @@
+"""Rotor drag node: rotor thrusts and ground-truth odometry in, the rotor drag wrench out.
+
+Subscribes ``rotors`` (JointState, effort = thrust N) and ``ground_truth/odom``
+(twist in the body frame) and publishes ``rotor_drag/wrench`` (WrenchStamped,
+``<ns>/base_link``) with :class:`aerial_sim.physics.rotor_drag.RotorDragModel`
+(seed 004, eq. (13), or eq. (11) rotor by rotor), at most ``rate_hz`` in sim
+time and stamped with the odometry it was computed from. The physics node adds
+the wrench to the body and holds it until a newer one arrives; run it with
+``linear_drag_enabled: false`` to fly on rotor drag alone.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from geometry_msgs.msg import WrenchStamped
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+
+from aerial_sim.config import require, require_positive
+from aerial_sim.nodes.common import declare_params, frame_in_namespace, from_stamp, run_node, stream_qos
+from aerial_sim.physics.rotor_drag import RotorDragModel, RotorDragParams, air_velocity_body
+
+
+@dataclass(frozen=True)
+class RotorDragNodeParams:
+    """Node-level parameters (the model's own are :class:`RotorDragParams`)."""
+
+    #: Vehicle config (config/vehicles/<name>.yaml): rotor positions for the per-rotor form.
+    vehicle: str = "quad_x"
+    #: Largest publishing rate, Hz of sim time (one wrench per odometry message at most).
+    rate_hz: float = 250.0
+    #: Constant wind (ENU, m/s); config/environment.yaml sets it for every node.
+    wind_enu_m_s: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    #: Rotor thrusts older than this (sim time) relative to the odometry are not used.
+    max_input_age_s: float = 0.1
+    frame_id: str = "base_link"
+    lockstep: bool = False
+
+    def __post_init__(self):
+        require_positive(self, "rate_hz", "max_input_age_s")
+        require(len(self.wind_enu_m_s) == 3, f"wind_enu_m_s needs 3 values, got {self.wind_enu_m_s!r}")
+
+
+class RotorDragNode(Node):
+    def __init__(self):
+        super().__init__("rotor_drag")
+        self.node_params = declare_params(self, RotorDragNodeParams)
+        self.drag_params = declare_params(self, RotorDragParams)
+        positions = ()
+        if self.drag_params.per_rotor:
+            from aerial_sim.vehicles.multirotor import load_vehicle
+
+            positions = tuple(r.position_m for r in load_vehicle(self.node_params.vehicle).rotors)
+        self.model = RotorDragModel(self.drag_params, positions)
+        self.wind = tuple(float(v) for v in self.node_params.wind_enu_m_s)
+        self.frame_id = frame_in_namespace(self, self.node_params.frame_id)
+        self.period_s = 1.0 / self.node_params.rate_hz
+        self.thrusts: tuple[float, ...] | None = None
+        self.thrusts_time_s = -math.inf
+        self.last_publish_s = -math.inf
+        self.wrenches_published = 0
+        qos = stream_qos(self.node_params.lockstep)
+        self.publisher = self.create_publisher(WrenchStamped, "rotor_drag/wrench", qos)
+        self.create_subscription(JointState, "rotors", self.on_rotors, qos)
+        self.create_subscription(Odometry, "ground_truth/odom", self.on_odom, qos)
+        form = "eq. (11), per rotor" if self.drag_params.per_rotor else "eq. (13)"
+        self.get_logger().info(
+            f"rotor drag {form}: k={self.drag_params.k:g}, b={self.drag_params.b:g}, "
+            f"c_d1={self.drag_params.c_d1:g}, wind {self.wind} m/s, up to {self.node_params.rate_hz:g} Hz"
+        )
+
+    def on_rotors(self, message: JointState) -> None:
+        thrusts = tuple(float(t) for t in message.effort)
+        if not thrusts or not all(math.isfinite(t) for t in thrusts):
+            self.get_logger().warning("rotors: effort (thrust) missing or not finite; ignored", throttle_duration_sec=5)
+            return
+        if self.drag_params.per_rotor and len(thrusts) != len(self.model.rotor_positions):
+            self.get_logger().warning(
+                f"rotors: {len(thrusts)} thrusts for a {len(self.model.rotor_positions)}-rotor vehicle; ignored",
+                throttle_duration_sec=5,
+            )
+            return
+        self.thrusts = thrusts
+        self.thrusts_time_s = from_stamp(message.header.stamp)
+
+    def on_odom(self, message: Odometry) -> None:
+        now_s = from_stamp(message.header.stamp)
+        if now_s < self.last_publish_s:  # simulation restarted
+            self.last_publish_s = -math.inf
+        if self.thrusts is None or now_s - self.last_publish_s < self.period_s - 1e-9:
+            return
+        if abs(now_s - self.thrusts_time_s) > self.node_params.max_input_age_s:
+            self.get_logger().warning("rotors: no recent thrusts; no drag published", throttle_duration_sec=5)
+            return
+        twist, pose = message.twist.twist, message.pose.pose
+        velocity_body = (twist.linear.x, twist.linear.y, twist.linear.z)
+        rates_body = (twist.angular.x, twist.angular.y, twist.angular.z)
+        orientation = (pose.orientation.w, pose.orientation.x, pose.orientation.y, pose.orientation.z)
+        values = velocity_body + rates_body + orientation
+        if not all(math.isfinite(v) for v in values):
+            self.get_logger().warning("ground_truth/odom has NaN/inf; ignored", throttle_duration_sec=5)
+            return
+        force, torque = self.model.wrench(self.thrusts, air_velocity_body(velocity_body, orientation, self.wind), rates_body)
+        out = WrenchStamped()
+        out.header.stamp = message.header.stamp
+        out.header.frame_id = self.frame_id
+        out.wrench.force.x, out.wrench.force.y, out.wrench.force.z = force
+        out.wrench.torque.x, out.wrench.torque.y, out.wrench.torque.z = torque
+        self.publisher.publish(out)
+        self.last_publish_s = now_s
+        self.wrenches_published += 1
+
+
+def main(args=None):
+    return run_node(RotorDragNode, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

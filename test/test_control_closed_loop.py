@@ -1,0 +1,173 @@
+"""The flight controller flies the pure PhysicsWorld in-process (closed loop, no ROS)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from aerial_sim.config import ParamsError
+from aerial_sim.control.controller import ControllerParams, VehicleState
+from aerial_sim.control.geometry import yaw_of
+from aerial_sim.control.mission import MissionParams, load_mission, pattern_path
+from aerial_sim.control.supervisor import CommandRejected, FlightSupervisor, Mode, SupervisorParams
+from aerial_sim.control.track import compare_tracks
+from aerial_sim.control.trajectory import PathFollower, Trajectory
+from aerial_sim.physics.world import PhysicsParams, PhysicsWorld
+from aerial_sim.vehicles.multirotor import load_vehicle
+
+PERIOD_S = 0.004  # 250 Hz control, 4 physics steps of 1 ms
+TAKEOFF_M = 2.0
+
+
+class Flight:
+    """A vehicle in a PhysicsWorld with the flight supervisor closing the loop every control period."""
+
+    def __init__(self, vehicle_name="quad_x"):
+        self.world = PhysicsWorld(PhysicsParams())
+        vehicle = load_vehicle(vehicle_name)
+        self.world.add_vehicle("uav", vehicle)
+        self.fc = FlightSupervisor(SupervisorParams(takeoff_altitude=TAKEOFF_M), ControllerParams(), vehicle)
+        self.log = []
+        self.fly(0.2)  # settle on the ground
+
+    @property
+    def state(self) -> VehicleState:
+        return VehicleState.from_ground_truth(self.world.ground_truth("uav"))
+
+    def fly(self, seconds, before_each=None):
+        """Run ``seconds`` of closed loop; returns the logged (t, x, y, z, vx, vy, vz) rows as an array."""
+        rows = []
+        for _ in range(int(round(seconds / PERIOD_S))):
+            state = self.state
+            if before_each:
+                before_each(self.world.time_s, state)
+            self.world.set_controls("uav", self.fc.update(self.world.time_s, state, PERIOD_S))
+            self.world.step(4)
+            rows.append((self.world.time_s, *self.state.position, *self.state.velocity_world))
+        return np.array(rows)
+
+    def take_off(self):
+        ground = self.state.position[2]
+        self.fc.arm(True)
+        self.fc.takeoff()
+        return ground + TAKEOFF_M, self.fly(8.0)
+
+
+@pytest.fixture(params=["quad_x", "hexa_x"])
+def flight(request):
+    return Flight(request.param)
+
+
+def test_takeoff_reaches_altitude_within_2_percent_and_holds_within_10_cm(flight):
+    target, log = flight.take_off()
+    z = log[:, 3]
+    assert abs(z[-1] - target) < 0.02 * TAKEOFF_M
+    assert z.max() < target + 0.02 * TAKEOFF_M  # no overshoot beyond the band
+    assert flight.fc.mode is Mode.HOLD
+    hold = flight.fly(5.0)
+    assert np.abs(hold[:, 3] - target).max() < 0.10
+    assert np.abs(hold[:, 1:3]).max() < 0.10
+
+
+def test_ten_metre_pose_step_settles_with_at_most_10_percent_overshoot(flight):
+    flight.take_off()
+    start = np.array(flight.state.position)
+    goal = start + [10.0, 0.0, 0.0]
+    flight.fc.command_pose(flight.world.time_s, goal, 0.0)
+    log = flight.fly(15.0)
+    x = log[:, 1] - start[0]
+    assert x.max() <= 11.0
+    assert abs(x[-1] - 10.0) < 0.1
+    assert np.abs(log[-125:, 1:4] - goal).max() < 0.1  # settled for the last half second
+
+
+@pytest.mark.parametrize("body_frame", [False, True])
+def test_velocity_commands_are_tracked_within_0_2_m_s(flight, body_frame):
+    flight.take_off()
+    yaw = 1.0
+    flight.fc.command_pose(flight.world.time_s, flight.state.position, yaw)
+    flight.fly(4.0)
+    assert yaw_of(flight.state.orientation) == pytest.approx(yaw, abs=0.02)
+    command = (1.5, -0.8, 0.4)
+    expected = (
+        np.array([1.5 * math.cos(yaw) + 0.8 * math.sin(yaw), 1.5 * math.sin(yaw) - 0.8 * math.cos(yaw), 0.4])
+        if body_frame
+        else np.array(command)
+    )
+    log = flight.fly(6.0, lambda t, s: flight.fc.command_velocity(t, command, 0.0, body_frame=body_frame))
+    settled = log[log[:, 0] > log[0, 0] + 3.0]
+    assert np.abs(settled[:, 4:7] - expected).max() < 0.2
+
+
+def test_velocity_stream_that_stops_falls_back_to_holding_position():
+    flight = Flight()
+    flight.take_off()
+    flight.fly(1.0, lambda t, s: flight.fc.command_velocity(t, (2.0, 0.0, 0.0), 0.0))
+    log = flight.fly(6.0)
+    assert flight.fc.mode is Mode.HOLD
+    assert np.linalg.norm(log[-1, 4:7]) < 0.05
+    assert np.ptp(log[-250:, 1]) < 0.05  # stays put over the last second
+
+
+def test_refused_commands_leave_the_vehicle_holding():
+    flight = Flight()
+    with pytest.raises(CommandRejected, match="arm first"):
+        flight.fc.takeoff()
+    with pytest.raises(CommandRejected, match="not armed"):
+        flight.fc.command_pose(0.0, (0.0, 0.0, 5.0), 0.0)
+    assert flight.fc.mode is Mode.DISARMED
+    assert np.abs(flight.fly(1.0)[:, 3] - flight.state.position[2]).max() < 1e-3  # still on the ground
+    target, _ = flight.take_off()
+    with pytest.raises(CommandRejected, match="non-finite"):
+        flight.fc.command_pose(flight.world.time_s, (math.nan, 0.0, 5.0), 0.0)
+    with pytest.raises(CommandRejected, match="non-finite"):
+        flight.fc.command_velocity(flight.world.time_s, (0.0, math.inf, 0.0), 0.0)
+    with pytest.raises(CommandRejected, match="land"):
+        flight.fc.arm(False)
+    log = flight.fly(2.0)
+    assert flight.fc.mode is Mode.HOLD
+    assert np.abs(log[:, 3] - target).max() < 0.1
+
+
+def test_land_ends_disarmed_on_the_ground(flight):
+    ground = flight.state.position[2]
+    flight.take_off()
+    flight.fc.land()
+    log = flight.fly(10.0)
+    assert flight.fc.mode is Mode.DISARMED
+    assert log[-1, 3] == pytest.approx(ground, abs=0.02)
+    assert all(rotor.thrust_n < 1e-6 for rotor in flight.world.rotor_states("uav"))  # motors stopped
+
+
+def test_mixer_refuses_a_vehicle_that_cannot_hover():
+    heavy = load_vehicle("quad_x").__class__(**{**load_vehicle("quad_x").__dict__, "mass_kg": 3.0})
+    with pytest.raises(ParamsError, match="cannot hover"):
+        FlightSupervisor(SupervisorParams(), ControllerParams(), heavy)
+
+
+def fly_mission(flight, mission: MissionParams):
+    flight.take_off()
+    path = pattern_path(mission, flight.state.position)
+    trajectory = Trajectory(path, mission.speed_m_s, mission.acceleration_m_s2)
+    follower = PathFollower(trajectory, mission.tracking_gain, mission.max_correction_m_s, mission.lookahead_s)
+    start = flight.world.time_s
+
+    def follow(t, state):
+        velocity, _ = follower.command(t - start, state.position)
+        flight.fc.command_velocity(t, velocity, 0.0)
+
+    log = flight.fly(trajectory.duration_s + 1.0, follow)
+    return compare_tracks(log[:, 1:4], path), trajectory
+
+
+@pytest.mark.parametrize(
+    "mission_name, paper_hausdorff_m",
+    [("square_5m", 0.65), ("circle_10m", 1.47)],
+)
+def test_paper_missions_stay_within_the_papers_hausdorff_distance(mission_name, paper_hausdorff_m):
+    """Shipped missions (square 2 m/s, circle 5 m/s) against the sim-vs-real figures of AirSim sec. 4."""
+    mission = load_mission(mission_name)
+    metrics, trajectory = fly_mission(Flight(), mission)
+    assert trajectory.speeds.max() == pytest.approx(mission.speed_m_s)
+    assert metrics.hausdorff_m < paper_hausdorff_m
+    assert metrics.rms_cross_track_m < metrics.hausdorff_m

@@ -1,0 +1,86 @@
+"""Mission files, commanded paths, their timing and the track metrics (pure, fast)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from aerial_sim.cli.fly import main as fly_main
+from aerial_sim.config import ParamsError
+from aerial_sim.control.mission import MissionParams, load_mission, pattern_path
+from aerial_sim.control.track import compare_tracks, distances_to_polyline
+from aerial_sim.control.trajectory import Trajectory
+
+START = (1.0, 2.0, 3.0)
+
+
+def test_shipped_missions_load_and_make_the_papers_shapes():
+    square = pattern_path(load_mission("square_5m"), START)
+    np.testing.assert_allclose(square[[0, 1, 2, 3, 4]] - START, [[0, 0, 0], [5, 0, 0], [5, 5, 0], [0, 5, 0], [0, 0, 0]])
+    circle = pattern_path(load_mission("circle_10m"), START)
+    centre = np.array(START) + [0.0, 10.0, 0.0]
+    np.testing.assert_allclose(np.linalg.norm(circle - centre, axis=1), 10.0, atol=1e-9)
+    np.testing.assert_allclose(circle[-1], START, atol=1e-9)  # closed
+    eight = pattern_path(load_mission("figure_eight"), START)
+    crossings = np.linalg.norm(eight - START, axis=1) < 1e-6
+    assert crossings[0] and crossings[-1] and crossings.sum() >= 3  # passes the start in the middle too
+
+
+def test_mission_file_errors_name_the_key(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("pattern: square\nspeed: 3\n")
+    with pytest.raises(ParamsError, match="speed: unknown parameter"):
+        load_mission(str(bad))
+    with pytest.raises(ParamsError, match="waypoints"):
+        MissionParams(pattern="waypoints")
+    assert fly_main([str(bad)]) == 2
+
+
+def test_trajectory_respects_speed_and_acceleration_and_stops_at_corners():
+    mission = MissionParams(pattern="square", size_m=5.0, speed_m_s=2.0, acceleration_m_s2=1.0)
+    trajectory = Trajectory(pattern_path(mission, START), mission.speed_m_s, mission.acceleration_m_s2)
+    times = np.linspace(0.0, trajectory.duration_s, 4000)
+    samples = [trajectory.sample(t) for t in times]
+    speeds = np.array([np.linalg.norm(v) for _, v, _ in samples])
+    assert speeds.max() == pytest.approx(2.0, rel=1e-6)
+    accel = np.abs(np.diff(speeds)) / np.diff(times)
+    corners = np.array(START) + np.array([[0, 0, 0], [5, 0, 0], [5, 5, 0], [0, 5, 0]])
+    away = [np.linalg.norm(corners - p, axis=1).min() > 0.1 for p, _, _ in samples[1:]]
+    assert accel[away].max() < 1.0 * 1.05  # (at a corner vertex the direction, not the speed, changes)
+    corner_index = np.argmin([np.linalg.norm(p - (np.array(START) + [5, 0, 0])) for p, _, _ in samples])
+    assert speeds[corner_index] < 0.3  # slows right down for the 90 degree turn
+    # A corner is taken at v_c = sqrt(a / kappa), kappa = (pi/2) / 0.05 m sample spacing: about 0.18 m/s.
+    # One side: speed up v_c -> 2 m/s and brake back at 1 m/s^2, cruise the rest of the 5 m.
+    v_c = math.sqrt(1.0 * 0.05 / (math.pi / 2))
+    ramp_m = 2.0**2 - v_c**2  # two ramps of (v^2 - v_c^2) / 2a each
+    side_s = 2.0 * (2.0 - v_c) / 1.0 + (5.0 - ramp_m) / 2.0
+    start_and_end_s = 2.0 * v_c / 1.0  # the path starts and ends at rest, not at v_c
+    assert trajectory.duration_s == pytest.approx(4 * side_s + start_and_end_s, rel=0.01)
+    circle = MissionParams(pattern="circle", size_m=10.0, speed_m_s=5.0, acceleration_m_s2=2.0)
+    timed = Trajectory(pattern_path(circle, START), circle.speed_m_s, circle.acceleration_m_s2)
+    assert timed.speeds.max() == pytest.approx(math.sqrt(2.0 * 10.0), rel=0.01)  # centripetal limit v^2/r <= a
+
+
+def test_hausdorff_and_cross_track_on_known_geometry():
+    square = np.array([[0, 0, 0], [5, 0, 0], [5, 5, 0], [0, 5, 0], [0, 0, 0]], dtype=float)
+    # The same square shifted 0.3 m east: every point of either is within 0.3 m of the other.
+    shifted = square + [0.3, 0.0, 0.0]
+    dense = np.vstack([np.linspace(a, b, 200) for a, b in zip(shifted[:-1], shifted[1:])])
+    metrics = compare_tracks(dense, square)
+    assert metrics.hausdorff_m == pytest.approx(0.3, abs=1e-9)
+    assert 0.0 < metrics.rms_cross_track_m < 0.3
+    # A track that stops half way: the unflown half of the path is what the Hausdorff distance catches.
+    half = np.linspace([0, 0, 0], [5, 0, 0], 100)
+    assert compare_tracks(half, square).hausdorff_m == pytest.approx(5.0, abs=1e-9)
+    assert compare_tracks(half, square).rms_cross_track_m == pytest.approx(0.0, abs=1e-12)
+    assert distances_to_polyline([[2.5, 1.0, 0.0]], square)[0] == pytest.approx(1.0)
+
+
+def test_control_core_does_not_import_ros():
+    import subprocess
+    import sys
+
+    code = "import sys, aerial_sim.control.supervisor, aerial_sim.control.track, aerial_sim.control.trajectory; " \
+           "print('rclpy' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"

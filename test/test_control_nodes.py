@@ -1,0 +1,133 @@
+"""Flight controller and mission runner across processes, against the physics node (bounded, ~40 s)."""
+
+import math
+import time
+
+import pytest
+
+from conftest import requires_ros, spin_until
+
+pytestmark = [requires_ros, pytest.mark.ros]
+
+TAKEOFF_M = 2.0  # the flight controller's default takeoff_altitude
+
+
+def call(node, client, request, timeout_s=10.0):
+    assert client.wait_for_service(timeout_sec=timeout_s), f"service {client.srv_name} not available"
+    future = client.call_async(request)
+    assert spin_until(node, future.done, timeout_s), f"no answer from {client.srv_name}"
+    return future.result()
+
+
+def test_arm_takeoff_hold_refusals_and_land(launch, ros_node):
+    from diagnostic_msgs.msg import DiagnosticArray
+    from geometry_msgs.msg import PoseStamped, TwistStamped
+    from nav_msgs.msg import Odometry
+    from std_srvs.srv import SetBool, Trigger
+
+    from aerial_sim.nodes.common import COMMAND_QOS, LOCKSTEP_QOS, from_stamp
+
+    physics = launch("physics.launch.yaml", "lockstep:=true")
+    control = launch("control.launch.yaml", "lockstep:=true")
+    odom = []
+    diagnostics = {}
+    ros_node.create_subscription(
+        Odometry, "/drone1/ground_truth/odom",
+        lambda m: odom.append((from_stamp(m.header.stamp), m.pose.pose.position.x, m.pose.pose.position.y,
+                               m.pose.pose.position.z)),
+        LOCKSTEP_QOS,
+    )
+
+    def on_diagnostics(message):
+        for status in message.status:
+            if status.hardware_id == "drone1":
+                diagnostics.update({kv.key: kv.value for kv in status.values})
+
+    ros_node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, COMMAND_QOS)
+    arm = ros_node.create_client(SetBool, "/drone1/arm")
+    takeoff = ros_node.create_client(Trigger, "/drone1/takeoff")
+    land = ros_node.create_client(Trigger, "/drone1/land")
+    pose_pub = ros_node.create_publisher(PoseStamped, "/drone1/cmd_pose", COMMAND_QOS)
+    vel_pub = ros_node.create_publisher(TwistStamped, "/drone1/cmd_vel", COMMAND_QOS)
+
+    assert spin_until(ros_node, lambda: odom, 20.0), physics.output() + control.output()
+    refused = call(ros_node, takeoff, Trigger.Request())
+    assert not refused.success and "arm first" in refused.message
+    assert call(ros_node, arm, SetBool.Request(data=True)).success
+    ground = odom[-1][3]
+    assert call(ros_node, takeoff, Trigger.Request()).success
+    started = odom[-1][0]
+
+    def sim_time_passed(seconds, since):
+        return lambda: odom and odom[-1][0] >= since + seconds
+
+    assert spin_until(ros_node, sim_time_passed(7.0, started), 30.0), control.output()
+    target = ground + TAKEOFF_M
+    assert abs(odom[-1][3] - target) < 0.02 * TAKEOFF_M
+    hold_from = odom[-1][0]
+    assert spin_until(ros_node, sim_time_passed(2.0, hold_from), 15.0)
+    held = [row for row in odom if row[0] >= hold_from]
+    assert max(abs(z - target) for *_, z in held) < 0.10
+    x0, y0 = held[-1][1], held[-1][2]
+
+    # Refused inputs: NaN position, a frame the controller does not know, a velocity in an unknown frame.
+    bad_pose = PoseStamped()
+    bad_pose.header.frame_id = "map"
+    bad_pose.pose.position.x = math.nan
+    bad_pose.pose.orientation.w = 1.0
+    wrong_frame = PoseStamped()
+    wrong_frame.header.frame_id = "odom"
+    wrong_frame.pose.position.z = 10.0
+    wrong_frame.pose.orientation.w = 1.0
+    bad_vel = TwistStamped()
+    bad_vel.header.frame_id = "earth"
+    bad_vel.twist.linear.x = 3.0
+    for message, publisher in ((bad_pose, pose_pub), (wrong_frame, pose_pub), (bad_vel, vel_pub)):
+        publisher.publish(message)
+    refused_from = odom[-1][0]
+    assert spin_until(ros_node, sim_time_passed(1.5, refused_from), 15.0)
+    after = [row for row in odom if row[0] >= refused_from]
+    assert max(math.hypot(x - x0, y - y0) for _, x, y, _ in after) < 0.10
+    assert max(abs(z - target) for *_, z in after) < 0.10
+    log = control.output()
+    assert "cmd_pose refused" in log and "frame 'odom' is not 'map'" in log and "unknown frame 'earth'" in log
+    assert diagnostics.get("mode") == "hold"
+
+    assert call(ros_node, land, Trigger.Request()).success
+    assert spin_until(ros_node, lambda: diagnostics.get("armed") == "false", 30.0), control.output()
+    assert odom[-1][3] == pytest.approx(ground, abs=0.03)
+
+
+def read_track(folder):
+    lines = (folder / "track.csv").read_text().splitlines()
+    return [line.split(",")[:7] for line in lines[1:]]
+
+
+def test_lockstep_mission_twice_gives_identical_tracks(launch, tmp_path):
+    mission = tmp_path / "small_square.yaml"
+    mission.write_text(
+        "name: small_square\ntakeoff_altitude_m: 1.0\npattern: square\nsize_m: 1.0\n"
+        "speed_m_s: 1.0\nacceleration_m_s2: 1.0\nhold_s: 0.5\n"
+    )
+    tracks = []
+    for run in range(2):
+        output = tmp_path / f"run{run}"
+        physics = launch("physics.launch.yaml", "lockstep:=true")
+        control = launch("control.launch.yaml", "lockstep:=true", f"mission:={mission}", f"output_dir:={output}")
+        deadline = time.monotonic() + 60.0
+        while control.alive() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not control.alive(), "mission did not finish in 60 s:\n" + control.output()
+        physics.stop()
+        log = control.output()
+        assert "landed and disarmed" in log, log
+        assert "Hausdorff distance" in log
+        for name in ("track.csv", "commanded_path.csv", "summary.txt", "metrics.json", "top_view.png", "xy_over_time.png"):
+            assert (output / name).is_file(), name
+        tracks.append(read_track(output))
+    # Recording stops when the runner hears of the disarm (wall-clock timing), so the tails may
+    # differ by a few samples after touchdown; everything flown up to there must be bit-identical.
+    common = min(len(tracks[0]), len(tracks[1]))
+    assert common > 2500  # ~10 s of sim time at 250 Hz: takeoff, square, landing
+    assert abs(len(tracks[0]) - len(tracks[1])) < 250
+    assert tracks[0][:common] == tracks[1][:common]

@@ -1,0 +1,62 @@
+"""The rotor drag node across processes: rotor thrusts + odometry in, the eq. (13) wrench out."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO, requires_ros, spin_until
+
+pytestmark = [requires_ros, pytest.mark.ros]
+
+
+def test_node_publishes_drag_opposing_the_flight_in_the_body_frame(ros_node, tmp_path):
+    from geometry_msgs.msg import WrenchStamped
+    from nav_msgs.msg import Odometry
+    from sensor_msgs.msg import JointState
+
+    from aerial_sim.nodes.common import LOCKSTEP_QOS
+    from aerial_sim.physics.rotor_drag import RotorDragParams
+
+    log_path = tmp_path / "rotor_drag.log"
+    log = open(log_path, "w")
+    node = subprocess.Popen(
+        [sys.executable, "-m", "aerial_sim.nodes.rotor_drag", "--ros-args", "-r", "__ns:=/drone1",
+         "-p", "lockstep:=true", "-p", "rate_hz:=100.0"],
+        stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
+    )
+    try:
+        rotors_pub = ros_node.create_publisher(JointState, "/drone1/rotors", LOCKSTEP_QOS)
+        odom_pub = ros_node.create_publisher(Odometry, "/drone1/ground_truth/odom", LOCKSTEP_QOS)
+        received = []
+        ros_node.create_subscription(WrenchStamped, "/drone1/rotor_drag/wrench", received.append, LOCKSTEP_QOS)
+        connected = lambda: (rotors_pub.get_subscription_count() and odom_pub.get_subscription_count()
+                             and ros_node.count_publishers("/drone1/rotor_drag/wrench"))
+        assert spin_until(ros_node, connected, timeout_s=20), log_path.read_text()
+
+        thrust = 2.5
+        rotors = JointState(name=[f"rotor_{i}" for i in range(4)], effort=[thrust] * 4)
+        rotors.header.stamp.sec = 1
+        rotors_pub.publish(rotors)  # thrusts first: the two topics are not ordered with each other
+        spin_until(ros_node, lambda: False, timeout_s=0.5)
+        for step in range(10):  # 250 Hz of sim time: at 100 Hz the node answers every 3rd odometry
+            odom = Odometry()
+            odom.header.stamp.sec, odom.header.stamp.nanosec = 1, step * 4_000_000
+            odom.pose.pose.orientation.w = 1.0
+            odom.twist.twist.linear.x, odom.twist.twist.linear.y, odom.twist.twist.linear.z = 6.0, -2.0, 1.0
+            odom_pub.publish(odom)
+        assert spin_until(ros_node, lambda: len(received) >= 4, timeout_s=10), log_path.read_text()
+        spin_until(ros_node, lambda: False, timeout_s=0.5)
+
+        stamps_ms = [(m.header.stamp.nanosec // 1_000_000) for m in received]
+        assert stamps_ms == [0, 12, 24, 36]  # every 3rd of the 4 ms odometry: at most 100 Hz
+        p = RotorDragParams()
+        gain = (p.k * 4 * thrust + p.b) * p.c_d1
+        force = received[0].wrench.force
+        assert received[0].header.frame_id == "drone1/base_link"
+        assert (force.x, force.y, force.z) == pytest.approx((-gain * 6.0, gain * 2.0, 0.0), rel=1e-9)
+    finally:
+        node.terminate()
+        node.wait(timeout=10)
+        log.close()
