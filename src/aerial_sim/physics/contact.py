@@ -57,26 +57,25 @@ class Collider(Protocol):
     ``orientation``, half sizes ``half_extents`` along body x, y, z) does not
     touch the object. An optional ``bounds`` attribute ``((xmin, ymin, zmin),
     (xmax, ymax, zmax))`` lets the engine skip distant objects cheaply.
+    Colliders are static: the answer depends on the arguments only (a body
+    resting on one sleeps until its own state or inputs change).
     """
 
     def contact(self, position: Vector3, orientation: Quaternion, half_extents: Vector3) -> Contact | None: ...
 
 
 def box_corners(position: Vector3, orientation: Quaternion, half_extents: Vector3) -> list[Vector3]:
-    """The eight corners of the box in the world frame."""
+    """The eight corners of the box in the world frame: ``position + R(q) (+-hx, +-hy, +-hz)``."""
     r0, r1, r2 = rotation_matrix(orientation)
     hx, hy, hz = half_extents
+    px, py, pz = position
     corners = []
     for sx in (-hx, hx):
+        ax, ay, az = px + r0[0] * sx, py + r1[0] * sx, pz + r2[0] * sx
         for sy in (-hy, hy):
+            bx, by, bz = ax + r0[1] * sy, ay + r1[1] * sy, az + r2[1] * sy
             for sz in (-hz, hz):
-                corners.append(
-                    (
-                        position[0] + r0[0] * sx + r0[1] * sy + r0[2] * sz,
-                        position[1] + r1[0] * sx + r1[1] * sy + r1[2] * sz,
-                        position[2] + r2[0] * sx + r2[1] * sy + r2[2] * sz,
-                    )
-                )
+                corners.append((bx + r0[2] * sz, by + r1[2] * sz, bz + r2[2] * sz))
     return corners
 
 
@@ -92,14 +91,15 @@ class GroundPlane:
 
     def contact(self, position: Vector3, orientation: Quaternion, half_extents: Vector3) -> Contact | None:
         corners = box_corners(position, orientation, half_extents)
-        lowest = min(c[2] for c in corners)
+        lowest = min([c[2] for c in corners])
         depth = self.height_m - lowest
         if depth < 0.0:
             return None
-        touching = [c for c in corners if c[2] <= lowest + self.FACE_TOLERANCE_M]
+        level = lowest + self.FACE_TOLERANCE_M
+        touching = [c for c in corners if c[2] <= level]
         count = len(touching)
-        x = sum(c[0] for c in touching) / count
-        y = sum(c[1] for c in touching) / count
+        x = sum([c[0] for c in touching]) / count
+        y = sum([c[1] for c in touching]) / count
         radius = 0.0
         if count >= 3:
             # A face rests flat: the support point can move by the inscribed radius of the face,

@@ -23,7 +23,12 @@ Per step of length ``dt`` (default 1 ms):
    half of the torque impulse. A torque-free body then conserves its world angular
    momentum to round-off and its energy to 1e-7 over 10 s (plain Verlet on
    ``omega``: 3e-4);
-6. contact impulses (restitution, Coulomb friction) and depth projection.
+6. contact impulses (restitution, Coulomb friction) and depth projection;
+7. rest: a step in contact that returns exactly the state it started from
+   (a landed vehicle, its motors settled) is a fixed point. The body then
+   sleeps: further steps are skipped, at no cost and with the same result to
+   the bit, until its state, an input (rotor command or geometry, external
+   wrench, wind, colliders) or its air density changes.
 
 Velocity-dependent terms (drag, gyroscopic term) use the predicted velocities
 ``v_k + a_k dt`` and ``omega_k + alpha_k dt``. The step is written with plain
@@ -41,6 +46,8 @@ from aerial_sim.physics.contact import Contact
 from aerial_sim.physics.drag import angular_drag_constants
 from aerial_sim.physics.forces import RotorArray
 from aerial_sim.physics.rotation import (
+    add,
+    add_scaled,
     cross,
     dot,
     invert3,
@@ -49,6 +56,11 @@ from aerial_sim.physics.rotation import (
     quat_normalize,
     rotate,
     rotate_inverse,
+    rotation_matrix,
+    scale,
+    sub,
+    sub_scaled,
+    transpose_vector,
 )
 from aerial_sim.physics.state import GroundTruth
 from aerial_sim.vehicles.multirotor import MultirotorParams
@@ -87,6 +99,10 @@ class RigidBody:
         self.reported_angular_acceleration = ZERO
         #: Net torque applied in the last step (body frame, N m), for the next half torque impulse.
         self.torque = ZERO
+        #: Whether the last step touched a collider.
+        self._in_contact = False
+        #: At rest: the (state, held inputs) that one more step leaves unchanged; else None.
+        self._rest = None
         self.gravity = STANDARD_GRAVITY_M_S2
         self.air_density = 1.225
 
@@ -106,6 +122,7 @@ class RigidBody:
         self.rotors.set_commands(controls, spun_up)
         if not spun_up:
             return
+        self._rest = None
         delta = [0.0] * 6
         for old, new, constants in zip(before, self.rotors.filtered, self.rotors.constants):
             for k in range(6):
@@ -122,6 +139,7 @@ class RigidBody:
 
     def set_kinematics(self, position=None, orientation=None, velocity=None, angular_velocity=None) -> None:
         """Place the body (teleport); accelerations are recomputed from gravity and Euler's equation."""
+        self._rest = None
         if position is not None:
             self.position = tuple(float(v) for v in position)
         if orientation is not None:
@@ -155,11 +173,58 @@ class RigidBody:
             angular_acceleration_body=self.reported_angular_acceleration,
         )
 
+    # -- rest: a step that changes nothing -----------------------------------
+
+    @property
+    def at_rest(self) -> bool:
+        """True while the body sleeps: resting exactly, its steps skipped until something changes."""
+        return self._rest is not None
+
+    def _state(self) -> tuple:
+        """Everything of the body a step reads and writes (its reported accelerations follow from it)."""
+        return (self.position, self.orientation, self.velocity, self.angular_velocity, self.acceleration,
+                self.angular_acceleration, self.torque, tuple(self.rotors.filtered))
+
+    def _held_inputs(self, environment: Environment, colliders: list, settings: tuple) -> tuple:
+        """Everything else a step reads: rotor commands and geometry, external wrench, wind, home
+        altitude (gravity), colliders and the engine settings (air density is checked apart)."""
+        rotors = self.rotors
+        return (tuple(rotors.commands), rotors.constants, self.external_force, self.external_torque,
+                environment.wind_enu_m_s, environment.home_altitude_m, tuple(colliders), settings)
+
+    def _still_resting(self, environment: Environment, colliders: list, settings: tuple) -> bool:
+        """Is the body still at the fixed point :meth:`advance` found?
+
+        A physics step is a deterministic function of the state, the held inputs and the
+        air density at the new position (colliders are static). When one step in contact
+        returned exactly the state it started from, every further step would too, so
+        while none of them has changed the body sleeps: it rests exactly, to the bit, and
+        costs nothing. A new command, wrench, teleport or collider wakes it.
+        """
+        state, inputs = self._rest
+        return (
+            state == self._state()
+            and inputs == self._held_inputs(environment, colliders, settings)
+            and environment.air_density(self.position[2]) == self.air_density  # shared, interpolated cache
+        )
+
     # -- the step ----------------------------------------------------------
 
     def advance(self, steps: int, environment: Environment, colliders: list, linear_drag_enabled: bool,
-                slop_m: float, bounce_speed_m_s: float) -> None:
-        """Advance ``steps`` physics steps of ``self.dt`` with inputs held."""
+                slop_m: float, bounce_speed_m_s: float, sleep: bool = True) -> None:
+        """Advance ``steps`` physics steps of ``self.dt`` with inputs held.
+
+        With ``sleep``, a body at rest (see :meth:`_still_resting`) returns at once: its
+        steps would change nothing.
+        """
+        settings = (linear_drag_enabled, slop_m, bounce_speed_m_s)
+        if self._rest is not None:
+            if sleep and self._still_resting(environment, colliders, settings):
+                return
+            self._rest = None
+        # State before the first step, to recognise a step that changes nothing (only in contact).
+        previous = self._state() if sleep and self._in_contact else None
+        contacts = None
         dt = self.dt
         half_dt = 0.5 * dt
         half_dt2 = 0.5 * dt * dt
@@ -308,11 +373,10 @@ class RigidBody:
                     contacts.append(found)
 
             if contacts is not None:
-                self.position = (px, py, pz)
-                self.orientation = (qw, qx, qy, qz)
+                rotation = rotation_matrix((qw, qx, qy, qz))
                 spares, (nax, nay, naz), (tx, ty, tz) = self._support(
-                    contacts, (nax, nay, naz), (tx, ty, tz), (vx + ax * dt, vy + ay * dt, vz + az * dt),
-                    (ox, oy, oz), bounce_speed_m_s,
+                    contacts, rotation, (px, py, pz), (nax, nay, naz), (tx, ty, tz),
+                    (vx + ax * dt, vy + ay * dt, vz + az * dt), (ox, oy, oz), bounce_speed_m_s,
                 )
 
             # 5. velocity Verlet for the linear velocity
@@ -351,7 +415,7 @@ class RigidBody:
             # 6. contact impulses and projection
             if contacts is not None:
                 (px, py, pz), (nvx, nvy, nvz), (nwx, nwy, nwz) = self._impulses(
-                    contacts, spares, (px, py, pz), (vx, vy, vz), (wx, wy, wz), slop_m, bounce_speed_m_s
+                    contacts, spares, rotation, (px, py, pz), (vx, vy, vz), (wx, wy, wz), slop_m, bounce_speed_m_s
                 )
                 rax += (nvx - vx) / dt
                 ray += (nvy - vy) / dt
@@ -360,6 +424,17 @@ class RigidBody:
                 rby += (nwy - wy) / dt
                 rbz += (nwz - wz) / dt
                 vx, vy, vz, wx, wy, wz = nvx, nvy, nvz, nwx, nwy, nwz
+                # 7. at rest? A step that leaves the state unchanged leaves it unchanged forever
+                # (inputs held): remember the fixed point and skip the remaining steps.
+                if sleep:
+                    state = ((px, py, pz), (qw, qx, qy, qz), (vx, vy, vz), (wx, wy, wz), (ax, ay, az),
+                             (bx, by, bz), (tx, ty, tz), tuple(filtered))
+                    if state == previous:
+                        self._rest = (state, self._held_inputs(environment, colliders, settings))
+                        break
+                    previous = state
+            else:
+                previous = None
 
         self.position = (px, py, pz)
         self.orientation = (qw, qx, qy, qz)
@@ -371,17 +446,15 @@ class RigidBody:
         if steps > 0:
             self.reported_acceleration = (rax, ray, raz)
             self.reported_angular_acceleration = (rbx, rby, rbz)
+            self._in_contact = contacts is not None
         self.gravity = g
         self.air_density = rho
 
     # -- contact response (only runs while touching something) ---------------
+    # Vectors are 3-tuples combined with the helpers of :mod:`.rotation`; the body->world
+    # rotation matrix R(q) of the step is computed once and passed in.
 
-    def _contact_geometry(self, contact: Contact, position: Vector3):
-        q = self.orientation
-        r_world = (contact.point[0] - position[0], contact.point[1] - position[1], contact.point[2] - position[2])
-        return r_world, rotate_inverse(q, r_world), rotate_inverse(q, contact.normal)
-
-    def _support(self, contacts, accel, torque, velocity, omega, rest_speed):
+    def _support(self, contacts, rotation, position, accel, torque, velocity, omega, rest_speed):
         """Support force, sliding and spinning friction, tipping torque of resting contacts (sec. 3.3.4).
 
         Returns, per contact, its normal force (N) and what it could still give (unused
@@ -389,17 +462,16 @@ class RigidBody:
         stage can stop residual sliding, spinning and rocking with it; then the corrected
         linear acceleration (world) and applied torque (body).
         """
-        q = self.orientation
         mass = self.mass
         mu = self.vehicle.friction
-        force = tuple(mass * a for a in accel)  # net force on the body (world), gravity included
-        omega_world = rotate(q, omega)
+        force = scale(mass, accel)  # net force on the body (world), gravity included
+        omega_world = matrix_vector(rotation, omega)
         spares = []
         for contact in contacts:
             n = contact.normal
             radius = contact.patch_radius_m
-            r_world, r_body, n_body = self._contact_geometry(contact, self.position)
-            point_velocity = tuple(v + c for v, c in zip(velocity, cross(omega_world, r_world)))
+            r_world, r_body, n_body = _contact_geometry(contact, rotation, position)
+            point_velocity = add(velocity, cross(omega_world, r_world))
             normal_speed = dot(point_velocity, n)
             push = dot(force, n)
             if normal_speed > rest_speed or push >= 0.0:
@@ -407,21 +479,19 @@ class RigidBody:
                 continue
             support = -push
             # Coulomb friction against sliding: stick if the tangential load is within mu N.
-            tangential_load = tuple(f + support * c for f, c in zip(force, n))  # normal part now cancelled
-            sliding = tuple(v - normal_speed * c for v, c in zip(point_velocity, n))
+            tangential_load = add_scaled(force, support, n)  # normal part now cancelled
+            sliding = sub_scaled(point_velocity, normal_speed, n)
             slide_speed = math.sqrt(dot(sliding, sliding))
             load = math.sqrt(dot(tangential_load, tangential_load))
             if slide_speed < rest_speed and load <= mu * support:
-                friction = tuple(-t for t in tangential_load)
+                friction = (-tangential_load[0], -tangential_load[1], -tangential_load[2])
                 spare_friction = mu * support - load
             else:
-                direction = sliding if slide_speed > 1e-9 else tangential_load
-                length = math.sqrt(dot(direction, direction))
-                friction = tuple(-mu * support * d / length for d in direction) if length > 0 else ZERO
+                friction = _kinetic_friction(mu * support, sliding if slide_speed > 1e-9 else tangential_load)
                 spare_friction = 0.0
-            applied = tuple(support * c + f for c, f in zip(n, friction))
-            force = tuple(f + a for f, a in zip(force, applied))
-            torque = tuple(t + c for t, c in zip(torque, cross(r_body, rotate_inverse(q, applied))))
+            applied = add_scaled(friction, support, n)
+            force = add(force, applied)
+            torque = add(torque, cross(r_body, transpose_vector(rotation, applied)))
             # Spinning friction: a disc-shaped patch of radius R resists up to (2/3) mu N R about the
             # normal. Tipping: a face in contact shifts its support point to cancel up to N R.
             spin_limit = mu * support * radius * 2.0 / 3.0
@@ -432,19 +502,19 @@ class RigidBody:
             else:
                 against = spin_rate if abs(spin_rate) > 1e-9 else spin
                 spin_correction, spare_spin = -math.copysign(min(abs(spin), spin_limit), against), 0.0
-            torque = tuple(t + spin_correction * c for t, c in zip(torque, n_body))
+            torque = add_scaled(torque, spin_correction, n_body)
             tip_limit = support * radius
-            tip = tuple(t - dot(torque, n_body) * c for t, c in zip(torque, n_body))
+            tip = sub_scaled(torque, dot(torque, n_body), n_body)
             tip_size = math.sqrt(dot(tip, tip))
-            rocking = tuple(w - spin_rate * c for w, c in zip(omega, n_body))
+            rocking = sub_scaled(omega, spin_rate, n_body)
             spare_tip = 0.0
             if tip_size <= tip_limit and math.sqrt(dot(rocking, rocking)) * radius < rest_speed:
-                torque = tuple(t - p for t, p in zip(torque, tip))
+                torque = sub(torque, tip)
                 spare_tip = tip_limit - tip_size
             spares.append((support, spare_friction, spare_spin, spare_tip))
-        return spares, tuple(f / mass for f in force), torque
+        return spares, (force[0] / mass, force[1] / mass, force[2] / mass), torque
 
-    def _impulses(self, contacts, spares, position, velocity, omega, slop_m, bounce_speed):
+    def _impulses(self, contacts, spares, rotation, position, velocity, omega, slop_m, bounce_speed):
         """Projection out of each collider, then restitution and Coulomb friction impulses.
 
         The normal impulse ``j`` (restitution, none below the bounce speed) allows a
@@ -452,7 +522,6 @@ class RigidBody:
         to ``(2/3) mu j R`` against spinning and ``j R`` against rocking; the support's
         unused friction and torques add their share over the step.
         """
-        q = self.orientation
         dt = self.dt
         mu = self.vehicle.friction
         inv_mass = 1.0 / self.mass
@@ -461,10 +530,9 @@ class RigidBody:
             n = contact.normal
             radius = contact.patch_radius_m
             if contact.depth_m > slop_m:
-                correction = contact.depth_m - slop_m
-                position = tuple(p + correction * c for p, c in zip(position, n))
-            r_world, r_body, n_body = self._contact_geometry(contact, position)
-            point_velocity = tuple(v + c for v, c in zip(velocity, cross(rotate(q, omega), r_world)))
+                position = add_scaled(position, contact.depth_m - slop_m, n)
+            r_world, r_body, n_body = _contact_geometry(contact, rotation, position)
+            point_velocity = add(velocity, cross(matrix_vector(rotation, omega), r_world))
             normal_speed = dot(point_velocity, n)
             if normal_speed >= 0.0 and support == 0.0:
                 continue
@@ -478,17 +546,17 @@ class RigidBody:
                 normal_impulse = -(1.0 + restitution) * normal_speed / _effective_inverse_mass(
                     inv_mass, inv_inertia, r_body, n_body
                 )
-            sliding = tuple(v - normal_speed * c for v, c in zip(point_velocity, n))
+            sliding = sub_scaled(point_velocity, normal_speed, n)
             slide_speed = math.sqrt(dot(sliding, sliding))
             budget = mu * max(normal_impulse, 0.0) + spare_friction * dt
-            impulse = [normal_impulse * c for c in n]
+            impulse = scale(normal_impulse, n)
             if slide_speed > 0.0 and budget > 0.0:
-                t = tuple(s / slide_speed for s in sliding)
-                stop = slide_speed / _effective_inverse_mass(inv_mass, inv_inertia, r_body, rotate_inverse(q, t))
-                impulse = [i - min(stop, budget) * c for i, c in zip(impulse, t)]
-            impulse_body = rotate_inverse(q, tuple(impulse))
-            velocity = tuple(v + i * inv_mass for v, i in zip(velocity, impulse))
-            omega = tuple(w + d for w, d in zip(omega, matrix_vector(inv_inertia, cross(r_body, impulse_body))))
+                t = (sliding[0] / slide_speed, sliding[1] / slide_speed, sliding[2] / slide_speed)
+                stop = slide_speed / _effective_inverse_mass(inv_mass, inv_inertia, r_body, transpose_vector(rotation, t))
+                impulse = sub_scaled(impulse, min(stop, budget), t)
+            impulse_body = transpose_vector(rotation, impulse)
+            velocity = add_scaled(velocity, inv_mass, impulse)
+            omega = add(omega, matrix_vector(inv_inertia, cross(r_body, impulse_body)))
             if radius > 0.0:
                 pressing = max(normal_impulse, 0.0)
                 omega = self._stop_rotation(omega, n_body, (2.0 / 3.0) * mu * pressing * radius + spare_spin * dt,
@@ -499,15 +567,29 @@ class RigidBody:
         """Angular impulses (bounded by the budgets, N m s) against spinning about and rocking off a face."""
         inertia = self.inertia
         spin_rate = dot(omega, n_body)
-        rocking = tuple(w - spin_rate * c for w, c in zip(omega, n_body))
+        rocking = sub_scaled(omega, spin_rate, n_body)
         spin_momentum = abs(spin_rate) * dot(n_body, matrix_vector(inertia, n_body))
         if spin_momentum > 0.0:
             spin_rate *= max(0.0, 1.0 - spin_budget / spin_momentum)
         rocking_momentum = norm(matrix_vector(inertia, rocking))
         if rocking_momentum > 0.0:
-            keep = max(0.0, 1.0 - tip_budget / rocking_momentum)
-            rocking = tuple(keep * r for r in rocking)
-        return tuple(r + spin_rate * c for r, c in zip(rocking, n_body))
+            rocking = scale(max(0.0, 1.0 - tip_budget / rocking_momentum), rocking)
+        return add_scaled(rocking, spin_rate, n_body)
+
+
+def _contact_geometry(contact: Contact, rotation, position: Vector3):
+    """Lever arm of the contact point from the centre of mass (world and body frame) and the normal (body frame)."""
+    point = contact.point
+    r_world = (point[0] - position[0], point[1] - position[1], point[2] - position[2])
+    return r_world, transpose_vector(rotation, r_world), transpose_vector(rotation, contact.normal)
+
+
+def _kinetic_friction(limit: float, direction: Vector3) -> Vector3:
+    """Friction of magnitude ``limit`` (mu N) against ``direction`` (sliding, else the load); zero if it vanishes."""
+    length = math.sqrt(dot(direction, direction))
+    if not length > 0:
+        return ZERO
+    return (-limit * direction[0] / length, -limit * direction[1] / length, -limit * direction[2] / length)
 
 
 def _effective_inverse_mass(inv_mass, inv_inertia, r_body, direction_body) -> float:

@@ -27,6 +27,28 @@ def norm(a: Vector3) -> float:
     return math.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
 
 
+def add(a: Vector3, b: Vector3) -> Vector3:
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
+
+
+def sub(a: Vector3, b: Vector3) -> Vector3:
+    return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
+
+
+def scale(s: float, a: Vector3) -> Vector3:
+    return (s * a[0], s * a[1], s * a[2])
+
+
+def add_scaled(a: Vector3, s: float, b: Vector3) -> Vector3:
+    """``a + s b``."""
+    return (a[0] + s * b[0], a[1] + s * b[1], a[2] + s * b[2])
+
+
+def sub_scaled(a: Vector3, s: float, b: Vector3) -> Vector3:
+    """``a - s b``."""
+    return (a[0] - s * b[0], a[1] - s * b[1], a[2] - s * b[2])
+
+
 def quat_multiply(p: Quaternion, q: Quaternion) -> Quaternion:
     """Hamilton product ``p * q``."""
     pw, px, py, pz = p
@@ -76,16 +98,22 @@ def rotate(q: Quaternion, v: Vector3) -> Vector3:
 
 def rotate_inverse(q: Quaternion, v: Vector3) -> Vector3:
     """World vector ``v`` -> body frame, by the inverse of unit quaternion ``q``."""
-    r0, r1, r2 = rotation_matrix(q)
+    return transpose_vector(rotation_matrix(q), v)
+
+
+def matrix_vector(m: tuple[Vector3, Vector3, Vector3], v: Vector3) -> Vector3:
+    """``M v`` (M given as rows); with ``M = R(q)``, the same as ``rotate(q, v)``."""
+    return (dot(m[0], v), dot(m[1], v), dot(m[2], v))
+
+
+def transpose_vector(m: tuple[Vector3, Vector3, Vector3], v: Vector3) -> Vector3:
+    """``M^T v`` (M given as rows); with ``M = R(q)``, the same as ``rotate_inverse(q, v)``."""
+    r0, r1, r2 = m
     return (
         r0[0] * v[0] + r1[0] * v[1] + r2[0] * v[2],
         r0[1] * v[0] + r1[1] * v[1] + r2[1] * v[2],
         r0[2] * v[0] + r1[2] * v[1] + r2[2] * v[2],
     )
-
-
-def matrix_vector(m: tuple[Vector3, Vector3, Vector3], v: Vector3) -> Vector3:
-    return (dot(m[0], v), dot(m[1], v), dot(m[2], v))
 
 
 def invert3(m: tuple[Vector3, Vector3, Vector3]) -> tuple[Vector3, Vector3, Vector3]:

@@ -5,7 +5,9 @@ AirSim's FastPhysicsEngine as a pure-Python core (AirSim paper, Shah et al.
 vehicle, stepped at ``rate_hz`` (1000 Hz by default) with inputs (rotor
 controls, external wrench) held between calls. The ground plane ``z = 0`` is
 built in; scene objects join through :meth:`PhysicsWorld.add_collider`.
-Vehicles do not collide with each other.
+Vehicles do not collide with each other. A vehicle resting exactly (landed,
+motors settled) sleeps: its steps are skipped, with the same result to the
+bit, until its inputs or state change (``PhysicsParams.sleep_at_rest``).
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ class PhysicsParams:
     contact_slop_m: float = 1e-6
     #: Impacts slower than this (m/s) do not bounce, and slower contacts count as resting.
     rest_speed_m_s: float = 0.1
+    #: Skip the steps of a body resting exactly (they would change nothing; see
+    #: ``RigidBody.at_rest``). Off: step it anyway, with the same results, slower.
+    sleep_at_rest: bool = True
 
     def __post_init__(self):
         require_positive(self, "rate_hz", "contact_slop_m")
@@ -127,7 +132,7 @@ class PhysicsWorld:
         params = self.params
         for body in self.bodies.values():
             body.advance(n_steps, self.environment, self.colliders, params.linear_drag_enabled,
-                         params.contact_slop_m, params.rest_speed_m_s)
+                         params.contact_slop_m, params.rest_speed_m_s, params.sleep_at_rest)
         self._steps += n_steps
 
     def ground_truth(self, name: str) -> GroundTruth:

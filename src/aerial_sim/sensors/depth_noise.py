@@ -120,6 +120,9 @@ class DepthNoiseModel:
         self.focal_length_px = params.focal_length_px
         self._material_lut = np.full(ID_COUNT, params.default_material_m, np.float32)
         self._known = np.zeros(ID_COUNT, bool)
+        # Id 0 marks pixels where the camera hit nothing (sky): their depth is "no
+        # return", so they need no material and are not reported as unknown.
+        self._known[0] = True
         for segmentation_id, m in (materials or {}).items():
             self.set_material(segmentation_id, m)
         self._buffers: FrameBuffers | None = None
