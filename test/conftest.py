@@ -50,6 +50,9 @@ def ros_node():
     import rclpy
     from rclpy.node import Node
 
+    from aerial_sim.nodes.common import use_transport_profile
+
+    use_transport_profile()  # the same Fast DDS transport as the nodes (large images arrive)
     context = rclpy.context.Context()
     rclpy.init(context=context)
     node = Node(f"test_probe_{os.getpid()}", context=context)

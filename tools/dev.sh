@@ -37,6 +37,21 @@ ensure_venv() {
   echo "[aerial_sim] environment ready." >&2
 }
 
+# The web viewer's browser test needs Chromium (Debian's package; a browser download
+# of its own is not possible here). Installed once when we may; otherwise that test skips.
+ensure_browser() {
+  if command -v chromium >/dev/null 2>&1 || [[ "${AERIAL_SIM_NO_BROWSER:-}" == 1 ]]; then
+    return
+  fi
+  if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    echo "[aerial_sim] installing Chromium for the web-viewer browser test (once)..." >&2
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >&2 \
+      || echo "[aerial_sim] Chromium could not be installed; the browser test will skip." >&2
+  else
+    echo "[aerial_sim] no Chromium (install Debian's 'chromium' package): the browser test will skip." >&2
+  fi
+}
+
 # Keep DDS discovery on this machine: no multicast leaves the loopback interface.
 export ROS_AUTOMATIC_DISCOVERY_RANGE="${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST}"
 export AERIAL_SIM_SHARE="${AERIAL_SIM_SHARE:-$repo}"
@@ -54,6 +69,7 @@ case "$command" in
     ;;
   test)
     ensure_venv
+    ensure_browser
     cd "$repo"
     # Run test/ unless the arguments name test files or directories themselves.
     targets=(test)

@@ -64,7 +64,7 @@ class Runner:
         items: list[LaunchItem],
         log_dir: Path,
         *,
-        sigint_timeout_s: float = 5.0,
+        sigint_timeout_s: float = 10.0,
         sigterm_timeout_s: float = 3.0,
         stdout: IO[str] | None = None,
         stderr: IO[str] | None = None,

@@ -1,0 +1,67 @@
+"""``aerial_sim record``: record topics of a running simulation into a rosbag2 (MCAP) bag.
+
+    aerial_sim record [-o DIR] [TOPIC ...| --all] [--max-bag-size BYTES] [--wall-time]
+    aerial_sim record --recover DIR     make a bag left by a killed recorder readable
+
+Runs the recorder node (:mod:`aerial_sim.nodes.recorder`) in this process; stop
+it with Ctrl-C. The run folder ``DIR`` receives ``bag/`` (MCAP files and
+``metadata.yaml``), ``summary.txt`` and ``trajectory.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="aerial_sim record", description=__doc__.split("\n\n")[0])
+    parser.add_argument("topics", nargs="*", help="topic names or glob patterns (default: all topics)")
+    parser.add_argument("-a", "--all", action="store_true", help="record every topic (the default with no topics)")
+    parser.add_argument("-o", "--output", default="", help="run folder (default: runs/<date_time>)")
+    parser.add_argument("-x", "--exclude", default=None, help="patterns not to record (space/comma separated)")
+    parser.add_argument("--max-bag-size", type=int, default=0, metavar="BYTES", help="split files at this size")
+    parser.add_argument("--compression", choices=("none", "zstd", "lz4"), default=None, help="MCAP chunk compression")
+    parser.add_argument("--wall-time", action="store_true", help="stamp with wall-clock time instead of /clock")
+    parser.add_argument("--no-report", action="store_true", help="skip summary.txt and trajectory.png at the end")
+    parser.add_argument("--recover", metavar="DIR", help="repair the bag in DIR (killed recorder) and exit")
+    return parser
+
+
+def ros_arguments(options: argparse.Namespace) -> list[str]:
+    """The recorder node's ``--ros-args`` for these command-line options."""
+    if options.all and options.topics:
+        raise SystemExit("aerial_sim record: give topics or --all, not both")
+    params = {
+        "use_sim_time": "false" if options.wall_time else "true",
+        "output_dir": options.output or "auto",
+        "topics": " ".join(options.topics) or "all",
+        "write_report": "false" if options.no_report else "true",
+        "bag.max_bag_size_bytes": str(options.max_bag_size),
+    }
+    if options.exclude is not None:
+        params["exclude"] = options.exclude
+    if options.compression:
+        params["bag.compression"] = options.compression
+    args = ["--ros-args"]
+    for name, value in params.items():
+        # Quote strings so ROS does not read '' or '/a /b' as other YAML types.
+        if name in ("output_dir", "topics", "exclude", "bag.compression"):
+            value = "'" + value.replace("'", "''") + "'"
+        args += ["-p", f"{name}:={value}"]
+    return args
+
+
+def main(argv: list[str]) -> int:
+    options = build_parser().parse_args(argv)
+    if options.recover:
+        from aerial_sim.recording.bag import recover
+        from aerial_sim.recording.reader import find_bag
+
+        kept = recover(find_bag(options.recover))
+        for name, count in kept.items():
+            print(f"recovered {name}: {count} messages")
+        print("bag is readable" + ("" if kept else " (nothing to recover)"))
+        return 0
+    from aerial_sim.nodes.recorder import main as recorder_main
+
+    return int(recorder_main(["aerial_sim_record", *ros_arguments(options)]) or 0)

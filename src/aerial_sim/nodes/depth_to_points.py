@@ -1,0 +1,87 @@
+"""Depth to points node: ``camera/depth/image_raw`` + ``camera_info`` -> ``camera/depth/points`` (PointCloud2).
+
+The back-projection is :func:`aerial_sim.viewer.depth_points.depth_to_points`
+(vectorised numpy). The cloud is in the image's optical frame, stamped with the
+image's stamp, fields x, y, z float32, invalid pixels (0 = no return) left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from rclpy.node import Node
+from sensor_msgs.msg import CameraInfo, Image, PointCloud2, PointField
+
+from aerial_sim.config import require
+from aerial_sim.nodes.common import declare_params, run_node, stream_qos
+from aerial_sim.recording.export import image_to_array
+from aerial_sim.viewer.depth_points import depth_to_points, intrinsics_from_k
+
+FIELDS = [
+    PointField(name="x", offset=0, datatype=PointField.FLOAT32, count=1),
+    PointField(name="y", offset=4, datatype=PointField.FLOAT32, count=1),
+    PointField(name="z", offset=8, datatype=PointField.FLOAT32, count=1),
+]
+
+
+@dataclass(frozen=True)
+class DepthToPointsParams:
+    stride: int = 1  # keep every stride-th pixel in u and v
+    lockstep: bool = False
+
+    def __post_init__(self) -> None:
+        require(self.stride >= 1, f"stride must be >= 1, got {self.stride}")
+
+
+def depth_array(msg: Image) -> np.ndarray:
+    """32FC1 metres or 16UC1 millimetres -> float32 metres (H, W); ValueError otherwise."""
+    if msg.encoding not in ("32FC1", "16UC1"):
+        raise ValueError(f"unsupported depth encoding {msg.encoding!r}")
+    array = image_to_array(msg)
+    return array if msg.encoding == "32FC1" else array.astype(np.float32) * 1e-3
+
+
+def to_cloud(points: np.ndarray, header) -> PointCloud2:
+    cloud = PointCloud2(header=header, height=1, width=len(points), fields=FIELDS, is_bigendian=False,
+                        point_step=12, row_step=12 * len(points), is_dense=True)  # fmt: skip
+    cloud.data = np.ascontiguousarray(points, dtype="<f4").tobytes()
+    return cloud
+
+
+class DepthToPoints(Node):
+    def __init__(self):
+        super().__init__("depth_to_points")
+        self.params = declare_params(self, DepthToPointsParams)
+        qos = stream_qos(self.params.lockstep)
+        self.intrinsics = None
+        self.create_subscription(CameraInfo, "camera/depth/camera_info", self.on_info, qos)
+        self.create_subscription(Image, "camera/depth/image_raw", self.on_depth, qos)
+        self.publisher = self.create_publisher(PointCloud2, "camera/depth/points", qos)
+
+    def on_info(self, msg: CameraInfo) -> None:
+        fx, fy, cx, cy = intrinsics_from_k(msg.k)
+        if fx <= 0 or fy <= 0:
+            self.get_logger().warning("camera_info with f_x or f_y <= 0 ignored", throttle_duration_sec=5)
+            return
+        self.intrinsics = (fx, fy, cx, cy)
+
+    def on_depth(self, msg: Image) -> None:
+        if self.intrinsics is None:
+            self.get_logger().warning("no camera_info yet: depth image skipped", throttle_duration_sec=5)
+            return
+        try:
+            depth = depth_array(msg)
+        except ValueError as error:
+            self.get_logger().warning(f"depth image skipped: {error}", throttle_duration_sec=5)
+            return
+        points = depth_to_points(depth, *self.intrinsics, stride=self.params.stride)
+        self.publisher.publish(to_cloud(points, msg.header))
+
+
+def main(args=None):
+    return run_node(DepthToPoints, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

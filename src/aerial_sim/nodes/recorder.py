@@ -1,0 +1,173 @@
+"""Recorder node: subscribe to topics as serialized CDR and write a rosbag2 (MCAP) bag.
+
+A thin adapter around :class:`aerial_sim.recording.bag.BagWriter`:
+
+- discovers topics every ``discovery_period_s`` and subscribes with ``raw=True``
+  (no deserialization) to each selected topic once it has a publisher, with
+  the publishers' QoS (best effort if any publisher is best effort, else
+  reliable; transient-local if every publisher is latched), so sensor streams
+  and latched scene markers both match;
+- stamps each message with the node's clock at receipt (sim time with
+  ``use_sim_time``, as ``ros2 bag record --use-sim-time``); before the first
+  ``/clock`` arrives a message's own header stamp is used;
+- logs progress every ``progress_period_s``; flushes to disk every
+  ``bag.flush_period_s``;
+- on shutdown (Ctrl-C, SIGTERM, launch stop) closes the bag, writes
+  ``metadata.yaml``, then ``summary.txt`` and ``trajectory.png`` in the run folder.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+
+from rclpy.clock import Clock, ClockType
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from aerial_sim.nodes.common import declare_params, run_node
+from aerial_sim.recording.bag import BagWriter, qos_profile_dict
+from aerial_sim.recording.msgdefs import UnknownMessageType, message_definition
+from aerial_sim.recording.recorder import (
+    RecorderParams,
+    cdr_header_stamp_ns,
+    has_header,
+    progress_text,
+)
+
+
+def _policy_name(policy) -> str:
+    return getattr(policy, "name", str(policy)).lower()
+
+
+class Recorder(Node):
+    def __init__(self):
+        super().__init__("recorder")
+        self.params: RecorderParams = declare_params(self, RecorderParams)
+        self.selection = self.params.selection()
+        self.run_dir = self.params.run_dir()
+        self.writer = BagWriter(self.run_dir / "bag", self.params.bag)
+        self._wall_first_ns = self._wall_last_ns = 0  # wall-clock times of the first/last message (RTF)
+        self._recorded: dict[str, object] = {}
+        self._skipped: set[str] = set()
+        self._header_first: dict[str, bool] = {}
+        self._started = time.monotonic()
+        self._last_progress = (time.monotonic(), self.writer.info())
+        self._stopped_logged = False
+        self.get_logger().info(f"recording to {self.writer.path} ({'all topics' if not self.selection.include else ' '.join(self.selection.include)})")
+        # Wall-clock timers: discovery and flushing must go on while sim time stands still.
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.create_timer(self.params.discovery_period_s, self._discover, clock=steady)
+        housekeeping_period = min(self.params.bag.flush_period_s, self.params.progress_period_s)
+        self.create_timer(housekeeping_period, self._housekeeping, clock=steady)
+        self._discover()
+
+    # -- discovery --------------------------------------------------------
+    def _discover(self) -> None:
+        for topic, types in self.get_topic_names_and_types():
+            if topic in self._recorded or topic in self._skipped or not self.selection.wants(topic):
+                continue
+            publishers = self.get_publishers_info_by_topic(topic)
+            if not publishers:
+                continue  # QoS unknown until something publishes
+            msgtype = types[0]
+            try:
+                definition = message_definition(msgtype)
+            except UnknownMessageType as error:
+                self.get_logger().warning(f"not recording {topic}: {error}")
+                self._skipped.add(topic)
+                continue
+            try:
+                message_class = self._message_class(msgtype)
+            except (ImportError, AttributeError, ValueError):
+                self.get_logger().warning(f"not recording {topic}: no Python interface for {msgtype} installed")
+                self._skipped.add(topic)
+                continue
+            qos, offered = self._matching_qos(publishers, self.params.depth_for(msgtype))
+            self.writer.add_topic(topic, msgtype, offered)
+            self._header_first[topic] = has_header(definition)
+            self._recorded[topic] = self.create_subscription(
+                message_class, topic, self._callback_for(topic), qos, raw=True
+            )
+            self.get_logger().info(f"subscribed {topic} [{msgtype}] ({_policy_name(qos.reliability)})")
+
+    def _matching_qos(self, publishers, depth: int) -> tuple[QoSProfile, list[dict]]:
+        offered = []
+        best_effort, all_latched = False, True
+        for info in publishers:
+            profile = info.qos_profile
+            reliability = _policy_name(profile.reliability)
+            durability = _policy_name(profile.durability)
+            best_effort |= reliability == "best_effort"
+            all_latched &= durability == "transient_local"
+            offered.append(
+                qos_profile_dict(reliability, durability, _policy_name(profile.history), profile.depth)
+            )
+        qos = QoSProfile(
+            history=HistoryPolicy.KEEP_LAST,
+            depth=depth,
+            reliability=ReliabilityPolicy.BEST_EFFORT if best_effort else ReliabilityPolicy.RELIABLE,
+            durability=DurabilityPolicy.TRANSIENT_LOCAL if all_latched else DurabilityPolicy.VOLATILE,
+        )
+        return qos, offered
+
+    @staticmethod
+    def _message_class(msgtype: str):
+        """The Python class of ``pkg/msg/Type`` (rclpy needs it for the type support, even raw)."""
+        package, kind, name = msgtype.split("/")
+        return getattr(importlib.import_module(f"{package}.{kind}"), name)
+
+    def _callback_for(self, topic: str):
+        header_first = self._header_first[topic]
+
+        def on_message(data: bytes) -> None:
+            now_ns = self.get_clock().now().nanoseconds
+            self._wall_last_ns = time.time_ns()
+            self._wall_first_ns = self._wall_first_ns or self._wall_last_ns
+            if now_ns == 0 and header_first:
+                now_ns = cdr_header_stamp_ns(data) or 0
+            if not self.writer.write(topic, data, now_ns) and self.writer.error and not self._stopped_logged:
+                self._stopped_logged = True
+                self.get_logger().error(f"{self.writer.error}; the bag is kept up to the last message written")
+
+        return on_message
+
+    # -- progress and flushing ----------------------------------------------
+    def _housekeeping(self) -> None:
+        self.writer.maybe_flush()
+        now = time.monotonic()
+        last_time, last_info = self._last_progress
+        if now - last_time >= self.params.progress_period_s:
+            info = self.writer.info()
+            self.get_logger().info(progress_text(info, now - self._started, last_info, now - last_time))
+            self._last_progress = (now, info)
+
+    # -- shutdown -----------------------------------------------------------
+    def destroy_node(self):
+        self.close()
+        return super().destroy_node()
+
+    def close(self) -> None:
+        """Close the bag (final metadata.yaml) and write the run summary and plot."""
+        if self.writer.closed:
+            return
+        self.writer.custom_data["wall_start_ns"] = str(self._wall_first_ns)
+        self.writer.custom_data["wall_end_ns"] = str(self._wall_last_ns)
+        info = self.writer.close()
+        print(f"[recorder] bag closed: {info.path} ({info.message_count} msgs, {info.bytes_written / 1e6:.1f} MB)", flush=True)
+        if self.params.write_report and info.message_count:
+            try:
+                from aerial_sim.recording.summary import write_run_report
+
+                text, plot = write_run_report(info.path, self.run_dir)
+                print(f"[recorder] run summary: {text}\n[recorder] trajectory plot: {plot}", flush=True)
+            except Exception as error:  # the bag is safe; a failed report must not hide that
+                print(f"[recorder] run report failed: {error}", flush=True)
+
+
+def main(args=None):
+    return run_node(Recorder, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,496 @@
+"""rosbag2 bag writer: MCAP files of serialized (CDR) messages plus ``metadata.yaml``.
+
+The container is written with the ``mcap`` library (Foxglove's reference
+implementation of the MCAP format, the default rosbag2 storage since Iron); this
+module adds what makes the files a rosbag2 bag, following rosbag2's
+``rosbag2_storage_mcap`` plugin and bag format version 9:
+
+- profile ``ros2``; one schema per message type (``ros2msg`` text, see
+  :mod:`aerial_sim.recording.msgdefs`); one channel per topic with message
+  encoding ``cdr`` and metadata ``offered_qos_profiles`` (YAML) and
+  ``topic_type_hash`` (RIHS01);
+- a ``rosbag2`` metadata record holding the serialized bag metadata;
+- ``metadata.yaml`` beside the files (``rosbag2_bagfile_information``).
+
+Robustness: chunks are flushed to disk at least every ``flush_period_s`` and
+``metadata.yaml`` is rewritten (atomically) at each flush, so a recorder that is
+killed outright leaves a bag readable up to its last flush; :meth:`BagWriter.close`
+(called on SIGINT/SIGTERM) finishes the MCAP summary and writes the final
+metadata. A write error (a full disk) stops recording, and whatever is
+already on disk is closed as well as it can be. With ``max_bag_size_bytes``
+the bag is split into ``<name>_0.mcap``, ``<name>_1.mcap`` ... each a complete
+MCAP file, all listed in ``metadata.yaml``.
+
+This module does not import rclpy: QoS profiles arrive as plain dicts.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Mapping, Sequence
+
+import yaml
+
+from aerial_sim.config import ParamsError, require, require_non_negative, require_positive
+from aerial_sim.recording.msgdefs import message_definition
+
+BAG_FORMAT_VERSION = 9
+MAX_TIME_NS = 2**63 - 1
+
+
+class BagWriteError(OSError):
+    """Writing the bag failed (for example the disk is full); recording has stopped."""
+
+
+@dataclass(frozen=True)
+class BagWriterParams:
+    """How a bag is written (rosbag2 MCAP storage options).
+
+    ``chunk_size_bytes``: MCAP chunk size (rosbag2's default preset uses 786 kB-class
+    chunks); ``compression``: chunk compression ('none' keeps the CPU free for
+    images on small machines); ``max_bag_size_bytes``: split size, 0 = one file (a file is closed once
+    it reaches the size, so it may pass it by up to one chunk);
+    ``flush_period_s``: the most time between flushes to disk (bounds what a
+    killed recorder loses).
+    """
+
+    chunk_size_bytes: int = 1_048_576
+    compression: Literal["none", "zstd", "lz4"] = "none"
+    max_bag_size_bytes: int = 0
+    flush_period_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        require(self.chunk_size_bytes > 0, f"chunk_size_bytes must be > 0, got {self.chunk_size_bytes}")
+        require_non_negative(self, "max_bag_size_bytes")
+        require_positive(self, "flush_period_s")
+
+    @property
+    def effective_chunk_size(self) -> int:
+        """Chunk size actually used: at most a quarter of the split size, so files split near the limit."""
+        if self.max_bag_size_bytes:
+            return max(1024, min(self.chunk_size_bytes, self.max_bag_size_bytes // 4))
+        return self.chunk_size_bytes
+
+
+def qos_profile_dict(
+    reliability: str = "reliable",
+    durability: str = "volatile",
+    history: str = "keep_last",
+    depth: int = 10,
+) -> dict[str, Any]:
+    """One offered QoS profile in rosbag2's version-9 ``metadata.yaml`` layout."""
+    infinite = {"sec": 9223372036, "nsec": 854775807}
+    return {
+        "history": history,
+        "depth": int(depth),
+        "reliability": reliability,
+        "durability": durability,
+        "deadline": dict(infinite),
+        "lifespan": dict(infinite),
+        "liveliness": "automatic",
+        "liveliness_lease_duration": dict(infinite),
+        "avoid_ros_namespace_conventions": False,
+    }
+
+
+@dataclass
+class _Topic:
+    name: str
+    msgtype: str
+    type_hash: str
+    qos_yaml: str
+    qos: list[dict[str, Any]]
+    count: int = 0
+
+
+@dataclass
+class _FileStats:
+    path: str
+    start_ns: int = MAX_TIME_NS
+    end_ns: int = 0
+    count: int = 0
+
+    def add(self, t_ns: int) -> None:
+        self.start_ns = min(self.start_ns, t_ns)
+        self.end_ns = max(self.end_ns, t_ns)
+        self.count += 1
+
+
+@dataclass
+class BagInfo:
+    """What a closed (or still open) bag holds: totals per topic and per file."""
+
+    path: Path
+    files: list[str]
+    message_count: int
+    bytes_written: int
+    start_ns: int
+    end_ns: int
+    topic_counts: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+
+
+class BagWriter:
+    """Write serialized messages into a rosbag2 (MCAP) bag directory.
+
+    Usage: ``add_topic(name, type, qos)`` once per topic, ``write(name, cdr_bytes,
+    t_ns)`` per message, ``maybe_flush(now)`` regularly, ``close()`` at the end.
+    Time is passed in (nanoseconds): the recorder's clock, i.e. sim time.
+    """
+
+    def __init__(self, path: str | Path, params: BagWriterParams | None = None, distro: str = "kilted"):
+        self.params = params or BagWriterParams()
+        self.path = Path(path)
+        if self.path.exists() and any(self.path.iterdir()):
+            raise ParamsError(f"{self.path}: output directory exists and is not empty")
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.distro = distro
+        self._topics: dict[str, _Topic] = {}
+        self._files: list[_FileStats] = []
+        self._writer = None
+        self._stream = None
+        self._schema_ids: dict[str, int] = {}
+        self._channel_ids: dict[str, int] = {}
+        self._bytes_closed = 0
+        self._last_flush = time.monotonic()
+        self._closed = False
+        self.error: str | None = None
+        #: Free-form string pairs stored as ``custom_data`` in ``metadata.yaml`` (e.g. wall-clock times).
+        self.custom_data: dict[str, str] = {}
+        self._open_next_file()
+        self.write_metadata()
+
+    # -- public API -------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def topics(self) -> dict[str, str]:
+        """Topic name -> message type for every topic added so far."""
+        return {t.name: t.msgtype for t in self._topics.values()}
+
+    def add_topic(self, name: str, msgtype: str, offered_qos: Sequence[Mapping[str, Any]] = ()) -> None:
+        """Declare a topic before writing to it (its schema comes from :func:`message_definition`)."""
+        if name in self._topics:
+            return
+        definition = message_definition(msgtype)
+        qos = [dict(q) for q in offered_qos] or [qos_profile_dict()]
+        qos_yaml = yaml.safe_dump(qos, sort_keys=False).strip()
+        self._topics[name] = _Topic(name, definition.msgtype, definition.type_hash, qos_yaml, qos)
+        if self._writer is not None:
+            self._register(self._topics[name])
+
+    def write(self, topic: str, data: bytes, log_time_ns: int, publish_time_ns: int | None = None) -> bool:
+        """Append one serialized message; returns False once recording has stopped (closed or disk error)."""
+        if self._closed or self._writer is None:
+            return False
+        entry = self._topics[topic]
+        try:
+            if self.params.max_bag_size_bytes and self._current_size() + len(data) > self.params.max_bag_size_bytes:
+                if self._files[-1].count:
+                    self._finish_file()
+                    self._open_next_file()
+            self._writer.add_message(
+                channel_id=self._channel_ids[topic],
+                log_time=int(log_time_ns),
+                data=data,
+                publish_time=int(publish_time_ns if publish_time_ns is not None else log_time_ns),
+                sequence=entry.count,
+            )
+        except OSError as error:
+            self._fail(error)
+            return False
+        entry.count += 1
+        self._files[-1].add(int(log_time_ns))
+        return True
+
+    def maybe_flush(self, force: bool = False) -> None:
+        """Flush chunks and rewrite ``metadata.yaml`` if ``flush_period_s`` has passed (or ``force``)."""
+        if self._closed or self._writer is None:
+            return
+        now = time.monotonic()
+        if not force and now - self._last_flush < self.params.flush_period_s:
+            return
+        self._last_flush = now
+        try:
+            self._writer.flush()
+            self._stream.flush()
+            self.write_metadata()
+        except OSError as error:
+            self._fail(error)
+
+    def info(self) -> BagInfo:
+        """Totals so far."""
+        files = [f for f in self._files if f.count or len(self._files) == 1]
+        start = min((f.start_ns for f in files if f.count), default=0)
+        end = max((f.end_ns for f in files if f.count), default=0)
+        return BagInfo(
+            path=self.path,
+            files=[f.path for f in files],
+            message_count=sum(f.count for f in files),
+            bytes_written=self._bytes_closed + (self._current_size() if not self._closed else 0),
+            start_ns=start,
+            end_ns=end,
+            topic_counts={t.name: t.count for t in self._topics.values()},
+            error=self.error,
+        )
+
+    def close(self) -> BagInfo:
+        """Finish the current MCAP file (summary, index, footer) and write the final ``metadata.yaml``."""
+        if not self._closed:
+            if self._writer is not None:
+                try:
+                    self._finish_file()
+                except OSError as error:
+                    self._fail(error)
+            self._closed = True
+            try:
+                self.write_metadata()
+            except OSError as error:
+                self.error = self.error or f"metadata.yaml not written: {error}"
+        return self.info()
+
+    def __enter__(self) -> "BagWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- metadata ---------------------------------------------------------
+    def metadata(self) -> dict[str, Any]:
+        """The ``rosbag2_bagfile_information`` mapping for the bag as written so far."""
+        info = self.info()
+        files = [f for f in self._files if f.count or len(self._files) == 1]
+        return {
+            "version": BAG_FORMAT_VERSION,
+            "storage_identifier": "mcap",
+            "duration": {"nanoseconds": max(0, info.end_ns - info.start_ns)},
+            "starting_time": {"nanoseconds_since_epoch": info.start_ns},
+            "message_count": info.message_count,
+            "topics_with_message_count": [
+                {
+                    "topic_metadata": {
+                        "name": t.name,
+                        "type": t.msgtype,
+                        "serialization_format": "cdr",
+                        "offered_qos_profiles": t.qos,
+                        "type_description_hash": t.type_hash,
+                    },
+                    "message_count": t.count,
+                }
+                for t in self._topics.values()
+            ],
+            "compression_format": "",
+            "compression_mode": "",
+            "relative_file_paths": [f.path for f in files],
+            "files": [
+                {
+                    "path": f.path,
+                    "starting_time": {"nanoseconds_since_epoch": f.start_ns if f.count else 0},
+                    "duration": {"nanoseconds": max(0, f.end_ns - f.start_ns) if f.count else 0},
+                    "message_count": f.count,
+                }
+                for f in files
+            ],
+            "custom_data": {
+                "writer": "aerial_sim",
+                **{str(k): str(v) for k, v in self.custom_data.items()},
+                **({"error": self.error} if self.error else {}),
+            },
+            "ros_distro": self.distro,
+        }
+
+    def write_metadata(self) -> None:
+        """Write ``metadata.yaml`` atomically (temporary file + rename)."""
+        text = yaml.safe_dump({"rosbag2_bagfile_information": self.metadata()}, sort_keys=False)
+        temporary = self.path / "metadata.yaml.tmp"
+        temporary.write_text(text)
+        os.replace(temporary, self.path / "metadata.yaml")
+
+    # -- internals --------------------------------------------------------
+    def _current_size(self) -> int:
+        return self._stream.tell() if self._stream is not None else 0
+
+    def _open_next_file(self) -> None:
+        from mcap.writer import CompressionType, Writer
+
+        index = len(self._files)
+        name = f"{self.path.name}_{index}.mcap"
+        self._stream = open(self.path / name, "wb")
+        compression = {"none": CompressionType.NONE, "zstd": CompressionType.ZSTD, "lz4": CompressionType.LZ4}
+        self._writer = Writer(
+            self._stream, chunk_size=self.params.effective_chunk_size, compression=compression[self.params.compression]
+        )
+        self._writer.start(profile="ros2", library="aerial_sim recorder (mcap python)")
+        self._files.append(_FileStats(name))
+        self._schema_ids.clear()
+        self._channel_ids.clear()
+        for topic in self._topics.values():
+            self._register(topic)
+
+    def _register(self, topic: _Topic) -> None:
+        if topic.msgtype not in self._schema_ids:
+            definition = message_definition(topic.msgtype)
+            self._schema_ids[topic.msgtype] = self._writer.register_schema(
+                name=topic.msgtype, encoding=definition.encoding, data=definition.text.encode()
+            )
+        self._channel_ids[topic.name] = self._writer.register_channel(
+            topic=topic.name,
+            message_encoding="cdr",
+            schema_id=self._schema_ids[topic.msgtype],
+            metadata={"offered_qos_profiles": topic.qos_yaml, "topic_type_hash": topic.type_hash},
+        )
+
+    def _finish_file(self) -> None:
+        writer, stream = self._writer, self._stream
+        self._writer = None
+        try:
+            serialized = yaml.safe_dump(self.metadata(), sort_keys=False)
+            writer.add_metadata("rosbag2", {"serialized_metadata": serialized, "ROS_DISTRO": self.distro})
+            writer.finish()
+            self._bytes_closed += stream.tell()
+        finally:
+            stream.close()
+            self._stream = None
+
+    def _fail(self, error: OSError) -> None:
+        """A write failed (disk full...): stop recording and leave what is on disk as readable as possible."""
+        self.error = f"recording stopped: {error}"
+        stream, self._writer = self._stream, None
+        self._stream = None
+        if stream is not None:
+            try:
+                stream.close()
+            except OSError:
+                pass
+        try:
+            self.write_metadata()
+        except OSError:
+            pass
+
+
+def mcap_is_complete(path: str | Path) -> bool:
+    """True when an MCAP file ends with the footer magic (it was closed properly)."""
+    path = Path(path)
+    magic = b"\x89MCAP0\r\n"
+    size = path.stat().st_size
+    if size < 2 * len(magic):
+        return False
+    with open(path, "rb") as stream:
+        stream.seek(size - len(magic))
+        return stream.read() == magic
+
+
+def recover(bag_dir: str | Path) -> dict[str, int]:
+    """Make a bag left by a killed recorder readable again (like ``ros2 bag reindex``).
+
+    Each MCAP file without a footer is read record by record up to its last
+    complete record and rewritten as a complete file; ``metadata.yaml`` is then
+    rebuilt from the files. Returns the messages kept per file. Complete files
+    are left untouched.
+    """
+    from mcap.exceptions import McapError
+    from mcap.records import Channel, Message, Schema
+    from mcap.stream_reader import StreamReader
+    from mcap.writer import CompressionType, Writer
+
+    bag_dir = Path(bag_dir)
+    kept: dict[str, int] = {}
+    for path in sorted(bag_dir.glob("*.mcap")):
+        if mcap_is_complete(path):
+            continue
+        temporary = path.with_suffix(".mcap.recovering")
+        count = 0
+        with open(path, "rb") as source, open(temporary, "wb") as target:
+            writer = Writer(target, compression=CompressionType.NONE)
+            writer.start(profile="ros2", library="aerial_sim recover (mcap python)")
+            schema_ids: dict[int, int] = {}
+            channel_ids: dict[int, int] = {}
+            try:
+                for record in StreamReader(source).records:
+                    if isinstance(record, Schema) and record.id not in schema_ids:
+                        schema_ids[record.id] = writer.register_schema(record.name, record.encoding, record.data)
+                    elif isinstance(record, Channel) and record.id not in channel_ids:
+                        channel_ids[record.id] = writer.register_channel(
+                            record.topic, record.message_encoding, schema_ids.get(record.schema_id, 0), record.metadata
+                        )
+                    elif isinstance(record, Message) and record.channel_id in channel_ids:
+                        writer.add_message(
+                            channel_ids[record.channel_id], record.log_time, record.data, record.publish_time,
+                            record.sequence,
+                        )
+                        count += 1
+            except (McapError, EOFError, ValueError, struct.error):
+                pass  # the file ends mid-record: keep everything before it
+            writer.finish()
+        os.replace(temporary, path)
+        kept[path.name] = count
+    rebuild_metadata(bag_dir)
+    return kept
+
+
+def rebuild_metadata(bag_dir: str | Path) -> None:
+    """Rewrite ``metadata.yaml`` from the (complete) MCAP files in ``bag_dir``."""
+    from mcap.reader import make_reader
+
+    bag_dir = Path(bag_dir)
+    topics: dict[str, dict[str, Any]] = {}
+    files = []
+    for path in sorted(bag_dir.glob("*.mcap")):
+        with open(path, "rb") as stream:
+            summary = make_reader(stream).get_summary()
+        stats = summary.statistics if summary else None
+        count = stats.message_count if stats else 0
+        files.append(
+            {
+                "path": path.name,
+                "starting_time": {"nanoseconds_since_epoch": stats.message_start_time if count else 0},
+                "duration": {"nanoseconds": (stats.message_end_time - stats.message_start_time) if count else 0},
+                "message_count": count,
+            }
+        )
+        for channel_id, channel in (summary.channels if summary else {}).items():
+            schema = summary.schemas.get(channel.schema_id)
+            entry = topics.setdefault(
+                channel.topic,
+                {
+                    "topic_metadata": {
+                        "name": channel.topic,
+                        "type": schema.name if schema else "",
+                        "serialization_format": channel.message_encoding,
+                        "offered_qos_profiles": yaml.safe_load(channel.metadata.get("offered_qos_profiles", "[]"))
+                        or [],
+                        "type_description_hash": channel.metadata.get("topic_type_hash", ""),
+                    },
+                    "message_count": 0,
+                },
+            )
+            entry["message_count"] += stats.channel_message_counts.get(channel_id, 0) if stats else 0
+    counted = [f for f in files if f["message_count"]]
+    start = min((f["starting_time"]["nanoseconds_since_epoch"] for f in counted), default=0)
+    end = max(
+        (f["starting_time"]["nanoseconds_since_epoch"] + f["duration"]["nanoseconds"] for f in counted), default=0
+    )
+    metadata = {
+        "version": BAG_FORMAT_VERSION,
+        "storage_identifier": "mcap",
+        "duration": {"nanoseconds": end - start},
+        "starting_time": {"nanoseconds_since_epoch": start},
+        "message_count": sum(f["message_count"] for f in files),
+        "topics_with_message_count": list(topics.values()),
+        "compression_format": "",
+        "compression_mode": "",
+        "relative_file_paths": [f["path"] for f in files],
+        "files": files,
+        "custom_data": {"writer": "aerial_sim", "recovered": "true"},
+        "ros_distro": "kilted",
+    }
+    text = yaml.safe_dump({"rosbag2_bagfile_information": metadata}, sort_keys=False)
+    temporary = bag_dir / "metadata.yaml.tmp"
+    temporary.write_text(text)
+    os.replace(temporary, bag_dir / "metadata.yaml")

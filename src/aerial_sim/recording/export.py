@@ -1,0 +1,331 @@
+"""Export a bag to a dataset that ML tools load without ROS: PNG/NPY images, CSV sensors, aligned poses.
+
+Layout under the output directory (topic names become folders, ``/drone1/imu/data``
+-> ``drone1/imu/data``)::
+
+    dataset.yaml                         what is where, units and conventions
+    images/<topic>/000000.png ...        one file per sensor_msgs/Image message
+    images/<topic>/000000.npy ...        32FC1 (depth) images also as float32 metres
+    images/<topic>/frames.csv            frame, stamp, files, size, encoding, and the
+                                         ground-truth pose at the image's stamp
+    sensors/<topic>.csv                  every other topic, one row per message, fields flattened
+    camera_info/<topic>.yaml             first sensor_msgs/CameraInfo of each camera
+
+Depth (``32FC1``, metres) is written as a 16-bit PNG in millimetres (0 = no
+return, clipped at 65.535 m), the usual RGB-D dataset convention (TUM RGB-D
+uses a scale of 5000; we state ours, 1000, in ``dataset.yaml``), and losslessly
+as ``.npy``. ``mono16`` segmentation ids stay 16-bit PNG.
+
+Poses: each image's ``header.stamp`` is looked up in the odometry topic of the
+same vehicle namespace (``<ns>/ground_truth/odom``): position is linearly
+interpolated and orientation spherically interpolated (slerp) between the two
+bracketing samples; outside the recorded range the nearest sample is used.
+``pose_dt_s`` gives the distance in time to the nearest odometry sample.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+import yaml
+
+from aerial_sim.recording.reader import find_bag, open_bag, stamp_ns
+
+IMAGE = "sensor_msgs/msg/Image"
+CAMERA_INFO = "sensor_msgs/msg/CameraInfo"
+ODOMETRY = "nav_msgs/msg/Odometry"
+DEPTH_PNG_SCALE = 1000.0  # PNG value per metre (millimetres)
+MAX_ARRAY_COLUMNS = 64  # longer arrays (blobs, point data) are not spread into CSV columns
+
+
+class ExportError(ValueError):
+    """The bag cannot be exported as asked (for example an unsupported image encoding)."""
+
+
+def topic_path(topic: str) -> Path:
+    """``/drone1/camera/color/image_raw`` -> ``drone1/camera/color/image_raw``."""
+    return Path(*[part for part in topic.split("/") if part])
+
+
+def image_to_array(msg) -> np.ndarray:
+    """A ``sensor_msgs/Image`` (rosbags- or rclpy-deserialized) -> numpy array (H, W) or (H, W, C), RGB order."""
+    layouts = {
+        "rgb8": (np.uint8, 3), "bgr8": (np.uint8, 3), "rgba8": (np.uint8, 4), "bgra8": (np.uint8, 4),
+        "mono8": (np.uint8, 1), "8UC1": (np.uint8, 1), "8UC3": (np.uint8, 3),
+        "mono16": (np.uint16, 1), "16UC1": (np.uint16, 1), "32FC1": (np.float32, 1),
+    }  # fmt: skip
+    if msg.encoding not in layouts:
+        raise ExportError(f"unsupported image encoding {msg.encoding!r}")
+    dtype, channels = layouts[msg.encoding]
+    dtype = np.dtype(dtype).newbyteorder(">" if msg.is_bigendian else "<")
+    row_bytes = msg.width * channels * dtype.itemsize
+    data = msg.data
+    buffer = data.view(np.uint8).reshape(-1) if isinstance(data, np.ndarray) else np.frombuffer(data, np.uint8)
+    if msg.step < row_bytes or buffer.size < msg.step * msg.height:
+        raise ExportError(f"image data too short for {msg.width}x{msg.height} {msg.encoding} (step {msg.step})")
+    rows = buffer[: msg.step * msg.height].reshape(msg.height, msg.step)[:, :row_bytes]
+    array = np.ascontiguousarray(rows).view(dtype).astype(dtype.newbyteorder("="))
+    array = array.reshape(msg.height, msg.width, channels) if channels > 1 else array.reshape(msg.height, msg.width)
+    if msg.encoding.startswith("bgr"):
+        array = array[..., [2, 1, 0, *range(3, channels)]]
+    return array
+
+
+def depth_to_png_mm(depth_m: np.ndarray) -> np.ndarray:
+    """Depth in metres -> uint16 millimetres; NaN, inf and <= 0 become 0 (no return)."""
+    valid = np.isfinite(depth_m) & (depth_m > 0)
+    millimetres = np.where(valid, np.rint(depth_m * DEPTH_PNG_SCALE), 0.0)
+    return np.clip(millimetres, 0, 65535).astype(np.uint16)
+
+
+def flatten_message(msg: Any, prefix: str = "") -> dict[str, Any]:
+    """A deserialized message -> flat ``{'pose.pose.position.x': 1.0, ...}`` for one CSV row.
+
+    Arrays up to ``MAX_ARRAY_COLUMNS`` long become ``name.0``, ``name.1`` ...; longer
+    ones (image data, point data) are left out.
+    """
+    row: dict[str, Any] = {}
+    for f in dataclasses.fields(msg):
+        value = getattr(msg, f.name)
+        name = f"{prefix}{f.name}"
+        if dataclasses.is_dataclass(value):
+            row.update(flatten_message(value, f"{name}."))
+        elif isinstance(value, (np.ndarray, list, tuple)):
+            if len(value) > MAX_ARRAY_COLUMNS:
+                continue
+            for i, item in enumerate(value):
+                if dataclasses.is_dataclass(item):
+                    row.update(flatten_message(item, f"{name}.{i}."))
+                else:
+                    row[f"{name}.{i}"] = item.item() if isinstance(item, np.generic) else item
+        else:
+            row[name] = value.item() if isinstance(value, np.generic) else value
+    return row
+
+
+def quaternion_slerp(q0: np.ndarray, q1: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """Spherical interpolation between rows of unit quaternions ``q0``, ``q1`` (N, 4) at fractions ``s`` (N,)."""
+    dot = np.sum(q0 * q1, axis=1)
+    q1 = np.where(dot[:, None] < 0, -q1, q1)  # shortest path
+    dot = np.abs(dot)
+    theta = np.arccos(np.clip(dot, -1.0, 1.0))
+    sin_theta = np.sin(theta)
+    near = sin_theta < 1e-9
+    safe = np.where(near, 1.0, sin_theta)
+    w0 = np.where(near, 1.0 - s, np.sin((1.0 - s) * theta) / safe)
+    w1 = np.where(near, s, np.sin(s * theta) / safe)
+    q = w0[:, None] * q0 + w1[:, None] * q1
+    return q / np.linalg.norm(q, axis=1, keepdims=True)
+
+
+def interpolate_poses(t_pose: np.ndarray, poses: np.ndarray, t_query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Poses (N, 7: x y z qw qx qy qz) sampled at sorted ``t_pose`` -> poses at ``t_query`` and |dt| to nearest.
+
+    Linear in position, slerp in orientation; clamped to the first/last pose outside the range.
+    """
+    t_pose = np.asarray(t_pose, dtype=float)
+    t_query = np.asarray(t_query, dtype=float)
+    upper = np.clip(np.searchsorted(t_pose, t_query, side="left"), 1, len(t_pose) - 1) if len(t_pose) > 1 else None
+    if upper is None:
+        return np.repeat(poses[:1], len(t_query), axis=0), np.abs(t_query - t_pose[0])
+    lower = upper - 1
+    span = t_pose[upper] - t_pose[lower]
+    s = np.clip(np.where(span > 0, (t_query - t_pose[lower]) / np.where(span > 0, span, 1.0), 0.0), 0.0, 1.0)
+    position = poses[lower, :3] + s[:, None] * (poses[upper, :3] - poses[lower, :3])
+    orientation = quaternion_slerp(poses[lower, 3:], poses[upper, 3:], s)
+    dt = np.minimum(np.abs(t_query - t_pose[lower]), np.abs(t_pose[upper] - t_query))
+    return np.hstack([position, orientation]), dt
+
+
+@dataclass
+class ExportResult:
+    """What an export wrote: counts per topic and the output directory."""
+
+    out_dir: Path
+    images: dict[str, int] = field(default_factory=dict)
+    sensors: dict[str, int] = field(default_factory=dict)
+    pose_topics: dict[str, str | None] = field(default_factory=dict)
+
+
+@dataclass
+class _ImageFrame:
+    frame: int
+    stamp_ns: int
+    files: dict[str, str]
+    width: int
+    height: int
+    encoding: str
+    frame_id: str
+
+
+def _pose_topic_for(topic: str, odometry_topics: list[str]) -> str | None:
+    """The odometry topic sharing the longest namespace prefix with ``topic`` (ground_truth preferred)."""
+    def score(candidate: str) -> tuple[int, int]:
+        shared = 0
+        for a, b in zip(topic.strip("/").split("/"), candidate.strip("/").split("/")):
+            if a != b:
+                break
+            shared += 1
+        return shared, int(candidate.endswith("ground_truth/odom"))
+
+    return max(odometry_topics, key=score) if odometry_topics else None
+
+
+class _CsvSink:
+    """One CSV file per topic, columns fixed by the first row."""
+
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(path, "w", newline="")
+        self._writer: csv.DictWriter | None = None
+        self.rows = 0
+
+    def write(self, row: dict[str, Any]) -> None:
+        if self._writer is None:
+            self._writer = csv.DictWriter(self._file, fieldnames=list(row), extrasaction="ignore")
+            self._writer.writeheader()
+        self._writer.writerow(row)
+        self.rows += 1
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def export_bag(bag: str | Path, out_dir: str | Path, progress: bool = True, png_compression: int = 1) -> ExportResult:
+    """Export the bag at ``bag`` into ``out_dir`` (layout in the module docstring)."""
+    from PIL import Image as PilImage
+    from tqdm import tqdm
+
+    bag = find_bag(bag)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    result = ExportResult(out_dir)
+    frames: dict[str, list[_ImageFrame]] = {}
+    odometry: dict[str, list[tuple[int, tuple[float, ...]]]] = {}
+    sinks: dict[str, _CsvSink] = {}
+    calibrations: dict[str, dict[str, Any]] = {}
+    with open_bag(bag) as reader:
+        types = {c.topic: c.msgtype for c in reader.connections}
+        bar = tqdm(total=reader.message_count, unit="msg", desc="export", disable=not progress)
+        try:
+            for connection, t_ns, raw in reader.messages():
+                bar.update(1)
+                topic, msgtype = connection.topic, connection.msgtype
+                msg = reader.deserialize(raw, msgtype)
+                stamp = stamp_ns(msg, t_ns)
+                if msgtype == IMAGE:
+                    directory = out_dir / "images" / topic_path(topic)
+                    directory.mkdir(parents=True, exist_ok=True)
+                    index = len(frames.setdefault(topic, []))
+                    files = _write_image(msg, directory, index, PilImage, png_compression)
+                    frames[topic].append(
+                        _ImageFrame(index, stamp, files, msg.width, msg.height, msg.encoding, msg.header.frame_id)
+                    )
+                    continue
+                if msgtype == CAMERA_INFO and topic not in calibrations:
+                    calibrations[topic] = _calibration(msg)
+                if msgtype == ODOMETRY:
+                    p, q = msg.pose.pose.position, msg.pose.pose.orientation
+                    odometry.setdefault(topic, []).append((stamp, (p.x, p.y, p.z, q.w, q.x, q.y, q.z)))
+                if topic not in sinks:
+                    sinks[topic] = _CsvSink(out_dir / "sensors" / topic_path(topic).with_suffix(".csv"))
+                sinks[topic].write({"bag_time_ns": t_ns, "stamp_ns": stamp, **flatten_message(msg)})
+        finally:
+            bar.close()
+            for sink in sinks.values():
+                sink.close()
+    result.sensors = {topic: sink.rows for topic, sink in sinks.items()}
+    for topic, calibration in calibrations.items():
+        path = out_dir / "camera_info" / topic_path(topic).with_suffix(".yaml")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(calibration, sort_keys=False))
+    for topic, topic_frames in frames.items():
+        pose_topic = _pose_topic_for(topic, sorted(odometry))
+        result.pose_topics[topic] = pose_topic
+        result.images[topic] = len(topic_frames)
+        _write_frames_csv(out_dir / "images" / topic_path(topic) / "frames.csv", topic_frames, odometry.get(pose_topic))
+    _write_manifest(out_dir, bag, types, result)
+    return result
+
+
+def _write_image(msg, directory: Path, index: int, pil, compression: int) -> dict[str, str]:
+    array = image_to_array(msg)
+    stem = f"{index:06d}"
+    files = {"png": f"{stem}.png"}
+    if msg.encoding == "32FC1":
+        np.save(directory / f"{stem}.npy", array.astype(np.float32))
+        files["npy"] = f"{stem}.npy"
+        array = depth_to_png_mm(array)
+    if array.dtype == np.uint16 and array.ndim != 2:
+        raise ExportError(f"unsupported 16-bit image with {array.shape[2]} channels")
+    picture = pil.fromarray(array)  # uint16 (H, W) -> 16-bit greyscale PNG ('I;16')
+    picture.save(directory / files["png"], compress_level=compression)
+    return files
+
+
+def _write_frames_csv(path: Path, topic_frames: list[_ImageFrame], samples) -> None:
+    stamps = np.array([f.stamp_ns for f in topic_frames], dtype=np.int64)
+    if samples:
+        samples = sorted(samples, key=lambda item: item[0])
+        t_pose = np.array([s[0] for s in samples], dtype=np.int64)
+        poses, dt = interpolate_poses((t_pose - t_pose[0]) * 1e-9, np.array([s[1] for s in samples]), (stamps - t_pose[0]) * 1e-9)
+    else:
+        poses, dt = np.full((len(stamps), 7), np.nan), np.full(len(stamps), np.nan)
+    columns = ["frame", "stamp_ns", "png", "npy", "width", "height", "encoding", "frame_id", "pose_dt_s"]
+    columns += ["x", "y", "z", "qw", "qx", "qy", "qz"]
+    with open(path, "w", newline="") as stream:
+        writer = csv.writer(stream)
+        writer.writerow(columns)
+        for f, pose, gap in zip(topic_frames, poses, dt):
+            writer.writerow(
+                [f.frame, f.stamp_ns, f.files["png"], f.files.get("npy", ""), f.width, f.height, f.encoding,
+                 f.frame_id, f"{gap:.6f}", *(f"{v:.9g}" for v in pose)]
+            )  # fmt: skip
+
+
+def _calibration(msg) -> dict[str, Any]:
+    return {
+        "frame_id": msg.header.frame_id,
+        "width": int(msg.width),
+        "height": int(msg.height),
+        "distortion_model": msg.distortion_model,
+        "d": [float(v) for v in msg.d],
+        "k": [float(v) for v in msg.k],
+        "r": [float(v) for v in msg.r],
+        "p": [float(v) for v in msg.p],
+    }
+
+
+def _write_manifest(out_dir: Path, bag: Path, types: dict[str, str], result: ExportResult) -> None:
+    manifest = {
+        "source_bag": str(bag),
+        "conventions": {
+            "world_frame": "map (ENU: x east, y north, z up), metres",
+            "orientation": "quaternion (qw, qx, qy, qz), body (FLU) to map",
+            "stamps": "stamp_ns = header.stamp (simulation time, ns); bag_time_ns = time the recorder received it",
+            "depth_png": f"uint16, value / {DEPTH_PNG_SCALE:g} = metres, 0 = no return",
+            "depth_npy": "float32 metres, as published",
+        },
+        "images": {
+            topic: {"dir": str(Path("images") / topic_path(topic)), "type": types[topic], "frames": count,
+                    "pose_topic": result.pose_topics.get(topic)}
+            for topic, count in result.images.items()
+        },  # fmt: skip
+        "sensors": {
+            topic: {"csv": str(Path("sensors") / topic_path(topic).with_suffix(".csv")), "type": types[topic],
+                    "rows": count}
+            for topic, count in result.sensors.items()
+        },  # fmt: skip
+    }
+    (out_dir / "dataset.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+
+
+def iter_frames(dataset_dir: str | Path, topic: str) -> Iterator[dict[str, str]]:
+    """Rows of an exported image topic's ``frames.csv`` (a convenience for loaders and tests)."""
+    with open(Path(dataset_dir) / "images" / topic_path(topic) / "frames.csv", newline="") as stream:
+        yield from csv.DictReader(stream)

@@ -1,0 +1,47 @@
+"""Open a recorded bag for reading with the ``rosbags`` library (no ROS install needed).
+
+``rosbags`` reads rosbag2 directories (``metadata.yaml`` + MCAP files) and
+deserializes CDR with the message definitions stored in the bag, so reading
+back our own bags with it checks those definitions too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aerial_sim.recording.bag import mcap_is_complete, recover
+
+
+class BagReadError(OSError):
+    """The path is not a readable rosbag2 bag."""
+
+
+def find_bag(path: str | Path) -> Path:
+    """The bag directory at ``path``: the path itself, or a ``bag/`` folder inside a run folder."""
+    path = Path(path)
+    for candidate in (path, path / "bag"):
+        if (candidate / "metadata.yaml").is_file():
+            return candidate
+    raise BagReadError(f"{path}: no rosbag2 bag here (no metadata.yaml)")
+
+
+def open_bag(path: str | Path):
+    """An opened ``rosbags.highlevel.AnyReader`` over the bag at ``path`` (use it as a context manager).
+
+    A bag left by a killed recorder (an MCAP file without its footer) is first
+    recovered in place with :func:`aerial_sim.recording.bag.recover`.
+    """
+    from rosbags.highlevel import AnyReader
+
+    bag = find_bag(path)
+    if any(not mcap_is_complete(p) for p in bag.glob("*.mcap")):
+        recover(bag)
+    return AnyReader([bag])
+
+
+def stamp_ns(message, fallback_ns: int) -> int:
+    """A message's ``header.stamp`` in nanoseconds, or ``fallback_ns`` when it has no header."""
+    header = getattr(message, "header", None)
+    if header is None:
+        return int(fallback_ns)
+    return int(header.stamp.sec) * 1_000_000_000 + int(header.stamp.nanosec)

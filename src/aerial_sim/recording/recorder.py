@@ -1,0 +1,140 @@
+"""Pure parts of the recorder: its parameters, topic selection, stamps and progress text.
+
+The ROS adapter is :mod:`aerial_sim.nodes.recorder`; everything here is
+testable without ROS.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import struct
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aerial_sim.config import require, require_positive
+from aerial_sim.recording.bag import BagInfo, BagWriterParams
+from aerial_sim.recording.msgdefs import MessageDefinition
+
+#: Topics ``--all`` leaves out unless named explicitly: parameter-change chatter.
+DEFAULT_EXCLUDE = "/parameter_events"
+#: Message types of image size (hundreds of kB), queued less deep.
+LARGE_TYPES = frozenset(
+    {"sensor_msgs/msg/Image", "sensor_msgs/msg/CompressedImage", "sensor_msgs/msg/PointCloud2"}
+)
+
+
+@dataclass(frozen=True)
+class RecorderParams:
+    """Recorder configuration (ROS parameters of the ``recorder`` node).
+
+    ``output_dir``: the run folder (bag in ``<output_dir>/bag``, then ``summary.txt``
+    and ``trajectory.png``); empty or ``auto`` = ``runs/<local date-time>``.
+    ``topics``: names or glob patterns separated by spaces or commas (relative
+    names are taken from the root namespace); empty or ``all`` = every topic.
+    (``auto``/``all`` exist because launch files cannot pass an empty string.)
+    ``exclude``: patterns never recorded. ``queue_depth`` / ``image_queue_depth``:
+    subscription history depth for ordinary / image-sized messages (images,
+    point clouds), each about 4 s at their usual rates (250 Hz, 30 Hz), so a
+    recorder starved of CPU for a moment catches up instead of dropping.
+    """
+
+    output_dir: str = "auto"
+    topics: str = "all"
+    exclude: str = DEFAULT_EXCLUDE
+    include_hidden: bool = False
+    queue_depth: int = 1000
+    image_queue_depth: int = 120
+    discovery_period_s: float = 1.0
+    progress_period_s: float = 5.0
+    write_report: bool = True
+    bag: BagWriterParams = field(default_factory=BagWriterParams)
+
+    def __post_init__(self) -> None:
+        require_positive(self, "discovery_period_s", "progress_period_s")
+        require(self.queue_depth >= 1 and self.image_queue_depth >= 1, "queue depths must be >= 1")
+
+    def depth_for(self, msgtype: str) -> int:
+        """Subscription depth for a message type (images and clouds are large: a shorter queue)."""
+        return self.image_queue_depth if msgtype in LARGE_TYPES else self.queue_depth
+
+    def selection(self) -> "TopicSelection":
+        include = () if self.topics.strip() in ("", "all") else split_patterns(self.topics)
+        return TopicSelection(include, split_patterns(self.exclude), self.include_hidden)
+
+    def run_dir(self) -> Path:
+        """The run folder: ``output_dir``, or a new ``runs/<date_time>`` for ``auto``/empty."""
+        if self.output_dir.strip() in ("", "auto"):
+            return default_run_dir()
+        return Path(self.output_dir).expanduser()
+
+
+def split_patterns(text: str) -> tuple[str, ...]:
+    """``"/a, b  /c/*"`` -> ``('/a', '/b', '/c/*')``: absolute names, in order, without duplicates."""
+    names = []
+    for token in re.split(r"[\s,]+", text.strip()):
+        if token and (name := "/" + token.lstrip("/")) not in names:
+            names.append(name)
+    return tuple(names)
+
+
+@dataclass(frozen=True)
+class TopicSelection:
+    """Which topics to record: the named ones (glob patterns allowed), or all but the excluded ones."""
+
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    include_hidden: bool = False
+
+    def wants(self, topic: str) -> bool:
+        if self.include:
+            return any(topic == p or fnmatch.fnmatchcase(topic, p) for p in self.include)
+        if not self.include_hidden and any(part.startswith("_") for part in topic.split("/")):
+            return False
+        return not any(topic == p or fnmatch.fnmatchcase(topic, p) for p in self.exclude)
+
+
+def has_header(definition: MessageDefinition) -> bool:
+    """True when the message's first field is a ``std_msgs/Header`` (its stamp leads the CDR payload)."""
+    for line in definition.text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            return line.split()[0] in ("std_msgs/Header", "Header", "std_msgs/msg/Header")
+    return False
+
+
+def cdr_header_stamp_ns(data: bytes) -> int | None:
+    """``header.stamp`` of a CDR-serialized message whose first field is a Header, in ns.
+
+    CDR: 4-byte encapsulation header (byte 1 = 0x01 little endian, 0x00 big endian),
+    then ``int32 sec``, ``uint32 nanosec``.
+    """
+    if len(data) < 12:
+        return None
+    order = "<" if data[1] & 1 else ">"
+    sec, nanosec = struct.unpack_from(f"{order}iI", data, 4)
+    return sec * 1_000_000_000 + nanosec
+
+
+def default_run_dir(root: str | Path = "runs", now: float | None = None) -> Path:
+    """``runs/2025-01-31_12-34-56``; a suffix ``-1``, ``-2``... if that already exists."""
+    base = Path(root) / time.strftime("%Y-%m-%d_%H-%M-%S", time.localtime(now))
+    candidate, n = base, 0
+    while candidate.exists():
+        n += 1
+        candidate = base.with_name(f"{base.name}-{n}")
+    return candidate
+
+
+def progress_text(info: BagInfo, elapsed_s: float, previous: BagInfo | None = None, dt_s: float = 0.0) -> str:
+    """One progress report: totals, current throughput, and per-topic counts."""
+    megabytes = info.bytes_written / 1e6
+    lines = [f"recorded {info.message_count} msgs, {megabytes:.1f} MB in {elapsed_s:.0f} s"]
+    if previous is not None and dt_s > 0:
+        rate = (info.message_count - previous.message_count) / dt_s
+        throughput = (info.bytes_written - previous.bytes_written) / 1e6 / dt_s
+        lines[0] += f" ({rate:.0f} msg/s, {throughput:.1f} MB/s)"
+    for topic, count in sorted(info.topic_counts.items()):
+        lines.append(f"  {topic}: {count}")
+    return "\n".join(lines)

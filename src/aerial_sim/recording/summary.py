@@ -1,0 +1,170 @@
+"""Run summary over a recorded bag: duration, real-time factor, topic rates, distance flown, and a plot.
+
+A pure function of the bag (read with ``rosbags``): the recorder calls
+:func:`write_run_report` when it closes, and anyone can call it on an old bag.
+
+- duration: simulated time spanned by the messages (first to last receive stamp);
+- real-time factor: simulated duration / wall-clock duration (the recorder
+  stores its wall-clock start and end in ``metadata.yaml`` ``custom_data``),
+  the figure AirSim reports for its clock speed (FSR paper sec. 3, "ClockSpeed");
+- topic rate: (count - 1) / (last - first receive stamp) per topic;
+- distance flown: sum of |p_k+1 - p_k| over every ``nav_msgs/Odometry`` topic
+  (the ground-truth odometry in ``map``, ENU).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from aerial_sim.recording.reader import find_bag, open_bag, stamp_ns
+
+ODOMETRY = "nav_msgs/msg/Odometry"
+
+
+@dataclass(frozen=True)
+class TopicStats:
+    topic: str
+    msgtype: str
+    count: int
+    rate_hz: float
+
+
+@dataclass
+class RunSummary:
+    bag: Path
+    duration_s: float
+    wall_duration_s: float | None
+    topics: list[TopicStats]
+    #: odometry topic -> (N, 4) array of [t_s, x, y, z] in map (ENU)
+    trajectories: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def real_time_factor(self) -> float | None:
+        if not self.wall_duration_s or self.wall_duration_s <= 0:
+            return None
+        return self.duration_s / self.wall_duration_s
+
+    def distance_m(self, topic: str) -> float:
+        xyz = self.trajectories[topic][:, 1:]
+        return float(np.linalg.norm(np.diff(xyz, axis=0), axis=1).sum()) if len(xyz) > 1 else 0.0
+
+    def text(self) -> str:
+        """The human-readable summary written to ``summary.txt``."""
+        lines = [f"bag: {self.bag}", f"duration: {self.duration_s:.2f} s (simulated)"]
+        if self.wall_duration_s is not None:
+            rtf = self.real_time_factor
+            lines.append(f"wall-clock: {self.wall_duration_s:.2f} s")
+            lines.append(f"real-time factor: {rtf:.3f}" if rtf is not None else "real-time factor: n/a")
+        for topic in self.trajectories:
+            lines.append(f"distance flown ({topic}): {self.distance_m(topic):.2f} m")
+        lines.append(f"messages: {sum(t.count for t in self.topics)}")
+        lines.append("topics:")
+        width = max((len(t.topic) for t in self.topics), default=10)
+        for t in self.topics:
+            lines.append(f"  {t.topic:<{width}}  {t.count:>8d} msgs  {t.rate_hz:8.2f} Hz  {t.msgtype}")
+        return "\n".join(lines) + "\n"
+
+
+def summarize(path: str | Path) -> RunSummary:
+    """Read the bag at ``path`` (bag dir or run dir) and compute its :class:`RunSummary`."""
+    bag = find_bag(path)
+    custom = _custom_data(bag)
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    samples: dict[str, list[tuple[float, float, float, float]]] = {}
+    with open_bag(bag) as reader:
+        types = {c.topic: c.msgtype for c in reader.connections}
+        odometry = {c.topic for c in reader.connections if c.msgtype == ODOMETRY}
+        for connection in reader.connections:
+            counts.setdefault(connection.topic, 0)
+        # Counting needs no deserialization; only odometry is decoded.
+        for connection, t_ns, raw in reader.messages():
+            topic = connection.topic
+            counts[topic] += 1
+            first.setdefault(topic, t_ns)
+            last[topic] = t_ns
+            if topic in odometry:
+                msg = reader.deserialize(raw, connection.msgtype)
+                p = msg.pose.pose.position
+                samples.setdefault(topic, []).append((stamp_ns(msg, t_ns) * 1e-9, p.x, p.y, p.z))
+    start = min(first.values(), default=0)
+    end = max(last.values(), default=0)
+    topics = [
+        TopicStats(
+            topic,
+            types[topic],
+            counts[topic],
+            _rate(counts[topic], first.get(topic, 0), last.get(topic, 0)),
+        )
+        for topic in sorted(counts)
+    ]
+    wall = None
+    if "wall_start_ns" in custom and "wall_end_ns" in custom:
+        wall = (int(custom["wall_end_ns"]) - int(custom["wall_start_ns"])) * 1e-9
+    return RunSummary(
+        bag=bag,
+        duration_s=(end - start) * 1e-9,
+        wall_duration_s=wall,
+        topics=topics,
+        trajectories={k: np.asarray(v, dtype=float) for k, v in samples.items()},
+    )
+
+
+def plot_trajectory(summary: RunSummary, path: str | Path) -> Path:
+    """Top view (east/north) and altitude over time of every odometry topic, as a PNG (matplotlib Agg)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(10, 4.5), dpi=100)
+    top, height = figure.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.3]})
+    for topic, data in summary.trajectories.items():
+        label = topic.rsplit("/ground_truth", 1)[0] or topic
+        top.plot(data[:, 1], data[:, 2], label=label)
+        top.plot(data[:1, 1], data[:1, 2], "go")
+        top.plot(data[-1:, 1], data[-1:, 2], "rs")
+        height.plot(data[:, 0] - data[0, 0], data[:, 3], label=label)
+    top.set(xlabel="east [m]", ylabel="north [m]", title="trajectory (map, ENU)")
+    top.set_aspect("equal", adjustable="datalim")
+    top.grid(True, alpha=0.3)
+    height.set(xlabel="time [s]", ylabel="up [m]", title="altitude")
+    height.grid(True, alpha=0.3)
+    if summary.trajectories:
+        top.legend(loc="best", fontsize=8)
+    else:
+        top.text(0.5, 0.5, "no odometry recorded", ha="center", va="center", transform=top.transAxes)
+    figure.tight_layout()
+    path = Path(path)
+    figure.savefig(path)
+    return path
+
+
+def write_run_report(path: str | Path, run_dir: str | Path | None = None) -> tuple[Path, Path]:
+    """Write ``summary.txt`` and ``trajectory.png`` for the bag at ``path`` into ``run_dir``.
+
+    ``run_dir`` defaults to the folder that holds the bag directory.
+    """
+    summary = summarize(path)
+    run_dir = Path(run_dir) if run_dir is not None else summary.bag.parent
+    run_dir.mkdir(parents=True, exist_ok=True)
+    text_path = run_dir / "summary.txt"
+    text_path.write_text(summary.text())
+    return text_path, plot_trajectory(summary, run_dir / "trajectory.png")
+
+
+def _rate(count: int, first_ns: int, last_ns: int) -> float:
+    return (count - 1) / ((last_ns - first_ns) * 1e-9) if count > 1 and last_ns > first_ns else 0.0
+
+
+def _custom_data(bag: Path) -> dict[str, str]:
+    try:
+        info = yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    except (OSError, KeyError, TypeError, yaml.YAMLError):
+        return {}
+    return dict(info.get("custom_data") or {})

@@ -1,0 +1,156 @@
+"""Cross-process: record a synthetic flight with `aerial_sim record`, read it back with rosbags, export it.
+
+One recording (about 12 s of odometry, IMU, barometer, GPS and three 460x320
+camera streams at 30 Hz) is shared by the checks below, to keep the suite's
+cross-process time small.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import yaml
+from PIL import Image as PilImage
+
+from conftest import rclpy_available, requires_ros
+from record_fixtures import (
+    ALTITUDE_M,
+    FLIGHT_TOPICS,
+    RADIUS_M,
+    RATE_RAD_S,
+    FlightPublisher,
+    circle_pose,
+    start_recorder,
+    stop,
+)
+
+pytestmark = [pytest.mark.ros, requires_ros]
+FLIGHT_S = 12.0
+
+if rclpy_available():
+    from aerial_sim.nodes.common import use_transport_profile
+
+    use_transport_profile()  # the nodes' Fast DDS profile, also for this test's image publisher
+
+
+@pytest.fixture(scope="module")
+def recorded_flight(tmp_path_factory):
+    import rclpy
+    from rclpy.node import Node
+
+    tmp = tmp_path_factory.mktemp("flight")
+    run_dir = tmp / "run"
+    recorder = start_recorder(run_dir, "--all", log_path=tmp / "recorder.log")
+    context = rclpy.context.Context()
+    rclpy.init(context=context)
+    node = Node("flight_publisher", context=context)
+    try:
+        flight = FlightPublisher(node)
+        assert flight.wait_for_subscribers(20.0), (tmp / "recorder.log").read_text()
+        flight.run(FLIGHT_S)
+        import time
+
+        time.sleep(1.0)  # let the last messages reach the recorder
+        code = stop(recorder)
+    finally:
+        stop(recorder)
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+    log = (tmp / "recorder.log").read_text()
+    assert code == 0, log
+    return run_dir, dict(flight.counts), log
+
+
+def read_bag(bag_dir):
+    from rosbags.highlevel import AnyReader
+
+    types, counts, stamps, log_times = {}, {}, {}, {}
+    with AnyReader([bag_dir]) as reader:
+        for connection in reader.connections:
+            types[connection.topic] = connection.msgtype
+        for connection, t_ns, raw in reader.messages():
+            msg = reader.deserialize(raw, connection.msgtype)
+            topic = connection.topic
+            counts[topic] = counts.get(topic, 0) + 1
+            log_times.setdefault(topic, []).append(t_ns)
+            if hasattr(msg, "header"):
+                stamps.setdefault(topic, []).append(msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec)
+    return types, counts, stamps, log_times
+
+
+def test_every_topic_is_recorded_with_its_type_and_count(recorded_flight):
+    run_dir, published, log = recorded_flight
+    types, counts, stamps, log_times = read_bag(run_dir / "bag")
+    for topic, (msgtype, _) in FLIGHT_TOPICS.items():
+        assert types.get(topic) == msgtype, f"{topic} missing or wrong type in {types}"
+        assert abs(counts[topic] - published[topic]) <= 0.02 * published[topic], (
+            f"{topic}: recorded {counts[topic]} of {published[topic]} published\n{log}"
+        )
+        assert np.all(np.diff(stamps[topic]) > 0), f"{topic}: header stamps not increasing"
+        assert np.all(np.diff(log_times[topic]) >= 0), f"{topic}: bag times go backwards"
+    assert types["/clock"] == "rosgraph_msgs/msg/Clock"
+    # Receive times are sim time from /clock: within one second of the published stamps.
+    odom = "/drone1/ground_truth/odom"
+    assert abs(log_times[odom][-1] - stamps[odom][-1]) < 1e9
+
+
+def test_metadata_lists_files_and_counts(recorded_flight):
+    run_dir, published, _ = recorded_flight
+    info = yaml.safe_load((run_dir / "bag" / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    assert info["storage_identifier"] == "mcap" and info["version"] == 9
+    assert all((run_dir / "bag" / name).is_file() for name in info["relative_file_paths"])
+    by_topic = {t["topic_metadata"]["name"]: t for t in info["topics_with_message_count"]}
+    image = by_topic["/drone1/camera/color/image_raw"]
+    assert image["topic_metadata"]["type_description_hash"].startswith("RIHS01_")
+    assert image["topic_metadata"]["offered_qos_profiles"][0]["reliability"] == "best_effort"
+    assert info["message_count"] == sum(t["message_count"] for t in by_topic.values())
+
+
+def test_run_summary_reports_the_distance_flown(recorded_flight):
+    run_dir, published, _ = recorded_flight
+    text = (run_dir / "summary.txt").read_text()
+    expected = RADIUS_M * RATE_RAD_S * (published["/drone1/ground_truth/odom"] - 1) / 250.0
+    line = next(l for l in text.splitlines() if l.startswith("distance flown (/drone1/ground_truth/odom)"))
+    distance = float(line.split(":")[1].split()[0])
+    assert distance == pytest.approx(expected, rel=0.02)
+    rtf = float(next(l for l in text.splitlines() if l.startswith("real-time factor")).split(":")[1])
+    assert 0.85 < rtf < 1.05  # the publisher runs in real time
+    plot = np.asarray(PilImage.open(run_dir / "trajectory.png").convert("L"))
+    assert plot.shape[0] > 200 and plot.std() > 5  # a drawn figure, not a blank canvas
+
+
+def test_export_gives_images_with_poses(recorded_flight, tmp_path):
+    from aerial_sim.cli.export import main as export_main
+    from aerial_sim.recording.export import iter_frames
+
+    run_dir, published, _ = recorded_flight
+    assert export_main([str(run_dir), str(tmp_path), "--no-progress"]) == 0
+    depth_topic = "/drone1/camera/depth/image_raw"
+    frames = list(iter_frames(tmp_path, depth_topic))
+    assert abs(len(frames) - published[depth_topic]) <= 0.02 * published[depth_topic]
+    folder = tmp_path / "images" / "drone1" / "camera" / "depth" / "image_raw"
+    first = frames[0]
+    depth_png = np.asarray(PilImage.open(folder / first["png"]))
+    depth_npy = np.load(folder / first["npy"])
+    assert depth_png.dtype == np.uint16 and depth_png.shape == (320, 460)
+    assert depth_npy.dtype == np.float32 and depth_npy.shape == (320, 460)
+    assert np.all(depth_png[:, :5] == 0)  # no return stays 0
+    assert np.abs(depth_png[:, 5:] / 1000.0 - depth_npy[:, 5:]).max() <= 0.0005 + 1e-6
+    color = np.asarray(PilImage.open(tmp_path / "images/drone1/camera/color/image_raw" / "000000.png"))
+    assert color.shape == (320, 460, 3) and color[0, 100, 0] == 100 and color[0, 100, 2] == 200
+    segmentation = np.asarray(PilImage.open(tmp_path / "images/drone1/camera/segmentation/image_raw/000000.png"))
+    assert segmentation.dtype == np.uint16 and segmentation.max() == 1000
+    # A ground-truth pose for every image, matching the circle at the image's stamp.
+    for row in frames:
+        assert row["x"] != "nan" and float(row["pose_dt_s"]) < 0.01
+        (x, y, z), (qw, _, _, qz) = circle_pose(int(row["stamp_ns"]) * 1e-9)
+        assert math.dist((float(row["x"]), float(row["y"]), float(row["z"])), (x, y, z)) < 1e-3
+        assert abs(abs(float(row["qw"]) * qw + float(row["qz"]) * qz) - 1.0) < 1e-6
+    imu = np.genfromtxt(tmp_path / "sensors/drone1/imu/data.csv", delimiter=",", names=True)
+    assert imu["linear_accelerationz"].mean() == pytest.approx(9.80665)
+    assert np.all(imu["orientation_covariance8"] == 0)
+    calibration = yaml.safe_load((tmp_path / "camera_info/drone1/camera/depth/camera_info.yaml").read_text())
+    assert calibration["width"] == 460 and calibration["k"][0] == pytest.approx(230.0)
+    assert float(frames[0]["z"]) == pytest.approx(ALTITUDE_M)
