@@ -1,13 +1,23 @@
-"""Camera rendering speed: ms per frame for each image type and for all three together.
+"""Camera rendering speed: ms per frame for each image type and for all three together,
+then the camera node's achieved rate running beside the physics node.
 
 Goal (issue 5): depth + segmentation + colour at 30 Hz real time (< 33 ms a frame)
-at the seed-004 resolution, 460x320. Run: ``tools/dev.sh bench camera [scene ...]``.
+at the seed-004 resolution, 460x320. Run: ``tools/dev.sh bench camera [scene ...]``
+(``--no-node`` skips the node run).
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+NODE_SECONDS = 10.0
 
 from aerial_sim.world.camera import CameraModel, CameraParams
 from aerial_sim.world.scene import load_scene
@@ -36,7 +46,77 @@ def time_ms(function, repeats: int) -> float:
     return best * 1e3
 
 
+def node_graph_rate(scene: str, seconds: float = NODE_SECONDS) -> None:
+    """Launch physics + camera in real time on ``scene``; print the image rate and the camera's CPU share."""
+    import rclpy
+    from rclpy.node import Node
+    from sensor_msgs.msg import Image
+
+    from aerial_sim.nodes.common import stream_qos, use_transport_profile
+
+    os.environ.setdefault("ROS_DOMAIN_ID", str(120 + os.getpid() % 30))
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    os.environ["PYTHONPATH"] = str(REPO / "src")
+    launch_file = Path(tempfile.mkdtemp()) / "camera_bench.launch.yaml"
+    launch_file.write_text(
+        "launch:\n"
+        f"  - include: {{file: {REPO}/launch/physics.launch.yaml, arg: [{{name: scene, value: {scene}}}, {{name: spawn_z, value: '2.0'}}]}}\n"
+        f"  - include: {{file: {REPO}/launch/camera.launch.yaml, arg: [{{name: scene, value: {scene}}}]}}\n"
+    )
+    graph = subprocess.Popen([sys.executable, "-m", "aerial_sim", "launch", str(launch_file)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    use_transport_profile()
+    rclpy.init()
+    node = Node("camera_benchmark")
+    stamps: list[float] = []
+    node.create_subscription(Image, "/drone1/camera/color/image_raw",
+                             lambda m: stamps.append(m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec), stream_qos())
+    try:
+        deadline = time.monotonic() + 30
+        while len(stamps) < 5 and time.monotonic() < deadline:
+            rclpy.spin_once(node, timeout_sec=0.1)
+        camera_pid = _child_pid(graph.pid, "aerial_sim.nodes.camera")
+        cpu_start, wall_start, count_start = _cpu_seconds(camera_pid), time.monotonic(), len(stamps)
+        sim_start = stamps[-1] if stamps else 0.0
+        while time.monotonic() - wall_start < seconds:
+            rclpy.spin_once(node, timeout_sec=0.1)
+        wall = time.monotonic() - wall_start
+        frames = len(stamps) - count_start
+        sim = (stamps[-1] - sim_start) if frames else float("nan")
+        cpu = (_cpu_seconds(camera_pid) - cpu_start) / wall
+        print(f"camera node beside physics ({scene}, 460x320, all three images, real time, {seconds:g} s):")
+        print(f"  {frames / sim if frames else 0:.1f} frames per simulated second, {frames / wall:.1f} per wall second, "
+              f"camera CPU {cpu:.2f} core; goal 30 Hz: {'met' if frames and frames / sim >= 28.5 else 'not met'}")
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+        os.killpg(graph.pid, signal.SIGINT)
+        graph.wait(timeout=20)
+
+
+def _child_pid(parent: int, module: str) -> int:
+    """Pid of the launched process running ``module`` (the launcher's children)."""
+    for _ in range(50):
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                except OSError:
+                    continue
+                if module in command and str(entry.name) != str(parent):
+                    return int(entry.name)
+        time.sleep(0.2)
+    raise RuntimeError(f"no process runs {module}")
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main(argv: list[str]) -> int:
+    with_node = "--no-node" not in argv
+    argv = [a for a in argv if a != "--no-node"]
     names = argv or ["empty", "urban", "corridor"]
     print("460x320 frame, ms (best of 3 runs of 10 frames); goal: all three < 33.3 ms (30 Hz)")
     print(f"{'scene':<10} {'triangles':>9} " + " ".join(f"{case:>13}" for case in CASES) + "   Hz (all)")
@@ -47,6 +127,8 @@ def main(argv: list[str]) -> int:
         figures = {case: time_ms(lambda: camera.render(position, orientation, **flags), 10) for case, flags in CASES.items()}
         print(f"{name:<10} {scene.ray_caster.triangle_count:>9} "
               + " ".join(f"{figures[case]:>13.1f}" for case in CASES) + f"   {1e3 / figures['all three']:.0f}")
+    if with_node:
+        node_graph_rate("urban")
     return 0
 
 

@@ -11,17 +11,15 @@ import math
 
 import numpy as np
 
+from aerial_sim.physics.rotation import quat_from_yaw, quat_multiply, rotation_matrix
+
+__all__ = ["quat_to_matrix", "matrix_to_quat", "quat_multiply", "quat_conjugate", "yaw_of", "quat_from_yaw",
+           "wrap_angle", "heading_to_world"]
+
 
 def quat_to_matrix(q) -> np.ndarray:
-    """Rotation matrix R (body->world) of unit quaternion ``q = (w, x, y, z)``."""
-    w, x, y, z = q
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-        ]
-    )
+    """Rotation matrix R (body->world) of quaternion ``q = (w, x, y, z)``, as a numpy array."""
+    return np.array(rotation_matrix(q))
 
 
 def matrix_to_quat(rotation: np.ndarray) -> tuple[float, float, float, float]:
@@ -45,18 +43,6 @@ def matrix_to_quat(rotation: np.ndarray) -> tuple[float, float, float, float]:
     return tuple(sign * c / norm for c in q)
 
 
-def quat_multiply(a, b) -> tuple[float, float, float, float]:
-    """Hamilton product ``a * b`` of two ``(w, x, y, z)`` quaternions."""
-    aw, ax, ay, az = a
-    bw, bx, by, bz = b
-    return (
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    )
-
-
 def quat_conjugate(q) -> tuple[float, float, float, float]:
     w, x, y, z = q
     return (w, -x, -y, -z)
@@ -66,11 +52,6 @@ def yaw_of(q) -> float:
     """Heading (rad, ENU: 0 = facing east, counter-clockwise positive) of body->world quaternion ``q``."""
     w, x, y, z = q
     return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
-
-
-def quat_from_yaw(yaw: float) -> tuple[float, float, float, float]:
-    """Level attitude with heading ``yaw`` (rad)."""
-    return (math.cos(yaw / 2.0), 0.0, 0.0, math.sin(yaw / 2.0))
 
 
 def wrap_angle(angle: float) -> float:

@@ -90,20 +90,8 @@ class _Parser:
         return self.text[self.pos : self.pos + count]
 
     def template(self) -> tuple[Part, ...]:
-        parts: list[Part] = []
-        buffer: list[str] = []
-        while self.pos < len(self.text):
-            if self.peek(2) == "$(":
-                _flush(buffer, parts)
-                parts.append(self.substitution())
-            elif self.peek() == "\\" and self.pos + 1 < len(self.text):
-                buffer.append(self.text[self.pos + 1])
-                self.pos += 2
-            else:
-                buffer.append(self.peek())
-                self.pos += 1
-        _flush(buffer, parts)
-        return tuple(parts)
+        """The whole text as literal parts and substitutions."""
+        return self.until(lambda _character: False)
 
     def substitution(self) -> Substitution:
         self.pos += 2  # "$("

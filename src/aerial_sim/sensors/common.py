@@ -31,6 +31,7 @@ import numpy as np
 
 from aerial_sim.config import ParamsError, load_yaml_params, require, require_positive
 from aerial_sim.paths import resolve_config
+from aerial_sim.physics import rotation as physics_rotation
 
 Vec3 = tuple[float, float, float]
 Quat = tuple[float, float, float, float]
@@ -112,15 +113,8 @@ def truth_from_odometry(msg: Any) -> TruthSample | None:
 
 
 def rotation_matrix(q: Quat) -> np.ndarray:
-    """3x3 rotation matrix of unit quaternion ``q = (w, x, y, z)`` (body -> world)."""
-    w, x, y, z = q
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-        ]
-    )
+    """3x3 rotation matrix of quaternion ``q = (w, x, y, z)`` (body -> world), as a numpy array."""
+    return np.array(physics_rotation.rotation_matrix(q))
 
 
 def quat_from_rpy(roll: float, pitch: float, yaw: float) -> Quat:
@@ -136,16 +130,7 @@ def quat_from_rpy(roll: float, pitch: float, yaw: float) -> Quat:
     )
 
 
-def quat_multiply(a: Quat, b: Quat) -> Quat:
-    """Hamilton product ``a * b`` (apply ``b`` first, then ``a``)."""
-    aw, ax, ay, az = a
-    bw, bx, by, bz = b
-    return (
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    )
+quat_multiply = physics_rotation.quat_multiply  # Hamilton product a * b (apply b first, then a)
 
 
 def slerp(a: Quat, b: Quat, fraction: float) -> Quat:
