@@ -139,6 +139,25 @@ def test_land_ends_disarmed_on_the_ground(flight):
     assert all(rotor.thrust_n < 1e-6 for rotor in flight.world.rotor_states("uav"))  # motors stopped
 
 
+def test_setpoints_cannot_cancel_a_landing_but_takeoff_aborts_it():
+    flight = Flight()
+    ground = flight.state.position[2]
+    flight.take_off()
+    flight.fc.land()
+    flight.fly(0.5)
+    with pytest.raises(CommandRejected, match="while landing"):
+        flight.fc.command_pose(flight.world.time_s, flight.state.position, 0.0)  # e.g. a late hold setpoint
+    with pytest.raises(CommandRejected, match="while landing"):
+        flight.fc.command_velocity(flight.world.time_s, (1.0, 0.0, 0.0), 0.0)
+    assert flight.fc.mode is Mode.LANDING
+    aborted_at = flight.state.position[2]
+    flight.fc.takeoff()
+    log = flight.fly(6.0)
+    assert flight.fc.mode is Mode.HOLD
+    assert log[-1, 3] == pytest.approx(aborted_at + TAKEOFF_M, abs=0.1)
+    assert log[-1, 3] > ground + TAKEOFF_M
+
+
 def test_mixer_refuses_a_vehicle_that_cannot_hover():
     heavy = load_vehicle("quad_x").__class__(**{**load_vehicle("quad_x").__dict__, "mass_kg": 3.0})
     with pytest.raises(ParamsError, match="cannot hover"):

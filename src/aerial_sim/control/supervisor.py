@@ -22,6 +22,9 @@ Decisions (documented in the README):
 - a velocity command is a stream: when none arrives for ``command_timeout_s``
   the vehicle holds the position it has reached.
 - ``arm(false)`` in flight is refused (use ``land``); on the ground it disarms.
+- while landing, ``cmd_pose``/``cmd_vel`` are refused (a setpoint still in flight
+  when ``land`` was called must not cancel the landing); ``takeoff`` aborts the
+  landing and climbs ``takeoff_altitude`` from where the vehicle is.
 - landing descends at ``land_speed_m_s`` holding x/y; touchdown is declared
   when the vehicle has stopped moving (speed below ``touchdown_speed_m_s``)
   for ``touchdown_time_s`` while still asked to descend; it then disarms.
@@ -149,7 +152,7 @@ class FlightSupervisor:
         state = self._require_state()
         if not self.armed:
             raise CommandRejected("takeoff refused: not armed (call arm first)")
-        if self.mode is not Mode.IDLE:
+        if self.mode not in (Mode.IDLE, Mode.LANDING):
             raise CommandRejected(f"takeoff refused: already flying (mode {self.mode.value})")
         x, y, z = state.position
         self._hold(np.array([x, y, z + self.params.takeoff_altitude]), yaw_of(state.orientation))
@@ -172,6 +175,7 @@ class FlightSupervisor:
         if not all(math.isfinite(v) for v in values):
             raise CommandRejected(f"cmd_pose refused: non-finite value in {values}")
         self._require_armed("cmd_pose")
+        self._refuse_while_landing("cmd_pose")
         self._hold(np.asarray(position, dtype=float), float(yaw))
         self._last_command_s = time_s
         if self.mode is not Mode.HOLD:
@@ -183,6 +187,7 @@ class FlightSupervisor:
         if not all(math.isfinite(v) for v in values):
             raise CommandRejected(f"cmd_vel refused: non-finite value in {values}")
         state = self._require_armed("cmd_vel")
+        self._refuse_while_landing("cmd_vel")
         velocity = heading_to_world(linear, yaw_of(state.orientation)) if body_frame else np.asarray(linear, float)
         limit = self.controller.params.max_yaw_rate_rad_s
         self._target_velocity = velocity
@@ -270,6 +275,10 @@ class FlightSupervisor:
     def _set_mode(self, mode: Mode, why: str) -> None:
         self.mode = mode
         self.events.append(why)
+
+    def _refuse_while_landing(self, what: str) -> None:
+        if self.mode is Mode.LANDING:
+            raise CommandRejected(f"{what} refused while landing (call takeoff to abort the landing)")
 
     def _require_state(self) -> VehicleState:
         if self._state is None:

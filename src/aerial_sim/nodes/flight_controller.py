@@ -86,7 +86,6 @@ class FlightControllerNode(Node):
 
         self._odom_state: VehicleState | None = None
         self._odom_time = -math.inf
-        self._last_request_time = -math.inf
         self._imu: tuple | None = None
         self._answered_time = -math.inf
         self._pending_time: float | None = None
@@ -187,9 +186,7 @@ class FlightControllerNode(Node):
     # -- requests --------------------------------------------------------------
 
     def on_cmd_pose(self, message: PoseStamped) -> None:
-        if self.sent_before_last_request(message.header.stamp):
-            self.refuse("cmd_pose ignored: stamped before the last takeoff/land request")
-        elif message.header.frame_id != "map":
+        if message.header.frame_id != "map":
             self.refuse(f"cmd_pose refused: frame '{message.header.frame_id}' is not 'map'")
         else:
             p, q = message.pose.position, message.pose.orientation
@@ -202,9 +199,7 @@ class FlightControllerNode(Node):
 
     def on_cmd_vel(self, message: TwistStamped) -> None:
         frame = message.header.frame_id
-        if self.sent_before_last_request(message.header.stamp):
-            self.refuse("cmd_vel ignored: stamped before the last takeoff/land request")
-        elif frame != "map" and frame not in self.body_frames:
+        if frame != "map" and frame not in self.body_frames:
             self.refuse(
                 f"cmd_vel refused: unknown frame '{frame}' (use 'map' or '{self.namespace}/base_link')"
             )
@@ -235,21 +230,10 @@ class FlightControllerNode(Node):
         self.log_events()
         return True
 
-    def sent_before_last_request(self, stamp) -> bool:
-        """A setpoint stamped at or before the last takeoff/land request is stale.
-
-        A client streaming setpoints and then calling ``land`` can have its last
-        setpoint arrive after the service call; without this it would cancel the
-        landing. Unstamped setpoints (stamp 0) count as current.
-        """
-        sent = from_stamp(stamp)
-        return 0.0 < sent <= self._last_request_time
-
     def service(self, response, command):
         try:
             response.message = command()
             response.success = True
-            self._last_request_time = self._odom_time
         except CommandRejected as error:
             response.success, response.message = False, str(error)
             self.get_logger().warning(response.message)
