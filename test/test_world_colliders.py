@@ -64,10 +64,10 @@ def test_mesh_collider_pushes_out_of_the_surface(tmp_path):
 # -- with the physics engine ---------------------------------------------------------------------
 
 def make_world(scene, x, y, z):
-    physics_world = pytest.importorskip("aerial_sim.physics.world")
+    from aerial_sim.physics.world import PhysicsParams, PhysicsWorld
     from aerial_sim.vehicles.multirotor import load_vehicle
 
-    world = physics_world.PhysicsWorld(physics_world.PhysicsParams())
+    world = PhysicsWorld(PhysicsParams())
     for collider in scene.colliders():
         world.add_collider(collider)
     vehicle = load_vehicle("quad_x")

@@ -28,7 +28,8 @@ from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 
 from aerial_sim.config import require, require_positive
-from aerial_sim.nodes.common import declare_params, frame_in_namespace, from_stamp, run_node, stream_qos
+from aerial_sim.control.geometry import matrix_to_quat
+from aerial_sim.nodes.common import declare_params, frame_in_namespace, from_stamp, publish_static_mount, run_node, stream_qos
 from aerial_sim.world.camera import CameraModel, CameraParams
 from aerial_sim.world.scene import load_scene
 
@@ -67,6 +68,7 @@ class CameraNode(Node):
         self.scene = load_scene(self.node_params.scene)
         self.model = CameraModel(self.camera_params, self.scene)
         self.frame_id = frame_in_namespace(self, self.node_params.frame_id)
+        publish_static_mount(self, self.frame_id, self.model.t_base_camera, matrix_to_quat(self.model.R_base_optical))
         qos = stream_qos(self.node_params.lockstep)
         p = self.node_params
         self.depth_pub = self.create_publisher(Image, "camera/depth/image_ideal", qos) if p.publish_depth else None

@@ -160,6 +160,28 @@ def make_tf_broadcaster(node: Node, static: bool = False):
     return tf2_ros.StaticTransformBroadcaster(node) if static else tf2_ros.TransformBroadcaster(node)
 
 
+def publish_static_mount(node: Node, child_frame: str, position_m, orientation_wxyz) -> None:
+    """Broadcast the fixed pose of a sensor frame in ``<ns>/base_link`` on ``/tf_static``.
+
+    ``orientation_wxyz`` rotates child-frame vectors into base_link. Without
+    tf2_ros (pip-only install) this only logs, once, that TF is skipped.
+    """
+    broadcaster = make_tf_broadcaster(node, static=True)
+    if broadcaster is None:
+        return
+    from geometry_msgs.msg import TransformStamped
+
+    transform = TransformStamped()
+    transform.header.stamp = node.get_clock().now().to_msg()
+    transform.header.frame_id = frame_in_namespace(node, "base_link")
+    transform.child_frame_id = child_frame
+    t, r = transform.transform.translation, transform.transform.rotation
+    t.x, t.y, t.z = (float(v) for v in position_m)
+    r.w, r.x, r.y, r.z = (float(v) for v in orientation_wxyz)
+    broadcaster.sendTransform(transform)
+    node._aerial_sim_static_broadcaster = broadcaster  # keep it alive for late subscribers
+
+
 def is_finite_sequence(values) -> bool:
     """True when every element of ``values`` is a finite float."""
     return all(math.isfinite(v) for v in values)

@@ -14,7 +14,16 @@ from rclpy.node import Node
 from sensor_msgs.msg import Imu as ImuMsg
 from sensor_msgs.msg import JointState
 
-from aerial_sim.nodes.common import declare_params, frame_in_namespace, from_stamp, is_finite_sequence, run_node, stream_qos, to_stamp
+from aerial_sim.nodes.common import (
+    declare_params,
+    frame_in_namespace,
+    from_stamp,
+    is_finite_sequence,
+    publish_static_mount,
+    run_node,
+    stream_qos,
+    to_stamp,
+)
 from aerial_sim.sensors.common import Resampler, SensorNodeOptions, TruthSample, load_preset
 from aerial_sim.sensors.imu import Imu, ImuParams
 
@@ -25,6 +34,7 @@ class ImuNode(Node):
         options = declare_params(self, SensorNodeOptions, defaults=SensorNodeOptions(preset="mpu6000", frame_id="imu_link"))
         self.params = declare_params(self, ImuParams, defaults=load_preset(ImuParams, options.preset))
         self.frame_id = frame_in_namespace(self, options.frame_id)
+        publish_static_mount(self, self.frame_id, self.params.mount.position_m, self.params.mount.orientation)
         self.model = Imu(self.params)
         self.resampler = Resampler(self.params.rate_hz, options.interpolation)
         self.dt = 1.0 / self.params.rate_hz

@@ -13,7 +13,7 @@ from nav_msgs.msg import Odometry
 from sensor_msgs.msg import MagneticField
 
 from aerial_sim.environment.geodesy import HomePoint
-from aerial_sim.nodes.common import declare_params, frame_in_namespace, run_node, stream_qos, to_stamp
+from aerial_sim.nodes.common import declare_params, frame_in_namespace, publish_static_mount, run_node, stream_qos, to_stamp
 from aerial_sim.sensors.common import Resampler, SensorNodeOptions, load_preset, truth_from_odometry
 from aerial_sim.sensors.magnetometer import Magnetometer, MagnetometerParams
 
@@ -25,6 +25,7 @@ class MagnetometerNode(Node):
         self.params = declare_params(self, MagnetometerParams, defaults=load_preset(MagnetometerParams, options.preset))
         home = declare_params(self, HomePoint, prefix="home.")
         self.frame_id = frame_in_namespace(self, options.frame_id)
+        publish_static_mount(self, self.frame_id, self.params.mount.position_m, self.params.mount.orientation)
         self.model = Magnetometer(self.params, home)
         self.resampler = Resampler(self.params.rate_hz, options.interpolation)
         self.dt = 1.0 / self.params.rate_hz
