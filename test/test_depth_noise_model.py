@@ -146,3 +146,29 @@ def test_core_module_does_not_import_rclpy():
         for alias in (node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")])
     }
     assert "rclpy" not in imported
+
+
+LANE_Y = {"plastic": 0.0, "cement": 40.0, "formboard": -40.0}
+
+
+@pytest.mark.parametrize("material", sorted(PAPER_MATERIALS))
+def test_rendered_corridor_walls_give_the_papers_noise_curve(material):
+    """End to end, as the paper's wall experiment: the camera renders the corridor scene's wall at
+    0.5-8 m, the noise model uses the rendered segmentation to pick the material, and the std of
+    image_raw - image_ideal follows c*e^(m*d)."""
+    from aerial_sim.world.camera import CameraModel, CameraParams
+    from aerial_sim.world.scene import load_scene
+
+    camera = CameraModel(CameraParams(), load_scene("corridor"))
+    model = DepthNoiseModel(DepthNoiseParams(seed=5, fill_rate_error=0.0), materials=TABLE)
+    distances = np.linspace(0.5, 8.0, 8)
+    stds = []
+    for d in distances:
+        base_x = 10.0 - d - camera.params.mount_position_m[0]
+        images = camera.render((base_x, LANE_Y[material], 6.0), (1.0, 0.0, 0.0, 0.0), color=False)
+        ideal, segmentation = images.depth, images.segmentation
+        assert np.all(segmentation == MATERIAL_IDS[material])  # the whole frame is that wall
+        assert np.abs(ideal - d).max() < 1e-3
+        stds.append(robust_std((model.apply(ideal, segmentation) - ideal).ravel()))
+    m_fit, _ = np.polyfit(distances, np.log(stds), 1)
+    assert m_fit == pytest.approx(PAPER_MATERIALS[material], rel=0.05)
