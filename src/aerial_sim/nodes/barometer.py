@@ -14,7 +14,7 @@ from sensor_msgs.msg import FluidPressure
 from aerial_sim.environment.geodesy import HomePoint
 from aerial_sim.nodes.common import declare_params, frame_in_namespace, run_node, stream_qos, to_stamp
 from aerial_sim.sensors.barometer import Barometer, BarometerParams
-from aerial_sim.sensors.common import Resampler, SensorNodeOptions, load_preset, truth_from_odometry
+from aerial_sim.sensors.common import Resampler, SensorNodeOptions, load_preset, resample_for, truth_from_odometry
 
 
 class BarometerNode(Node):
@@ -37,10 +37,7 @@ class BarometerNode(Node):
         if truth is None:
             self.get_logger().warning("ground_truth/odom with non-finite values ignored", throttle_duration_sec=5)
             return
-        samples = self.resampler.push(truth)
-        if self.resampler.restarted:
-            self.model.reset()
-        for sample in samples:
+        for sample in resample_for(self.model, self.resampler, truth):
             m = self.model.step(self.dt, sample)
             out = FluidPressure(fluid_pressure=m.pressure_pa, variance=m.variance_pa2)
             out.header.stamp = to_stamp(m.time_s)

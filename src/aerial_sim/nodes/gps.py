@@ -17,7 +17,7 @@ from sensor_msgs.msg import NavSatFix, NavSatStatus
 
 from aerial_sim.environment.geodesy import HomePoint
 from aerial_sim.nodes.common import declare_params, frame_in_namespace, publish_static_mount, run_node, stream_qos, to_stamp
-from aerial_sim.sensors.common import Resampler, SensorNodeOptions, load_preset, truth_from_odometry
+from aerial_sim.sensors.common import Resampler, SensorNodeOptions, load_preset, resample_for, truth_from_odometry
 from aerial_sim.sensors.gps import FIX_NONE, Gps, GpsParams
 
 
@@ -45,10 +45,7 @@ class GpsNode(Node):
         if truth is None:
             self.get_logger().warning("ground_truth/odom with non-finite values ignored", throttle_duration_sec=5)
             return
-        samples = self.resampler.push(truth)
-        if self.resampler.restarted:
-            self.model.reset()
-        for sample in samples:
+        for sample in resample_for(self.model, self.resampler, truth):
             for fix in self.model.step(self.dt, sample):
                 self.publish(fix)
 

@@ -24,7 +24,7 @@ from aerial_sim.nodes.common import (
     stream_qos,
     to_stamp,
 )
-from aerial_sim.sensors.common import Resampler, SensorNodeOptions, TruthSample, load_preset
+from aerial_sim.sensors.common import Resampler, SensorNodeOptions, TruthSample, load_preset, resample_for
 from aerial_sim.sensors.imu import Imu, ImuParams
 
 
@@ -65,10 +65,7 @@ class ImuNode(Node):
         self._previous = (time_s, omega)
         truth = TruthSample(time_s, orientation=values[0:4], angular_velocity_body=values[4:7],
                             specific_force_body=values[7:10], angular_acceleration_body=alpha)
-        samples = self.resampler.push(truth)
-        if self.resampler.restarted:
-            self.model.reset()
-        for sample in samples:
+        for sample in resample_for(self.model, self.resampler, truth):
             self.publisher.publish(self.to_msg(self.model.step(self.dt, sample, self.rotor_speeds)))
 
     def to_msg(self, m) -> ImuMsg:

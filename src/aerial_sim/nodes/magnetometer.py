@@ -14,7 +14,7 @@ from sensor_msgs.msg import MagneticField
 
 from aerial_sim.environment.geodesy import HomePoint
 from aerial_sim.nodes.common import declare_params, frame_in_namespace, publish_static_mount, run_node, stream_qos, to_stamp
-from aerial_sim.sensors.common import Resampler, SensorNodeOptions, load_preset, truth_from_odometry
+from aerial_sim.sensors.common import Resampler, SensorNodeOptions, load_preset, resample_for, truth_from_odometry
 from aerial_sim.sensors.magnetometer import Magnetometer, MagnetometerParams
 
 
@@ -41,7 +41,7 @@ class MagnetometerNode(Node):
         if truth is None:
             self.get_logger().warning("ground_truth/odom with non-finite values ignored", throttle_duration_sec=5)
             return
-        for sample in self.resampler.push(truth):
+        for sample in resample_for(self.model, self.resampler, truth):
             m = self.model.step(self.dt, sample)
             out = MagneticField()
             out.header.stamp = to_stamp(m.time_s)

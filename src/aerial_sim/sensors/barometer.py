@@ -32,7 +32,14 @@ import numpy as np
 from aerial_sim.config import require_non_negative, require_positive
 from aerial_sim.environment.atmosphere import SEA_LEVEL_PRESSURE_PA, SEA_LEVEL_TEMPERATURE_K, standard_atmosphere
 from aerial_sim.environment.geodesy import HomePoint
-from aerial_sim.sensors.common import STANDARD_GRAVITY, GaussMarkov, GroundTruthLike, check_rate_and_seed, sensor_rng
+from aerial_sim.sensors.common import (
+    STANDARD_GRAVITY,
+    GaussMarkov,
+    GroundTruthLike,
+    RandomCheckpoint,
+    check_rate_and_seed,
+    sensor_rng,
+)
 
 #: Troposphere temperature gradient a (K/m) and specific gas constant of dry air R (J/(kg K)).
 TEMPERATURE_GRADIENT_K_M = -6.5e-3
@@ -87,11 +94,14 @@ class Barometer:
         self.home = home
         rng = rng if rng is not None else sensor_rng(params.seed, "barometer")
         self._noise_rng, drift_rng = rng.spawn(2)
+        self._random_start = RandomCheckpoint(self._noise_rng, drift_rng)
         self.drift = GaussMarkov(params.drift_tau_s, params.drift_std_pa, drift_rng,
                                  discretization=params.drift_discretization)
         self.variance_pa2 = params.noise_std_pa**2 + params.drift_std_pa**2
 
     def reset(self) -> None:
+        """Back to the state of a freshly built model (drift and noise streams rewound)."""
+        self._random_start.restore()
         self.drift.reset()
 
     def true_pressure(self, up_m: float) -> float:

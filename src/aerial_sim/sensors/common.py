@@ -21,6 +21,7 @@ No ROS import here: the nodes in ``aerial_sim.nodes`` adapt these to topics.
 
 from __future__ import annotations
 
+import copy
 import math
 import zlib
 from collections import deque
@@ -275,6 +276,33 @@ class Resampler:
             out.append(make(t))
             self._next_index += 1
         return out
+
+
+class RandomCheckpoint:
+    """Saved states of a model's random generators, to rewind them.
+
+    A model takes the checkpoint right after creating its generators and
+    restores it in ``reset()``, so a reset model replays exactly the random
+    numbers of a freshly built one: the same seed and the same inputs give the
+    same samples, also after the simulation restarts.
+    """
+
+    def __init__(self, *generators: np.random.Generator):
+        self._saved = [(generator, copy.deepcopy(generator.bit_generator.state)) for generator in generators]
+
+    def restore(self) -> None:
+        for generator, state in self._saved:
+            generator.bit_generator.state = copy.deepcopy(state)
+
+
+def resample_for(model: Any, resampler: "Resampler", truth: GroundTruthLike) -> list[TruthSample]:
+    """``truth`` resampled to the sensor's instants; when the resampler starts over (simulation
+    time went back, e.g. a new run, or jumped a gap) ``model`` is reset too, so drift, latency
+    queues and filters never carry over from another run."""
+    samples = resampler.push(truth)
+    if resampler.restarted:
+        model.reset()
+    return samples
 
 
 def interpolate(a: TruthSample, b: TruthSample, time_s: float) -> TruthSample:

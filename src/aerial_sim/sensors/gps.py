@@ -33,6 +33,7 @@ from aerial_sim.sensors.common import (
     GaussMarkov,
     GroundTruthLike,
     Mount,
+    RandomCheckpoint,
     check_rate_and_seed,
     rotation_matrix,
     sensor_rng,
@@ -98,6 +99,7 @@ class Gps:
         rng = rng if rng is not None else sensor_rng(params.seed, "gps")
         error_rng, self._velocity_rng = rng.spawn(2)
         self._error_rng = error_rng
+        self._random_start = RandomCheckpoint(error_rng, self._velocity_rng)
         self._error = None if params.position_error_tau_s == 0 else GaussMarkov(params.position_error_tau_s, 1.0, error_rng, shape=(3,))
         self.eph = FirstOrderFilter(params.eph_tau_s, params.eph_initial_m)
         self.epv = FirstOrderFilter(params.epv_tau_s, params.epv_initial_m)
@@ -106,6 +108,8 @@ class Gps:
         self._started = False
 
     def reset(self) -> None:
+        """Back to the state of a freshly built model (filters, delay line and noise streams)."""
+        self._random_start.restore()
         self.eph.reset()
         self.epv.reset()
         self.delay.reset()

@@ -33,6 +33,7 @@ from aerial_sim.sensors.common import (
     STANDARD_GRAVITY,
     GroundTruthLike,
     Mount,
+    RandomCheckpoint,
     RandomWalk,
     check_rate_and_seed,
     lever_arm_acceleration,
@@ -153,6 +154,7 @@ class Imu:
         rng = rng if rng is not None else sensor_rng(params.seed, "imu")
         self._gyro_rng, self._accel_rng, bias_rng, vibration_rng = rng.spawn(4)
         gyro_bias_rng, accel_bias_rng = bias_rng.spawn(2)
+        self._random_start = RandomCheckpoint(self._gyro_rng, self._accel_rng, gyro_bias_rng, accel_bias_rng, vibration_rng)
         self.gyro_bias = RandomWalk(params.gyro_bias_stability, params.gyro_bias_tau_s, gyro_bias_rng, params.gyro_turn_on_bias)
         self.accel_bias = RandomWalk(params.accel_bias_stability, params.accel_bias_tau_s, accel_bias_rng, params.accel_turn_on_bias)
         self.vibration = AirframeVibration(params, vibration_rng)
@@ -160,6 +162,8 @@ class Imu:
         self._offset = np.asarray(params.mount.position_m, dtype=float)
 
     def reset(self) -> None:
+        """Back to the state of a freshly built model (biases and noise streams rewound)."""
+        self._random_start.restore()
         self.gyro_bias.reset()
         self.accel_bias.reset()
         self.vibration.reset()

@@ -20,7 +20,14 @@ import numpy as np
 from aerial_sim.config import require_non_negative
 from aerial_sim.environment.geodesy import HomePoint, enu_to_geodetic
 from aerial_sim.environment.magnetic import MagneticField, MagneticFieldParams
-from aerial_sim.sensors.common import GroundTruthLike, Mount, check_rate_and_seed, rotation_matrix, sensor_rng
+from aerial_sim.sensors.common import (
+    GroundTruthLike,
+    Mount,
+    RandomCheckpoint,
+    check_rate_and_seed,
+    rotation_matrix,
+    sensor_rng,
+)
 
 
 @dataclass(frozen=True)
@@ -56,12 +63,14 @@ class Magnetometer:
         self.params = params
         self.home = home
         self.rng = rng if rng is not None else sensor_rng(params.seed, "magnetometer")
+        self._random_start = RandomCheckpoint(self.rng)
         self.field = MagneticField(params.field)
         self._to_sensor = params.mount.rotation.T
         self._bias = np.asarray(params.bias_t, dtype=float)
 
     def reset(self) -> None:
-        """Stateless apart from the noise stream (nothing to reset)."""
+        """Back to the state of a freshly built model (the noise stream rewound)."""
+        self._random_start.restore()
 
     def true_field_enu(self, position_enu) -> np.ndarray:
         lat, lon, alt = enu_to_geodetic(*position_enu, self.home)
