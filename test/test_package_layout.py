@@ -14,7 +14,7 @@ from aerial_sim.launcher.description import load_launch_file
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE_DIR = REPO / "src" / "aerial_sim"
-NODE_FILES = sorted(p for p in (PACKAGE_DIR / "nodes").glob("*.py") if p.stem not in ("__init__", "common"))
+NODE_FILES = sorted(p for p in (PACKAGE_DIR / "nodes").glob("*.py") if p.stem != "common" and not p.stem.startswith("_"))
 LAUNCH_FILES = sorted((REPO / "launch").glob("*.launch.yaml"))
 #: Adapter packages may import rclpy; everything else is the pure core.
 ADAPTER_DIRS = {"nodes", "cli", "launcher"}
@@ -62,7 +62,7 @@ def test_package_xml_declares_every_ros_package_the_nodes_import():
     declared = {element.text for element in manifest if element.tag in ("exec_depend", "depend")}
     assert {"rclpy", "tf2_ros", "launch_ros"} <= declared
     ros_imports = set()
-    for path in NODE_FILES + [PACKAGE_DIR / "nodes" / "common.py"]:
+    for path in (PACKAGE_DIR / "nodes").glob("*.py"):
         ros_imports |= {name for name in imported_modules(path) if re.fullmatch(r"\w+_(msgs|srvs|interfaces)", name)}
     missing = sorted(ros_imports - declared)
     assert missing == [], f"package.xml lacks <exec_depend> for {missing}"

@@ -7,42 +7,24 @@ ground truth resampled to the exact instants ``k / rate_hz`` of sim time.
 
 from __future__ import annotations
 
-from rclpy.node import Node
-from nav_msgs.msg import Odometry
 from sensor_msgs.msg import FluidPressure
 
-from aerial_sim.environment.geodesy import HomePoint
-from aerial_sim.nodes.common import declare_params, frame_in_namespace, run_node, stream_qos, to_stamp
-from aerial_sim.sensors.barometer import Barometer, BarometerParams
-from aerial_sim.sensors.common import Resampler, SensorNodeOptions, load_preset, resample_for, truth_from_odometry
+from aerial_sim.nodes._sensor import OdometrySensorNode
+from aerial_sim.nodes.common import run_node, to_stamp
+from aerial_sim.sensors.barometer import Barometer, BarometerMeasurement, BarometerParams
 
 
-class BarometerNode(Node):
+class BarometerNode(OdometrySensorNode):
     def __init__(self):
-        super().__init__("barometer")
-        options = declare_params(self, SensorNodeOptions, defaults=SensorNodeOptions(preset="ms5611", frame_id="baro_link"))
-        self.params = declare_params(self, BarometerParams, defaults=load_preset(BarometerParams, options.preset))
-        home = declare_params(self, HomePoint, prefix="home.")
-        self.frame_id = frame_in_namespace(self, options.frame_id)
-        self.model = Barometer(self.params, home)
-        self.resampler = Resampler(self.params.rate_hz, options.interpolation)
-        self.dt = 1.0 / self.params.rate_hz
-        qos = stream_qos(options.lockstep)
-        self.publisher = self.create_publisher(FluidPressure, "air_pressure", qos)
-        self.create_subscription(Odometry, "ground_truth/odom", self.on_truth, qos)
-        self.get_logger().info(f"barometer at {self.params.rate_hz:g} Hz in {self.frame_id} (preset '{options.preset}')")
+        super().__init__("barometer", BarometerParams, Barometer, preset="ms5611", frame_id="baro_link")
+        self.publisher = self.create_publisher(FluidPressure, "air_pressure", self.qos)
+        self.get_logger().info(f"barometer at {self.params.rate_hz:g} Hz in {self.frame_id} (preset '{self.options.preset}')")
 
-    def on_truth(self, msg: Odometry) -> None:
-        truth = truth_from_odometry(msg)
-        if truth is None:
-            self.get_logger().warning("ground_truth/odom with non-finite values ignored", throttle_duration_sec=5)
-            return
-        for sample in resample_for(self.model, self.resampler, truth):
-            m = self.model.step(self.dt, sample)
-            out = FluidPressure(fluid_pressure=m.pressure_pa, variance=m.variance_pa2)
-            out.header.stamp = to_stamp(m.time_s)
-            out.header.frame_id = self.frame_id
-            self.publisher.publish(out)
+    def publish(self, m: BarometerMeasurement) -> None:
+        out = FluidPressure(fluid_pressure=m.pressure_pa, variance=m.variance_pa2)
+        out.header.stamp = to_stamp(m.time_s)
+        out.header.frame_id = self.frame_id
+        self.publisher.publish(out)
 
 
 def main(args=None):

@@ -11,45 +11,29 @@ or 3D fix, STATUS_NO_FIX before; the covariance is ``diag(eph^2, eph^2, epv^2)``
 from __future__ import annotations
 
 from geometry_msgs.msg import TwistStamped
-from nav_msgs.msg import Odometry
-from rclpy.node import Node
 from sensor_msgs.msg import NavSatFix, NavSatStatus
 
-from aerial_sim.environment.geodesy import HomePoint
-from aerial_sim.nodes.common import declare_params, frame_in_namespace, publish_static_mount, run_node, stream_qos, to_stamp
-from aerial_sim.sensors.common import Resampler, SensorNodeOptions, load_preset, resample_for, truth_from_odometry
+from aerial_sim.nodes._sensor import OdometrySensorNode
+from aerial_sim.nodes.common import run_node, to_stamp
 from aerial_sim.sensors.gps import FIX_NONE, Gps, GpsParams
 
 
-class GpsNode(Node):
+class GpsNode(OdometrySensorNode):
     def __init__(self):
-        super().__init__("gps")
-        options = declare_params(self, SensorNodeOptions, defaults=SensorNodeOptions(preset="airsim_gps", frame_id="gps_link"))
-        self.params = declare_params(self, GpsParams, defaults=load_preset(GpsParams, options.preset))
-        home = declare_params(self, HomePoint, prefix="home.")
-        self.frame_id = frame_in_namespace(self, options.frame_id)
-        publish_static_mount(self, self.frame_id, self.params.mount.position_m, self.params.mount.orientation)
-        self.model = Gps(self.params, home)
-        self.resampler = Resampler(self.params.rate_hz, options.interpolation)
-        self.dt = 1.0 / self.params.rate_hz
-        qos = stream_qos(options.lockstep)
-        self.fix_publisher = self.create_publisher(NavSatFix, "gps/fix", qos)
-        self.vel_publisher = self.create_publisher(TwistStamped, "gps/vel", qos)
-        self.create_subscription(Odometry, "ground_truth/odom", self.on_truth, qos)
+        super().__init__("gps", GpsParams, Gps, preset="airsim_gps", frame_id="gps_link")
+        self.fix_publisher = self.create_publisher(NavSatFix, "gps/fix", self.qos)
+        self.vel_publisher = self.create_publisher(TwistStamped, "gps/vel", self.qos)
         self.get_logger().info(
-            f"GPS at {self.params.rate_hz:g} Hz, latency {self.params.latency_s:g} s, in {self.frame_id} (preset '{options.preset}')"
+            f"GPS at {self.params.rate_hz:g} Hz, latency {self.params.latency_s:g} s, in {self.frame_id} "
+            f"(preset '{self.options.preset}')"
         )
 
-    def on_truth(self, msg: Odometry) -> None:
-        truth = truth_from_odometry(msg)
-        if truth is None:
-            self.get_logger().warning("ground_truth/odom with non-finite values ignored", throttle_duration_sec=5)
-            return
-        for sample in resample_for(self.model, self.resampler, truth):
-            for fix in self.model.step(self.dt, sample):
-                self.publish(fix)
+    def publish(self, fixes) -> None:
+        """The fixes that came due this sample (the model delays each by ``latency_s``)."""
+        for fix in fixes:
+            self.publish_fix(fix)
 
-    def publish(self, fix) -> None:
+    def publish_fix(self, fix) -> None:
         stamp = to_stamp(fix.time_s)
         out = NavSatFix(latitude=fix.latitude_deg, longitude=fix.longitude_deg, altitude=fix.altitude_m)
         out.header.stamp = stamp

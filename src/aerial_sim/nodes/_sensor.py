@@ -1,0 +1,50 @@
+"""The part every ground-truth-odometry-driven sensor node shares (barometer, magnetometer, GPS).
+
+Not an executable itself (setup.py skips modules starting with ``_``). A sensor
+node subclasses :class:`OdometrySensorNode`, creates its publishers and
+implements :meth:`OdometrySensorNode.publish` for one model output.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+
+from aerial_sim.environment.geodesy import HomePoint
+from aerial_sim.nodes.common import declare_params, frame_in_namespace, publish_static_mount, stream_qos
+from aerial_sim.sensors.common import Resampler, SensorNodeOptions, load_preset, resample_for, truth_from_odometry
+
+
+class OdometrySensorNode(Node):
+    """Declares the sensor's options, its model's parameters (defaults from the datasheet
+    ``preset``) and the home point; builds the model; feeds it ``ground_truth/odom``
+    resampled to the exact sim-time instants ``k / rate_hz``."""
+
+    def __init__(self, name: str, params_type: type, model_type: type, preset: str, frame_id: str):
+        super().__init__(name)
+        self.options = declare_params(self, SensorNodeOptions, defaults=SensorNodeOptions(preset=preset, frame_id=frame_id))
+        self.params = declare_params(self, params_type, defaults=load_preset(params_type, self.options.preset))
+        home = declare_params(self, HomePoint, prefix="home.")
+        self.frame_id = frame_in_namespace(self, self.options.frame_id)
+        mount = getattr(self.params, "mount", None)
+        if mount is not None:
+            publish_static_mount(self, self.frame_id, mount.position_m, mount.orientation)
+        self.model = model_type(self.params, home)
+        self.resampler = Resampler(self.params.rate_hz, self.options.interpolation)
+        self.dt = 1.0 / self.params.rate_hz
+        self.qos = stream_qos(self.options.lockstep)
+        self.create_subscription(Odometry, "ground_truth/odom", self.on_truth, self.qos)
+
+    def on_truth(self, msg: Odometry) -> None:
+        truth = truth_from_odometry(msg)
+        if truth is None:
+            self.get_logger().warning("ground_truth/odom with non-finite values ignored", throttle_duration_sec=5)
+            return
+        for sample in resample_for(self.model, self.resampler, truth):
+            self.publish(self.model.step(self.dt, sample))
+
+    def publish(self, measurement: Any) -> None:
+        """Publish one output of ``self.model.step`` (stamped with its sim time, in ``self.frame_id``)."""
+        raise NotImplementedError
