@@ -19,6 +19,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 NODE_SECONDS = 10.0
 
+from _node_rate import child_pid, cpu_seconds  # noqa: E402
+
 from aerial_sim.world.camera import CameraModel, CameraParams
 from aerial_sim.world.scene import load_scene
 
@@ -75,15 +77,15 @@ def node_graph_rate(scene: str, seconds: float = NODE_SECONDS) -> None:
         deadline = time.monotonic() + 30
         while len(stamps) < 5 and time.monotonic() < deadline:
             rclpy.spin_once(node, timeout_sec=0.1)
-        camera_pid = _child_pid(graph.pid, "aerial_sim.nodes.camera")
-        cpu_start, wall_start, count_start = _cpu_seconds(camera_pid), time.monotonic(), len(stamps)
+        camera_pid = child_pid(graph.pid, "aerial_sim.nodes.camera")
+        cpu_start, wall_start, count_start = cpu_seconds(camera_pid), time.monotonic(), len(stamps)
         sim_start = stamps[-1] if stamps else 0.0
         while time.monotonic() - wall_start < seconds:
             rclpy.spin_once(node, timeout_sec=0.1)
         wall = time.monotonic() - wall_start
         frames = len(stamps) - count_start
         sim = (stamps[-1] - sim_start) if frames else float("nan")
-        cpu = (_cpu_seconds(camera_pid) - cpu_start) / wall
+        cpu = (cpu_seconds(camera_pid) - cpu_start) / wall
         print(f"camera node beside physics ({scene}, 460x320, all three images, real time, {seconds:g} s):")
         print(f"  {frames / sim if frames else 0:.1f} frames per simulated second, {frames / wall:.1f} per wall second, "
               f"camera CPU {cpu:.2f} core; goal 30 Hz: {'met' if frames and frames / sim >= 28.5 else 'not met'}")
@@ -92,26 +94,6 @@ def node_graph_rate(scene: str, seconds: float = NODE_SECONDS) -> None:
         rclpy.try_shutdown()
         os.killpg(graph.pid, signal.SIGINT)
         graph.wait(timeout=20)
-
-
-def _child_pid(parent: int, module: str) -> int:
-    """Pid of the launched process running ``module`` (the launcher's children)."""
-    for _ in range(50):
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-                except OSError:
-                    continue
-                if module in command and str(entry.name) != str(parent):
-                    return int(entry.name)
-        time.sleep(0.2)
-    raise RuntimeError(f"no process runs {module}")
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main(argv: list[str]) -> int:

@@ -37,7 +37,7 @@ def bench_models() -> None:
     baro, gps = Barometer(), Gps()
     mag_dipole = Magnetometer()
     mag_wmm = Magnetometer(MagnetometerParams(field=MagneticFieldParams(model="wmm")))
-    wmm = WorldMagneticModel()
+    wmm = WorldMagneticModel(mag_wmm.field.decimal_year)
     resampler, k = Resampler(200.0), [0]
 
     def push():

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import ast
+import math
 from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.stats
 
 from aerial_sim.config import ParamsError
 from aerial_sim.sensors.depth_noise import PAPER_MATERIALS, DepthNoiseModel, DepthNoiseParams, materials_from_scene
@@ -38,7 +40,8 @@ def test_corridor_walls_carry_the_papers_material_coefficients():
 @pytest.mark.parametrize("material", sorted(PAPER_MATERIALS))
 def test_std_grows_as_exp_of_material_times_distance(material):
     m_true = PAPER_MATERIALS[material]
-    model = DepthNoiseModel(DepthNoiseParams(seed=3, fill_rate_error=0.0), materials=TABLE)
+    # The law itself: the 10 m range limit would cut plastic's 4.5 m std at 8 m (tested below).
+    model = DepthNoiseModel(DepthNoiseParams(seed=3, fill_rate_error=0.0, max_range_m=50.0), materials=TABLE)
     depth, segmentation = planes(MATERIAL_IDS[material])
     error = model.apply(depth, segmentation) - depth
     stds = np.array([robust_std(error[:, i * TILE:(i + 1) * TILE]) for i in range(len(DISTANCES))])
@@ -87,6 +90,25 @@ def test_out_of_range_and_invalid_depth_give_no_return():
     assert noisy[0, :6].tolist() == [0.0] * 6
     assert np.all(noisy[0, 6:] > 0.0)
     assert noisy.dtype == np.float32
+
+
+def test_noisy_depths_outside_the_range_give_no_return_as_on_a_d435():
+    # Plastic at 8 m: eq. (4) gives std 0.005 e^(0.85 * 8) = 4.49 m, so e ~ N(0, 4.49^2) reaches 30 m.
+    # A D435 never reports beyond its 0.2-10 m range: such readings are no return (0), so the camera
+    # reports a normal truncated to [0.2, 10] m, on the fraction of pixels that falls inside it.
+    model = DepthNoiseModel(DepthNoiseParams(seed=11, fill_rate_error=0.0), materials={1: PAPER_MATERIALS["plastic"]})
+    depth = np.full((320, 460), 8.0, np.float32)
+    noisy = model.apply(depth, np.ones(depth.shape, np.uint16))
+    reported = noisy[noisy > 0].astype(np.float64)
+    assert reported.min() >= 0.2 and reported.max() <= 10.0
+
+    sigma = 0.005 * math.exp(0.85 * 8.0)
+    reference = scipy.stats.truncnorm((0.2 - 8.0) / sigma, (10.0 - 8.0) / sigma, loc=8.0, scale=sigma)
+    inside = scipy.stats.norm(8.0, sigma).cdf(10.0) - scipy.stats.norm(8.0, sigma).cdf(0.2)
+    assert inside == pytest.approx(0.63, abs=0.01)  # 37 % of the wall gives no return
+    assert reported.size / depth.size == pytest.approx(inside, abs=4 * math.sqrt(inside * (1 - inside) / depth.size))
+    assert reported.mean() == pytest.approx(reference.mean(), abs=0.02)
+    assert reported.std() == pytest.approx(reference.std(), rel=0.02)  # 2.39 m, not 4.49 m
 
 
 def test_stereo_geometry_std_follows_eq2():
@@ -160,7 +182,7 @@ def test_rendered_corridor_walls_give_the_papers_noise_curve(material):
     from aerial_sim.world.scene import load_scene
 
     camera = CameraModel(CameraParams(), load_scene("corridor"))
-    model = DepthNoiseModel(DepthNoiseParams(seed=5, fill_rate_error=0.0), materials=TABLE)
+    model = DepthNoiseModel(DepthNoiseParams(seed=5, fill_rate_error=0.0, max_range_m=50.0), materials=TABLE)  # law, no clip
     distances = np.linspace(0.5, 8.0, 8)
     stds = []
     for d in distances:

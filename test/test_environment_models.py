@@ -1,14 +1,15 @@
-"""Environment models: 1976 standard atmosphere, gravity with altitude, ENU <-> WGS-84, density cache."""
+"""Environment models: 1976 standard atmosphere, WGS-84 normal gravity, ENU <-> WGS-84, density cache."""
 
 import math
 
+import boule
 import pytest
 
 from aerial_sim.config import ParamsError
 from aerial_sim.environment.atmosphere import AltitudeOutOfRangeError, standard_atmosphere
 from aerial_sim.environment.environment import Environment, EnvironmentParams
 from aerial_sim.environment.geodesy import HomePoint, enu_to_geodetic, geodetic_to_enu
-from aerial_sim.environment.gravity import gravity_at_altitude
+from aerial_sim.environment.gravity import normal_gravity
 
 #: Earth radius of the 1976 standard's geopotential altitude definition (m).
 R0_1976 = 6356766.0
@@ -45,12 +46,28 @@ def test_atmosphere_outside_its_range_is_a_clear_error():
         standard_atmosphere(90000.0)
 
 
-def test_gravity_falls_linearly_with_altitude_as_in_the_paper():
-    assert gravity_at_altitude(0.0) == 9.80665
-    # g0 (1 - 2h/Re) is the first-order expansion of g0 Re^2/(Re+h)^2: equal to 1e-7 at 10 km.
-    h = 10000.0
-    assert gravity_at_altitude(h) == pytest.approx(9.80665 * 6371000.0**2 / (6371000.0 + h) ** 2, rel=1e-5)
-    assert gravity_at_altitude(h) < 9.80665 * (1 - 3e-3)
+# Published WGS-84 normal gravity on the ellipsoid (NIMA TR8350.2, 3rd ed., table 3.4), m/s^2.
+@pytest.mark.parametrize("latitude, published", [(0.0, 9.7803253359), (90.0, 9.8321849378), (-90.0, 9.8321849378)])
+def test_gravity_on_the_ellipsoid_is_the_published_wgs84_value(latitude, published):
+    assert normal_gravity(latitude, 0.0) == pytest.approx(published, abs=1e-9)
+
+
+@pytest.mark.parametrize("latitude", [0.0, 15.0, 30.0, 45.0, 47.641468, -33.87, 60.0, 75.0, 89.0])
+@pytest.mark.parametrize("height", [0.0, 122.0, 1000.0, 10000.0])
+def test_gravity_is_wgs84_normal_gravity_at_latitude_and_height(latitude, height):
+    # boule evaluates the closed-form normal gravity at any height (Li and Goetze 2001); ours is
+    # TR8350.2's second-order expansion in height (eq. 4-3): equal to 1e-7 up to 10 km.
+    reference = float(boule.WGS84.normal_gravity((0.0, latitude, height), si_units=True))
+    assert normal_gravity(latitude, height) == pytest.approx(reference, rel=1e-7)
+
+
+def test_gravity_at_redmond_is_not_standard_gravity():
+    home = HomePoint()  # AirSim's home, Redmond WA, 47.64 N, 122 m
+    environment = Environment(EnvironmentParams(home=home))
+    assert environment.gravity(0.0) == pytest.approx(normal_gravity(home.latitude, home.altitude), rel=1e-15)
+    assert environment.gravity(0.0) / 9.80665 - 1 == pytest.approx(1.6e-4, abs=0.1e-4)  # 9.80665 is 0.016 % low
+    # Along the vertical it falls by 3.08e-6 1/s^2 per metre: 30.8 mm/s^2 per 10 km.
+    assert environment.gravity(0.0) - environment.gravity(10000.0) == pytest.approx(0.0308, abs=0.0002)
 
 
 def test_enu_and_geodetic_round_trip_and_scale():
@@ -74,4 +91,4 @@ def test_cached_density_tracks_the_standard_atmosphere_as_altitude_changes():
     for up in [0.0, 3.0, 17.0, 19.9, 45.0, 1234.5, 800.0, -100.0]:
         exact = standard_atmosphere(500.0 + up).density_kg_m3
         assert environment.air_density(up) == pytest.approx(exact, rel=3e-6)
-        assert environment.gravity(up) == gravity_at_altitude(500.0 + up)
+        assert environment.gravity(up) == pytest.approx(normal_gravity(environment.params.home.latitude, 500.0 + up), rel=1e-14)

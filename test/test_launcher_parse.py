@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -74,7 +75,7 @@ def test_substitutions_evaluate_against_context():
     context = _Context({"d": "/data", "on": "true"}, {"HOME_X": "/h"})
     evaluate = lambda text: substitutions.substitute(text, context)  # noqa: E731
     assert evaluate("$(env HOME_X)/$(env MISSING $(var d))") == "/h//data"
-    assert evaluate("$(optenv MISSING)") == ""
+    assert evaluate("[$(env MISSING '')]") == "[]"
     assert evaluate("$(find-pkg-share demo)/config") == "/share/demo/config"
     assert evaluate("$(dirname)") == "/launch/here"
     assert evaluate("$(not $(var on))|$(and $(var on) 1)|$(or false 0)|$(equals a a)") == "false|true|false|true"
@@ -195,11 +196,13 @@ def test_parameter_values_are_typed_like_launch_ros():
         coerce_parameter("abc", "int", "p")
 
 
-def test_children_get_localhost_discovery_unless_chosen():
-    spec = ProcessSpec(executable="x", environment={"PATH": "/bin"})
-    assert child_environment(spec)["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"
-    spec = ProcessSpec(executable="x", environment={"ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET"})
-    assert child_environment(spec)["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "SUBNET"
+def test_children_get_the_launch_environment_as_ros2_launch_passes_it():
+    """Nothing is added that ros2 launch would not add (discovery range, PYTHONUNBUFFERED, ROS_LOG_DIR):
+    the same environment behaves the same under both launchers. Our own nodes learn the launcher's pid."""
+    environment = {"PATH": "/bin", "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET"}
+    assert child_environment(ProcessSpec(executable="x", environment=environment)) == environment
+    ours = child_environment(ProcessSpec(executable="imu", package="aerial_sim", environment=environment))
+    assert ours == {**environment, "AERIAL_SIM_LAUNCHER_PID": str(os.getpid())}
 
 
 def test_output_labels_are_node_names_numbered_when_repeated():
@@ -242,7 +245,7 @@ def test_bare_file_name_is_found_in_the_package_share(tmp_path, monkeypatch):
         ("launch:\n- executable: {cmd: echo $(var nope)}\n", [], "unknown launch argument 'nope'"),
         ("launch:\n- include: {file: /no/such/inner.launch.yaml}\n", [], "/no/such/inner.launch.yaml"),
         ("launch:\n- arg: {name: ns}\n", [], "missing launch argument 'ns'"),
-        ("launch: []\n", ["rate=5"], "bad launch argument 'rate=5'"),
+        ("launch: []\n", ["rate=5"], "malformed launch argument 'rate=5'"),
         ("launch:\n- node: {pkg: demo_pkg, exec: nope}\n", [], "executable 'nope' not found in package 'demo_pkg'"),
         ("launch:\n- node: {pkg: demo_pkg, exec: talker, colour: red}\n", [], "unknown attribute 'colour'"),
         ("launch:\n- node: {pkg: demo_pkg, exec: talker, if: maybe}\n", [], "expected true or false, got 'maybe'"),

@@ -77,12 +77,22 @@ def test_launched_talker_is_heard_listed_by_topics_and_stopped_by_sigint(demo_pr
     assert "[talker] talker stopped cleanly" in output  # SIGINT reached it: a clean rclpy shutdown
 
 
-def test_a_node_that_fails_stops_the_launch_naming_it_with_its_last_lines(demo_prefix):
+def test_a_failing_node_is_reported_with_its_last_lines_and_the_rest_runs_on(demo_prefix):
+    """ros2 launch's rule: without on_exit, a dead process is reported and the others keep running."""
     code, out, err, elapsed = run_launch(str(DATA / "failing.launch.yaml"))
-    assert code == 1, out + err
-    assert "process 'crasher' (demo_pkg/talker) exited with code 1" in err
+    assert code == 1, out + err  # unlike ros2 launch (always 0), a failure is visible to scripts
+    assert re.search(r"process has died \[pid \d+, exit code 1\]: crasher \(demo_pkg/talker\)", err), err
     assert "[crasher] boom: simulated failure" in err
     assert "[crasher] talker: about to fail" in err  # stdout lines are in the report too
+    assert "[steady] done" in out  # ran to its own end, 2.5 s after the failure
+    assert "interrupted" not in out
+    assert 4 <= elapsed < 15, elapsed
+
+
+def test_a_failing_node_with_on_exit_shutdown_stops_the_launch(demo_prefix):
+    code, out, err, elapsed = run_launch(str(DATA / "failing.launch.yaml"), "required:=true", "steady_s:=60")
+    assert code == 1, out + err
+    assert "process[crasher] was required: shutting down launched system" in out
     assert "[steady] interrupted by SIGINT" in out  # the other process was stopped, not left behind
     assert elapsed < 15, elapsed
 
@@ -93,6 +103,6 @@ def test_on_exit_shutdown_ends_the_launch_cleanly_and_other_exits_are_only_repor
     finished_quick = out.index("process has finished cleanly")
     assert "quick" in out[finished_quick : out.index("\n", finished_quick)]
     assert out.index("[mission] done") > finished_quick  # the launch went on after 'quick' finished
-    assert "mission; on_exit: shutdown" in out
+    assert "process[mission] was required: shutting down launched system" in out
     assert "[steady] interrupted by SIGINT" in out
     assert elapsed < 15, elapsed

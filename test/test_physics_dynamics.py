@@ -7,7 +7,7 @@ import pytest
 from aerial_sim.environment.atmosphere import standard_atmosphere
 from aerial_sim.environment.environment import EnvironmentParams
 from aerial_sim.environment.geodesy import HomePoint
-from aerial_sim.environment.gravity import gravity_at_altitude
+from aerial_sim.environment.gravity import normal_gravity
 from aerial_sim.physics.forces import ControlsError
 from aerial_sim.physics.rotation import rotate
 from aerial_sim.physics.world import PhysicsParams, PhysicsWorld
@@ -21,18 +21,18 @@ def make_world(drag=True, wind=(0.0, 0.0, 0.0), home=HOME):
     return PhysicsWorld(PhysicsParams(linear_drag_enabled=drag), EnvironmentParams(home=home, wind_enu_m_s=wind))
 
 
-def test_free_fall_follows_gravity_at_altitude():
+def test_free_fall_follows_wgs84_normal_gravity_at_altitude():
     world = make_world(drag=False)
     start = 10000.0
     world.add_vehicle("d", QUAD, position=(0.0, 0.0, start))
     world.step(1000)
     truth = world.ground_truth("d")
-    g = gravity_at_altitude(start)  # varies by 1.6e-6 over the 5 m fallen
+    g = normal_gravity(HOME.latitude, start)  # varies by 1.6e-6 over the 5 m fallen
     drop = start - truth.position[2]
     assert drop == pytest.approx(0.5 * g * 1.0**2, rel=2e-6)
     assert abs(drop - 0.5 * 9.80665) > 0.01  # the constant-g answer is measurably different
     assert truth.velocity_world[2] == pytest.approx(-g, rel=2e-6)
-    assert truth.linear_acceleration_world[2] == pytest.approx(-gravity_at_altitude(truth.position[2]), rel=1e-9)
+    assert truth.linear_acceleration_world[2] == pytest.approx(-normal_gravity(HOME.latitude, truth.position[2]), rel=1e-9)
     assert max(abs(f) for f in truth.specific_force_body) < 1e-9  # an accelerometer reads 0 in free fall
 
 
@@ -66,7 +66,7 @@ def test_thrust_falls_with_air_density_at_altitude(altitude):
     assert states[0].speed_rad_s == pytest.approx(rotor.max_speed_rad_s * math.sqrt(0.5))
     # ... and the vehicle feels it: a = 4 F / m - g
     accel = world.ground_truth("d").linear_acceleration_world[2]
-    assert accel == pytest.approx(4 * expected / QUAD.mass_kg - gravity_at_altitude(altitude + 1.0), rel=1e-5)
+    assert accel == pytest.approx(4 * expected / QUAD.mass_kg - normal_gravity(HOME.latitude, altitude + 1.0), rel=1e-5)
     assert expected / rotor.max_thrust_n(1.225) == pytest.approx(rho / 1.225 * 0.5, rel=1e-9)
 
 
@@ -76,7 +76,7 @@ def test_falling_body_reaches_the_terminal_velocity_of_the_drag_equation():
     world.step(15000)
     truth = world.ground_truth("d")
     rho = standard_atmosphere(truth.position[2]).density_kg_m3
-    g = gravity_at_altitude(truth.position[2])
+    g = normal_gravity(HOME.latitude, truth.position[2])
     # m g = 1/2 rho v^2 C_lin A_z for a level body falling along -z
     terminal = math.sqrt(2 * QUAD.mass_kg * g / (rho * QUAD.linear_drag_coefficient * QUAD.cross_section[2]))
     assert -truth.velocity_world[2] == pytest.approx(terminal, rel=2e-3)
@@ -211,3 +211,19 @@ def test_spinning_body_is_slowed_by_angular_drag_integrated_over_its_box():
     expected = -rho * constants[2] * rate**2 / QUAD.inertia_kg_m2[2][2]
     assert truth.angular_acceleration_body[2] == pytest.approx(expected, rel=1e-4)
     assert truth.angular_acceleration_body[2] < 0.0
+
+
+def test_linear_drag_at_10_m_s_forward_is_airsims():
+    # AirSim's generic quad at 10 m/s along body x (AirLib FastPhysicsEngine::getDragWrench with the
+    # drag faces of MultiRotorPhysicsBody::createDragVertices): 1/2 rho v^2 (1.3/4) (0.11*0.04 + 4 pi D h),
+    # D = 0.2286 m, h = 0.01 m: 0.66 N at sea level.
+    world = make_world(drag=True)
+    world.add_vehicle("d", QUAD, position=(0.0, 0.0, 100.0))
+    rho = world.environment.air_density(100.0)
+    world.set_kinematics("d", velocity_world=(10.0, 0.0, 0.0))
+    world.set_controls("d", QUAD.hover_controls(rho, world.environment.gravity(100.0)), spun_up=True)  # level, no sink
+    world.step(1)
+    expected = 0.5 * rho * 10.0**2 * 0.325 * (0.11 * 0.04 + 4 * math.pi * 0.2286 * 0.01)
+    assert expected == pytest.approx(0.66, abs=0.01)
+    drag = -world.ground_truth("d").linear_acceleration_world[0] * QUAD.mass_kg
+    assert drag == pytest.approx(expected, rel=1e-3)  # v changes by 1 cm/s in the 1 ms step

@@ -1,5 +1,7 @@
 """Vehicle definitions: shipped configs load with AirSim's figures; malformed ones name the field."""
 
+import math
+
 import pytest
 
 from aerial_sim.config import ParamsError
@@ -77,9 +79,14 @@ def test_malformed_vehicle_file_names_file_and_field(tmp_path):
         load_vehicle("no_such_vehicle")
 
 
-def test_cross_section_defaults_to_box_faces_plus_rotor_discs():
+def test_cross_section_is_airsims_body_box_plus_propeller_areas():
+    # AirSim's own computation for its generic quad (AirLib MultiRotorPhysicsBody::createDragVertices,
+    # propeller_height 1 cm from RotorParams): each body-box face plus, per rotor, pi*D*h (the edge of
+    # the spinning propeller) sideways and pi*D^2 along the rotor axis.
     quad = load_vehicle("quad_x")
-    disc = 3.141592653589793 * 0.2286**2 / 4
-    assert quad.cross_section == pytest.approx((0.11 * 0.04, 0.18 * 0.04, 0.18 * 0.11 + 4 * disc))
+    diameter, height = 0.2286, 0.01
+    sideways, vertical = 4 * math.pi * diameter * height, 4 * math.pi * diameter**2
+    assert quad.cross_section == pytest.approx((0.11 * 0.04 + sideways, 0.18 * 0.04 + sideways, 0.18 * 0.11 + vertical), rel=1e-12)
+    assert quad.cross_section == pytest.approx((0.0331, 0.0359, 0.6765), abs=1e-4)
     given = MultirotorParams(cross_section_m2=(0.01, 0.02, 0.03), rotors=quad.rotors)
     assert given.cross_section == (0.01, 0.02, 0.03)

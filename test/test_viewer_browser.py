@@ -1,4 +1,5 @@
-"""Real browser: headless Chromium loads the web viewer during a (synthetic) flight and shows scene and vehicle.
+"""Real browser: headless Chromium loads the web viewer during a (synthetic) flight and shows scene, vehicle
+and the latest lidar sweep.
 
 Skips when /usr/bin/chromium is missing (Debian: ``apt-get install -y chromium``).
 """
@@ -35,9 +36,28 @@ def screenshot(url: str, path, profile_dir) -> None:
     )  # fmt: skip
 
 
+def lidar_sweep(stamp):
+    """A PointCloud2 in the lidar frame: a 7 x 7 m grid of points beyond the vehicle (seen from the chase camera)
+    at world z = 5 m, which the viewer colours by height: pure green there (nothing else in the scene is)."""
+    from sensor_msgs.msg import PointCloud2, PointField
+
+    from aerial_sim.sensors.pointcloud import LIDAR_POINT_DTYPE, point_fields
+
+    x, y = np.meshgrid(np.arange(1.0, 8.0, 0.3), np.arange(1.0, 8.0, 0.3))
+    points = np.zeros(x.size, LIDAR_POINT_DTYPE)
+    points["x"], points["y"], points["z"] = x.ravel(), y.ravel(), 5.0 - 3.1  # vehicle at z = 3, lidar 0.1 m above
+    cloud = PointCloud2(height=1, width=len(points), is_bigendian=False, point_step=24, row_step=24 * len(points),
+                        is_dense=True, fields=[PointField(name=n, offset=o, datatype=d, count=c)
+                                               for n, o, d, c in point_fields(LIDAR_POINT_DTYPE)])  # fmt: skip
+    cloud.header.stamp, cloud.header.frame_id = stamp, "drone1/lidar_link"
+    cloud.data = points.tobytes()
+    return cloud
+
+
 def test_browser_shows_scene_and_vehicle(ros_node, tmp_path):
     from nav_msgs.msg import Odometry
     from rclpy.qos import qos_profile_sensor_data
+    from sensor_msgs.msg import PointCloud2
 
     from aerial_sim.viewer.web import free_port
 
@@ -49,6 +69,7 @@ def test_browser_shows_scene_and_vehicle(ros_node, tmp_path):
         stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
     )  # fmt: skip
     publisher = ros_node.create_publisher(Odometry, "/drone1/ground_truth/odom", qos_profile_sensor_data)
+    lidar = ros_node.create_publisher(PointCloud2, "/drone1/lidar/points", qos_profile_sensor_data)
     stop = threading.Event()
 
     def fly():  # a slow 1 m circle around (4, -3, 3): the vehicle, and a trail behind it
@@ -62,6 +83,8 @@ def test_browser_shows_scene_and_vehicle(ros_node, tmp_path):
             p.x, p.y, p.z = 4.0 + np.cos(t), -3.0 + np.sin(t), 3.0
             msg.pose.pose.orientation.w = 1.0
             publisher.publish(msg)
+            if int(t * 50) % 10 == 0:  # a sweep every 0.2 s
+                lidar.publish(lidar_sweep(msg.header.stamp))
             time.sleep(0.02)
 
     flyer = threading.Thread(target=fly, daemon=True)
@@ -88,5 +111,7 @@ def test_browser_shows_scene_and_vehicle(ros_node, tmp_path):
     glass = (b > r + 40) & (b > 120)  # urban.yaml's glass towers (blue)
     trees = (g > r + 30) & (g > b + 30)  # the green tree crowns
     assert vehicle.sum() > 20, "vehicle not visible"
+    lidar_points = (g > 200) & (r < 80) & (b < 80)  # height-coloured sweep at z = 5 m: pure green
+    assert lidar_points.sum() > 300, "lidar sweep not visible"
     assert glass.sum() > 2000 and trees.sum() > 50, "scene objects not visible"
     assert len(np.unique(rgb.reshape(-1, 3) // 16, axis=0)) > 50  # a rendered scene, not a blank page

@@ -8,6 +8,8 @@
 #
 # The set-up is idempotent: the virtual environment is rebuilt only when
 # tools/requirements.txt changes, so the second run starts in about a second.
+# test, bench and run also install the optional tools/requirements-ray.txt (the Ray backend of
+# `aerial_sim batch`), again only when that file changes.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -35,6 +37,22 @@ ensure_venv() {
   chmod +x "$venv/bin/aerial_sim"
   echo "$wanted" > "$stamp"
   echo "[aerial_sim] environment ready." >&2
+}
+
+# Optional extras (Ray for `aerial_sim batch --backend ray`): installed into the same venv, once per
+# change of tools/requirements-ray.txt.
+ensure_optional() {
+  local optional="$repo/tools/requirements-ray.txt" optional_stamp="$venv/.requirements-ray.sha256" wanted
+  wanted="$(sha256sum "$optional" | cut -d' ' -f1)"
+  if [[ -f "$optional_stamp" && "$(cat "$optional_stamp")" == "$wanted" ]]; then
+    return
+  fi
+  echo "[aerial_sim] installing optional packages (tools/requirements-ray.txt)..." >&2
+  if "$venv/bin/python" -m pip install --quiet -r "$optional" >&2; then
+    echo "$wanted" > "$optional_stamp"
+  else
+    echo "[aerial_sim] optional packages could not be installed: the Ray backend and its test are unavailable." >&2
+  fi
 }
 
 # The web viewer's browser test needs Chromium (Debian's package; a browser download
@@ -69,6 +87,7 @@ case "$command" in
     ;;
   test)
     ensure_venv
+    ensure_optional
     ensure_browser
     cd "$repo"
     # Run test/ unless the arguments name test files or directories themselves.
@@ -78,12 +97,14 @@ case "$command" in
     ;;
   bench)
     ensure_venv
+    ensure_optional
     name="${1:?usage: tools/dev.sh bench NAME [args...]}"
     shift
     exec "$venv/bin/python" "$repo/benchmarks/$name.py" "$@"
     ;;
   run)
     ensure_venv
+    ensure_optional
     PATH="$venv/bin:$PATH" exec "$@"
     ;;
   *)

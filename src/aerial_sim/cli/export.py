@@ -1,4 +1,4 @@
-"""``aerial_sim export BAG DIR``: write a bag as PNG/NPY images, CSV sensors and image-aligned poses.
+"""``aerial_sim export BAG DIR``: write a bag as PNG/NPY images, NPY/PLY point clouds, CSV sensors and aligned poses.
 
 BAG is a bag directory or a run folder holding ``bag/``. The layout is described
 in :mod:`aerial_sim.recording.export` and in ``DIR/dataset.yaml``.
@@ -26,6 +26,8 @@ def main(argv: list[str]) -> int:
         return 1
     for topic, count in result.images.items():
         print(f"{topic}: {count} images (poses from {result.pose_topics[topic] or 'none: no odometry in the bag'})")
+    for topic, count in result.clouds.items():
+        print(f"{topic}: {count} point clouds (poses from {result.pose_topics[topic] or 'none: no odometry in the bag'})")
     for topic, count in result.sensors.items():
         print(f"{topic}: {count} rows")
     print(f"dataset written to {result.out_dir}")

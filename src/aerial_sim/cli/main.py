@@ -17,6 +17,7 @@ SUBCOMMANDS = {
     "record": ("aerial_sim.cli.record", "record topics to a rosbag2 (MCAP) bag"),
     "export": ("aerial_sim.cli.export", "export a bag to PNG/NPY/CSV dataset files"),
     "drag-eval": ("aerial_sim.cli.drag_eval", "compare drag models against a recorded flight"),
+    "batch": ("aerial_sim.cli.batch", "run a sweep of headless simulations (datasets at scale), locally or on Ray"),
 }
 
 

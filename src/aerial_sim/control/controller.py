@@ -188,7 +188,6 @@ class CascadedController:
 
     def update(self, state: VehicleState, setpoint: Setpoint, dt: float) -> ControlOutput:
         """One control step of length ``dt`` seconds: rotor inputs for ``setpoint`` from ``state``."""
-        params = self.params
         position = np.asarray(state.position, dtype=float)
         velocity = np.asarray(state.velocity_world, dtype=float)
         rates = np.asarray(state.angular_velocity_body, dtype=float)
@@ -203,6 +202,49 @@ class CascadedController:
         thrust_n = min(max(thrust_n, self._thrust_min), self._thrust_max)
 
         rates_sp = self._rate_setpoint(state.orientation, attitude_sp, rotation, setpoint.yaw_rate)
+        return self._rates_to_controls(rates, rates_sp, thrust_n, dt, attitude_sp, tuple(float(v) for v in velocity_sp),
+                                       tilt_limited or thrust_limited)
+
+    def update_attitude(self, state: VehicleState, attitude_sp, dt: float, altitude: float | None = None,
+                        throttle: float | None = None) -> ControlOutput:
+        """Hold attitude ``attitude_sp`` (w, x, y, z) with stages 4-6; collective thrust holds ``altitude``
+        (m, map; stage 1-2 on z only, tilt-compensated) or is ``throttle`` x the maximum thrust."""
+        rotation = quat_to_matrix(state.orientation)
+        thrust_n, limited = self._collective(state, rotation, dt, altitude, throttle)
+        attitude_sp = tuple(float(c) for c in attitude_sp)
+        rates_sp = self._rate_setpoint(state.orientation, attitude_sp, rotation, 0.0)
+        rates = np.asarray(state.angular_velocity_body, dtype=float)
+        return self._rates_to_controls(rates, rates_sp, thrust_n, dt, attitude_sp, (0.0, 0.0, 0.0), limited)
+
+    def update_rates(self, state: VehicleState, rates_sp, dt: float, altitude: float | None = None,
+                     throttle: float | None = None) -> ControlOutput:
+        """Track body rates ``rates_sp`` (FLU, rad/s, limited) with stages 5-6; thrust as in :meth:`update_attitude`."""
+        rotation = quat_to_matrix(state.orientation)
+        thrust_n, limited = self._collective(state, rotation, dt, altitude, throttle)
+        rates_sp = np.clip(np.asarray(rates_sp, dtype=float), -self._rate_limit, self._rate_limit)
+        rates = np.asarray(state.angular_velocity_body, dtype=float)
+        return self._rates_to_controls(rates, rates_sp, thrust_n, dt, tuple(state.orientation), (0.0, 0.0, 0.0), limited)
+
+    def _collective(self, state: VehicleState, rotation, dt: float, altitude, throttle) -> tuple[float, bool]:
+        """Collective thrust (N): ``throttle`` x maximum, or the vertical loops holding ``altitude``."""
+        if altitude is None:
+            thrust = float(throttle) * self.mixer.max_thrust_n
+            return min(max(thrust, 0.0), self._thrust_max), thrust > self._thrust_max
+        params = self.params
+        error = self._position_p[2] * (altitude - state.position[2])
+        velocity_sp = min(max(error, -params.max_descent_rate_m_s), params.max_climb_rate_m_s)
+        velocity_error = velocity_sp - state.velocity_world[2]
+        integral = self._integrators.velocity
+        integral[2] = min(max(integral[2] + self._velocity_i[2] * velocity_error * dt,
+                              -params.velocity_integral_limit_m_s2), params.velocity_integral_limit_m_s2)
+        vertical = self.mass_kg * (self._velocity_p[2] * velocity_error + integral[2] + params.gravity_m_s2)
+        tilt_cosine = max(float(rotation[2, 2]), math.cos(params.max_tilt_rad))
+        thrust = vertical / tilt_cosine
+        clamped = min(max(thrust, self._thrust_min), self._thrust_max)
+        return clamped, clamped != thrust
+
+    def _rates_to_controls(self, rates, rates_sp, thrust_n, dt, attitude_sp, velocity_sp, limited) -> ControlOutput:
+        """Stages 5-6: body-rate PI to torque, mixer, rate anti-windup."""
         torque = self._torque(rates, rates_sp, dt)
         mixed = self.mixer.mix(thrust_n, torque)
         if mixed.saturated:
@@ -215,8 +257,8 @@ class CascadedController:
             thrust_n=mixed.achieved[0],
             torque_nm=tuple(mixed.achieved[1:]),
             attitude_setpoint=attitude_sp,
-            velocity_setpoint=tuple(float(v) for v in velocity_sp),
-            saturated=mixed.saturated or tilt_limited or thrust_limited,
+            velocity_setpoint=velocity_sp,
+            saturated=mixed.saturated or limited,
         )
 
     # -- the stages ------------------------------------------------------------

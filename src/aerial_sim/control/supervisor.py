@@ -12,6 +12,8 @@ Modes::
                        |                   |                              |
                        +--cmd_pose/cmd_vel-+---> HOLD / VELOCITY <--------+
     HOLD/VELOCITY/TAKEOFF --land--> LANDING --(touchdown)--> DISARMED
+    flying --cmd_attitude/cmd_rates/cmd_motors--> ATTITUDE / RATES / MOTORS
+    any --reset--> DISARMED
 
 Decisions (documented in the README):
 
@@ -25,6 +27,13 @@ Decisions (documented in the README):
 - while landing, ``cmd_pose``/``cmd_vel`` are refused (a setpoint still in flight
   when ``land`` was called must not cancel the landing); ``takeoff`` aborts the
   landing and climbs ``takeoff_altitude`` from where the vehicle is.
+- attitude, rate and motor commands (what AirSim's ``moveByRollPitchYaw*``,
+  ``moveByAngleRates*`` and ``moveByMotorPWMs`` need) are streams like
+  ``cmd_vel``: accepted once flying (a motor stream also when armed on the
+  ground), they fall back to holding position after ``command_timeout_s``
+  without a new one; motor inputs go to the motors unchanged;
+- ``reset`` (a simulation reset) disarms whatever the mode: the vehicle was
+  put back on the ground;
 - landing descends at ``land_speed_m_s`` holding x/y; touchdown is declared
   when the vehicle has stopped moving (speed below ``touchdown_speed_m_s``)
   for ``touchdown_time_s`` while still asked to descend; it then disarms.
@@ -54,9 +63,13 @@ class Mode(str, enum.Enum):
     HOLD = "hold"  # go to and hold a position and yaw
     VELOCITY = "velocity"
     LANDING = "landing"
+    ATTITUDE = "attitude"  # attitude + altitude or throttle (cmd_attitude)
+    RATES = "rates"  # body rates + altitude or throttle (cmd_rates)
+    MOTORS = "motors"  # rotor inputs passed through (cmd_motors)
 
 
-FLYING_MODES = (Mode.TAKEOFF, Mode.HOLD, Mode.VELOCITY, Mode.LANDING)
+FLYING_MODES = (Mode.TAKEOFF, Mode.HOLD, Mode.VELOCITY, Mode.LANDING, Mode.ATTITUDE, Mode.RATES, Mode.MOTORS)
+STREAM_MODES = (Mode.VELOCITY, Mode.ATTITUDE, Mode.RATES, Mode.MOTORS)
 
 
 @dataclass(frozen=True)
@@ -111,6 +124,7 @@ class FlightSupervisor:
         self._target_yaw = 0.0
         self._target_yaw_rate = 0.0
         self._last_command_s = -math.inf
+        self._direct: tuple = ()  # ATTITUDE/RATES: (target, altitude, throttle); MOTORS: (controls,)
         self._last_time_s: float | None = None
         self._still_since_s: float | None = None
         self._state: VehicleState | None = None
@@ -197,6 +211,63 @@ class FlightSupervisor:
             self._set_mode(Mode.VELOCITY, "tracking commanded velocity")
         self._last_command_s = time_s
 
+    def command_attitude(self, time_s: float, orientation, altitude: float | None = None,
+                         throttle: float | None = None) -> None:
+        """Hold attitude ``orientation`` (w, x, y, z, body->map) with ``altitude`` (m) or ``throttle`` (0..1)."""
+        q = self._direct_values("cmd_attitude", orientation, altitude, throttle)
+        norm = math.sqrt(sum(c * c for c in q))
+        if not 0.9 < norm < 1.1:
+            raise CommandRejected(f"cmd_attitude refused: orientation {tuple(q)} is not a unit quaternion")
+        self._direct_mode(time_s, Mode.ATTITUDE, (tuple(c / norm for c in q), altitude, throttle), "attitude")
+
+    def command_rates(self, time_s: float, rates_body, altitude: float | None = None, throttle: float | None = None) -> None:
+        """Track body rates ``rates_body`` (FLU, rad/s) with ``altitude`` (m) or ``throttle`` (0..1)."""
+        rates = self._direct_values("cmd_rates", rates_body, altitude, throttle)
+        self._direct_mode(time_s, Mode.RATES, (tuple(rates), altitude, throttle), "body rates")
+
+    def command_motors(self, time_s: float, controls) -> None:
+        """Send rotor inputs u_i in [0, 1] to the motors unchanged (armed; AirSim's moveByMotorPWMs)."""
+        values = [float(u) for u in controls]
+        if len(values) != self.rotor_count:
+            raise CommandRejected(f"cmd_motors refused: expected {self.rotor_count} values, got {len(values)}")
+        if not all(math.isfinite(u) and 0.0 <= u <= 1.0 for u in values):
+            raise CommandRejected(f"cmd_motors refused: every value must be in [0, 1], got {values}")
+        self._require_armed("cmd_motors")
+        self._refuse_while_landing("cmd_motors")
+        self._direct = (tuple(values),)
+        self._last_command_s = time_s
+        if self.mode is not Mode.MOTORS:
+            self._set_mode(Mode.MOTORS, "passing cmd_motors to the motors")
+
+    def reset(self) -> str:
+        """The simulation was reset (vehicle back on the ground): disarm, whatever the mode."""
+        self.controller.reset()
+        self._direct = ()
+        self._last_time_s = None
+        self._set_mode(Mode.DISARMED, "reset: disarmed")
+        return "disarmed"
+
+    def _direct_values(self, what: str, values, altitude, throttle) -> list[float]:
+        values = [float(v) for v in values]
+        if (altitude is None) == (throttle is None):
+            raise CommandRejected(f"{what} refused: give an altitude or a throttle")
+        vertical = altitude if altitude is not None else throttle
+        if not all(math.isfinite(v) for v in values + [vertical]):
+            raise CommandRejected(f"{what} refused: non-finite value in {values + [vertical]}")
+        if throttle is not None and not 0.0 <= throttle <= 1.0:
+            raise CommandRejected(f"{what} refused: throttle {throttle:g} is outside [0, 1]")
+        return values
+
+    def _direct_mode(self, time_s: float, mode: Mode, direct: tuple, what: str) -> None:
+        self._require_armed(mode.value)
+        self._refuse_while_landing(mode.value)
+        if not self.flying:
+            raise CommandRejected(f"{mode.value} command refused: not flying (take off first)")
+        self._direct = direct
+        self._last_command_s = time_s
+        if self.mode is not mode:
+            self._set_mode(mode, f"tracking commanded {what}")
+
     # -- the control step ------------------------------------------------------
 
     def observe(self, state: VehicleState) -> None:
@@ -218,8 +289,21 @@ class FlightSupervisor:
             self.last_output = None
             return (self.params.idle_control,) * self.rotor_count
 
-        setpoint = self._setpoint(time_s, state, dt)
-        output = self.controller.update(state, setpoint, dt)
+        if self.mode in STREAM_MODES and self.command_age_s(time_s) > self.params.command_timeout_s:
+            yaw = self._target_yaw if self.mode is Mode.VELOCITY else yaw_of(state.orientation)
+            self._hold(np.asarray(state.position, dtype=float), yaw)
+            self._set_mode(Mode.HOLD, f"no {self.mode.value} command for {self.params.command_timeout_s:g} s: holding position")
+        if self.mode is Mode.MOTORS:
+            self.last_output = None
+            return self._direct[0]
+        if self.mode is Mode.ATTITUDE:
+            target, altitude, throttle = self._direct
+            output = self.controller.update_attitude(state, target, dt, altitude, throttle)
+        elif self.mode is Mode.RATES:
+            target, altitude, throttle = self._direct
+            output = self.controller.update_rates(state, target, dt, altitude, throttle)
+        else:
+            output = self.controller.update(state, self._setpoint(time_s, state, dt), dt)
         self.last_output = output
         self._check_transitions(time_s, state)
         if self.mode is Mode.DISARMED:
@@ -228,9 +312,6 @@ class FlightSupervisor:
 
     def _setpoint(self, time_s: float, state: VehicleState, dt: float) -> Setpoint:
         params = self.params
-        if self.mode is Mode.VELOCITY and self.command_age_s(time_s) > params.command_timeout_s:
-            self._hold(np.asarray(state.position, dtype=float), self._target_yaw)
-            self._set_mode(Mode.HOLD, f"no cmd_vel for {params.command_timeout_s:g} s: holding position")
         if self.mode is Mode.VELOCITY:
             yaw = yaw_of(state.orientation)
             lead = wrap_angle(self._target_yaw + self._target_yaw_rate * dt - yaw)

@@ -1,9 +1,10 @@
 """The environment a vehicle flies in: home point, gravity, air and a constant wind.
 
 Combines the AirSim paper's environment models (Shah et al. 2017, sec. 3.2):
-gravity ``g0 (1 - 2h/Re)`` (3.2.1) and air density from the 1976 U.S. Standard
-Atmosphere (3.2.3), both at the geometric altitude ``home.altitude + up``, plus
-a constant wind vector (sec. 5 mentions AirSim's "simplistic wind").
+gravity falling with height (3.2.1; here WGS-84 normal gravity at the home
+latitude, :mod:`.gravity`) and air density from the 1976 U.S. Standard
+Atmosphere (3.2.3), both at the altitude ``home.altitude + up``, plus a constant
+wind vector (sec. 5 mentions AirSim's "simplistic wind").
 
 The standard atmosphere costs about 2 microseconds per evaluation, as much as a
 whole physics step should, so :class:`Environment` evaluates it only when the
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from aerial_sim.config import require, require_positive
 from aerial_sim.environment.atmosphere import standard_atmosphere
 from aerial_sim.environment.geodesy import HomePoint
-from aerial_sim.environment.gravity import gravity_at_altitude
+from aerial_sim.environment.gravity import gravity_coefficients, gravity_from_coefficients
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ class Environment:
     def __init__(self, params: EnvironmentParams):
         self.params = params
         self.home_altitude_m = params.home.altitude
+        #: ``(g0, g1, g2)``: gravity ``g0 + up (g1 + up g2)`` at ``up`` above home (m/s^2), read by the physics step.
+        self.gravity_coefficients = gravity_coefficients(params.home.latitude, params.home.altitude)
         self.wind_enu_m_s = tuple(float(v) for v in params.wind_enu_m_s)
         self._band_m = params.density_band_m
         self._anchor_up_m = float("nan")
@@ -49,8 +52,8 @@ class Environment:
         self._refresh(0.0)
 
     def gravity(self, up_m: float) -> float:
-        """Gravitational acceleration (m/s^2) at ``up_m`` above home (sec. 3.2.1)."""
-        return gravity_at_altitude(self.home_altitude_m + up_m)
+        """Gravity (m/s^2) at ``up_m`` above home: WGS-84 normal gravity at the home latitude (sec. 3.2.1)."""
+        return gravity_from_coefficients(self.gravity_coefficients, up_m)
 
     def air_density(self, up_m: float) -> float:
         """Air density (kg/m^3) at ``up_m`` above home, cached and linearly interpolated."""
@@ -59,6 +62,15 @@ class Environment:
             self._refresh(up_m)
             offset = 0.0
         return self._anchor_density + self._density_slope * offset
+
+    @property
+    def density_line(self) -> tuple[float, float, float]:
+        """The interpolation in use: (anchor height up_m, density there, slope per metre)."""
+        return (self._anchor_up_m, self._anchor_density, self._density_slope)
+
+    @density_line.setter
+    def density_line(self, line: tuple[float, float, float]) -> None:
+        self._anchor_up_m, self._anchor_density, self._density_slope = line
 
     def _refresh(self, up_m: float) -> None:
         altitude = self.home_altitude_m + up_m

@@ -1,79 +1,147 @@
-"""Earth's magnetic field: the AirSim tilted dipole, or NOAA's World Magnetic Model.
+"""Earth's magnetic field: the AirSim tilted dipole (with IGRF-14's dipole), or NOAA's World Magnetic Model.
 
 Tilted dipole (AirSim paper, Shah et al. 2017, sec. 3.2.2, after Lanza and
-Meloni 2006, pp. 27-30). With geographic latitude ``theta``, longitude ``phi``,
-height ``h`` and the geomagnetic north pole at (``theta0``, ``phi0``):
+Meloni 2006, pp. 27-30): the Earth's field reduced to its first-degree
+(dipole) terms. The paper writes it on a spherical Earth with the magnetic
+co-latitude ``theta_m`` of the point (its angle from the geomagnetic north pole)::
 
-    cos theta_m = sin theta sin theta0 + cos theta cos theta0 cos(phi - phi0)
-    |B| = B0 (Re / (Re + h))^3 sqrt(1 + 3 cos^2 theta_m)
-    tan alpha = 2 cot theta_m                          (inclination, down positive)
-    beta = atan2(sin(phi0 - phi) cos theta0,
-                 cos theta sin theta0 - sin theta cos theta0 cos(phi0 - phi))   (declination, east positive)
-    H = |B| cos alpha,  Z = |B| sin alpha,  X = H cos beta,  Y = H sin beta
+    |B| = B0 (Re / (Re + h))^3 sqrt(1 + 3 cos^2 theta_m),   tan(inclination) = 2 cot theta_m
 
-Two notes against the printed formulas. (1) The paper writes the co-latitude
-with cos/sin of the *co*-latitudes; written with latitudes (as here, and as
-AirLib's EarthUtils does) it is the spherical law of cosines above. (2) The
-paper's declination ``sin beta = sin(phi - phi0) cos theta0 / sin theta_m`` (with a
-second case for points beyond the pole) is the bearing of the pole with its sign
-flipped and its quadrant ambiguous; the ``atan2`` form above is the bearing
-itself, valid everywhere, and gives the right sign (Redmond, WA: +12 deg dipole
-vs +15 deg WMM2025; the printed form gives -12 deg).
+Here the same dipole is evaluated in its vector form at the point's geocentric
+position ``r`` (WGS-84 geodetic -> ECEF, :func:`pymap3d.geodetic2ecef`), as the
+IGRF does for its degree-1 terms, and the result turned into the local
+north/east/down frame::
 
-Accuracy of the dipole: it keeps only the first-degree terms, so it misses the
-non-dipole field. Against WMM2025 at sea level (dipole / WMM):
+    B(r) = (a / |r|)^3 [3 (d . r_hat) r_hat - d],   d = (g11, h11, g10)   (ECEF, nT)
+
+with ``a`` = 6371.2 km, the IGRF reference radius. On a sphere this is exactly
+the paper's formula with ``B0 = |d|`` and the pole at ``-d / |d|``; on the
+ellipsoid it is exactly the degree-1 part of the IGRF (the tests compare it with
+``ppigrf``'s to 1e-5), and it needs no special case near the pole (the paper's
+printed declination has the wrong sign: -12 deg at Redmond, where WMM2025 gives
++15 deg).
+
+The dipole coefficients are those of IGRF-14 (IAGA Working Group V-MOD, 2024;
+coefficient file doi:10.5281/zenodo.14012302): ``g10, g11, h11`` at 2020.0 and 2025.0, interpolated linearly
+between them and carried on with the 2025-2030 secular variation, as the IGRF
+itself is evaluated, at the simulation's ``date``. At 2026.0 that is
+``B0 = 29,717 nT`` with the geomagnetic north pole at 80.8 N, 72.8 W (AirLib's
+``MeanMagField``, 3.12e-5 T, is 5 % above it). Dates before 2020 extrapolate the
+2020-2025 change.
+
+Accuracy of the dipole: it keeps only the first-degree terms and misses the
+non-dipole field. Against IGRF-14 at 2026.0, on the surface (dipole / IGRF):
 
     site        intensity (uT)   declination (deg)   inclination (deg)   angle between vectors
-    Redmond     53.3 / 52.7      +11.9 / +15.0       69.5 / 68.8          1.3 deg
-    London      53.4 / 49.1      -15.1 / +1.1        69.6 / 66.5          6.7 deg
-    Sydney      46.9 / 57.0      +8.5 / +12.8        -59.5 / -64.4        5.3 deg
-    Singapore   32.1 / 42.1      -0.6 / +0.2         -15.7 / -12.8        2.9 deg
-    Tromsoe     58.9 / 53.9      -25.0 / +11.1       78.3 / 78.4          7.2 deg
-    Tokyo       40.0 / 46.9      +5.6 / -7.9         46.3 / 49.5          9.6 deg
-    Sao Paulo   34.2 / 22.8      -4.2 / -21.9        -28.3 / -40.7        19.0 deg (South Atlantic anomaly)
+    Redmond     50.8 / 52.7      +11.5 / +14.9       69.1 / 68.8          1.3 deg
+    London      50.9 / 49.1      -14.6 / +1.1        69.3 / 66.5          6.5 deg
+    Sydney      44.5 / 57.0      +8.3 / +12.8        -59.0 / -64.4        5.7 deg
+    Singapore   30.4 / 42.1      -0.5 / +0.2         -15.4 / -12.8        2.6 deg
+    Tromsoe     56.4 / 53.9      -24.2 / +11.1       78.1 / 78.4          7.1 deg
+    Tokyo       38.1 / 46.9      +5.5 / -7.9         46.1 / 49.5          9.6 deg
+    Sao Paulo   32.6 / 22.8      -4.2 / -21.9        -28.3 / -40.7        19.1 deg (South Atlantic anomaly)
+    Cape Town   41.1 / 25.0      -11.0 / -26.6       -52.7 / -64.7        14.4 deg (South Atlantic anomaly)
 
-So the field direction is typically within 10 deg and the intensity within 25 %,
-but declination, the angle a compass heading depends on, can be off by tens of
-degrees where the horizontal field is weak or the non-dipole field strong: use
-``model: wmm`` when absolute heading matters.
+Over the whole surface (5-degree grid, weighted by area) the direction is within
+10 deg on 62 % of it and within 20 deg on 90 % (worst 39 deg, in the South
+Atlantic); the intensity is within 25 % on 79 % of it, between -32 % and +92 %.
+WMM2025 agrees with IGRF-14 within 35 nT at these sites, so the same holds
+against it.
+
+The tests (``test_sensors_magnetometer.py``) measure these figures against
+IGRF-14 (``ppigrf``) and WMM2025 (``pygeomag``). Declination, the angle a compass
+heading depends on, can be off by tens of degrees where the horizontal field is
+weak or the non-dipole field strong: use ``model: wmm`` when absolute heading
+matters.
 
 ``model: wmm`` evaluates the World Magnetic Model (WMM2025, via the ``pygeomag``
 library: a pure-Python port of NOAA's reference code that ships the coefficient
-files, so nothing is downloaded), cached and re-evaluated only when the sensor
-has moved ``cache_distance_m`` (the field changes by a few nT per km), so the
-~60 us evaluation is paid rarely and the sensor stays real time.
+files, so nothing is downloaded) at the simulation's ``date``, cached and
+re-evaluated only when the sensor has moved ``cache_distance_m`` (the field
+changes by a few nT per km), so the ~60 us evaluation is paid rarely and the
+sensor stays real time.
+
+``date`` is a decimal year (``2026.5``), an ISO date (``"2026-07-02"``) or
+``"today"`` (the default: the UTC date when the model is built). Set it for runs
+that must give the same field on every day they are repeated.
 """
 
 from __future__ import annotations
 
+import datetime
 import math
 from dataclasses import dataclass
 from typing import Literal
 
+import pymap3d
+
 from aerial_sim.config import ParamsError, require, require_positive
 
-#: Mean Earth radius (m) used by the dipole.
+#: Mean Earth radius (m), for the distance the WMM cache tolerates.
 EARTH_RADIUS_M = 6371000.0
+#: Reference radius of the IGRF's spherical-harmonic expansion (m).
+IGRF_REFERENCE_RADIUS_M = 6371200.0
+#: IGRF-14 degree-1 Gauss coefficients (g10, g11, h11), nT, at the epochs 2020.0 (definitive) and 2025.0.
+IGRF14_DIPOLE_NT = {2020.0: (-29403.41, -1451.37, 4653.35), 2025.0: (-29350.0, -1410.3, 4545.5)}
+#: IGRF-14 secular variation of (g10, g11, h11) for 2025-2030, nT per year.
+IGRF14_DIPOLE_SV_NT_PER_YEAR = (12.6, 10.0, -21.5)
+#: Years the model accepts for ``date`` (the WMM2025 is valid 2025.0-2030.0, IGRF-14's prediction to 2030.0).
+FIRST_YEAR, LAST_YEAR = 1900.0, 2100.0
 
 
 @dataclass(frozen=True)
 class MagneticFieldParams:
-    """Which field model, and its constants."""
+    """Which field model, and at which date."""
 
     model: Literal["dipole", "wmm"] = "dipole"
-    #: Geomagnetic (dipole) north pole, IGRF-13 epoch 2020.0: 80.65 N, 72.68 W.
-    pole_latitude_deg: float = 80.65
-    pole_longitude_deg: float = -72.68
-    #: B0: mean field at the magnetic equator on the surface, 3.12e-5 T (AirLib's MeanMagField).
-    equatorial_field_t: float = 3.12e-5
-    #: WMM evaluation date as a decimal year (WMM2025 is valid 2025.0 - 2030.0).
-    decimal_year: float = 2026.0
+    #: Simulation date: decimal year (2026.5), ISO date ("2026-07-02") or "today" (UTC, when the model is built).
+    date: float | str = "today"
     #: WMM is re-evaluated only after the sensor moves this far (m).
     cache_distance_m: float = 100.0
 
     def __post_init__(self):
-        require(-90.0 <= self.pole_latitude_deg <= 90.0, "pole_latitude_deg must be in [-90, 90]")
-        require_positive(self, "equatorial_field_t", "cache_distance_m")
+        require_positive(self, "cache_distance_m")
+        decimal_year(self.date)  # a ParamsError naming the bad date
+
+    @property
+    def decimal_year(self) -> float:
+        """``date`` as a decimal year (``"today"`` read now)."""
+        return decimal_year(self.date)
+
+
+def decimal_year(date: float | str) -> float:
+    """A decimal year (``2026.5``), an ISO date or date-time (``"2026-07-02"``) or ``"today"``, as a decimal year."""
+    if isinstance(date, (int, float)) and not isinstance(date, bool):
+        year = float(date)
+    elif isinstance(date, str):
+        year = _iso_decimal_year(date.strip())
+    else:
+        raise ParamsError(f"date must be a decimal year, an ISO date or 'today', got {date!r}")
+    require(math.isfinite(year) and FIRST_YEAR <= year <= LAST_YEAR,
+            f"date must be within {FIRST_YEAR:g}-{LAST_YEAR:g}, got {date!r}")
+    return year
+
+
+def _iso_decimal_year(text: str) -> float:
+    if text.lower() == "today":
+        moment = datetime.datetime.now(datetime.timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    else:
+        try:
+            moment = datetime.datetime.fromisoformat(text)
+        except ValueError as error:
+            raise ParamsError(f"date must be a decimal year, an ISO date (2026-07-02) or 'today', got {text!r}") from error
+    moment = moment.replace(tzinfo=None)
+    start = datetime.datetime(moment.year, 1, 1)
+    length = datetime.datetime(moment.year + 1, 1, 1) - start
+    return moment.year + (moment - start) / length
+
+
+def igrf14_dipole_nt(year: float) -> tuple[float, float, float]:
+    """IGRF-14 ``(g10, g11, h11)`` (nT) at decimal ``year``: linear between 2020.0 and 2025.0, secular variation after."""
+    if year >= 2025.0:
+        return tuple(g + sv * (year - 2025.0) for g, sv in zip(IGRF14_DIPOLE_NT[2025.0], IGRF14_DIPOLE_SV_NT_PER_YEAR))
+    weight = (year - 2020.0) / 5.0
+    return tuple(a + weight * (b - a) for a, b in zip(IGRF14_DIPOLE_NT[2020.0], IGRF14_DIPOLE_NT[2025.0]))
 
 
 @dataclass(frozen=True)
@@ -101,51 +169,71 @@ class FieldComponents:
         return math.degrees(math.atan2(self.down_t, math.hypot(self.north_t, self.east_t)))
 
 
-def tilted_dipole(latitude_deg: float, longitude_deg: float, altitude_m: float,
-                  params: MagneticFieldParams = MagneticFieldParams()) -> FieldComponents:
-    """Tilted-dipole field (module docstring equations) at a geodetic point."""
-    lat, lon = math.radians(latitude_deg), math.radians(longitude_deg)
-    lat0, lon0 = math.radians(params.pole_latitude_deg), math.radians(params.pole_longitude_deg)
-    cos_m = math.sin(lat) * math.sin(lat0) + math.cos(lat) * math.cos(lat0) * math.cos(lon - lon0)
-    cos_m = min(1.0, max(-1.0, cos_m))
-    sin_m = math.sqrt(1.0 - cos_m * cos_m)
-    intensity = params.equatorial_field_t * (EARTH_RADIUS_M / (EARTH_RADIUS_M + altitude_m)) ** 3 * math.sqrt(1 + 3 * cos_m**2)
-    inclination = math.atan2(2.0 * cos_m, sin_m)
-    declination = math.atan2(
-        math.sin(lon0 - lon) * math.cos(lat0),
-        math.cos(lat) * math.sin(lat0) - math.sin(lat) * math.cos(lat0) * math.cos(lon0 - lon),
-    )
-    horizontal = intensity * math.cos(inclination)
-    return FieldComponents(
-        north_t=horizontal * math.cos(declination),
-        east_t=horizontal * math.sin(declination),
-        down_t=intensity * math.sin(inclination),
-    )
+class TiltedDipole:
+    """The IGRF-14 dipole at one date, as ``dipole(lat, lon, alt) -> FieldComponents`` (module docstring)."""
+
+    def __init__(self, year: float):
+        self.year = year
+        g10, g11, h11 = igrf14_dipole_nt(year)
+        #: Dipole vector d = (g11, h11, g10) in ECEF, tesla.
+        self.moment_t = (g11 * 1e-9, h11 * 1e-9, g10 * 1e-9)
+
+    @property
+    def equatorial_field_t(self) -> float:
+        """B0 = |d|: the field on the dipole's equator at the reference radius (T)."""
+        return math.sqrt(sum(c * c for c in self.moment_t))
+
+    @property
+    def pole_deg(self) -> tuple[float, float]:
+        """Geomagnetic north pole (geocentric latitude, longitude), deg: where the dipole's axis leaves the north."""
+        dx, dy, dz = self.moment_t
+        return (math.degrees(math.asin(-dz / self.equatorial_field_t)), math.degrees(math.atan2(-dy, -dx)))
+
+    def __call__(self, latitude_deg: float, longitude_deg: float, altitude_m: float) -> FieldComponents:
+        x, y, z = pymap3d.geodetic2ecef(latitude_deg, longitude_deg, altitude_m)
+        radius = math.sqrt(x * x + y * y + z * z)
+        ux, uy, uz = x / radius, y / radius, z / radius
+        dx, dy, dz = self.moment_t
+        along = 3.0 * (dx * ux + dy * uy + dz * uz)
+        scale = (IGRF_REFERENCE_RADIUS_M / radius) ** 3
+        bx, by, bz = (scale * (along * ux - dx), scale * (along * uy - dy), scale * (along * uz - dz))
+        east, north, up = pymap3d.ecef2enuv(bx, by, bz, latitude_deg, longitude_deg)
+        return FieldComponents(north_t=float(north), east_t=float(east), down_t=-float(up))
+
+
+def tilted_dipole(latitude_deg: float, longitude_deg: float, altitude_m: float, year: float | str = "today") -> FieldComponents:
+    """The IGRF-14 dipole field at a geodetic point and date (decimal year, ISO date or "today")."""
+    return TiltedDipole(decimal_year(year))(latitude_deg, longitude_deg, altitude_m)
 
 
 class WorldMagneticModel:
-    """NOAA World Magnetic Model through ``pygeomag`` (imported on first use)."""
+    """NOAA World Magnetic Model through ``pygeomag`` (imported on first use), at one date."""
 
-    def __init__(self, params: MagneticFieldParams = MagneticFieldParams()):
+    def __init__(self, year: float):
         try:
             from pygeomag import GeoMag
         except ImportError as error:  # pragma: no cover - a declared dependency
             raise ParamsError("field model 'wmm' needs the pygeomag package (pip install pygeomag)") from error
-        self.params = params
+        self.year = year
         self._geomag = GeoMag()
 
     def __call__(self, latitude_deg: float, longitude_deg: float, altitude_m: float) -> FieldComponents:
         result = self._geomag.calculate(glat=latitude_deg, glon=longitude_deg, alt=altitude_m / 1000.0,
-                                        time=self.params.decimal_year, allow_date_outside_lifespan=True)
+                                        time=self.year, allow_date_outside_lifespan=True)
         return FieldComponents(north_t=result.x * 1e-9, east_t=result.y * 1e-9, down_t=result.z * 1e-9)
 
 
 class MagneticField:
-    """The configured field model as ``field(lat, lon, alt) -> FieldComponents``, cached for WMM."""
+    """The configured field model at the configured date, as ``field(lat, lon, alt) -> FieldComponents``.
+
+    ``date: today`` is read once, here. The WMM is cached (re-evaluated after ``cache_distance_m``).
+    """
 
     def __init__(self, params: MagneticFieldParams = MagneticFieldParams()):
         self.params = params
-        self._wmm = WorldMagneticModel(params) if params.model == "wmm" else None
+        self.decimal_year = params.decimal_year
+        self._dipole = TiltedDipole(self.decimal_year)
+        self._wmm = WorldMagneticModel(self.decimal_year) if params.model == "wmm" else None
         self._cached_at: tuple[float, float, float] | None = None
         self._cached: FieldComponents | None = None
         self.evaluations = 0  #: number of full model evaluations (for tests and benchmarks)
@@ -153,7 +241,7 @@ class MagneticField:
     def __call__(self, latitude_deg: float, longitude_deg: float, altitude_m: float) -> FieldComponents:
         if self._wmm is None:
             self.evaluations += 1
-            return tilted_dipole(latitude_deg, longitude_deg, altitude_m, self.params)
+            return self._dipole(latitude_deg, longitude_deg, altitude_m)
         here = (latitude_deg, longitude_deg, altitude_m)
         if self._cached is None or _distance_m(self._cached_at, here) > self.params.cache_distance_m:
             self.evaluations += 1

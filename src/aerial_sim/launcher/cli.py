@@ -4,11 +4,18 @@
     aerial_sim launch PACKAGE FILE [name:=value ...]     # FILE under PACKAGE's share/launch
     aerial_sim launch FILE --show-args                   # the file's declared arguments
     aerial_sim launch FILE --print [name:=value ...]     # the command lines, nothing started
+    aerial_sim launch FILE --params-file FILE [...]      # one more params file for every node
 
 A bare FILE name that is not a path to an existing file is looked up in the
 package's ``launch/`` directory (``aerial_sim launch sim.launch.yaml``). Problems
 with the file, its arguments or its executables are one line on stderr and exit
 status 2; see :mod:`aerial_sim.launcher.runner` for the run-time exit statuses.
+
+``--params-file FILE`` (repeatable, an aerial_sim extension) gives every node
+one more ``--params-file`` after its own parameters, so its entries override
+them; sections are keyed by node name as usual (``/**/camera``, ``/physics``),
+so each node takes only its own. ``aerial_sim batch`` sets a run's swept node
+parameters this way.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ LAUNCH_FILE_SUFFIXES = (".yaml", ".yml", ".py", ".xml")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="aerial_sim launch",
-        usage="aerial_sim launch [-h] [-s] [-p] [--log-dir DIR] [PACKAGE] FILE [name:=value ...]",
+        usage="aerial_sim launch [-h] [-s] [-p] [--log-dir DIR] [--params-file FILE] [PACKAGE] FILE [name:=value ...]",
         description="Run a launch file in the ROS 2 YAML launch format (without ros2 launch).",
     )
     parser.add_argument("target", nargs="+", help="[PACKAGE] FILE [name:=value ...]")
@@ -49,6 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-p", "--print", action="store_true", dest="dry_run", help="print the commands and exit")
     parser.add_argument(
         "--log-dir", type=Path, metavar="DIR", help="directory for the processes' output (default: under the ROS log dir)"
+    )
+    parser.add_argument(
+        "--params-file", type=Path, action="append", default=[], metavar="FILE",
+        help="a ROS 2 parameters file given to every node after its own (repeatable)",
     )
     try:
         options = parser.parse_intermixed_args(sys.argv[1:] if argv is None else argv)
@@ -79,14 +90,18 @@ def _launch(options: argparse.Namespace) -> int:
         return 0
     executables = [resolve_executable(spec, spec.environment) for spec in plan.processes]
     labels = process_labels(plan.processes)
+    extra_params = [path.resolve() for path in options.params_file]
+    for path in extra_params:
+        if not path.is_file():
+            raise LaunchError(f"--params-file: no such file: {path}")
     if options.dry_run:
         params_dir = Path(tempfile.mkdtemp(prefix="aerial_sim_launch_params_"))
         for label, spec, executable in zip(labels, plan.processes, executables):
-            print(f"[{label}] {shlex.join(node_command(spec, executable, params_dir))}")
+            print(f"[{label}] {shlex.join(node_command(spec, executable, params_dir, extra_params))}")
         return 0
     log_dir = options.log_dir or default_log_dir()
     items = [
-        LaunchItem(spec, label, node_command(spec, executable, log_dir / "params"), child_environment(spec, log_dir))
+        LaunchItem(spec, label, node_command(spec, executable, log_dir / "params", extra_params), child_environment(spec))
         for label, spec, executable in zip(labels, plan.processes, executables)
     ]
     return Runner(items, log_dir).run()

@@ -23,13 +23,16 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import yaml
 
 from aerial_sim.launcher.description import ParamDict, ParamFile, ProcessSpec
 from aerial_sim.launcher.errors import LaunchError
 from aerial_sim.paths import PACKAGE_NAME
+
+#: Kept equal to aerial_sim.nodes._process.LAUNCHER_PID_VARIABLE (that module imports rclpy's side).
+LAUNCHER_PID_VARIABLE = "AERIAL_SIM_LAUNCHER_PID"
 
 
 def resolve_executable(spec: ProcessSpec, environ: Mapping[str, str]) -> list[str]:
@@ -53,8 +56,13 @@ def resolve_executable(spec: ProcessSpec, environ: Mapping[str, str]) -> list[st
     )
 
 
-def node_command(spec: ProcessSpec, executable: list[str], params_dir: Path) -> list[str]:
-    """The full argv for ``spec``, writing generated params files into ``params_dir``."""
+def node_command(
+    spec: ProcessSpec, executable: list[str], params_dir: Path, extra_params_files: Sequence[Path] = ()
+) -> list[str]:
+    """The full argv for ``spec``, writing generated params files into ``params_dir``.
+
+    ``extra_params_files`` come after the node's own parameters (so they override them).
+    """
     command = [*spec.prefix, *executable, *spec.arguments]
     if not spec.is_node:
         return command
@@ -71,6 +79,8 @@ def node_command(spec: ProcessSpec, executable: list[str], params_dir: Path) -> 
         elif isinstance(source, ParamDict):
             path = write_params_file(source.values, spec, params_dir, index)
             command += ["--params-file", str(path)]
+    for path in extra_params_files:
+        command += ["--params-file", str(path)]
     for source_topic, target in spec.remappings:
         command += ["-r", f"{source_topic}:={target}"]
     return command
@@ -95,19 +105,18 @@ def write_params_file(values: Mapping, spec: ProcessSpec, params_dir: Path, inde
     return path
 
 
-def child_environment(spec: ProcessSpec, log_dir: Path | None = None) -> dict[str, str]:
-    """The environment a process gets: its spec's, with launch's defaults filled in.
+def child_environment(spec: ProcessSpec) -> dict[str, str]:
+    """The environment a process gets: the launch's, as ``ros2 launch`` passes it.
 
-    DDS discovery stays on this machine unless the user chose otherwise
-    (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST); Python output is unbuffered so
-    lines show up as they are printed; node logs go to the launch's log
-    directory unless ROS_LOG_DIR is set, as launch_ros does.
+    Nothing is added that ``ros2 launch`` would not add (no discovery range, no
+    PYTHONUNBUFFERED, no ROS_LOG_DIR: both launchers behave the same in the same
+    environment), except that aerial_sim nodes learn the launcher's pid
+    (:data:`LAUNCHER_PID_VARIABLE`), to exit if it died before they could ask for
+    its death signal.
     """
     environment = dict(spec.environment)
-    environment.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    environment.setdefault("PYTHONUNBUFFERED", "1")
-    if log_dir is not None:
-        environment.setdefault("ROS_LOG_DIR", str(log_dir))
+    if spec.package == PACKAGE_NAME:
+        environment[LAUNCHER_PID_VARIABLE] = str(os.getpid())
     return environment
 
 

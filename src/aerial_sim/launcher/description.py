@@ -34,6 +34,7 @@ and file.
 
 from __future__ import annotations
 
+import difflib
 import os
 import shlex
 from dataclasses import dataclass, field
@@ -53,9 +54,13 @@ MAX_INCLUDE_DEPTH = 32
 OUTPUT_MODES = ("screen", "log", "both")
 
 #: ExecuteProcess attributes that are accepted (the files stay valid) but have no effect here.
-IGNORED_PROCESS_ATTRIBUTES = frozenset(
-    {"respawn", "respawn_delay", "respawn_max_retries", "emulate_tty", "sigterm_timeout", "sigkill_timeout", "shell"}
-)
+IGNORED_PROCESS_ATTRIBUTES = frozenset({"respawn", "respawn_delay", "respawn_max_retries", "emulate_tty", "shell"})
+
+#: Seconds from SIGINT to SIGTERM and from SIGTERM to SIGKILL when stopping a process: ros2
+#: launch's defaults, overridden per process by the ``sigterm_timeout``/``sigkill_timeout``
+#: attributes or for the whole launch by launch arguments of those names.
+DEFAULT_SIGTERM_TIMEOUT_S = 5.0
+DEFAULT_SIGKILL_TIMEOUT_S = 5.0
 
 _CONDITIONS = frozenset({"if", "unless"})
 
@@ -102,6 +107,8 @@ class ProcessSpec:
     remappings: tuple[tuple[str, str], ...] = ()
     output: str = "log"
     shutdown_on_exit: bool = False
+    sigterm_timeout_s: float = DEFAULT_SIGTERM_TIMEOUT_S
+    sigkill_timeout_s: float = DEFAULT_SIGKILL_TIMEOUT_S
     cwd: str | None = None
     prefix: tuple[str, ...] = ()
     environment: Mapping[str, str] = field(default_factory=dict)
@@ -183,26 +190,87 @@ def _ament_lookup(function: str, package: str) -> str:
 
 
 def parse_cli_arguments(items: list[str]) -> dict[str, str]:
-    """``['rate:=50', 'ns:=a']`` -> dict; anything else is a LaunchError naming it."""
+    """``['rate:=50', 'ns:=a']`` -> dict, refusing what ``ros2 launch`` refuses.
+
+    ``ros2 launch`` rejects an argument without ``:=``, one starting with ``:=``
+    and one ending in its only ``:=`` (an empty value, e.g. ``mission:=``).
+    """
     values: dict[str, str] = {}
     for item in items:
-        name, sep, value = item.partition(":=")
-        if not sep or not name or not all(c.isalnum() or c in "_-." for c in name):
-            raise LaunchError(f"bad launch argument '{item}': expected name:=value")
+        count = item.count(":=")
+        if count == 0 or item.startswith(":=") or (count == 1 and item.endswith(":=")):
+            hint = " (ros2 launch refuses empty values too)" if item.endswith(":=") and count == 1 else ""
+            raise LaunchError(f"malformed launch argument '{item}': expected name:=value{hint}")
+        name, _, value = item.partition(":=")
         values[name] = value
     return values
+
+
+def check_arguments_declared(given: Mapping[str, str], declared: set[str], file: Path) -> None:
+    """Refuse a command-line argument no launch file of the launch declares, naming the closest one.
+
+    ``ros2 launch`` ignores such arguments silently (``use_camra:=false`` leaves
+    the camera on); here they are an error.
+    """
+    for name in given:
+        if name in declared:
+            continue
+        close = difflib.get_close_matches(name, sorted(declared), n=1, cutoff=0.6)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        listing = f" (see: aerial_sim launch {file.name} --show-args)"
+        raise LaunchError(f"unknown launch argument '{name}'{hint}{listing}")
 
 
 def load_launch_file(
     path: str | Path, arguments: Mapping[str, str] | None = None, environ: Mapping[str, str] | None = None
 ) -> LaunchPlan:
-    """Evaluate a YAML launch file with ``name:=value`` arguments into a :class:`LaunchPlan`."""
+    """Evaluate a YAML launch file with ``name:=value`` arguments into a :class:`LaunchPlan`.
+
+    An argument that no file of the launch declares is a :class:`LaunchError`
+    naming the closest declared one.
+    """
     environ = dict(os.environ if environ is None else environ)
     scope = _Scope(configurations=dict(arguments or {}), environ=environ)
+    check_arguments_declared(scope.configurations, declared_argument_names(Path(path), scope.copy()), Path(path))
     evaluator = _Evaluator(initial_environ=environ)
     evaluator.include(Path(path), scope, depth=0)
     evaluator.plan.configurations = dict(scope.configurations)
     return evaluator.plan
+
+
+def declared_argument_names(path: Path, scope: "_Scope", depth: int = 0) -> set[str]:
+    """Every ``arg`` name in ``path`` and the files it includes, whatever the conditions say.
+
+    A file that is included only under some condition still declares its
+    arguments (``attitude_source:=imu`` is valid for sim.launch.yaml even with
+    ``use_controller:=false``). Include paths that cannot be evaluated yet are skipped.
+    """
+    names: set[str] = set()
+    if depth > MAX_INCLUDE_DEPTH:
+        return names
+    pending = list(read_launch_entities(path))
+    context = _Context(scope, path.resolve())
+    while pending:
+        entity = pending.pop()
+        if not isinstance(entity, dict) or len(entity) != 1:
+            continue
+        ((tag, body),) = entity.items()
+        if tag == "include" and isinstance(body, str):
+            body = {"file": body}
+        if not isinstance(body, dict):
+            continue
+        try:
+            if tag == "arg" and "name" in body:
+                names.add(substitutions.substitute(_scalar_text(body["name"]), context))
+            elif tag == "group" and isinstance(body.get("children"), list):
+                pending.extend(body["children"])
+            elif tag == "include" and "file" in body:
+                included = Path(substitutions.substitute(_scalar_text(body["file"]), context)).expanduser()
+                if included.is_file():
+                    names |= declared_argument_names(included, scope, depth + 1)
+        except LaunchError:
+            continue
+    return names
 
 
 def read_launch_entities(path: Path) -> list[Any]:
@@ -332,7 +400,10 @@ class _Evaluator:
 
     def push_ros_namespace(self, tag: "_Tag", scope: _Scope, depth: int) -> None:
         body = tag.mapping({"namespace"}, set())
-        scope.ros_namespace = prefix_namespace(scope.ros_namespace, self.text(body["namespace"], scope, tag.file))
+        pushed = self.text(body["namespace"], scope, tag.file)
+        namespace = prefix_namespace(scope.ros_namespace, pushed)
+        check_namespace(make_namespace_absolute(namespace), f"{tag.file}: push-ros-namespace '{pushed}'")
+        scope.ros_namespace = namespace
 
     def set_env(self, tag: "_Tag", scope: _Scope, depth: int) -> None:
         body = tag.mapping({"name", "value"}, set())
@@ -379,11 +450,16 @@ class _Evaluator:
         namespace = self.text(body["namespace"], scope, tag.file) if "namespace" in body else None
         executable = self.text(body["exec"], scope, tag.file)
         package = self.text(body["pkg"], scope, tag.file) if "pkg" in body else None
+        full_namespace = make_namespace_absolute(prefix_namespace(scope.ros_namespace, namespace))
+        if full_namespace is not None:
+            check_namespace(full_namespace, f"{tag.file}: node '{executable}': namespace")
+        if name is not None:
+            check_node_name(name, f"{tag.file}: node '{executable}'")
         spec = ProcessSpec(
             executable=executable,
             package=package or None,
             name=name,
-            namespace=make_namespace_absolute(prefix_namespace(scope.ros_namespace, namespace)),
+            namespace=full_namespace,
             arguments=self.cmdline(body.get("args"), scope, tag.file),
             ros_arguments=self.cmdline(body.get("ros_args"), scope, tag.file),
             parameters=self.parameters(tag.entity_list(body.get("param"), "param"), scope, tag.file),
@@ -425,10 +501,26 @@ class _Evaluator:
         return {
             "output": output,
             "shutdown_on_exit": on_exit == "shutdown",
+            "sigterm_timeout_s": self.timeout(body, "sigterm_timeout", DEFAULT_SIGTERM_TIMEOUT_S, scope, tag),
+            "sigkill_timeout_s": self.timeout(body, "sigkill_timeout", DEFAULT_SIGKILL_TIMEOUT_S, scope, tag),
             "cwd": self.text(body["cwd"], scope, tag.file) if "cwd" in body else None,
             "prefix": self.cmdline(body.get("launch-prefix"), scope, tag.file),
             "environment": environment,
         }
+
+    def timeout(self, body: dict, key: str, default: float, scope: _Scope, tag: "_Tag") -> float:
+        """A process's ``sigterm_timeout``/``sigkill_timeout``: attribute, else launch argument, else default."""
+        if key in body:
+            text = self.text(body[key], scope, tag.file)
+        else:
+            text = scope.configurations.get(key, str(default))
+        try:
+            seconds = float(text)
+        except ValueError:
+            seconds = -1.0
+        if not seconds >= 0.0:
+            raise LaunchError(f"{tag.file}: {tag.name}: {key} must be a number of seconds >= 0, got '{text}'")
+        return seconds
 
     def pairs(self, tag: "_Tag", key: str, names: tuple[str, str], scope: _Scope) -> list[tuple[str, str]]:
         """A list attribute of two-attribute entries (``arg``/``env``/``keep``: name, value; ``remap``: from, to)."""
@@ -531,7 +623,10 @@ class _Evaluator:
         return coerce_parameter(value, type_name, f"{file}: param '{name}'")
 
 
-_PROCESS_ATTRIBUTES = frozenset({"output", "on_exit", "cwd", "launch-prefix", "env"}) | IGNORED_PROCESS_ATTRIBUTES
+_PROCESS_ATTRIBUTES = (
+    frozenset({"output", "on_exit", "cwd", "launch-prefix", "env", "sigterm_timeout", "sigkill_timeout"})
+    | IGNORED_PROCESS_ATTRIBUTES
+)
 
 
 @dataclass(frozen=True)
@@ -622,6 +717,26 @@ def prefix_namespace(base: str | None, namespace: str | None) -> str | None:
     if namespace.startswith("/"):
         return namespace
     return f"{base.rstrip('/')}/{namespace}" if namespace else base
+
+
+def check_namespace(namespace: str, what: str) -> None:
+    """ROS 2's rule for a namespace (rmw_validate_namespace): '/'-separated tokens of letters,
+    digits and '_', none starting with a digit, no empty token; ``ros2 launch`` refuses others too."""
+    if namespace == "/":
+        return
+    tokens = namespace[1:].split("/") if namespace.startswith("/") else [namespace]
+    for token in tokens:
+        if not token or not all(c.isascii() and (c.isalnum() or c == "_") for c in token) or token[0].isdigit():
+            raise LaunchError(
+                f"{what}: invalid ROS namespace '{namespace}' (letters, digits and '_' between '/', "
+                "not starting with a digit)"
+            )
+
+
+def check_node_name(name: str, what: str) -> None:
+    """ROS 2's rule for a node name (rmw_validate_node_name)."""
+    if not name or not all(c.isascii() and (c.isalnum() or c == "_") for c in name) or name[0].isdigit():
+        raise LaunchError(f"{what}: invalid node name '{name}' (letters, digits and '_', not starting with a digit)")
 
 
 def make_namespace_absolute(namespace: str | None) -> str | None:

@@ -1,16 +1,25 @@
 """Process management for ``aerial_sim launch``: start, watch, relay output, stop.
 
-Each process runs in its own process group, so a terminal's Ctrl-C reaches only
-the launcher, which then stops the processes in an order it controls: SIGINT to
-each (what ``rclpy`` turns into a clean shutdown), SIGTERM to those still
-running after ``sigint_timeout_s``, SIGKILL after ``sigterm_timeout_s`` more.
-A second Ctrl-C skips the waiting.
+The rules are those of ``ros2 launch`` (launch 3.x ``ExecuteLocal``), so the same
+file behaves the same under both:
 
-Exit status of :meth:`Runner.run`:
-- 0: stopped by SIGINT/SIGTERM, every process finished cleanly, or a process
-  marked ``on_exit: shutdown`` exited with status 0;
-- 1: a process exited with a non-zero status or by a signal (it is named, with
-  its last output lines), or could not be started.
+- A process that exits is reported (``process has finished cleanly``, or
+  ``process has died [pid, exit code]`` with its last output lines); the others
+  keep running, unless it has ``on_exit: shutdown``, which stops the whole
+  launch (``process[...] was required: shutting down launched system``). The
+  launch ends when every process has exited.
+- Stopping (Ctrl-C, SIGTERM, SIGHUP, or an ``on_exit: shutdown``): SIGINT to
+  each process, SIGTERM to those still running after their ``sigterm_timeout``
+  (5 s), SIGKILL after ``sigkill_timeout`` (5 s) more. A second Ctrl-C is
+  ignored, as in ``ros2 launch``.
+- aerial_sim nodes start with SIGINT/SIGTERM blocked (they unblock them once
+  their handlers are in place, :mod:`aerial_sim.nodes._process`), so a Ctrl-C
+  during their interpreter start-up is neither lost nor fatal.
+
+Exit status of :meth:`Runner.run` (``ros2 launch`` exits 0 in every case but a
+launch-file error; here a failure is visible to scripts):
+- 0: every process exited with status 0 (on its own or when stopped);
+- 1: a process exited with a non-zero status or by a signal, or could not be started.
 
 Output: every line a process prints goes to ``<log_dir>/<label>.log``; stdout
 lines are also shown as ``[label] line`` for ``output: screen`` or ``both``, and
@@ -31,6 +40,9 @@ from pathlib import Path
 from typing import IO, Callable
 
 from aerial_sim.launcher.description import ProcessSpec
+from aerial_sim.paths import PACKAGE_NAME
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 #: Lines of each process's recent output kept for the failure report.
 RECENT_LINES = 20
@@ -64,15 +76,12 @@ class Runner:
         items: list[LaunchItem],
         log_dir: Path,
         *,
-        sigint_timeout_s: float = 10.0,
-        sigterm_timeout_s: float = 3.0,
         stdout: IO[str] | None = None,
         stderr: IO[str] | None = None,
     ):
         self.items = items
         self.log_dir = log_dir
-        self.sigint_timeout_s = sigint_timeout_s
-        self.sigterm_timeout_s = sigterm_timeout_s
+        self.failed = False
         self.stdout = stdout or sys.stdout
         self.stderr = stderr or sys.stderr
         self.running: list[_Running] = []
@@ -89,14 +98,17 @@ class Runner:
             self.info(f"All log files can be found below {self.log_dir}")
             for item in self.items:
                 if not self._start(item):
-                    return 1
+                    self.failed = True
+                    break
                 if self._signals:
                     break
-            return self._watch()
+            else:
+                self._watch()
         finally:
             self._stop_all()
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+        return 1 if self.failed else 0
 
     # -- messages ------------------------------------------------------------------------------
 
@@ -124,11 +136,17 @@ class Runner:
         return previous
 
     def _on_signal(self, signum, frame) -> None:
+        if self._signals and signum == signal.SIGINT:
+            self._print("[WARN] [launch]: user interrupted with ctrl-c (SIGINT) again, ignoring...", self.stderr)
+            return
         self._signals.append(signum)
         self._wake.set()
 
     def _start(self, item: LaunchItem) -> bool:
         log = open(self.log_dir / f"{item.label}.log", "w", encoding="utf-8")
+        # aerial_sim nodes unblock these once their quiet handlers are installed.
+        blocked = _STOP_SIGNALS if item.spec.package == PACKAGE_NAME else ()
+        previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
         try:
             popen = subprocess.Popen(
                 item.command,
@@ -143,6 +161,8 @@ class Runner:
             log.close()
             self.error(f"cannot start '{item.label}' ({item.command[0]}): {error.strerror or error}")
             return False
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
         running = _Running(item, popen, log)
         for stream, to_screen, screen in (
             (popen.stdout, item.spec.output in ("screen", "both"), self.stdout),
@@ -169,69 +189,71 @@ class Runner:
                     print(f"[{running.item.label}] {line}", file=screen, flush=True)
         stream.close()
 
-    def _watch(self) -> int:
+    def _watch(self) -> None:
+        """Report processes as they exit, until a stop signal, an ``on_exit: shutdown`` or none is left."""
         while True:
             if self._signals:
                 self.info(f"{signal.Signals(self._signals[0]).name} received, stopping all processes")
-                return 0
+                return
             alive = 0
             for running in self.running:
                 if running.done:
                     continue
-                code = running.popen.poll()
-                if code is None:
+                if running.popen.poll() is None:
                     alive += 1
                     continue
-                running.done = True
-                self._join_readers(running)
-                label, pid = running.item.label, running.popen.pid
-                if code != 0:
-                    self._report_failure(running, code)
-                    return 1
+                self._report_exit(running)
                 if running.item.spec.shutdown_on_exit:
-                    self.info(f"process has finished cleanly [pid {pid}]: {label}; on_exit: shutdown, stopping the rest")
-                    return 0
-                self.info(f"process has finished cleanly [pid {pid}]: {label}")
+                    self.info(f"process[{running.item.label}] was required: shutting down launched system")
+                    return
             if alive == 0:
                 self.info("all processes have finished")
-                return 0
+                return
             self._wake.wait(0.05)
 
-    def _report_failure(self, running: _Running, code: int) -> None:
-        spec, label = running.item.spec, running.item.label
+    def _report_exit(self, running: _Running, stopping: bool = False) -> None:
+        """One line for a process that exited; with its last output lines when it failed on its own."""
+        running.done = True
+        self._join_readers(running)
+        code, label, pid = running.popen.returncode, running.item.label, running.popen.pid
+        if code == 0:
+            self.info(f"process has finished cleanly [pid {pid}]: {label}")
+            return
+        self.failed = True
+        spec = running.item.spec
         what = f"{spec.package}/{spec.executable}" if spec.package else spec.executable
-        if code < 0:
-            how = f"was killed by {signal.Signals(-code).name}"
-        else:
-            how = f"exited with code {code}"
-        lines = list(running.recent)
-        tail = "".join(f"\n    [{label}] {line}" for line in lines) if lines else " (no output)"
-        self.error(f"process '{label}' ({what}) {how}; last output:{tail}")
+        how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+        lines = [] if stopping else list(running.recent)
+        tail = "; last output:" + "".join(f"\n    [{label}] {line}" for line in lines) if lines else ""
+        self.error(f"process has died [pid {pid}, {how}]: {label} ({what}){tail}")
 
     def _stop_all(self) -> None:
-        alive = [r for r in self.running if r.popen.poll() is None]
-        steps = (
-            (signal.SIGINT, self.sigint_timeout_s),
-            (signal.SIGTERM, self.sigterm_timeout_s),
-            (signal.SIGKILL, 5.0),
-        )
-        signals_seen = len(self._signals)
-        for step, (signum, timeout_s) in enumerate(steps):
-            if not alive:
-                break
-            if step > 0:
-                names = ", ".join(r.item.label for r in alive)
-                self.warn(f"still running after {steps[step - 1][0].name}, sending {signum.name}: {names}")
-            for running in alive:
-                _signal_group(running.popen, signum)
-            deadline = time.monotonic() + timeout_s
-            while alive and time.monotonic() < deadline:
-                if len(self._signals) > signals_seen:  # another Ctrl-C: stop waiting
-                    signals_seen = len(self._signals)
-                    break
-                self._wake.clear()
-                self._wake.wait(0.05)
-                alive = [r for r in alive if r.popen.poll() is None]
+        """SIGINT to every running process, then SIGTERM and SIGKILL at each one's own timeouts."""
+        start = time.monotonic()
+        alive = [r for r in self.running if not r.done]
+        escalations: dict[int, list[tuple[float, signal.Signals]]] = {}
+        for running in alive:
+            _signal_group(running.popen, signal.SIGINT)
+            spec = running.item.spec
+            escalations[id(running)] = [
+                (start + spec.sigterm_timeout_s, signal.SIGTERM),
+                (start + spec.sigterm_timeout_s + spec.sigkill_timeout_s, signal.SIGKILL),
+            ]
+        while alive:
+            now = time.monotonic()
+            for running in list(alive):
+                if running.popen.poll() is not None:
+                    alive.remove(running)
+                    self._report_exit(running, stopping=True)
+                    continue
+                steps = escalations[id(running)]
+                if steps and now >= steps[0][0]:
+                    _, signum = steps.pop(0)
+                    before = "SIGINT" if signum == signal.SIGTERM else "SIGTERM"
+                    self.error(f"process[{running.item.label}] failed to terminate after {before}, sending {signum.name}")
+                    _signal_group(running.popen, signum)
+            self._wake.clear()
+            self._wake.wait(0.05)
         for running in self.running:
             self._join_readers(running)
             with self._print_lock:

@@ -7,14 +7,26 @@ implements :meth:`OdometrySensorNode.publish` for one model output.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
 
+from aerial_sim.config import require
 from aerial_sim.environment.geodesy import HomePoint
 from aerial_sim.nodes.common import declare_params, frame_in_namespace, publish_static_mount, stream_qos
 from aerial_sim.sensors.common import Resampler, SensorNodeOptions, load_preset, resample_for, truth_from_odometry
+
+
+@dataclass(frozen=True)
+class SceneOption:
+    """The scene a ray-casting sensor (lidar, distance) sees."""
+
+    scene: str = "empty"  # config/scenes/<scene>.yaml, or a path
+
+    def __post_init__(self) -> None:
+        require(bool(self.scene), "scene must name a scene (e.g. 'empty')")
 
 
 class OdometrySensorNode(Node):
@@ -40,7 +52,7 @@ class OdometrySensorNode(Node):
     def on_truth(self, msg: Odometry) -> None:
         truth = truth_from_odometry(msg)
         if truth is None:
-            self.get_logger().warning("ground_truth/odom with non-finite values ignored", throttle_duration_sec=5)
+            self.get_logger().warning("ground_truth/odom with non-finite values or a zero quaternion ignored", throttle_duration_sec=5)
             return
         for sample in resample_for(self.model, self.resampler, truth):
             self.publish(self.model.step(self.dt, sample))

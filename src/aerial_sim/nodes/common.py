@@ -3,7 +3,8 @@
 Only nodes import this module (it imports rclpy). It gives every node the same
 QoS choices, the same way to turn a params dataclass into declared ROS
 parameters, the same stamp conversions and the same ``main()`` behaviour: a bad
-parameter is one clear log line and exit code 2, Ctrl-C is a clean exit.
+parameter is one clear log line and exit code 2, Ctrl-C (once or many times) is a
+quiet exit 0 (:mod:`aerial_sim.nodes._process`).
 """
 
 from __future__ import annotations
@@ -12,12 +13,16 @@ import dataclasses
 import math
 import os
 import sys
+import traceback
 from typing import Any, Callable, TypeVar
 
 import rclpy
+import rclpy.executors
 from builtin_interfaces.msg import Time
-from rclpy.executors import ExternalShutdownException
+from rclpy.exceptions import NameValidationException
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.qos import (
     DurabilityPolicy,
@@ -28,6 +33,9 @@ from rclpy.qos import (
 )
 
 from aerial_sim.config import ParamsError, flatten_params, params_from_mapping, unflatten
+from aerial_sim.nodes import _process
+
+RCLError = _rclpy.RCLError
 
 T = TypeVar("T")
 
@@ -97,35 +105,92 @@ def declare_params(node: Node, cls: type[T], prefix: str = "", defaults: T | Non
 
 
 def run_node(node_factory: Callable[[], Node], args: list[str] | None = None) -> int:
-    """Standard ``main()`` for every node: init, build, spin, and shut down cleanly.
+    """Standard ``main()`` for every node: init, build, spin, and stop quietly.
 
-    A :class:`ParamsError` while building the node is logged as one line and
-    gives exit code 2 (the launcher shows it); Ctrl-C gives exit code 0. A node
-    may set ``exit_code`` (and shut the context down) to end with a failure.
+    Exit status: 0 when stopped by SIGINT/SIGTERM (however often they arrive,
+    also while starting) or when the node finishes; 2 for a configuration error
+    (a :class:`ParamsError`, a bad ROS argument or name, a file that cannot be
+    written), printed as one ``[FATAL]`` line without traceback; otherwise the
+    node's ``exit_code`` (a node that sets it and shuts its context down ends
+    with that failure). A node with a ``done`` attribute stops when it is true.
+    See :mod:`aerial_sim.nodes._process` for the signal rules.
     """
+    _process.start_node_process()
     use_transport_profile()
-    rclpy.init(args=args if args is not None else sys.argv)
+    name = getattr(node_factory, "__name__", "node")
     node = None
+    code = 0
     try:
+        _process.set_phase("starting")
+        rclpy.init(args=args if args is not None else sys.argv, signal_handler_options=SignalHandlerOptions.NO)
         node = node_factory()
-        rclpy.spin(node)
+        name = node.get_name()
+        _process.set_phase("running")
+        _spin_until_stopped(node)
+        code = int(getattr(node, "exit_code", 0) or 0)
+    except _process.StopRequested:
+        code = 0
     except ParamsError as error:
-        name = node.get_name() if node else getattr(node_factory, "__name__", "node")
-        print(f"[FATAL] [{name}]: invalid parameter: {error}", file=sys.stderr, flush=True)
-        return 2
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except Exception:  # noqa: BLE001
-        if node is not None and not node.context.ok():
-            pass  # a callback interrupted by shutdown (rclpy raises from take_message): not a failure
-        else:
-            raise
+        code = _fatal(name, f"invalid parameter: {error}")
+    except Exception as error:  # noqa: BLE001
+        code = _failure_code(name, node, error)
     finally:
+        _process.set_phase("stopping")
+        _stop(node)
+    if _process.is_node_executable():
+        _process.exit_now(code)
+    return code
+
+
+def _spin_until_stopped(node: Node) -> None:
+    """Spin until a stop signal, the context's shutdown, or ``node.done``."""
+    executor = rclpy.executors.SingleThreadedExecutor(context=node.context)
+    executor.add_node(node)
+    while not _process.stop_requested() and node.context.ok() and not getattr(node, "done", False):
+        executor.spin_once(timeout_sec=0.1)
+    executor.remove_node(node)
+
+
+def _failure_code(name: str, node: Node | None, error: Exception) -> int:
+    """Exit status for an exception out of start-up or spinning (see :func:`run_node`)."""
+    if _process.stop_requested() or not rclpy.ok() or (node is not None and not node.context.ok()):
+        return 0  # interrupted while starting or while a callback ran: not a failure
+    if node is None or isinstance(error, (OSError, RCLError, NameValidationException)):
+        # Start-up: a bad argument, name, file or folder. One line, no traceback.
+        return _fatal(name, f"cannot start: {' '.join(str(error).split()) or type(error).__name__}")
+    traceback.print_exc()
+    return 1
+
+
+def _fatal(name: str, message: str) -> int:
+    print(f"[FATAL] [{name}]: {message}", file=sys.stderr, flush=True)
+    return 2
+
+
+def _stop(node: Node | None) -> None:
+    """Destroy the node and shut rclpy down; nothing here may print a traceback."""
+    try:
         if node is not None:
             node.destroy_node()
-        if rclpy.ok():
-            rclpy.try_shutdown()
-    return int(getattr(node, "exit_code", 0))
+    except Exception as error:  # noqa: BLE001 - the node is going away either way
+        print(f"[WARN] [{node.get_name()}]: while stopping: {type(error).__name__}: {error}", file=sys.stderr)
+    try:
+        rclpy.try_shutdown()
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def run_folder_parameter(value: str, parameter: str = "output_dir"):
+    """The run folder for a node's ``output_dir``-style parameter (:mod:`aerial_sim.run_folder`).
+
+    A folder that cannot be created or written is a :class:`ParamsError` naming the parameter.
+    """
+    from aerial_sim.run_folder import RunFolderError, resolve_run_dir
+
+    try:
+        return resolve_run_dir(value)
+    except RunFolderError as error:
+        raise ParamsError(f"{parameter}: {error}") from None
 
 
 def use_transport_profile() -> None:

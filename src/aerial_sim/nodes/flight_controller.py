@@ -6,10 +6,17 @@ A thin adapter around :class:`aerial_sim.control.supervisor.FlightSupervisor`
 - state from ``ground_truth/odom`` (pose in ``map``, twist in ``base_link``);
   with ``attitude_source: imu`` the attitude and body rates come from
   ``imu/data`` instead (its frame is assumed aligned with ``base_link``);
-- services ``arm`` (SetBool), ``takeoff`` and ``land`` (Trigger); topics
-  ``cmd_pose`` (PoseStamped, ``map``) and ``cmd_vel`` (TwistStamped, ``map`` or
-  ``<ns>/base_link``); refused requests are one clear log line and the vehicle
-  keeps holding;
+- services ``arm`` (SetBool), ``takeoff``, ``land`` and ``reset`` (Trigger;
+  after a simulation reset: disarm); topics ``cmd_pose`` (PoseStamped, ``map``)
+  and ``cmd_vel`` (TwistStamped, ``map`` or ``<ns>/base_link``); refused
+  requests are one clear log line and the vehicle keeps holding;
+- lower-level streams (AirSim's attitude, rate and PWM commands):
+  ``cmd_attitude`` (PoseStamped: ``orientation`` = attitude; ``position.z`` =
+  altitude in ``map`` when the frame is ``map``, collective throttle 0..1 when
+  it is ``<ns>/base_link``), ``cmd_rates`` (TwistStamped: ``angular`` = body
+  rates FLU; ``linear.z`` = altitude or throttle, chosen by the frame in the
+  same way) and ``cmd_motors`` (Float64MultiArray, u_i in [0, 1], passed to
+  ``motor_commands`` unchanged);
 - publishes ``motor_commands`` (Float64MultiArray, reliable) at ``rate_hz`` of
   simulation time, or in ``lockstep`` exactly one per new odometry stamp, and
   ``/diagnostics`` (armed, mode, last command age).
@@ -104,6 +111,10 @@ class FlightControllerNode(Node):
             self.create_subscription(Imu, "imu/data", self.on_imu, qos)
         self.create_subscription(PoseStamped, "cmd_pose", self.on_cmd_pose, COMMAND_QOS)
         self.create_subscription(TwistStamped, "cmd_vel", self.on_cmd_vel, COMMAND_QOS)
+        self.create_subscription(PoseStamped, "cmd_attitude", self.on_cmd_attitude, COMMAND_QOS)
+        self.create_subscription(TwistStamped, "cmd_rates", self.on_cmd_rates, COMMAND_QOS)
+        self.create_subscription(Float64MultiArray, "cmd_motors", self.on_cmd_motors, COMMAND_QOS)
+        self.create_service(Trigger, "reset", self.on_reset)
         self.create_service(SetBool, "arm", self.on_arm)
         self.create_service(Trigger, "takeoff", self.on_takeoff)
         self.create_service(Trigger, "land", self.on_land)
@@ -208,6 +219,35 @@ class FlightControllerNode(Node):
             body = frame in self.body_frames
             self.apply(lambda now: self.fc.command_velocity(now, (v.x, v.y, v.z), w.z, body_frame=body))
         self.client_message(message.header.stamp)
+
+    def on_cmd_attitude(self, message: PoseStamped) -> None:
+        vertical = self.vertical_channel("cmd_attitude", message.header.frame_id, message.pose.position.z)
+        if vertical is not None:
+            q = message.pose.orientation
+            self.apply(lambda now: self.fc.command_attitude(now, (q.w, q.x, q.y, q.z), *vertical))
+        self.client_message(message.header.stamp)
+
+    def on_cmd_rates(self, message: TwistStamped) -> None:
+        vertical = self.vertical_channel("cmd_rates", message.header.frame_id, message.twist.linear.z)
+        if vertical is not None:
+            w = message.twist.angular
+            self.apply(lambda now: self.fc.command_rates(now, (w.x, w.y, w.z), *vertical))
+        self.client_message(message.header.stamp)
+
+    def on_cmd_motors(self, message: Float64MultiArray) -> None:
+        self.apply(lambda now: self.fc.command_motors(now, list(message.data)))
+
+    def vertical_channel(self, topic: str, frame: str, value: float):
+        """(altitude, throttle) from a stream's frame: ``map`` -> altitude, base_link -> throttle; None if unknown."""
+        if frame == "map":
+            return value, None
+        if frame in self.body_frames:
+            return None, value
+        self.refuse(f"{topic} refused: unknown frame '{frame}' (use 'map' or '{self.namespace}/base_link')")
+        return None
+
+    def on_reset(self, request, response):
+        return self.service(response, self.fc.reset)
 
     def on_arm(self, request, response):
         return self.service(response, lambda: self.fc.arm(request.data))

@@ -15,29 +15,24 @@ makes one service call. That is the contract the flight controller's
 
 from __future__ import annotations
 
-import datetime
 import json
 import math
-import sys
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from nav_msgs.msg import Odometry
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from std_srvs.srv import SetBool, Trigger
 
-from aerial_sim.config import ParamsError, require_positive
+from aerial_sim.config import require_positive
 from aerial_sim.control.geometry import quat_from_yaw, quat_to_matrix, yaw_of
 from aerial_sim.control.mission import load_mission, pattern_path
 from aerial_sim.control.track import TrackRecorder, compare_tracks, summary_text, write_plots
 from aerial_sim.control.trajectory import PathFollower, Trajectory
-from aerial_sim.nodes.common import COMMAND_QOS, declare_params, from_stamp, stream_qos, to_stamp
+from aerial_sim.nodes.common import COMMAND_QOS, declare_params, from_stamp, run_folder_parameter, run_node, stream_qos, to_stamp
 
 #: The AirSim paper's sim-vs-real Hausdorff distances (FSR 2017, sec. 4), shown beside ours.
 PAPER_HAUSDORFF_M = {"square_5m": 0.65, "circle_10m": 1.47}
@@ -47,8 +42,8 @@ PAPER_HAUSDORFF_M = {"square_5m": 0.65, "circle_10m": 1.47}
 class MissionNodeParams:
     #: Mission under config/missions/ (square_5m, circle_10m, figure_eight) or a YAML path.
     mission: str = "square_5m"
-    #: Results folder; empty = runs/<date-time>-<mission>/ under the working directory.
-    output_dir: str = ""
+    #: Results folder; auto (or empty) = the launch's run folder, runs/<date-time>/ (aerial_sim.run_folder).
+    output_dir: str = "auto"
     #: Match the physics node's QoS (reliable streams in lockstep).
     lockstep: bool = False
     #: Altitude is reached within this distance and below ``settle_speed_m_s``, m.
@@ -70,6 +65,7 @@ class MissionNode(Node):
         super().__init__("mission")
         self.params = declare_params(self, MissionNodeParams)
         self.mission = load_mission(self.params.mission)
+        self.output_dir = run_folder_parameter(self.params.output_dir)
         self.namespace = self.get_namespace().strip("/")
         self.exit_code: int | None = None
         self.recorder = TrackRecorder()
@@ -99,6 +95,11 @@ class MissionNode(Node):
             f"mission '{m.name}': {m.pattern} size {m.size_m:g} m at {m.speed_m_s:g} m/s, "
             f"takeoff to {m.takeoff_altitude_m:g} m; waiting for the flight controller"
         )
+
+    @property
+    def done(self) -> bool:
+        """The mission has finished (landed or failed); :func:`run_node` then stops spinning."""
+        return self.exit_code is not None
 
     # -- driven by odometry ----------------------------------------------------
 
@@ -262,9 +263,7 @@ class MissionNode(Node):
         if self.path is None or len(self.recorder.positions("pattern")) < 2:
             self.get_logger().warning("no pattern was flown: no track to evaluate")
             return
-        folder = Path(self.params.output_dir) if self.params.output_dir else (
-            Path("runs") / f"{datetime.datetime.now():%Y%m%d-%H%M%S}-{self.mission.name}"
-        )
+        folder = self.output_dir
         folder.mkdir(parents=True, exist_ok=True)
         metrics = compare_tracks(self.recorder.positions("pattern"), self.path)
         times = self.recorder.times("pattern")
@@ -282,24 +281,8 @@ class MissionNode(Node):
 
 
 def run_mission(args: list[str] | None = None) -> int:
-    """Init ROS, fly the mission, return 0 on success (1 on a failed mission, 2 on bad parameters)."""
-    rclpy.init(args=args if args is not None else sys.argv)
-    node = None
-    try:
-        node = MissionNode()
-        while rclpy.ok() and node.exit_code is None:
-            rclpy.spin_once(node, timeout_sec=0.1)
-        return node.exit_code if node.exit_code is not None else 130
-    except ParamsError as error:
-        print(f"[FATAL] [mission]: invalid parameter: {error}", file=sys.stderr, flush=True)
-        return 2
-    except (KeyboardInterrupt, ExternalShutdownException):
-        return 130
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.try_shutdown()
+    """Fly the mission: 0 when it landed (or was stopped by SIGINT/SIGTERM), 1 when it failed, 2 on bad parameters."""
+    return run_node(MissionNode, args)
 
 
 def main(args=None):

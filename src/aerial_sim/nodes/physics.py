@@ -10,7 +10,23 @@ A thin adapter around :class:`aerial_sim.physics.world.PhysicsWorld`:
 - publishes ``/clock``, ``ground_truth/odom``, ``ground_truth/imu`` and
   ``rotors`` once per control period (``publish_rate_hz``, 250 Hz), not on
   every 1 ms step: consumers need 250 Hz, and publishing at the step rate would
-  cost more than the physics itself.
+  cost more than the physics itself;
+- simulation control (what AirSim's API needs; standard interfaces only):
+  services ``/physics/pause`` (std_srvs/SetBool: stop or restart the clock)
+  and ``/physics/reset`` (std_srvs/Trigger: every vehicle back to its start,
+  at rest; sim time goes on), topics ``/physics/continue_for``
+  (std_msgs/Float64: run that many simulated seconds, whole control periods,
+  then pause), ``/physics/wind`` (geometry_msgs/Vector3Stamped, ``map`` ENU
+  m/s) and ``/<vehicle>/set_pose`` (geometry_msgs/PoseStamped in ``map``:
+  teleport, at rest). These edits are queued and applied by the simulation
+  thread between control periods, also while paused.
+
+Many vehicles (:class:`SwarmOutputs`): the vehicles come from ``vehicle_names`` or a
+fleet (``fleet`` file or ``vehicles`` count, :mod:`aerial_sim.vehicles.fleet`);
+ground truth goes out at ``ground_truth_rate_hz`` per vehicle, lowered at start to
+what the node can publish and still keep real time (it logs what it chose); the
+whole swarm's poses go out on ``/swarm/poses`` and vehicle-to-vehicle collisions on
+``<vehicle>/collisions``.
 """
 
 from __future__ import annotations
@@ -18,14 +34,16 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from geometry_msgs.msg import TransformStamped, WrenchStamped
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import Pose, PoseArray, PoseStamped, TransformStamped, Vector3Stamped, WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Imu, JointState
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Float64, Float64MultiArray
+from std_srvs.srv import SetBool, Trigger
 
 from aerial_sim.config import ParamsError, require, require_non_negative, require_positive
 from aerial_sim.environment.environment import EnvironmentParams
@@ -39,7 +57,8 @@ from aerial_sim.nodes.common import (
     to_stamp,
 )
 from aerial_sim.physics.rotation import rotate_inverse
-from aerial_sim.physics.world import PhysicsParams, PhysicsWorld
+from aerial_sim.physics.world import PhysicsParams, PhysicsWorld, RunControl
+from aerial_sim.vehicles.fleet import FleetSelection
 from aerial_sim.vehicles.multirotor import load_vehicle
 
 #: Covariance reported for noise-free ground truth: known, and (numerically) exact.
@@ -65,8 +84,22 @@ class PhysicsNodeParams:
     publish_tf: bool = True
     home: HomePoint = field(default_factory=HomePoint)
     wind_enu_m_s: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    #: A fleet file (config/fleets/) or a number of vehicles drone1..N on a grid; either one
+    #: replaces vehicle_names, vehicle_types, initial_positions and initial_yaws_rad.
+    fleet: str = ""
+    vehicles: int = 0
+    #: Ground truth (odom, imu, rotors, TF) per vehicle, Hz; 0 = publish_rate_hz. Lowered at start
+    #: to what keeps real time (a whole number of control periods apart). /clock keeps publish_rate_hz.
+    ground_truth_rate_hz: float = 0.0
+    #: Share of one core the node may spend (physics + publishing) when it chooses that rate.
+    cpu_budget: float = 0.8
+    #: Physics path: auto (scalar for one vehicle, batched arrays for more), scalar or batched.
+    stepping: str = "auto"
 
     def __post_init__(self):
+        require_non_negative(self, "ground_truth_rate_hz")
+        require(0.0 < self.cpu_budget <= 1.0, f"cpu_budget must be in (0, 1], got {self.cpu_budget!r}")
+        require(self.vehicles >= 0, f"vehicles must be >= 0, got {self.vehicles!r}")
         require_positive(self, "rate_hz", "publish_rate_hz", "wrench_timeout_s")
         require_non_negative(self, "clock_speed")
         count = len(self.vehicle_names)
@@ -80,6 +113,21 @@ class PhysicsNodeParams:
     @property
     def steps_per_period(self) -> int:
         return max(1, round(self.rate_hz / self.publish_rate_hz))
+
+    def with_fleet(self) -> "PhysicsNodeParams":
+        """These parameters with the vehicles of the selected fleet (unchanged without one)."""
+        selection = FleetSelection(fleet=self.fleet, vehicles=self.vehicles,
+                                   vehicle_type=self.vehicle_types[0] if self.vehicle_types else "quad_x")
+        if not selection.given:
+            return self
+        fleet = selection.load()
+        return replace(
+            self,
+            vehicle_names=tuple(v.name for v in fleet),
+            vehicle_types=tuple(v.type for v in fleet),
+            initial_positions=tuple(c for v in fleet for c in v.position),
+            initial_yaws_rad=tuple(v.yaw_rad for v in fleet),
+        )
 
 
 class VehicleChannel:
@@ -100,6 +148,7 @@ class VehicleChannel:
         self.wrench_received_at = -math.inf
         node.create_subscription(Float64MultiArray, f"/{name}/motor_commands", self.on_motor_commands, COMMAND_QOS)
         node.create_subscription(WrenchStamped, f"/{name}/rotor_drag/wrench", self.on_wrench, stream_qos(lockstep))
+        node.create_subscription(PoseStamped, f"/{name}/set_pose", self.on_set_pose, COMMAND_QOS)
         self._node = node
 
     def on_motor_commands(self, message: Float64MultiArray) -> None:
@@ -127,6 +176,19 @@ class VehicleChannel:
             self.wrench_received_at = self._node.world.time_s
 
 
+    def on_set_pose(self, message: PoseStamped) -> None:
+        p, q = message.pose.position, message.pose.orientation
+        position, orientation = (p.x, p.y, p.z), (q.w, q.x, q.y, q.z)
+        norm = math.sqrt(sum(c * c for c in orientation))
+        if message.header.frame_id != "map" or not all(math.isfinite(v) for v in position + orientation) or norm < 0.5:
+            self._node.get_logger().warning(
+                f"{self.name}/set_pose refused: needs frame 'map', finite values and a unit quaternion",
+                throttle_duration_sec=2.0)
+            return
+        self._node.edit_world(lambda world: world.set_kinematics(
+            self.name, position, orientation, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)))
+
+
 def motor_command_problem(controls: list[float], rotor_count: int) -> str | None:
     """Why a motor command is unusable, or None when it is valid."""
     if len(controls) != rotor_count:
@@ -142,7 +204,7 @@ def motor_command_problem(controls: list[float], rotor_count: int) -> str | None
 class PhysicsNode(Node):
     def __init__(self):
         super().__init__("physics")
-        self.params = declare_params(self, PhysicsNodeParams)
+        self.params = declare_params(self, PhysicsNodeParams).with_fleet()
         self.world = build_world(self.params)
         self.inputs_lock = threading.Lock()
         self.command_arrived = threading.Event()
@@ -152,6 +214,13 @@ class PhysicsNode(Node):
             for name in self.params.vehicle_names
         ]
         self.tf_broadcaster = make_tf_broadcaster(self) if self.params.publish_tf else None
+        self.run_control = RunControl()
+        self._world_edits: list = []
+        self.create_service(SetBool, "/physics/pause", self.on_pause)
+        self.create_service(Trigger, "/physics/reset", self.on_reset)
+        self.create_subscription(Float64, "/physics/continue_for", self.on_continue_for, COMMAND_QOS)
+        self.create_subscription(Vector3Stamped, "/physics/wind", self.on_wind, COMMAND_QOS)
+        self.swarm = SwarmOutputs(self)
         self.periods_done = 0
         self.exit_code = 0
         self._stop = threading.Event()
@@ -170,6 +239,60 @@ class PhysicsNode(Node):
         self.command_arrived.set()
         self._thread.join(timeout=2.0)
         return super().destroy_node()
+
+    # -- simulation control (executor thread; applied by the simulation thread) --
+
+    def edit_world(self, edit) -> None:
+        """Queue ``edit(world)`` for the simulation thread (it must not change the world mid-step)."""
+        with self.inputs_lock:
+            self._world_edits.append(edit)
+        self.command_arrived.set()
+
+    def on_pause(self, request, response):
+        with self.inputs_lock:
+            self.run_control.pause(request.data)
+        self.command_arrived.set()
+        response.success = True
+        response.message = "paused" if request.data else "running"
+        self.get_logger().info(f"simulation {response.message} at t = {self.world.time_s:.3f} s")
+        return response
+
+    def on_continue_for(self, message: Float64) -> None:
+        seconds = message.data
+        if not math.isfinite(seconds) or seconds < 0 or seconds > 86400.0:
+            self.get_logger().warning(f"/physics/continue_for {seconds!r} refused: need 0..86400 s",
+                                      throttle_duration_sec=2.0)
+            return
+        period_s = self.params.steps_per_period / self.params.rate_hz
+        with self.inputs_lock:
+            self.run_control.continue_for(math.ceil(seconds / period_s - 1e-9))
+        self.command_arrived.set()
+
+    def on_reset(self, request, response):
+        def reset(world):
+            for vehicle in self.vehicles:
+                world.reset_vehicle(vehicle.name)
+                vehicle.pending_controls, vehicle.wrench = None, None
+
+        self.edit_world(reset)
+        response.success, response.message = True, "every vehicle back at its start"
+        self.get_logger().info("reset: every vehicle back at its start")
+        return response
+
+    def on_wind(self, message: Vector3Stamped) -> None:
+        wind = (message.vector.x, message.vector.y, message.vector.z)
+        if message.header.frame_id not in ("", "map") or not all(math.isfinite(v) and abs(v) < 200.0 for v in wind):
+            self.get_logger().warning(f"/physics/wind refused: needs frame 'map' and |v| < 200 m/s, got {wind}",
+                                      throttle_duration_sec=2.0)
+            return
+        self.edit_world(lambda world: world.set_wind(wind))
+
+    def _apply_world_edits(self) -> bool:
+        with self.inputs_lock:
+            edits, self._world_edits = self._world_edits, []
+        for edit in edits:
+            edit(self.world)
+        return bool(edits)
 
     # -- the simulation loop (its own thread; callbacks run in the executor) --
 
@@ -190,7 +313,21 @@ class PhysicsNode(Node):
         wall_start = time.monotonic()
         self._publish_state()
         waiting_since = time.monotonic()
+        was_paused = False
         while not self._stop.is_set() and self.context.ok():
+            with self.inputs_lock:
+                blocked = self.run_control.blocked
+            if blocked:
+                if self._apply_world_edits():
+                    self._publish_state()  # a teleport or reset while paused is seen at once
+                self.command_arrived.wait(timeout=0.05)
+                self.command_arrived.clear()
+                was_paused = True
+                continue
+            if was_paused:  # pace from here on: no catching up on the time spent paused
+                was_paused = False
+                if params.clock_speed > 0:
+                    wall_start = time.monotonic() - self.periods_done * period_s / params.clock_speed
             if params.lockstep:
                 if not self._wait_for_all_commands():
                     # Re-send this period's state: a controller that joined late (DDS
@@ -210,7 +347,10 @@ class PhysicsNode(Node):
                     wall_start -= delay  # fell far behind (e.g. suspended): do not try to catch up
             self._apply_inputs()
             self.world.step(params.steps_per_period)
+            with self.inputs_lock:
+                self.run_control.stepped()
             self.periods_done += 1
+            self.swarm.collect_collisions()
             self._publish_state()
 
     def _wait_for_all_commands(self) -> bool:
@@ -223,6 +363,7 @@ class PhysicsNode(Node):
             return ready and not self._stop.is_set()
 
     def _apply_inputs(self) -> None:
+        self._apply_world_edits()
         now = self.world.time_s
         with self.inputs_lock:
             for vehicle in self.vehicles:
@@ -237,8 +378,13 @@ class PhysicsNode(Node):
     def _publish_state(self) -> None:
         stamp = to_stamp(self.world.time_s)
         self.clock_pub.publish(Clock(clock=stamp))
+        due = self.swarm.publish(stamp, self.periods_done)
+        self._publish_ground_truth(stamp, due)
+
+    def _publish_ground_truth(self, stamp, vehicles) -> None:
+        """Odometry, IMU, rotors and TF of ``vehicles`` (VehicleChannel objects)."""
         transforms = []
-        for vehicle in self.vehicles:
+        for vehicle in vehicles:
             truth = self.world.ground_truth(vehicle.name)
             vehicle.odom_pub.publish(odometry_message(truth, stamp, vehicle.frame))
             vehicle.imu_pub.publish(imu_message(truth, stamp, vehicle.frame))
@@ -249,10 +395,144 @@ class PhysicsNode(Node):
             self.tf_broadcaster.sendTransform(transforms)
 
 
+class SwarmOutputs:
+    """What the physics node publishes for many vehicles: paced ground truth, ``/swarm/poses``
+    (PoseArray in ``map``, vehicle_names order) and ``<vehicle>/collisions``.
+
+    Ground truth goes to each vehicle every ``stride`` control periods, vehicles spread over
+    the periods (vehicle i in periods ``p`` with ``(p + i) % stride == 0``) so the cost is even.
+    At start the stride is the smallest that keeps physics plus publishing within
+    ``cpu_budget`` of a core at ``clock_speed`` (measured on a copy of the world and on one
+    full publication); lockstep always publishes every period (the controllers answer each stamp).
+
+    Collisions are ``diagnostic_msgs/DiagnosticArray`` on ``<vehicle>/collisions``, one status
+    per other party and control period (the deepest contact of the period): a standard message
+    that carries the other party's name with the impact point, normal, penetration depth and
+    closing speed as key-values (what AirSim's CollisionInfo holds), stamped with sim time.
+    """
+
+    #: Simulated periods stepped on a copy of the world to measure the physics cost.
+    PROBE_PERIODS = 25
+
+    def __init__(self, node: "PhysicsNode"):
+        self.node = node
+        params = node.params
+        self.period_hz = params.rate_hz / params.steps_per_period
+        self.poses_pub = node.create_publisher(PoseArray, "/swarm/poses", stream_qos(params.lockstep))
+        self.collision_pubs = {v.name: node.create_publisher(DiagnosticArray, f"/{v.name}/collisions", COMMAND_QOS)
+                               for v in node.vehicles}
+        self.pending: dict[tuple[str, str], object] = {}
+        self.stride = 1 if params.lockstep else self.choose_stride()
+
+    def choose_stride(self) -> int:
+        """Control periods between two ground-truth messages of one vehicle (see the class doc)."""
+        node, params = self.node, self.node.params
+        requested = params.ground_truth_rate_hz or params.publish_rate_hz
+        stride = max(1, round(self.period_hz / requested))
+        probe = hovering_copy(params)
+        start = time.perf_counter()
+        for _ in range(self.PROBE_PERIODS):
+            probe.step(params.steps_per_period)
+        physics_s = (time.perf_counter() - start) / self.PROBE_PERIODS * self.period_hz  # per simulated second
+        stamp = to_stamp(node.world.time_s)
+        start = time.perf_counter()
+        node._publish_ground_truth(stamp, node.vehicles)
+        publish_s = (time.perf_counter() - start) / len(node.vehicles)  # per vehicle-message set
+        budget = params.cpu_budget / params.clock_speed if params.clock_speed > 0 else math.inf
+        count = len(node.vehicles)
+        while stride < 10_000 and physics_s + count * publish_s * self.period_hz / stride > budget:
+            stride += 1
+        chosen = self.period_hz / stride
+        node.get_logger().info(
+            f"{count} vehicles, {'batched' if node.world.batched else 'scalar'} physics "
+            f"({physics_s * 1e3:.0f} ms per simulated second); ground truth {chosen:g} Hz per vehicle "
+            f"(asked {requested:g} Hz; one vehicle's messages cost {publish_s * 1e6:.0f} us, "
+            f"budget {params.cpu_budget:g} core at clock_speed {params.clock_speed:g})"
+        )
+        return stride
+
+    def publish(self, stamp, period: int) -> list:
+        """Poses (on ground-truth periods) and pending collisions; returns the vehicles due for ground truth."""
+        self.publish_collisions(stamp)
+        due = [v for i, v in enumerate(self.node.vehicles) if (period + i) % self.stride == 0]
+        if period % self.stride == 0 or self.stride == 1:
+            self.publish_poses(stamp)
+        return due
+
+    def publish_poses(self, stamp) -> None:
+        positions, orientations = self.node.world.poses()
+        message = PoseArray()
+        message.header.stamp = stamp
+        message.header.frame_id = "map"
+        poses = []
+        for (x, y, z), (qw, qx, qy, qz) in zip(positions.tolist(), orientations.tolist()):
+            pose = Pose()
+            pose.position.x, pose.position.y, pose.position.z = x, y, z
+            pose.orientation.w, pose.orientation.x, pose.orientation.y, pose.orientation.z = qw, qx, qy, qz
+            poses.append(pose)
+        message.poses = poses
+        self.poses_pub.publish(message)
+
+    def collect_collisions(self) -> None:
+        """Keep the deepest contact of each (vehicle, other) pair since the last publication."""
+        for record in self.node.world.take_collisions():
+            key = (record.vehicle, record.other)
+            kept = self.pending.get(key)
+            if kept is None or record.depth_m > kept.depth_m:
+                self.pending[key] = record
+
+    def publish_collisions(self, stamp) -> None:
+        by_vehicle: dict[str, list] = {}
+        for (vehicle, _), record in self.pending.items():
+            by_vehicle.setdefault(vehicle, []).append(record)
+        self.pending = {}
+        for vehicle, records in by_vehicle.items():
+            message = DiagnosticArray()
+            message.header.stamp = stamp
+            message.status = [collision_status(record) for record in records]
+            self.collision_pubs[vehicle].publish(message)
+
+
+def hovering_copy(params: PhysicsNodeParams) -> PhysicsWorld:
+    """The node's vehicles hovering 10 m above their start points, no scene: the cost of flight."""
+    lifted = tuple(v + 10.0 if i % 3 == 2 else v for i, v in enumerate(params.initial_positions))
+    world = build_world(replace(params, scene="empty", initial_positions=lifted))
+    for name in world.vehicle_names():
+        vehicle = world.body(name).vehicle
+        environment = world.environment
+        world.set_controls(name, vehicle.hover_controls(environment.air_density(10.0), environment.gravity(10.0)),
+                           spun_up=True)
+    world.step(params.steps_per_period)  # builds the arrays
+    return world
+
+
+def collision_status(record) -> DiagnosticStatus:
+    """One collision as a diagnostic status (AirSim CollisionInfo fields as key-values, SI units, map frame)."""
+    def triple(values):
+        return " ".join(f"{v:.6f}" for v in values)
+
+    return DiagnosticStatus(
+        level=DiagnosticStatus.WARN,
+        name=f"{record.vehicle}/collision",
+        message=f"collided with {record.other}",
+        hardware_id=record.vehicle,
+        values=[
+            KeyValue(key="other", value=record.other),
+            KeyValue(key="time_s", value=f"{record.time_s:.3f}"),
+            KeyValue(key="impact_point", value=triple(record.point)),
+            KeyValue(key="normal", value=triple(record.normal)),
+            KeyValue(key="penetration_depth_m", value=f"{record.depth_m:.6f}"),
+            KeyValue(key="closing_speed_m_s", value=f"{record.closing_speed_m_s:.4f}"),
+            KeyValue(key="position", value=triple(record.position)),
+        ],
+    )
+
+
 def build_world(params: PhysicsNodeParams) -> PhysicsWorld:
     """Create the world, its scene colliders and its vehicles from the node parameters."""
     environment = EnvironmentParams(home=params.home, wind_enu_m_s=params.wind_enu_m_s)
-    world = PhysicsWorld(PhysicsParams(rate_hz=params.rate_hz, linear_drag_enabled=params.linear_drag_enabled), environment)
+    world = PhysicsWorld(PhysicsParams(rate_hz=params.rate_hz, linear_drag_enabled=params.linear_drag_enabled,
+                                       stepping=params.stepping), environment)
     for collider in scene_colliders(params.scene):
         world.add_collider(collider)
     for index, (name, kind) in enumerate(zip(params.vehicle_names, params.vehicle_types)):

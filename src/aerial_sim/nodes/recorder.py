@@ -25,7 +25,7 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from aerial_sim.nodes.common import declare_params, run_node
+from aerial_sim.nodes.common import declare_params, run_folder_parameter, run_node
 from aerial_sim.recording.bag import BagWriter, qos_profile_dict
 from aerial_sim.recording.msgdefs import UnknownMessageType, message_definition
 from aerial_sim.recording.recorder import (
@@ -45,7 +45,7 @@ class Recorder(Node):
         super().__init__("recorder")
         self.params: RecorderParams = declare_params(self, RecorderParams)
         self.selection = self.params.selection()
-        self.run_dir = self.params.run_dir()
+        self.run_dir = run_folder_parameter(self.params.output_dir)
         self.writer = BagWriter(self.run_dir / "bag", self.params.bag)
         self._wall_first_ns = self._wall_last_ns = 0  # wall-clock times of the first/last message (RTF)
         self._recorded: dict[str, object] = {}

@@ -2,8 +2,9 @@
 
 Subscribes (in its namespace) to ``ground_truth/odom`` (vehicle and trail),
 ``camera/depth/points`` (PointCloud2 in the optical frame, placed in ``map``
-with the vehicle pose nearest its stamp and the camera mount) and the camera
-images, and hands them to :class:`aerial_sim.viewer.web.WebViewer`, which
+with the vehicle pose nearest its stamp and the camera mount), ``lidar/points``
+(the latest sweep, each point placed with the pose at its own ``time``, i.e.
+deskewed, and the lidar mount; coloured by height) and the camera images, and hands them to :class:`aerial_sim.viewer.web.WebViewer`, which
 pushes them to browsers at ``update_rate_hz`` (wall clock). Prints the URL at
 start-up. Binds to 127.0.0.1 only.
 """
@@ -23,9 +24,12 @@ from sensor_msgs.msg import Image, PointCloud2
 from aerial_sim.config import require
 from aerial_sim.nodes.common import declare_params, from_stamp, run_node, stream_qos
 from aerial_sim.recording.export import image_to_array
+from aerial_sim.sensors.common import Mount, PoseTrack
+from aerial_sim.sensors.lidar import LidarParams, points_to_world
+from aerial_sim.sensors.pointcloud import cloud_to_array, xyz
 from aerial_sim.viewer.depth_points import optical_to_base
 from aerial_sim.viewer.scene_view import scene_primitives
-from aerial_sim.viewer.web import WebViewer, WebViewerParams, depth_colors, segmentation_colors
+from aerial_sim.viewer.web import WebViewer, WebViewerParams, depth_colors, height_colors, segmentation_colors
 from aerial_sim.world.camera import CameraParams
 from aerial_sim.world.geometry import quaternion_to_matrix
 from aerial_sim.world.scene import load_scene
@@ -44,6 +48,8 @@ class WebViewerNodeParams:
     #: camera mount in base_link, to place the depth cloud (defaults: the camera node's)
     camera_mount_position_m: tuple[float, float, float] = CameraParams.mount_position_m
     camera_mount_rpy_deg: tuple[float, float, float] = CameraParams.mount_rpy_deg
+    #: lidar mount in base_link, to place lidar sweeps (default: the lidar node's)
+    lidar_mount: Mount = field(default_factory=lambda: LidarParams().mount)
     viewer: WebViewerParams = field(default_factory=WebViewerParams)
 
     def __post_init__(self) -> None:
@@ -51,16 +57,8 @@ class WebViewerNodeParams:
 
 
 def cloud_xyz(msg: PointCloud2) -> np.ndarray:
-    """x, y, z float32 fields of a PointCloud2 -> (N, 3) array (ValueError when they are missing)."""
-    offsets = {f.name: f.offset for f in msg.fields if f.datatype == 7 and f.count == 1}  # 7 = FLOAT32
-    if not {"x", "y", "z"} <= offsets.keys():
-        raise ValueError("PointCloud2 without float32 x, y, z fields")
-    count = msg.width * msg.height
-    endian = ">" if msg.is_bigendian else "<"
-    dtype = np.dtype({"names": ["x", "y", "z"], "formats": [endian + "f4"] * 3,
-                      "offsets": [offsets["x"], offsets["y"], offsets["z"]], "itemsize": msg.point_step})  # fmt: skip
-    records = np.frombuffer(msg.data, dtype=dtype, count=count)
-    return np.stack([records["x"], records["y"], records["z"]], axis=1).astype(np.float32)
+    """x, y, z fields of a PointCloud2 -> (N, 3) float32 array (ValueError when they are missing)."""
+    return xyz(cloud_to_array(msg))
 
 
 class WebViewerNode(Node):
@@ -76,6 +74,7 @@ class WebViewerNode(Node):
         qos = stream_qos(self.params.lockstep)
         self.create_subscription(Odometry, "ground_truth/odom", self.on_odom, qos)
         self.create_subscription(PointCloud2, "camera/depth/points", self.on_cloud, qos)
+        self.create_subscription(PointCloud2, "lidar/points", self.on_lidar, qos)
         for topic, label in IMAGES.items():
             self.create_subscription(Image, topic, lambda msg, label=label: self.on_image(label, msg), qos)
         steady = Clock(clock_type=ClockType.STEADY_TIME)
@@ -106,6 +105,28 @@ class WebViewerNode(Node):
         R_map_base = quaternion_to_matrix(orientation)
         base = points @ self.R_base_optical.T + self.t_base_optical
         self.viewer.set_cloud(base @ R_map_base.T + np.asarray(position))
+
+    def on_lidar(self, msg: PointCloud2) -> None:
+        """Show the latest sweep, deskewed with the recorded poses around it (lidar frame -> map)."""
+        if not self.poses:
+            return
+        try:
+            points = cloud_to_array(msg)
+            xyz(points[:0])  # raises when x, y or z is missing
+        except ValueError as error:
+            self.get_logger().warning(f"lidar cloud skipped: {error}", throttle_duration_sec=5)
+            return
+        points = points[np.isfinite(points["x"]) & np.isfinite(points["y"]) & np.isfinite(points["z"])]
+        start = from_stamp(msg.header.stamp)
+        track = PoseTrack()
+        for t, position, orientation in self.poses:  # poses within the sweep and one either side
+            if start - 0.05 <= t <= start + 0.25 and (not len(track) or t > track.last_time_s):
+                track.push(t, position, orientation)
+        if not len(track):
+            _, position, orientation = min(self.poses, key=lambda pose: abs(pose[0] - start))
+            track.push(start, position, orientation)
+        world = points_to_world(points, start, track, self.params.lidar_mount)
+        self.viewer.set_cloud(world, name="lidar", colors=height_colors(world[:, 2]))
 
     def on_image(self, label: str, msg: Image) -> None:
         self._latest_images[label] = msg  # converted at the (lower) update rate, in tick()

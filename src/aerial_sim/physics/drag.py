@@ -4,7 +4,13 @@ Linear drag (the drag equation): ``|F_d| = 1/2 rho |v|^2 C_lin A`` opposite to
 the air-relative velocity ``v = v_body - wind``. The cross-section ``A`` is the
 area the body presents along ``v``: with the cross-section areas ``[Ax, Ay, Az]``
 of MSR-TR-2017-9 (sec. 3.1), the projected area of a box-like body along unit
-direction ``v_hat`` is ``Ax |v_hat_x| + Ay |v_hat_y| + Az |v_hat_z|``.
+direction ``v_hat`` is ``Ax |v_hat_x| + Ay |v_hat_y| + Az |v_hat_z|``. The areas
+are AirSim's (:attr:`aerial_sim.vehicles.multirotor.MultirotorParams.cross_section`:
+body box plus propellers). AirSim's code (AirLib ``FastPhysicsEngine::getDragWrench``)
+applies the drag equation face by face instead: each box face moving into the air
+gets ``1/2 rho C A_k v_k^2`` along its normal, and none below 0.1 m/s. Along a body
+axis both give the same force; for an oblique velocity this module keeps the
+paper's statement (opposite to ``v``, with the area seen along ``v``).
 
 Angular drag: a surface element ``ds`` at ``r`` moving at ``omega x r`` feels
 ``|dF| = 1/2 rho |r x omega|^2 C ds`` against its motion, and the torque is

@@ -13,7 +13,8 @@ Per step of length ``dt`` (default 1 ms):
    drag from another model) and, for contacts, the support force
    (:mod:`.contact`); ``F_net = sum F_i + F_d``,
    ``tau_net = sum (tau_i + r_i x F_i) + tau_d``;
-4. Newton plus gravity ``a = F_net / m + g(h)`` (gravity from sec. 3.2.1) and
+4. Newton plus gravity ``a = F_net / m + g(h)`` (sec. 3.2.1; WGS-84 normal gravity
+   at the home latitude, :mod:`aerial_sim.environment.gravity`) and
    Euler's rotation equation with the full inertia tensor
    ``alpha = I^-1 (tau_net - omega x (I omega))``;
 5. velocity Verlet for the velocity: ``v_{k+1} = v_k + (a_k + a_{k+1}) dt / 2``;
@@ -41,7 +42,7 @@ import math
 from typing import Sequence
 
 from aerial_sim.environment.environment import Environment
-from aerial_sim.environment.gravity import EARTH_RADIUS_M, STANDARD_GRAVITY_M_S2
+from aerial_sim.environment.gravity import STANDARD_GRAVITY_M_S2
 from aerial_sim.physics.contact import Contact
 from aerial_sim.physics.drag import angular_drag_constants
 from aerial_sim.physics.forces import RotorArray
@@ -103,7 +104,7 @@ class RigidBody:
         self._in_contact = False
         #: At rest: the (state, held inputs) that one more step leaves unchanged; else None.
         self._rest = None
-        self.gravity = STANDARD_GRAVITY_M_S2
+        self.gravity = STANDARD_GRAVITY_M_S2  # until the world sets its environment's (PhysicsWorld.add_vehicle)
         self.air_density = 1.225
 
     # -- inputs ------------------------------------------------------------
@@ -186,11 +187,11 @@ class RigidBody:
                 self.angular_acceleration, self.torque, tuple(self.rotors.filtered))
 
     def _held_inputs(self, environment: Environment, colliders: list, settings: tuple) -> tuple:
-        """Everything else a step reads: rotor commands and geometry, external wrench, wind, home
-        altitude (gravity), colliders and the engine settings (air density is checked apart)."""
+        """Everything else a step reads: rotor commands and geometry, external wrench, wind, gravity,
+        colliders and the engine settings (air density is checked apart)."""
         rotors = self.rotors
         return (tuple(rotors.commands), rotors.constants, self.external_force, self.external_torque,
-                environment.wind_enu_m_s, environment.home_altitude_m, tuple(colliders), settings)
+                environment.wind_enu_m_s, environment.gravity_coefficients, tuple(colliders), settings)
 
     def _still_resting(self, environment: Environment, colliders: list, settings: tuple) -> bool:
         """Is the body still at the fixed point :meth:`advance` found?
@@ -239,8 +240,7 @@ class RigidBody:
         etx, ety, etz = self.external_torque
         wind_x, wind_y, wind_z = environment.wind_enu_m_s
         density_at = environment.air_density
-        g_factor = -2.0 * STANDARD_GRAVITY_M_S2 / EARTH_RADIUS_M
-        g_base = STANDARD_GRAVITY_M_S2 + g_factor * environment.home_altitude_m
+        g0, g1, g2 = environment.gravity_coefficients
         radius = self.bounding_radius
         bounds = [(c, getattr(c, "bounds", None)) for c in colliders]
         rotors = self.rotors
@@ -311,7 +311,7 @@ class RigidBody:
 
             # 3. environment at the new altitude
             rho = density_at(pz)
-            g = g_base + g_factor * pz
+            g = g0 + pz * (g1 + pz * g2)  # = environment.gravity(pz), inlined
 
             # rotors: first-order motor lag, then the wrench per unit density
             fx = fy = fz = tx = ty = tz = 0.0

@@ -154,7 +154,8 @@ def airsim_linear_drag_body(
     """AirSim's linear drag (seed 000 sec. 3.3.1): ``|F| = 1/2 rho |v|^2 C_lin A``, opposite ``v``.
 
     ``A`` is the cross-section seen along the velocity, from the areas
-    ``(A_x, A_y, A_z)`` seen along each body axis (``MultirotorParams.cross_section``):
+    ``(A_x, A_y, A_z)`` seen along each body axis (``MultirotorParams.cross_section``,
+    computed as AirSim's ``MultiRotorPhysicsBody::createDragVertices`` does):
     ``A |v| = A_x |v_x| + A_y |v_y| + A_z |v_z|``.
     """
     vx, vy, vz = velocity_air_body

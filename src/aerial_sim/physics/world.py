@@ -5,22 +5,33 @@ AirSim's FastPhysicsEngine as a pure-Python core (AirSim paper, Shah et al.
 vehicle, stepped at ``rate_hz`` (1000 Hz by default) with inputs (rotor
 controls, external wrench) held between calls. The ground plane ``z = 0`` is
 built in; scene objects join through :meth:`PhysicsWorld.add_collider`.
-Vehicles do not collide with each other. A vehicle resting exactly (landed,
-motors settled) sleeps: its steps are skipped, with the same result to the
-bit, until its inputs or state change (``PhysicsParams.sleep_at_rest``).
+A vehicle resting exactly (landed, motors settled) sleeps: its steps are
+skipped, with the same result to the bit, until its inputs or state change
+(``PhysicsParams.sleep_at_rest``).
+
+The world picks how to step (``PhysicsParams.stepping``): one vehicle steps
+through its ``RigidBody`` (the scalar reference path); two or more step as rows
+of arrays in compiled code (:mod:`aerial_sim.physics.batched`), with the same
+model, and collide with each other (body boxes; :meth:`PhysicsWorld.take_collisions`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Literal, Sequence
 
-from aerial_sim.config import ParamsError, require_non_negative, require_positive
+import numpy as np
+
+from aerial_sim.config import ParamsError, require, require_non_negative, require_positive
 from aerial_sim.environment.environment import Environment, EnvironmentParams
+from aerial_sim.physics import batch_kernels
+from aerial_sim.physics.batched import BatchedBodies
 from aerial_sim.physics.contact import Collider, GroundPlane
 from aerial_sim.physics.rigid_body import RigidBody
 from aerial_sim.physics.rotation import quat_from_yaw
 from aerial_sim.physics.state import GroundTruth, RotorState
+from aerial_sim.physics.vehicle_contact import CollisionRecord
 from aerial_sim.vehicles.multirotor import MultirotorParams
 
 
@@ -41,10 +52,18 @@ class PhysicsParams:
     #: Skip the steps of a body resting exactly (they would change nothing; see
     #: ``RigidBody.at_rest``). Off: step it anyway, with the same results, slower.
     sleep_at_rest: bool = True
+    #: How vehicles are stepped: ``auto`` (scalar below ``batched_min_vehicles``, else batched),
+    #: ``scalar`` (one RigidBody after another; vehicles do not collide with each other) or
+    #: ``batched`` (arrays, compiled; vehicles collide).
+    stepping: Literal["auto", "scalar", "batched"] = "auto"
+    #: Fewest vehicles for which ``auto`` steps them batched.
+    batched_min_vehicles: int = 2
 
     def __post_init__(self):
         require_positive(self, "rate_hz", "contact_slop_m")
         require_non_negative(self, "rest_speed_m_s")
+        require(self.stepping in ("auto", "scalar", "batched"), f"stepping must be auto, scalar or batched, got {self.stepping!r}")
+        require(self.batched_min_vehicles >= 1, f"batched_min_vehicles must be >= 1, got {self.batched_min_vehicles!r}")
 
     @property
     def dt(self) -> float:
@@ -65,7 +84,21 @@ class PhysicsWorld:
         self.ground = GroundPlane(self.params.ground_height_m)
         self.colliders: list[Collider] = [self.ground]
         self.bodies: dict[str, RigidBody] = {}
+        self._placements: dict[str, tuple] = {}
         self._steps = 0
+        self._index: dict[str, int] = {}
+        #: The arrays of the batched path while it is in use, else None.
+        self._batch: BatchedBodies | None = None
+        #: Each vehicle's air-density band while the batched path is not in use (see batched.py).
+        self._density_lines: dict[str, tuple[float, float, float]] = {}
+
+    @property
+    def batched(self) -> bool:
+        """Whether the vehicles step as arrays (see ``PhysicsParams.stepping``)."""
+        stepping = self.params.stepping
+        if stepping == "auto":
+            return batch_kernels.COMPILED and len(self.bodies) >= self.params.batched_min_vehicles
+        return stepping == "batched"
 
     @property
     def time_s(self) -> float:
@@ -79,7 +112,18 @@ class PhysicsWorld:
         """
         if name in self.bodies:
             raise ParamsError(f"vehicle '{name}' was already added")
-        position = tuple(float(v) for v in position)
+        self._placements[name] = (vehicle, tuple(float(v) for v in position), float(yaw))
+        self._index[name] = len(self._index)
+        self.reset_vehicle(name)
+
+    def reset_vehicle(self, name: str) -> None:
+        """Put vehicle ``name`` back where it was added, at rest, motors off: exactly as a fresh start."""
+        try:
+            vehicle, position, yaw = self._placements[name]
+        except KeyError:
+            raise UnknownVehicleError(f"no vehicle named '{name}' (have: {', '.join(self.bodies) or 'none'})") from None
+        self._density_lines.update(self._retire_batch())
+        self._density_lines.pop(name, None)
         half_height = 0.5 * vehicle.body_box_m[2]
         floor = self.params.ground_height_m + half_height - self.params.contact_slop_m
         if position[2] < floor:
@@ -93,6 +137,13 @@ class PhysicsWorld:
             body.acceleration = body.reported_acceleration = (0.0, 0.0, 0.0)
         self.bodies[name] = body
 
+    def set_wind(self, wind_enu_m_s: Sequence[float]) -> None:
+        """Constant wind (ENU, m/s) from now on (AirSim's ``simSetWind``); drag acts on the air-relative velocity."""
+        wind = tuple(float(v) for v in wind_enu_m_s)
+        if len(wind) != 3 or not all(math.isfinite(v) for v in wind):
+            raise ValueError(f"wind needs 3 finite values (ENU, m/s), got {wind_enu_m_s!r}")
+        self.environment.wind_enu_m_s = wind
+
     def vehicle_names(self) -> tuple[str, ...]:
         return tuple(self.bodies)
 
@@ -103,21 +154,43 @@ class PhysicsWorld:
         :class:`~aerial_sim.physics.forces.ControlsError` (a ValueError) for a wrong
         count or a value outside [0, 1].
         """
-        self._body(name).set_controls(controls, spun_up)
+        body = self._body(name)
+        body.set_controls(controls, spun_up)
+        if self._batch is not None:
+            if spun_up:
+                self._batch.state_changed(self._index[name])
+            else:
+                self._batch.controls_changed(self._index[name])
+
+    def set_all_controls(self, controls) -> None:
+        """Rotor inputs of every vehicle at once: an (N, K) array in the order of
+        :meth:`vehicle_names` (K the most rotors of any vehicle; extra columns ignored)."""
+        batch = self._ensure_batch()
+        if batch is not None:
+            batch.set_controls_array(controls)
+            return
+        for name, row in zip(self.bodies, np.asarray(controls, dtype=float)):
+            self.set_controls(name, row[: len(self.bodies[name].rotors)].tolist())
 
     def set_external_wrench(self, name: str, force_body: Sequence[float], torque_body: Sequence[float]) -> None:
         """Extra force (N) and torque (N m) in the body frame (e.g. rotor drag); held until replaced."""
         self._body(name).set_external_wrench(force_body, torque_body)
+        if self._batch is not None:
+            self._batch.wrench_changed(self._index[name])
 
     def set_rotor_geometry(self, name: str, index: int, position_m=None, normal=None) -> None:
         """Move a rotor or tilt its normal in flight (AirSim sec. 3.1: vertices may change)."""
         self._body(name).rotors.set_geometry(index, position_m, normal)
+        if self._batch is not None:
+            self._batch.state_changed(self._index[name])
 
     def set_kinematics(self, name: str, position=None, orientation=None, velocity_world=None,
                        angular_velocity_body=None) -> None:
         """Teleport vehicle ``name``: any of position (ENU, m), orientation (w, x, y, z),
         velocity (world, m/s) and body rates (rad/s); the rest is kept."""
         self._body(name).set_kinematics(position, orientation, velocity_world, angular_velocity_body)
+        if self._batch is not None:
+            self._batch.state_changed(self._index[name])
 
     def add_collider(self, collider: Collider) -> None:
         """Add a scene object; it must have ``contact(position, orientation, half_extents)``."""
@@ -130,24 +203,105 @@ class PhysicsWorld:
         if n_steps <= 0:
             return
         params = self.params
-        for body in self.bodies.values():
-            body.advance(n_steps, self.environment, self.colliders, params.linear_drag_enabled,
-                         params.contact_slop_m, params.rest_speed_m_s, params.sleep_at_rest)
+        settings = (params.linear_drag_enabled, params.contact_slop_m, params.rest_speed_m_s, params.sleep_at_rest)
+        batch = self._ensure_batch()
+        if batch is not None:
+            batch.advance(n_steps, self._steps, self.colliders, settings)
+        else:
+            for body in self.bodies.values():
+                body.advance(n_steps, self.environment, self.colliders, *settings)
         self._steps += n_steps
 
     def ground_truth(self, name: str) -> GroundTruth:
-        return self._body(name).ground_truth(self.time_s)
+        return self.body(name).ground_truth(self.time_s)
 
     def rotor_states(self, name: str) -> tuple[RotorState, ...]:
-        body = self._body(name)
+        body = self.body(name)
         return body.rotors.states(body.air_density)
 
+    def poses(self) -> tuple[np.ndarray, np.ndarray]:
+        """Positions (N, 3; ENU, m) and orientations (N, 4; w, x, y, z) of every vehicle, in the
+        order of :meth:`vehicle_names` (one copy of the arrays, for swarm-wide consumers)."""
+        batch = self._ensure_batch()
+        if batch is not None:
+            return batch.state[:, 0:3].copy(), batch.state[:, 3:7].copy()
+        bodies = list(self.bodies.values())
+        return (np.array([b.position for b in bodies], dtype=float).reshape(-1, 3),
+                np.array([b.orientation for b in bodies], dtype=float).reshape(-1, 4))
+
+    def take_collisions(self) -> list[CollisionRecord]:
+        """Vehicle-to-vehicle collision records since the last call (two per contact and step,
+        one per party), oldest first. Only the batched path detects them."""
+        if self._batch is None:
+            return []
+        records = list(self._batch.records)
+        self._batch.records.clear()
+        return records
+
     def body(self, name: str) -> RigidBody:
-        """The rigid body of vehicle ``name`` (for tests and tools that need more than ground truth)."""
-        return self._body(name)
+        """The rigid body of vehicle ``name`` (for tests and tools that need more than ground truth).
+
+        On the batched path it holds the state as of this call (ask again after stepping).
+        """
+        body = self._body(name)
+        if self._batch is not None:
+            return self._batch.body(self._index[name])
+        return body
+
+    def _ensure_batch(self) -> BatchedBodies | None:
+        """The batched path's arrays when the world steps batched (built on first use), else None."""
+        if not self.batched:
+            self._retire_batch()
+            return None
+        if self._batch is None and self.bodies:
+            self._batch = BatchedBodies(list(self.bodies), list(self.bodies.values()), self.environment,
+                                        self.params.linear_drag_enabled, self._density_lines)
+        return self._batch
+
+    def _retire_batch(self) -> dict:
+        """Leave the batched path: every RigidBody gets the arrays' state; returns the density bands."""
+        batch, self._batch = self._batch, None
+        if batch is None:
+            return {}
+        for index in range(len(batch.bodies)):
+            batch.body(index)
+        return {name: tuple(batch.state[i, batch_kernels.ANCHOR_UP : batch_kernels.ANCHOR_UP + 3].tolist())
+                for i, name in enumerate(batch.names)}
 
     def _body(self, name: str) -> RigidBody:
         try:
             return self.bodies[name]
         except KeyError:
             raise UnknownVehicleError(f"no vehicle named '{name}' (have: {', '.join(self.bodies) or 'none'})") from None
+
+
+class RunControl:
+    """Pause and stepping of the simulation loop (AirSim's ``simPause`` and ``simContinueForTime``).
+
+    The loop asks :meth:`may_step` before each control period. Paused, it steps
+    only the periods granted by :meth:`continue_for`, then stays paused: the
+    simulation clock stops, so everything that runs on sim time waits.
+    """
+
+    def __init__(self):
+        self.paused = False
+        self._granted = 0
+
+    def pause(self, paused: bool) -> None:
+        self.paused = bool(paused)
+        self._granted = 0
+
+    def continue_for(self, periods: int) -> None:
+        """Run ``periods`` more control periods, then pause (also when running: AirSim pauses after)."""
+        self.paused = True
+        self._granted += max(0, int(periods))
+
+    @property
+    def blocked(self) -> bool:
+        """True while paused with no granted period left."""
+        return self.paused and self._granted == 0
+
+    def stepped(self) -> None:
+        """One control period was simulated (uses up a granted one while paused)."""
+        if self.paused and self._granted > 0:
+            self._granted -= 1

@@ -8,6 +8,11 @@ Layout under the output directory (topic names become folders, ``/drone1/imu/dat
     images/<topic>/000000.npy ...        32FC1 (depth) images also as float32 metres
     images/<topic>/frames.csv            frame, stamp, files, size, encoding, and the
                                          ground-truth pose at the image's stamp
+    clouds/<topic>/000000.npy ...        one file per sensor_msgs/PointCloud2 (lidar scan, depth
+    clouds/<topic>/000000.ply ...        points): every scalar field, as a NumPy structured array
+                                         (height x width, as published) and as binary PLY
+    clouds/<topic>/scans.csv             scan, stamps of its first and last point, files, point
+                                         count, and the ground-truth pose at the scan's start and end
     sensors/<topic>.csv                  every other topic, one row per message, fields flattened
     camera_info/<topic>.yaml             first sensor_msgs/CameraInfo of each camera
 
@@ -21,6 +26,11 @@ same vehicle namespace (``<ns>/ground_truth/odom``): position is linearly
 interpolated and orientation spherically interpolated (slerp) between the two
 bracketing samples; outside the recorded range the nearest sample is used.
 ``pose_dt_s`` gives the distance in time to the nearest odometry sample.
+A scan's start is its ``header.stamp`` (a lidar sweep's first firing) and its end
+the stamp plus the largest per-point ``time`` (the last firing; the stamp when
+the cloud has no ``time`` field): with the two poses a consumer can deskew
+(points are in the cloud's ``frame_id`` at their own firing time; the poses are
+``base_link``'s, the sensor mount is on ``/tf_static`` and in the node's parameters).
 """
 
 from __future__ import annotations
@@ -37,6 +47,7 @@ import yaml
 from aerial_sim.recording.reader import find_bag, open_bag, stamp_ns
 
 IMAGE = "sensor_msgs/msg/Image"
+POINT_CLOUD = "sensor_msgs/msg/PointCloud2"
 CAMERA_INFO = "sensor_msgs/msg/CameraInfo"
 ODOMETRY = "nav_msgs/msg/Odometry"
 DEPTH_PNG_SCALE = 1000.0  # PNG value per metre (millimetres)
@@ -148,8 +159,21 @@ class ExportResult:
 
     out_dir: Path
     images: dict[str, int] = field(default_factory=dict)
+    clouds: dict[str, int] = field(default_factory=dict)
     sensors: dict[str, int] = field(default_factory=dict)
     pose_topics: dict[str, str | None] = field(default_factory=dict)
+
+
+@dataclass
+class _Scan:
+    scan: int
+    stamp_ns: int
+    end_ns: int
+    files: dict[str, str]
+    points: int
+    height: int
+    width: int
+    frame_id: str
 
 
 @dataclass
@@ -206,6 +230,7 @@ def export_bag(bag: str | Path, out_dir: str | Path, progress: bool = True, png_
     out_dir.mkdir(parents=True, exist_ok=True)
     result = ExportResult(out_dir)
     frames: dict[str, list[_ImageFrame]] = {}
+    scans: dict[str, list[_Scan]] = {}
     odometry: dict[str, list[tuple[int, tuple[float, ...]]]] = {}
     sinks: dict[str, _CsvSink] = {}
     calibrations: dict[str, dict[str, Any]] = {}
@@ -226,6 +251,12 @@ def export_bag(bag: str | Path, out_dir: str | Path, progress: bool = True, png_
                     frames[topic].append(
                         _ImageFrame(index, stamp, files, msg.width, msg.height, msg.encoding, msg.header.frame_id)
                     )
+                    continue
+                if msgtype == POINT_CLOUD:
+                    directory = out_dir / "clouds" / topic_path(topic)
+                    directory.mkdir(parents=True, exist_ok=True)
+                    topic_scans = scans.setdefault(topic, [])
+                    topic_scans.append(_write_scan(msg, directory, len(topic_scans), stamp))
                     continue
                 if msgtype == CAMERA_INFO and topic not in calibrations:
                     calibrations[topic] = _calibration(msg)
@@ -249,6 +280,11 @@ def export_bag(bag: str | Path, out_dir: str | Path, progress: bool = True, png_
         result.pose_topics[topic] = pose_topic
         result.images[topic] = len(topic_frames)
         _write_frames_csv(out_dir / "images" / topic_path(topic) / "frames.csv", topic_frames, odometry.get(pose_topic))
+    for topic, topic_scans in scans.items():
+        pose_topic = _pose_topic_for(topic, sorted(odometry))
+        result.pose_topics[topic] = pose_topic
+        result.clouds[topic] = len(topic_scans)
+        _write_scans_csv(out_dir / "clouds" / topic_path(topic) / "scans.csv", topic_scans, odometry.get(pose_topic))
     _write_manifest(out_dir, bag, types, result)
     return result
 
@@ -268,14 +304,52 @@ def _write_image(msg, directory: Path, index: int, pil, compression: int) -> dic
     return files
 
 
+def _write_scan(msg, directory: Path, index: int, stamp: int) -> _Scan:
+    """One PointCloud2 -> ``NNNNNN.npy`` (structured, height x width) and ``NNNNNN.ply`` (all scalar fields)."""
+    from numpy.lib.recfunctions import repack_fields
+    from plyfile import PlyData, PlyElement
+
+    from aerial_sim.sensors.pointcloud import cloud_to_array
+
+    try:
+        points = cloud_to_array(msg)
+    except ValueError as error:
+        raise ExportError(f"point cloud {index}: {error}") from error
+    stem = f"{index:06d}"
+    np.save(directory / f"{stem}.npy", points.reshape(int(msg.height), int(msg.width)))
+    packed = repack_fields(points)  # PLY records have no padding
+    PlyData([PlyElement.describe(packed, "vertex")], byte_order="<").write(str(directory / f"{stem}.ply"))
+    last = float(np.nanmax(points["time"])) if "time" in points.dtype.names and len(points) else 0.0
+    return _Scan(index, stamp, stamp + int(round(last * 1e9)), {"npy": f"{stem}.npy", "ply": f"{stem}.ply"},
+                 len(points), int(msg.height), int(msg.width), msg.header.frame_id)  # fmt: skip
+
+
+def _poses_at(stamps_ns: np.ndarray, samples) -> tuple[np.ndarray, np.ndarray]:
+    """Ground-truth poses (N, 7) interpolated at ``stamps_ns`` and the time (s) to the nearest sample (NaN without)."""
+    if not samples:
+        return np.full((len(stamps_ns), 7), np.nan), np.full(len(stamps_ns), np.nan)
+    samples = sorted(samples, key=lambda item: item[0])
+    t_pose = np.array([s[0] for s in samples], dtype=np.int64)
+    return interpolate_poses((t_pose - t_pose[0]) * 1e-9, np.array([s[1] for s in samples]), (stamps_ns - t_pose[0]) * 1e-9)
+
+
+def _write_scans_csv(path: Path, topic_scans: list[_Scan], samples) -> None:
+    start, start_dt = _poses_at(np.array([s.stamp_ns for s in topic_scans], dtype=np.int64), samples)
+    end, end_dt = _poses_at(np.array([s.end_ns for s in topic_scans], dtype=np.int64), samples)
+    pose = ["x", "y", "z", "qw", "qx", "qy", "qz"]
+    columns = ["scan", "stamp_ns", "end_stamp_ns", "npy", "ply", "points", "height", "width", "frame_id",
+               "pose_dt_s", *(f"start_{c}" for c in pose), *(f"end_{c}" for c in pose)]  # fmt: skip
+    with open(path, "w", newline="") as stream:
+        writer = csv.writer(stream)
+        writer.writerow(columns)
+        for s, p0, p1, gap0, gap1 in zip(topic_scans, start, end, start_dt, end_dt):
+            writer.writerow([s.scan, s.stamp_ns, s.end_ns, s.files["npy"], s.files["ply"], s.points, s.height, s.width,
+                             s.frame_id, f"{max(gap0, gap1):.6f}", *(f"{v:.9g}" for v in (*p0, *p1))])  # fmt: skip
+
+
 def _write_frames_csv(path: Path, topic_frames: list[_ImageFrame], samples) -> None:
     stamps = np.array([f.stamp_ns for f in topic_frames], dtype=np.int64)
-    if samples:
-        samples = sorted(samples, key=lambda item: item[0])
-        t_pose = np.array([s[0] for s in samples], dtype=np.int64)
-        poses, dt = interpolate_poses((t_pose - t_pose[0]) * 1e-9, np.array([s[1] for s in samples]), (stamps - t_pose[0]) * 1e-9)
-    else:
-        poses, dt = np.full((len(stamps), 7), np.nan), np.full(len(stamps), np.nan)
+    poses, dt = _poses_at(stamps, samples)
     columns = ["frame", "stamp_ns", "png", "npy", "width", "height", "encoding", "frame_id", "pose_dt_s"]
     columns += ["x", "y", "z", "qw", "qx", "qy", "qz"]
     with open(path, "w", newline="") as stream:
@@ -310,11 +384,20 @@ def _write_manifest(out_dir: Path, bag: Path, types: dict[str, str], result: Exp
             "stamps": "stamp_ns = header.stamp (simulation time, ns); bag_time_ns = time the recorder received it",
             "depth_png": f"uint16, value / {DEPTH_PNG_SCALE:g} = metres, 0 = no return",
             "depth_npy": "float32 metres, as published",
+            "clouds": "npy/ply hold every scalar field of the PointCloud2, in its frame_id; lidar points are each "
+                      "in the lidar frame at their firing time (time field, s after stamp_ns); start_*/end_* = "
+                      "base_link pose in map at the scan's first and last firing; no-return points are absent, or "
+                      "NaN in organized clouds",
         },
         "images": {
             topic: {"dir": str(Path("images") / topic_path(topic)), "type": types[topic], "frames": count,
                     "pose_topic": result.pose_topics.get(topic)}
             for topic, count in result.images.items()
+        },  # fmt: skip
+        "clouds": {
+            topic: {"dir": str(Path("clouds") / topic_path(topic)), "type": types[topic], "scans": count,
+                    "pose_topic": result.pose_topics.get(topic)}
+            for topic, count in result.clouds.items()
         },  # fmt: skip
         "sensors": {
             topic: {"csv": str(Path("sensors") / topic_path(topic).with_suffix(".csv")), "type": types[topic],

@@ -9,9 +9,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import struct
-import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from aerial_sim.config import require, require_positive
 from aerial_sim.recording.bag import BagInfo, BagWriterParams
@@ -30,7 +28,8 @@ class RecorderParams:
     """Recorder configuration (ROS parameters of the ``recorder`` node).
 
     ``output_dir``: the run folder (bag in ``<output_dir>/bag``, then ``summary.txt``
-    and ``trajectory.png``); empty or ``auto`` = ``runs/<local date-time>``.
+    and ``trajectory.png``); empty or ``auto`` = the launch's ``runs/<local date-time>``
+    (:mod:`aerial_sim.run_folder`).
     ``topics``: names or glob patterns separated by spaces or commas (relative
     names are taken from the root namespace); empty or ``all`` = every topic.
     (``auto``/``all`` exist because launch files cannot pass an empty string.)
@@ -63,11 +62,6 @@ class RecorderParams:
         include = () if self.topics.strip() in ("", "all") else split_patterns(self.topics)
         return TopicSelection(include, split_patterns(self.exclude), self.include_hidden)
 
-    def run_dir(self) -> Path:
-        """The run folder: ``output_dir``, or a new ``runs/<date_time>`` for ``auto``/empty."""
-        if self.output_dir.strip() in ("", "auto"):
-            return default_run_dir()
-        return Path(self.output_dir).expanduser()
 
 
 def split_patterns(text: str) -> tuple[str, ...]:
@@ -115,16 +109,6 @@ def cdr_header_stamp_ns(data: bytes) -> int | None:
     order = "<" if data[1] & 1 else ">"
     sec, nanosec = struct.unpack_from(f"{order}iI", data, 4)
     return sec * 1_000_000_000 + nanosec
-
-
-def default_run_dir(root: str | Path = "runs", now: float | None = None) -> Path:
-    """``runs/2025-01-31_12-34-56``; a suffix ``-1``, ``-2``... if that already exists."""
-    base = Path(root) / time.strftime("%Y-%m-%d_%H-%M-%S", time.localtime(now))
-    candidate, n = base, 0
-    while candidate.exists():
-        n += 1
-        candidate = base.with_name(f"{base.name}-{n}")
-    return candidate
 
 
 def progress_text(info: BagInfo, elapsed_s: float, previous: BagInfo | None = None, dt_s: float = 0.0) -> str:

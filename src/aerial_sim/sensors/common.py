@@ -31,6 +31,7 @@ from typing import Any, Literal, Protocol, TypeVar
 import numpy as np
 
 from aerial_sim.config import ParamsError, load_yaml_params, require, require_positive
+from aerial_sim.control.geometry import quat_conjugate
 from aerial_sim.paths import resolve_config
 from aerial_sim.physics import rotation as physics_rotation
 
@@ -42,6 +43,8 @@ P = TypeVar("P")
 STANDARD_GRAVITY = 9.80665
 #: Two instants closer than this (s) are the same instant (stamps are integer nanoseconds).
 TIME_EPSILON_S = 1e-9
+#: A quaternion whose squared norm is below this carries no rotation (a malformed message).
+MIN_QUATERNION_NORM2 = 1e-6
 
 
 class GroundTruthLike(Protocol):
@@ -91,12 +94,13 @@ def truth_from_odometry(msg: Any) -> TruthSample | None:
     """A :class:`TruthSample` from a nav_msgs/Odometry-shaped object (read by attribute, no ROS import).
 
     Pose is in ``map`` (ENU), twist in the body frame (nav_msgs convention), so the
-    linear velocity is rotated into the world. Returns None when any value is not finite.
+    linear velocity is rotated into the world. Returns None when any value is not finite
+    or the orientation quaternion is (nearly) zero, which gives no rotation.
     """
     p, q = msg.pose.pose.position, msg.pose.pose.orientation
     v, w = msg.twist.twist.linear, msg.twist.twist.angular
     values = (p.x, p.y, p.z, q.w, q.x, q.y, q.z, v.x, v.y, v.z, w.x, w.y, w.z)
-    if not all(math.isfinite(x) for x in values):
+    if not all(math.isfinite(x) for x in values) or sum(x * x for x in values[3:7]) < MIN_QUATERNION_NORM2:
         return None
     orientation = values[3:7]
     velocity_world = rotation_matrix(orientation) @ np.asarray(values[7:10])
@@ -315,6 +319,102 @@ def interpolate(a: TruthSample, b: TruthSample, time_s: float) -> TruthSample:
     return TruthSample(time_s=time_s, orientation=slerp(a.orientation, b.orientation, f), **values)
 
 
+class PoseTrack:
+    """Recent ground-truth poses of one body, to place rays fired at many instants between them.
+
+    A scanning sensor (the lidar) fires each beam at its own instant; this turns the
+    truth samples bracketing those instants into the world pose of every beam:
+    position linear in time, orientation by the constant-rate rotation between the
+    two samples (the same path as slerp, evaluated by Rodrigues' formula in the body
+    frame of the earlier sample, so one axis and angle serves every instant of an
+    interval). ``hold=True`` uses the earlier sample's pose (zero-order hold).
+    """
+
+    def __init__(self, hold: bool = False):
+        self.hold = hold
+        self.clear()
+
+    def clear(self) -> None:
+        self._samples: list[tuple[float, np.ndarray, Quat]] = []
+
+    def __len__(self) -> int:
+        return len(self._samples)
+
+    @property
+    def first_time_s(self) -> float:
+        return self._samples[0][0]
+
+    @property
+    def last_time_s(self) -> float:
+        return self._samples[-1][0]
+
+    def push(self, time_s: float, position: Vec3, orientation: Quat) -> None:
+        """Append a sample (times must increase; the caller restarts the track when they do not)."""
+        q = np.asarray(orientation, float)
+        self._samples.append((float(time_s), np.asarray(position, float), tuple(q / np.linalg.norm(q))))
+
+    def drop_before(self, time_s: float) -> None:
+        """Forget samples no longer needed for instants >= ``time_s`` (keeps the one bracketing it)."""
+        keep = 0
+        while keep + 1 < len(self._samples) and self._samples[keep + 1][0] <= time_s:
+            keep += 1
+        del self._samples[:keep]
+
+    def to_world(self, times_s: np.ndarray, directions_body: np.ndarray, offset_body) -> tuple[np.ndarray, np.ndarray]:
+        """World origins and unit directions (float32, (N, 3)) of rays fired at sorted ``times_s`` from
+        ``offset_body`` along ``directions_body`` (N, 3), each with the body pose at its own instant
+        (clamped to the track's first and last sample).
+
+        Between samples k and k+1 the body turns by angle theta about a fixed body axis a, so at
+        fraction s a body vector v points along R_k (v + sin(s theta) K v + (1 - cos(s theta)) K^2 v)
+        with K the cross-product matrix of a (Rodrigues' formula): three 3x3 products per interval.
+        """
+        times_s = np.asarray(times_s, float)
+        directions_body = np.asarray(directions_body, np.float32)
+        offset = np.asarray(offset_body, np.float32)[None, :]
+        origins = np.empty((len(times_s), 3), np.float32)
+        directions = np.empty((len(times_s), 3), np.float32)
+        samples = self._samples
+        inner = [t for t, _, _ in samples[1:-1]]
+        bounds = [0, *np.searchsorted(times_s, inner, side="left"), len(times_s)]
+        for k, (begin, end) in enumerate(zip(bounds[:-1], bounds[1:])):
+            if begin == end:
+                continue
+            (t0, p0, q0), (t1, p1, q1) = samples[k], samples[min(k + 1, len(samples) - 1)]
+            s = np.zeros((end - begin, 1), np.float32)
+            if not self.hold and t1 > t0:
+                s = np.clip((times_s[begin:end, None] - t0) / (t1 - t0), 0.0, 1.0).astype(np.float32)
+            turn = _interval_turn(q0, q1, s)
+            directions[begin:end] = turn(directions_body[begin:end])
+            origins[begin:end] = turn(offset) + p0.astype(np.float32) + s * (p1 - p0).astype(np.float32)
+        return origins, directions
+
+
+def _interval_turn(q0: Quat, q1: Quat, s: np.ndarray):
+    """``v -> R(t) v`` for row vectors at the fractions ``s`` (n, 1) of the constant-rate turn from q0 to q1."""
+    start = rotation_matrix(q0).T.astype(np.float32)
+    axis, angle = _relative_axis_angle(q0, q1)
+    if angle == 0.0:
+        return lambda rows: rows @ start
+    K = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
+    first = (rotation_matrix(q0) @ K).T.astype(np.float32)
+    second = (rotation_matrix(q0) @ K @ K).T.astype(np.float32)
+    sin, versine = np.sin(s * np.float32(angle)), 1.0 - np.cos(s * np.float32(angle))
+    return lambda rows: rows @ start + (rows @ first) * sin + (rows @ second) * versine
+
+
+def _relative_axis_angle(q0: Quat, q1: Quat) -> tuple[np.ndarray, float]:
+    """Axis (in the body frame of ``q0``) and angle of the rotation ``q0^-1 q1``, shortest way round."""
+    r = quat_multiply(quat_conjugate(q0), q1)
+    if r[0] < 0:
+        r = tuple(-c for c in r)
+    vector = np.asarray(r[1:], np.float64)
+    sine = float(np.linalg.norm(vector))
+    if sine < 1e-12:
+        return np.array([1.0, 0.0, 0.0]), 0.0
+    return vector / sine, 2.0 * math.atan2(sine, r[0])
+
+
 # --------------------------------------------------------------------------- random processes and filters
 
 
@@ -424,7 +524,7 @@ def lever_arm_acceleration(truth: GroundTruthLike, offset_m: np.ndarray) -> np.n
 
 
 __all__ = [
-    "STANDARD_GRAVITY", "DelayLine", "SensorNodeOptions", "FirstOrderFilter", "GaussMarkov", "GroundTruthLike", "Mount", "RandomWalk",
+    "STANDARD_GRAVITY", "DelayLine", "SensorNodeOptions", "FirstOrderFilter", "GaussMarkov", "GroundTruthLike", "Mount", "PoseTrack", "RandomWalk",
     "Resampler", "TruthSample", "as_truth_sample", "check_rate_and_seed", "check_vector_non_negative",
     "interpolate", "lever_arm_acceleration", "truth_from_odometry", "load_preset", "quat_from_rpy", "quat_multiply", "rotation_matrix",
     "sensor_rng", "slerp",

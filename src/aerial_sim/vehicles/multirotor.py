@@ -55,11 +55,13 @@ class RotorParams:
     max_speed_rpm: float = 6396.667
     #: First-order lag of the motor from command to thrust (s); AirSim's control_signal_filter_tc.
     time_constant_s: float = 0.005
+    #: Height of the cylinder the spinning propeller sweeps (m), for its drag area; AirSim's propeller_height.
+    propeller_height_m: float = 0.01
 
     def __post_init__(self):
         require(self.turning_direction in (1, -1), f"turning_direction must be +1 or -1, got {self.turning_direction!r}")
         require_positive(self, "thrust_coefficient", "diameter_m", "max_speed_rpm")
-        require_non_negative(self, "power_coefficient", "time_constant_s")
+        require_non_negative(self, "power_coefficient", "time_constant_s", "propeller_height_m")
         require(all(math.isfinite(v) for v in self.position_m), f"position_m must be finite, got {self.position_m!r}")
         length = math.sqrt(sum(v * v for v in self.normal))
         require(math.isfinite(length) and abs(length - 1.0) < 1e-3, f"normal must be a unit vector, got {self.normal!r}")
@@ -83,9 +85,20 @@ class RotorParams:
         """Reaction torque magnitude at u = 1: ``C_pow rho n_max^2 D^5 / (2 pi)`` (N m)."""
         return self.power_coefficient * air_density * self.max_speed_rev_s**2 * self.diameter_m**5 / (2.0 * math.pi)
 
-    @property
-    def disc_area_m2(self) -> float:
-        return math.pi * self.diameter_m**2 / 4.0
+    def drag_area_m2(self, axis: Vector3) -> float:
+        """Drag area this propeller adds along unit body ``axis`` (m^2), as AirSim counts it.
+
+        AirSim (AirLib ``MultiRotorPhysicsBody::createDragVertices``) adds, per rotor,
+        ``pi D^2`` along the rotor axis and ``pi D h`` (``h`` = ``propeller_height_m``)
+        across it, whatever the rotor's normal. Here the two are weighted by how far
+        ``axis`` lies along and across the normal, ``|cos a| pi D^2 + |sin a| pi D h``,
+        which is AirSim's value for a vertical rotor seen along a body axis. (``pi D^2``
+        is four times the disc area, ``pi D h`` pi times the edge-on rectangle ``D h``:
+        AirSim's figures, kept so the drag matches AirSim's.)
+        """
+        cosine = abs(sum(n * a for n, a in zip(self.normal, axis)))
+        sine = math.sqrt(max(0.0, 1.0 - cosine * cosine))
+        return math.pi * self.diameter_m * (cosine * self.diameter_m + sine * self.propeller_height_m)
 
 
 @dataclass(frozen=True)
@@ -103,7 +116,8 @@ class MultirotorParams:
     inertia_kg_m2: Matrix3 = ((0.00672, 0.0, 0.0), (0.0, 0.00804, 0.0), (0.0, 0.0, 0.01428))
     #: Body box dimensions along x, y, z (m): used for drag, angular drag and contact.
     body_box_m: Vector3 = (0.18, 0.11, 0.04)
-    #: Cross-section areas [Ax, Ay, Az] (m^2) seen along each body axis; None = body box faces plus rotor discs.
+    #: Cross-section areas [Ax, Ay, Az] (m^2) seen along each body axis; None = AirSim's: body box
+    #: faces plus the propellers' areas (:attr:`cross_section`).
     cross_section_m2: Vector3 | None = None
     linear_drag_coefficient: float = 0.325
     angular_drag_coefficient: float = 0.325
@@ -125,14 +139,20 @@ class MultirotorParams:
 
     @property
     def cross_section(self) -> Vector3:
-        """Cross-section areas [Ax, Ay, Az] (m^2): given, or box faces plus projected rotor discs."""
+        """Cross-section areas [Ax, Ay, Az] (m^2) for linear drag: ``cross_section_m2`` if given, else AirSim's.
+
+        AirSim's (AirLib ``MultiRotorPhysicsBody::createDragVertices``): the body box's
+        face across each body axis plus every rotor's :meth:`RotorParams.drag_area_m2`
+        (``pi D h`` sideways, ``pi D^2`` vertically). For ``quad_x``:
+        (0.0331, 0.0359, 0.6765) m^2. The physics engine and ``drag-eval`` both read
+        the areas here, once per vehicle.
+        """
         if self.cross_section_m2 is not None:
             return self.cross_section_m2
         bx, by, bz = self.body_box_m
         box = (by * bz, bx * bz, bx * by)
-        return tuple(
-            face + sum(r.disc_area_m2 * abs(r.normal[axis]) for r in self.rotors) for axis, face in enumerate(box)
-        )
+        axes = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
+        return tuple(face + sum(r.drag_area_m2(axis) for r in self.rotors) for face, axis in zip(box, axes))
 
     def hover_controls(self, air_density: float, gravity: float) -> tuple[float, ...]:
         """Equal u_i that balance the weight when every normal is vertical (analytic hover)."""

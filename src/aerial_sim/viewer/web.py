@@ -1,4 +1,4 @@
-"""Embedded web viewer: the scene, the vehicle, its trail, the depth point cloud and the camera images.
+"""Embedded web viewer: the scene, the vehicle, its trail, the depth and lidar point clouds and the camera images.
 
 Served by `viser <https://viser.studio>`_ (a maintained Python library that ships its
 prebuilt three.js client inside the wheel, so it works offline) on
@@ -22,6 +22,7 @@ from aerial_sim.world.camera import CameraParams
 HOST = "127.0.0.1"  # never exposed beyond this machine
 VEHICLE_COLOR = (255, 0, 230)  # magenta: no scene material has it, so it stands out
 TRAIL_COLOR = (255, 200, 0)
+DEPTH_CLOUD_COLOR = (40, 200, 255)
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,13 @@ def segmentation_colors(ids: np.ndarray) -> np.ndarray:
     return rgb
 
 
+def height_colors(z: np.ndarray, low_m: float = 0.0, high_m: float = 10.0) -> np.ndarray:
+    """Heights -> RGB uint8 (N, 3) along a blue-green-red ramp from ``low_m`` to ``high_m`` (lidar clouds)."""
+    f = np.clip((np.asarray(z, float) - low_m) / (high_m - low_m), 0.0, 1.0)
+    red, green, blue = np.clip(2 * f - 1, 0, 1), 1 - np.abs(2 * f - 1), np.clip(1 - 2 * f, 0, 1)
+    return (255 * np.stack([red, green, blue], axis=1)).astype(np.uint8)
+
+
 def depth_colors(depth_m: np.ndarray, max_range_m: float = 30.0) -> np.ndarray:
     """Depth (m) -> grey RGB, near = bright; no return (0, NaN) = black."""
     valid = np.isfinite(depth_m) & (depth_m > 0)
@@ -98,9 +106,9 @@ class WebViewer:
         self.server.scene.add_frame("/vehicle/axes", axes_length=0.6, axes_radius=0.03)
         self._trail: deque = deque(maxlen=params.trail_length)
         self._trail_handle = None
-        self._cloud_handle = None
+        self._cloud_handles: dict = {}
         self._pending_pose = None
-        self._pending_cloud = None
+        self._pending_clouds: dict[str, tuple[np.ndarray, tuple | np.ndarray]] = {}
         self._pending_images: dict[str, np.ndarray] = {}
         self._image_handles: dict = {}
         self.status = self.server.gui.add_markdown("waiting for ground_truth/odom ...")
@@ -130,11 +138,14 @@ class WebViewer:
         """Vehicle pose in map: position (x, y, z), orientation (w, x, y, z)."""
         self._pending_pose = (time_s, tuple(position), tuple(orientation))
 
-    def set_cloud(self, points_map: np.ndarray) -> None:
+    def set_cloud(self, points_map: np.ndarray, name: str = "depth", colors=DEPTH_CLOUD_COLOR) -> None:
+        """Show a cloud (map frame) as ``/<name>_points``; ``colors``: one RGB or (N, 3) uint8 per point."""
         points = np.asarray(points_map, dtype=np.float32)
         if len(points) > self.params.cloud_max_points:
-            points = points[:: math.ceil(len(points) / self.params.cloud_max_points)]
-        self._pending_cloud = points
+            step = math.ceil(len(points) / self.params.cloud_max_points)
+            points = points[::step]
+            colors = colors[::step] if isinstance(colors, np.ndarray) else colors
+        self._pending_clouds[name] = (points, colors)
 
     def set_image(self, label: str, rgb: np.ndarray) -> None:
         step = max(1, round(1.0 / self.params.image_scale))
@@ -154,12 +165,13 @@ class WebViewer:
                 self._chase(position)
             x, y, z = position
             self.status.content = f"t = {time_s:.1f} s &nbsp; position (ENU) {x:.1f}, {y:.1f}, {z:.1f} m"
-        cloud, self._pending_cloud = self._pending_cloud, None
-        if cloud is not None and len(cloud):
-            # Re-added rather than resized: viser keeps per-point colours sized to the first cloud.
-            self._cloud_handle = self.server.scene.add_point_cloud(
-                "/depth_points", points=cloud, colors=(40, 200, 255), point_size=self.params.cloud_point_size_m
-            )
+        clouds, self._pending_clouds = self._pending_clouds, {}
+        for name, (cloud, colors) in clouds.items():
+            if len(cloud):
+                # Re-added rather than resized: viser keeps per-point colours sized to the first cloud.
+                self._cloud_handles[name] = self.server.scene.add_point_cloud(
+                    f"/{name}_points", points=cloud, colors=colors, point_size=self.params.cloud_point_size_m
+                )
         images, self._pending_images = self._pending_images, {}
         for label, rgb in images.items():
             if label in self._image_handles:

@@ -169,10 +169,12 @@ class CameraModel:
         rgb[hits.surface == 0] = self.params.sky_color
         return (rgb + 0.5).astype(np.uint8)  # albedo <= 255 and shade <= 1: no clipping needed
 
+    def set_surface_segmentation_id(self, surface: int, segmentation_id: int) -> None:
+        """Render surface ``surface`` (1 ground, 2 + k object k) with ``segmentation_id`` from now on."""
+        self._segmentation_lut[surface] = segmentation_id
+
     def _build_lookup_tables(self) -> None:
         """Surface index (0 none, 1 ground, 2 + k object k) -> segmentation id and albedo."""
         scene = self.scene
-        ids = [NO_HIT_ID, scene.ground.segmentation_id] + [obj.segmentation_id for obj in scene.objects]
-        self._segmentation_lut = np.asarray(ids, np.uint16)
-        colors = [self.params.sky_color, scene.object_color(scene.ground)] + [scene.object_color(o) for o in scene.objects]
-        self._albedo_lut = np.asarray(colors, np.float32)
+        self._segmentation_lut = np.asarray(scene.surface_table(lambda s: s.segmentation_id, NO_HIT_ID), np.uint16)
+        self._albedo_lut = np.asarray(scene.surface_table(scene.object_color, self.params.sky_color), np.float32)

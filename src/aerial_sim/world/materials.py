@@ -3,11 +3,15 @@
 The coefficient ``depth_noise_m`` is ``m`` in the stereo-IR depth-camera noise
 model std = 0.005 m * exp(m * d) (seed 004, sec. 2.3, eq. (4)): 0.85 1/m for
 plastic, 0.50 for cement and 0.55 for formboard, measured with an Intel
-RealSense D435 at 0.5-8 m. The table lives in ``config/materials.yaml``.
+RealSense D435 at 0.5-8 m. ``lidar_reflectivity`` is the diffuse (Lambertian)
+reflectance at the near-infrared wavelengths of lidars (850-905 nm), 0..1; it
+sets a lidar return's intensity and how far a surface is still detected
+(:mod:`aerial_sim.sensors.lidar`). The table lives in ``config/materials.yaml``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,10 +28,14 @@ DEFAULT_MATERIAL = "default"
 
 @dataclass(frozen=True)
 class Material:
-    """One surface material; both values are required in the table (no silent defaults)."""
+    """One surface material; depth noise and colour are required in the table (no silent defaults).
+
+    ``lidar_reflectivity`` may be left out of older tables: 0.5 is then assumed.
+    """
 
     depth_noise_m: float  # m in std = 0.005*exp(m*d), 1/m (seed 004, eq. (4))
     color: tuple[int, int, int]  # RGB 0-255, before Lambert shading
+    lidar_reflectivity: float = 0.5  # diffuse reflectance at 850-905 nm, 0..1
     name: str = ""
 
     def __post_init__(self) -> None:
@@ -36,6 +44,10 @@ class Material:
             f"depth_noise_m must be a number >= 0, got {self.depth_noise_m!r}",
         )
         require(all(0 <= c <= 255 for c in self.color), f"color must be 0-255 per channel, got {self.color!r}")
+        require(
+            math.isfinite(self.lidar_reflectivity) and 0 <= self.lidar_reflectivity <= 1,
+            f"lidar_reflectivity must be in [0, 1], got {self.lidar_reflectivity!r}",
+        )
 
 
 def load_materials(path: str | Path | None = None) -> dict[str, Material]:
@@ -61,7 +73,7 @@ def load_materials(path: str | Path | None = None) -> dict[str, Material]:
             raise ParamsError(f"{where}.name: unknown parameter (the key is the name)")
         with located(where):
             material = params_from_mapping(Material, values, where=where)
-        table[str(name)] = Material(material.depth_noise_m, material.color, str(name))
+        table[str(name)] = dataclasses.replace(material, name=str(name))
     if DEFAULT_MATERIAL not in table:
         raise ParamsError(f"{path.name}: materials: no '{DEFAULT_MATERIAL}' entry")
     return table

@@ -32,7 +32,7 @@ import math
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Any, Callable, Literal
 
 import numpy as np
 import yaml
@@ -141,6 +141,12 @@ class Scene:
         for seg_id, material_name in self._material_name_by_id.items():
             lut[seg_id] = self.materials[material_name].depth_noise_m
         return lut
+
+    def surface_table(self, value_of: Callable[[SceneObject | GroundParams], Any], nothing: Any) -> list:
+        """One value per ray-caster surface index (:mod:`aerial_sim.world.geometry`): ``nothing`` for
+        rays that hit nothing, then the ground, then each object, so ``np.asarray(table)[hits.surface]``
+        gives every ray its surface's value."""
+        return [nothing, value_of(self.ground)] + [value_of(obj) for obj in self.objects]
 
     def object_color(self, obj: SceneObject | GroundParams) -> tuple[int, int, int]:
         return obj.color if obj.color is not None else self.materials[obj.material].color

@@ -1,0 +1,180 @@
+"""What the AirSim API core needs from the rest of the simulation, as plain Python (no ROS).
+
+The ``airsim_api`` node implements :class:`Graph` and :class:`VehicleLink` on
+ROS topics and services (the latest message of each topic, converted to the
+readings below, ENU/FLU and SI as on the graph); tests implement them on an
+in-process physics world. The API core never sees a ROS message.
+
+:class:`SimClock` lets API coroutines wait on *simulation* time: the link
+calls :meth:`SimClock.advance` for every ``/clock`` tick (in the event loop's
+thread), and a paused simulation holds every waiter, as in AirSim.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+import numpy as np
+
+Vector3 = tuple[float, float, float]
+Quaternion = tuple[float, float, float, float]
+
+
+@dataclass(frozen=True)
+class KinematicsReading:
+    """Ground truth (``ground_truth/odom`` + ``ground_truth/imu``): map ENU, base_link FLU."""
+
+    time_s: float
+    position: Vector3
+    orientation: Quaternion
+    velocity_world: Vector3
+    angular_velocity_body: Vector3
+    linear_acceleration_world: Vector3 = (0.0, 0.0, 0.0)
+    angular_acceleration_body: Vector3 = (0.0, 0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class ImuReading:
+    time_s: float
+    orientation: Quaternion  # sensor->map (the IMU frame is taken as base_link)
+    angular_velocity: Vector3  # FLU, rad/s
+    linear_acceleration: Vector3  # FLU specific force, m/s^2
+
+
+@dataclass(frozen=True)
+class PressureReading:
+    time_s: float
+    pressure_pa: float
+
+
+@dataclass(frozen=True)
+class MagneticReading:
+    time_s: float
+    field_tesla: Vector3  # FLU
+    covariance: tuple[float, ...]  # row-major 3x3, T^2
+
+
+@dataclass(frozen=True)
+class GpsReading:
+    time_s: float
+    latitude: float
+    longitude: float
+    altitude: float
+    eph_m: float
+    epv_m: float
+    has_fix: bool
+    velocity_enu: Vector3 = (0.0, 0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class RotorReading:
+    time_s: float
+    speeds_rad_s: tuple[float, ...]
+    thrusts_n: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class LidarReading:
+    time_s: float
+    points: np.ndarray  # (N, 3) float32, sensor frame (FLU)
+    segmentation: np.ndarray  # (N,) int
+
+
+@dataclass(frozen=True)
+class RangeReading:
+    time_s: float
+    distance_m: float
+    min_m: float
+    max_m: float
+
+
+@dataclass(frozen=True)
+class ServiceAnswer:
+    success: bool
+    message: str
+
+
+class VehicleLink(Protocol):
+    """One vehicle's topics and the flight controller's services (namespaced by the vehicle name)."""
+
+    name: str
+    vehicle: object  # aerial_sim.vehicles.multirotor.MultirotorParams
+    kinematics: KinematicsReading | None
+    imu: ImuReading | None
+    pressure: PressureReading | None
+    magnetic: MagneticReading | None
+    gps: GpsReading | None
+    rotors: RotorReading | None
+    lidar: LidarReading | None
+    distance: RangeReading | None
+    #: The flight controller's mode from ``/diagnostics`` (None until one arrives or without a controller).
+    controller_mode: str | None
+
+    async def arm(self, arm: bool) -> ServiceAnswer: ...
+    async def takeoff(self) -> ServiceAnswer: ...
+    async def land(self) -> ServiceAnswer: ...
+    async def reset_controller(self) -> ServiceAnswer: ...
+    def send_pose(self, position: Vector3, yaw: float) -> None: ...
+    def send_velocity(self, velocity_world: Vector3, yaw_rate: float) -> None: ...
+    def send_attitude(self, orientation: Quaternion, altitude: float | None, throttle: float | None) -> None: ...
+    def send_rates(self, rates_body: Vector3, altitude: float | None, throttle: float | None) -> None: ...
+    def send_motors(self, controls: Sequence[float]) -> None: ...
+    def teleport(self, position: Vector3, orientation: Quaternion) -> None: ...
+
+
+class Graph(Protocol):
+    """The world: its vehicles (first one = AirSim's default vehicle), clock and physics services."""
+
+    vehicles: dict[str, VehicleLink]
+    clock: "SimClock"
+    paused: bool
+
+    async def pause(self, paused: bool) -> ServiceAnswer: ...
+    async def continue_for(self, seconds: float) -> None: ...
+    async def reset(self) -> ServiceAnswer: ...
+    def set_wind(self, wind_enu: Vector3) -> None: ...
+
+
+class SimClock:
+    """Simulation time as seen by the API, and sleeps measured in it."""
+
+    def __init__(self):
+        self.now_s: float | None = None
+        self._waiters: list[tuple[float, int, asyncio.Future]] = []
+        self._order = itertools.count()
+
+    def advance(self, time_s: float) -> None:
+        """A new clock tick (call in the event loop's thread); wakes every sleeper that is due."""
+        if self.now_s is not None and time_s < self.now_s:
+            # Time went backwards (a restarted physics node): nobody should wait for the old future.
+            for _, _, future in self._waiters:
+                if not future.done():
+                    future.set_result(None)
+            self._waiters.clear()
+        self.now_s = time_s
+        while self._waiters and self._waiters[0][0] <= time_s + 1e-9:
+            _, _, future = heapq.heappop(self._waiters)
+            if not future.done():
+                future.set_result(None)
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` of simulation time (at least until the next tick)."""
+        start = await self.started()
+        await self.wait_until(start + max(seconds, 1e-9))
+
+    async def wait_until(self, time_s: float) -> None:
+        future = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, (time_s, next(self._order), future))
+        if self.now_s is not None:
+            self.advance(self.now_s)
+        await future
+
+    async def started(self) -> float:
+        """The current time, once the first tick has arrived."""
+        while self.now_s is None:
+            await self.wait_until(-float("inf"))
+        return self.now_s

@@ -1,0 +1,294 @@
+"""AirSim image requests served by the ray-cast camera (:mod:`aerial_sim.world.camera`).
+
+``simGetImages`` asks for image types from named cameras; each batch is
+rendered from the vehicle's pose at the moment of the request, one ray cast per
+camera whatever the number of types asked from it. AirSim's five default
+cameras exist on every vehicle, all with the camera parameters the node was
+given (460x320, 90 deg by default):
+
+| name (or number)      | mount (base_link, FLU)                           |
+|-----------------------|--------------------------------------------------|
+| ``front_center`` (0, "") | ``mount_position_m``, looking forward        |
+| ``front_right`` (1)   | 5 cm to the right of front_center                |
+| ``front_left`` (2)    | 5 cm to the left                                 |
+| ``bottom_center`` (3) | at the centre, looking down                      |
+| ``back_center`` (4)   | at the back, looking backward                    |
+
+Image types (AirSim's ImageType enum):
+- Scene (0): colour; uncompressed bytes are H x W x 3 in **BGR** order (what
+  AirSim's uncompressed images hold: its examples save them with
+  ``cv2.imwrite``); PNG (``compress``) is an ordinary RGB PNG.
+- DepthPlanar (1), DepthPerspective (2): metres as floats with
+  ``pixels_as_float`` (optical z, or distance along the ray); no return ->
+  ``NO_RETURN_DEPTH_M``, nearer than the minimum range -> 0. As bytes, the
+  DepthVis grey image.
+- DepthVis (3): grey, black = 0 m to white = 100 m (AirSim's scale).
+- Segmentation (5): one colour per segmentation id (a fixed palette, below);
+  ``pixels_as_float`` gives the ids themselves.
+Other types answer an error naming them.
+"""
+
+from __future__ import annotations
+
+import colorsys
+import dataclasses
+import io
+import math
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from aerial_sim.airsim.ned import body_to_flu, orientation_to_ned, quaternion_to_euler, world_to_ned
+from aerial_sim.airsim.rpc import Prepacked
+from aerial_sim.airsim.wire import RpcFault, quaternionr, vector3r
+from aerial_sim.control.geometry import matrix_to_quat
+from aerial_sim.world.camera import CameraModel, CameraParams
+from aerial_sim.world.geometry import quaternion_to_matrix, rpy_to_matrix
+from aerial_sim.world.scene import Scene
+
+SCENE, DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS, DISPARITY, SEGMENTATION = 0, 1, 2, 3, 4, 5
+IMAGE_TYPE_NAMES = {0: "Scene", 1: "DepthPlanar", 2: "DepthPerspective", 3: "DepthVis", 4: "DisparityNormalized",
+                    5: "Segmentation", 6: "SurfaceNormals", 7: "Infrared", 8: "OpticalFlow", 9: "OpticalFlowVis",
+                    10: "Lighting", 11: "Annotation"}
+SUPPORTED_TYPES = (SCENE, DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS, SEGMENTATION)
+#: Depth reported where a ray hits nothing within range (the largest half-float: finite, far).
+NO_RETURN_DEPTH_M = 65504.0
+#: DepthVis: white at this depth (AirSim: 100 m).
+DEPTH_VIS_RANGE_M = 100.0
+
+CAMERA_ALIASES = {"": "front_center", "0": "front_center", "1": "front_right", "2": "front_left",
+                  "3": "bottom_center", "4": "back_center"}
+
+
+def default_mounts(front: Sequence[float]) -> dict[str, tuple[tuple[float, float, float], tuple[float, float, float]]]:
+    """(position FLU m, roll/pitch/yaw deg) of AirSim's five default cameras (module docstring)."""
+    x, y, z = (float(v) for v in front)
+    return {
+        "front_center": ((x, y, z), (0.0, 0.0, 0.0)),
+        "front_right": ((x, y - 0.05, z), (0.0, 0.0, 0.0)),
+        "front_left": ((x, y + 0.05, z), (0.0, 0.0, 0.0)),
+        "bottom_center": ((0.0, 0.0, z - 0.05), (0.0, 90.0, 0.0)),
+        "back_center": ((-x, y, z), (0.0, 0.0, 180.0)),
+    }
+
+
+def segmentation_palette(size: int = 65536) -> np.ndarray:
+    """RGB colour per id: 0 black, then well-separated hues (golden-ratio steps), the same on every run."""
+    ids = np.arange(size)
+    hue = (ids * 0.618033988749895) % 1.0
+    value = 0.55 + 0.45 * ((ids * 7) % 5) / 4.0
+    palette = np.array([colorsys.hsv_to_rgb(h, 0.85, v) for h, v in zip(hue[:256], value[:256])]) * 255.0
+    colors = np.tile(palette, (size // 256 + 1, 1))[:size]
+    colors[0] = 0.0
+    return np.round(colors).astype(np.uint8)
+
+
+@dataclass
+class Camera:
+    """One named camera: its model (mount, fov) and the base_link->optical-z factor for planar depth."""
+
+    name: str
+    model: CameraModel
+    planar_factor: np.ndarray  # (H, W): optical z per metre along the ray
+
+
+class CameraRig:
+    """The five cameras of every vehicle, rendered on demand (see module docstring)."""
+
+    def __init__(self, scene: Scene, params: CameraParams):
+        self.scene = scene
+        self.base = dataclasses.replace(params, depth_mode="perspective")
+        self.mounts = default_mounts(params.mount_position_m)
+        self._cameras: dict[tuple[str, str], Camera] = {}
+        self._overrides: dict[tuple[str, str], dict] = {}
+        self._palette = segmentation_palette()
+        self.object_ids = {obj.name: obj.segmentation_id for obj in scene.objects}
+        self._surface_ids: dict[int, int] = {}  # surface index -> segmentation id set by the API
+
+    # -- cameras --------------------------------------------------------------------------
+    def canonical(self, camera_name: str) -> str:
+        name = CAMERA_ALIASES.get(camera_name, camera_name)
+        if name not in self.mounts:
+            raise RpcFault(f"no camera named '{camera_name}' (have: {', '.join(self.mounts)} or 0-4)")
+        return name
+
+    def camera(self, vehicle: str, camera_name: str) -> Camera:
+        name = self.canonical(camera_name)
+        key = (vehicle, name)
+        camera = self._cameras.get(key)
+        if camera is None:
+            position, rpy = self.mounts[name]
+            settings = dict(mount_position_m=position, mount_rpy_deg=rpy) | self._overrides.get(key, {})
+            model = CameraModel(dataclasses.replace(self.base, **settings), self.scene)
+            self._apply_segmentation_overrides(model)
+            p = model.params
+            u, v = np.meshgrid(np.arange(p.width), np.arange(p.height))
+            factor = 1.0 / np.sqrt(((u - model.cx) / model.fx) ** 2 + ((v - model.cy) / model.fy) ** 2 + 1.0)
+            camera = self._cameras[key] = Camera(name, model, factor.astype(np.float32))
+        return camera
+
+    def set_pose(self, vehicle: str, camera_name: str, position_frd, orientation_frd) -> None:
+        """simSetCameraPose: the camera's pose relative to the vehicle (FRD; NaN keeps a value)."""
+        name = self.canonical(camera_name)
+        mount_position, mount_rpy = self.mounts[name]
+        current = self._overrides.get((vehicle, name), {})
+        position = [old if math.isnan(new) else new
+                    for old, new in zip(current.get("mount_position_m", mount_position), body_to_flu(position_frd))]
+        settings = dict(current, mount_position_m=tuple(position))
+        if not any(math.isnan(c) for c in orientation_frd):
+            # FRD-relative attitude -> FLU-relative: conjugate by the 180 deg turn about x.
+            w, x, y, z = orientation_frd
+            roll, pitch, yaw = quaternion_to_euler((w, x, -y, -z))
+            settings["mount_rpy_deg"] = tuple(math.degrees(a) for a in (roll, pitch, yaw))
+        self._overrides[(vehicle, name)] = settings
+        self._cameras.pop((vehicle, name), None)
+
+    def set_fov(self, vehicle: str, camera_name: str, fov_deg: float) -> None:
+        name = self.canonical(camera_name)
+        if not 0.0 < fov_deg < 180.0:
+            raise RpcFault(f"fov_degrees must be in (0, 180), got {fov_deg:g}")
+        self._overrides[(vehicle, name)] = dict(self._overrides.get((vehicle, name), {}), hfov_deg=float(fov_deg))
+        self._cameras.pop((vehicle, name), None)
+
+    # -- segmentation ids ------------------------------------------------------------------
+    def set_segmentation_id(self, mesh_name: str, object_id: int, is_regex: bool) -> bool:
+        """simSetSegmentationObjectID for the images this API serves; true if any object matched."""
+        if not 0 <= object_id <= 65535:
+            raise RpcFault(f"object_id must be in 0..65535, got {object_id}")
+        if is_regex:
+            try:
+                pattern = re.compile(mesh_name, re.IGNORECASE)
+            except re.error as error:
+                raise RpcFault(f"mesh_name is not a valid regular expression: {error}") from None
+            matches = [i for i, obj in enumerate(self.scene.objects) if pattern.fullmatch(obj.name)]
+        else:
+            matches = [i for i, obj in enumerate(self.scene.objects) if obj.name.lower() == mesh_name.lower()]
+            if mesh_name.lower() in ("ground", "floor"):
+                self._surface_ids[1] = object_id
+                matches = matches or [-1]
+        for index in matches:
+            if index >= 0:
+                self._surface_ids[2 + index] = object_id
+                self.object_ids[self.scene.objects[index].name] = object_id
+        for camera in self._cameras.values():
+            self._apply_segmentation_overrides(camera.model)
+        return bool(matches)
+
+    def _apply_segmentation_overrides(self, model: CameraModel) -> None:
+        for surface, object_id in self._surface_ids.items():
+            model.set_surface_segmentation_id(surface, object_id)
+
+    # -- rendering -------------------------------------------------------------------------
+    def render(self, vehicle: str, requests: Sequence[tuple[str, int, bool, bool]], position, orientation,
+               stamp_ns: int) -> list[dict]:
+        """ImageResponse maps for ``requests`` = [(camera_name, image_type, pixels_as_float, compress)]."""
+        for _, image_type, _, _ in requests:
+            if image_type not in SUPPORTED_TYPES:
+                name = IMAGE_TYPE_NAMES.get(image_type, "unknown")
+                supported = ", ".join(IMAGE_TYPE_NAMES[t] for t in SUPPORTED_TYPES)
+                raise RpcFault(f"image type {image_type} ({name}) is not rendered by aerial_sim (supported: {supported})")
+        frames = {}
+        for camera_name in dict.fromkeys(r[0] for r in requests):
+            camera = self.camera(vehicle, camera_name)
+            kinds = {r[1] for r in requests if r[0] == camera_name}
+            frames[camera_name] = (camera, camera.model.render(
+                position, orientation,
+                depth=bool(kinds & {DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS}),
+                segmentation=SEGMENTATION in kinds,
+                color=SCENE in kinds,
+            ))
+        return [self._response(frames[name], name, kind, as_float, compress, position, orientation, stamp_ns)
+                for name, kind, as_float, compress in requests]
+
+    def _response(self, rendered, camera_name, image_type, as_float, compress, position, orientation, stamp_ns):
+        camera, frame = rendered
+        height, width = camera.model.params.height, camera.model.params.width
+        floats, pixels = None, None
+        if image_type == SCENE:
+            pixels = frame.color if compress else frame.color[:, :, ::-1]
+            floats = frame.color.astype(np.float32).mean(axis=2) if as_float else None
+        elif image_type in (DEPTH_PLANAR, DEPTH_PERSPECTIVE):
+            depth = frame.depth * camera.planar_factor if image_type == DEPTH_PLANAR else frame.depth
+            floats = airsim_depth(depth) if as_float else None
+            pixels = None if as_float else depth_vis(depth)
+        elif image_type == DEPTH_VIS:
+            depth = frame.depth * camera.planar_factor
+            floats = np.clip(airsim_depth(depth) / DEPTH_VIS_RANGE_M, 0.0, 1.0) if as_float else None
+            pixels = None if as_float else depth_vis(depth)
+        else:  # SEGMENTATION
+            floats = frame.segmentation.astype(np.float32) if as_float else None
+            colors = self._palette[frame.segmentation]
+            pixels = None if as_float else (colors if compress else colors[:, :, ::-1])
+        if floats is not None:
+            data_uint8, data_float = b"", Prepacked(pack_float32_array(floats))
+        else:
+            data_uint8 = encode_png(pixels) if compress else np.ascontiguousarray(pixels).tobytes()
+            data_float = []
+        cam_position, cam_orientation = self.camera_pose(camera, position, orientation)
+        return {
+            "image_data_uint8": data_uint8,
+            "image_data_float": data_float,
+            "camera_position": vector3r(cam_position),
+            "camera_name": camera_name,
+            "camera_orientation": quaternionr(cam_orientation),
+            "time_stamp": int(stamp_ns),
+            "message": "",
+            "pixels_as_float": bool(as_float),
+            "compress": bool(compress and floats is None),
+            "width": int(width),
+            "height": int(height),
+            "image_type": int(image_type),
+        }
+
+    def camera_pose(self, camera: Camera, position, orientation):
+        """(NED position, NED/FRD attitude) of the camera link (x forward) for a vehicle ENU pose."""
+        model = camera.model
+        R_world_base = quaternion_to_matrix(orientation)
+        origin = np.asarray(position, float) + R_world_base @ model.t_base_camera
+        R_world_link = R_world_base @ rpy_to_matrix(*np.radians(model.params.mount_rpy_deg))
+        return world_to_ned(origin), orientation_to_ned(matrix_to_quat(R_world_link))
+
+    def camera_info(self, vehicle: str, camera_name: str, position, orientation) -> dict:
+        camera = self.camera(vehicle, camera_name)
+        cam_position, cam_orientation = self.camera_pose(camera, position, orientation)
+        p = camera.model.params
+        near, far = p.min_range_m, p.max_range_m
+        # OpenGL-style perspective projection of the pinhole camera (row-major 4x4).
+        fx, fy, cx, cy = camera.model.fx, camera.model.fy, camera.model.cx, camera.model.cy
+        matrix = [[2 * fx / p.width, 0.0, 1.0 - 2 * cx / p.width, 0.0],
+                  [0.0, 2 * fy / p.height, 2 * cy / p.height - 1.0, 0.0],
+                  [0.0, 0.0, -(far + near) / (far - near), -2 * far * near / (far - near)],
+                  [0.0, 0.0, -1.0, 0.0]]
+        return {"pose": {"position": vector3r(cam_position), "orientation": quaternionr(cam_orientation)},
+                "fov": float(p.hfov_deg), "proj_mat": {"matrix": matrix}}
+
+
+def airsim_depth(depth: np.ndarray) -> np.ndarray:
+    """REP-117 depth (+inf no return, -inf too near) -> AirSim floats (far constant, 0), in one pass."""
+    return np.clip(depth, 0.0, NO_RETURN_DEPTH_M).astype(np.float32, copy=False)
+
+
+def depth_vis(depth: np.ndarray) -> np.ndarray:
+    """Grey H x W x 3 uint8: 0 m black, DEPTH_VIS_RANGE_M or farther white."""
+    grey = (np.clip(airsim_depth(depth) / DEPTH_VIS_RANGE_M, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+    return np.repeat(grey[:, :, None], 3, axis=2)
+
+
+def encode_png(pixels: np.ndarray) -> bytes:
+    """PNG bytes of an H x W x 3 RGB image (zlib level 1: several times faster than the default, same pixels)."""
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(pixels)).save(buffer, format="PNG", compress_level=1)
+    return buffer.getvalue()
+
+
+def pack_float32_array(values: np.ndarray) -> bytes:
+    """A msgpack array of float32 (what the C++ server sends for vector<float>), packed by NumPy."""
+    flat = np.ascontiguousarray(values, dtype=np.float32).ravel()
+    body = np.empty(flat.size, dtype=[("tag", "u1"), ("value", ">f4")])
+    body["tag"] = 0xCA
+    body["value"] = flat
+    return b"\xdd" + flat.size.to_bytes(4, "big") + body.tobytes()

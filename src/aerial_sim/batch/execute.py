@@ -1,0 +1,263 @@
+"""One run of a sweep, start to entry: domain id, launch, watch, retry, post-process, ``result.json``.
+
+Each attempt is ``aerial_sim launch <launch file> <run's arguments> lockstep:=true
+viewer:=false run_dir:=<run folder>`` (plus ``--params-file`` for node
+parameters) in a new session, under its own ``ROS_DOMAIN_ID`` (held for the
+attempt's life, :mod:`.domains`) with discovery on localhost. The mission node
+ends the launch with exit status 0 when it has landed and written
+``metrics.json``; then the bag is summarised, digested and exported
+(:mod:`.postprocess`). Anything else is a failed attempt:
+
+- the launch exits non-zero (a node crashed, the launcher names it in the log);
+- it runs past ``timeout_s`` wall-clock seconds (hung): it is stopped and killed;
+- it exits 0 without ``metrics.json``, or post-processing fails.
+
+A failed attempt is retried while attempts are left (:func:`should_retry`);
+its log stays in ``logs/attempt-<n>.log``, everything else of it is cleared
+before the next attempt. Used by both backends: a local worker thread and a
+Ray task call :func:`execute_run` the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from aerial_sim.batch.domains import DomainPool, NoDomainAvailable
+from aerial_sim.batch.manifest import FAILED, OK, RESULT_FILE, run_dir, write_result
+from aerial_sim.batch.nodeparams import write_params_file
+from aerial_sim.batch.postprocess import REPORT_FILE
+from aerial_sim.batch.processes import guarded_command, reap_session, session_processes, kill_session, stop_run
+from aerial_sim.batch.sweep import RunOptions, RunSpec
+
+LOGS_DIR = "logs"
+LAUNCHER_FILE = "launcher.pid"
+PARAMS_FILE = "params.yaml"
+METRICS_FILE = "metrics.json"
+POSTPROCESS_TIMEOUT_S = 600.0
+INTERRUPTED = "interrupted"
+#: Metrics of the mission's metrics.json copied into the run's entry.
+MISSION_METRICS = ("hausdorff_m", "rms_cross_track_m", "max_cross_track_m")
+
+
+@dataclass
+class Attempt:
+    """How one attempt ended."""
+
+    ok: bool
+    kind: str  # ok, crashed, timeout, no_metrics, postprocess, interrupted, no_domain
+    message: str
+    log: Path
+    domain_id: int | None = None
+    wall_s: float = 0.0
+    postprocess_s: float = 0.0
+    report: dict | None = None
+    metrics: dict | None = None
+
+
+def should_retry(attempt: Attempt, attempt_number: int, options: RunOptions) -> bool:
+    """Retry policy: any failure but an interruption is retried while attempts are left."""
+    return not attempt.ok and attempt.kind != INTERRUPTED and attempt_number < options.max_attempts
+
+
+def execute_run(
+    run: RunSpec,
+    out_dir: Path,
+    launch_file: Path,
+    options: RunOptions,
+    pool: DomainPool,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> dict[str, Any]:
+    """Run ``run`` with retries and return its entry (written to ``result.json`` unless interrupted)."""
+    folder = run_dir(out_dir, run)
+    stop_leftover(folder)
+    started = time.time()
+    errors: list[str] = []
+    attempt, number = None, 0
+    while True:
+        number += 1
+        attempt = _attempt(run, folder, number, launch_file, options, pool, cancelled)
+        if not attempt.ok:
+            errors.append(f"attempt {number}: {attempt.message}")
+        if not should_retry(attempt, number, options):
+            break
+    if attempt.kind == INTERRUPTED:
+        return {"run_id": run.run_id, "status": INTERRUPTED, "attempts": number}
+    result = _entry(run, folder, out_dir, attempt, number, errors, started)
+    write_result(out_dir, run, result)
+    return result
+
+
+def stop_leftover(folder: Path) -> None:
+    """Kill what an earlier batch (killed itself) may have left running in this run folder."""
+    try:
+        session_id = int((folder / LAUNCHER_FILE).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return
+    if session_processes(session_id, str(folder)):
+        kill_session(session_id, str(folder))
+
+
+def _attempt(run, folder: Path, number: int, launch_file: Path, options: RunOptions, pool: DomainPool, cancelled) -> Attempt:
+    logs = folder / LOGS_DIR
+    _clear_outputs(folder)
+    logs.mkdir(parents=True, exist_ok=True)
+    log_path = logs / f"attempt-{number}.log"
+    try:
+        lease = pool.acquire(cancelled=cancelled)
+    except NoDomainAvailable as error:
+        log_path.write_text(f"{error}\n")
+        return Attempt(False, INTERRUPTED if cancelled() else "no_domain", str(error), log_path)
+    with lease:
+        command = _launch_command(run, folder, number, launch_file)
+        environment = _environment(lease.domain_id, folder, number)
+        began = time.monotonic()
+        with open(log_path, "w", encoding="utf-8") as log:
+            log.write(f"# ROS_DOMAIN_ID={lease.domain_id}\n# {' '.join(command)}\n")
+            log.flush()
+            launcher = subprocess.Popen(
+                guarded_command(command), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env=environment, start_new_session=True,
+            )
+            (folder / LAUNCHER_FILE).write_text(f"{launcher.pid}\n")
+            kind = _watch(launcher, str(folder), options, cancelled)
+        wall_s = time.monotonic() - began
+        if kind == "exited":
+            code = launcher.returncode
+            if code != 0:
+                return Attempt(False, "crashed", f"launch exited with code {code}{_last_error(log_path)}", log_path, lease.domain_id, wall_s)
+        elif kind == "timeout":
+            return Attempt(False, "timeout", f"no landing within {options.timeout_s:g} s (stopped)", log_path, lease.domain_id, wall_s)
+        else:
+            return Attempt(False, INTERRUPTED, "batch interrupted", log_path, lease.domain_id, wall_s)
+    metrics = _read_json(folder / METRICS_FILE)
+    if metrics is None:
+        return Attempt(False, "no_metrics", f"the launch ended without {METRICS_FILE}", log_path, lease.domain_id, wall_s)
+    began = time.monotonic()
+    report, message = _postprocess(folder, options, log_path)
+    if report is None:
+        return Attempt(False, "postprocess", message, log_path, lease.domain_id, wall_s)
+    return Attempt(True, OK, "", log_path, lease.domain_id, wall_s, time.monotonic() - began, report, metrics)
+
+
+def _watch(launcher: subprocess.Popen, marker: str, options: RunOptions, cancelled) -> str:
+    """Wait for the launch to end; 'exited', 'timeout' or 'cancelled' (then stopped and reaped)."""
+    deadline = time.monotonic() + options.timeout_s
+    while launcher.poll() is None:
+        if cancelled() or time.monotonic() >= deadline:
+            kind = "cancelled" if cancelled() else "timeout"
+            stop_run(launcher, marker, options.stop_grace_s)
+            return kind
+        time.sleep(0.2)
+    reap_session(launcher, marker)  # nodes a dying launcher could not stop
+    return "exited"
+
+
+def _postprocess(folder: Path, options: RunOptions, log_path: Path) -> tuple[dict | None, str]:
+    command = [sys.executable, "-m", "aerial_sim.batch.postprocess", str(folder), *(["--export"] if options.export else [])]
+    with open(log_path, "a", encoding="utf-8") as log:
+        log.write(f"# post-processing: {' '.join(command)}\n")
+        log.flush()
+        try:
+            code = subprocess.run(guarded_command(command), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                  timeout=POSTPROCESS_TIMEOUT_S).returncode
+        except subprocess.TimeoutExpired:
+            return None, f"post-processing took over {POSTPROCESS_TIMEOUT_S:g} s"
+    report = _read_json(folder / REPORT_FILE)
+    if code != 0 or report is None:
+        return None, f"post-processing failed (exit {code}){_last_error(log_path)}"
+    return report, ""
+
+
+def _launch_command(run: RunSpec, folder: Path, number: int, launch_file: Path) -> list[str]:
+    arguments = {**run.launch_arguments, "lockstep": "true", "viewer": "false", "run_dir": str(folder)}
+    command = [sys.executable, "-m", "aerial_sim", "launch", str(launch_file),
+               *(f"{k}:={v}" for k, v in arguments.items()),
+               "--log-dir", str(folder / LOGS_DIR / f"attempt-{number}")]
+    if run.node_parameters:
+        command += ["--params-file", str(write_params_file(run.node_parameters, folder / PARAMS_FILE))]
+    return command
+
+
+def _environment(domain_id: int, folder: Path, number: int) -> dict[str, str]:
+    environment = dict(os.environ)
+    environment.pop("AERIAL_SIM_RUN_DIR", None)
+    environment.update(
+        ROS_DOMAIN_ID=str(domain_id),
+        ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
+        ROS_LOG_DIR=str(folder / LOGS_DIR / f"attempt-{number}" / "ros"),
+        PYTHONUNBUFFERED="1",
+    )
+    return environment
+
+
+def _clear_outputs(folder: Path) -> None:
+    """Remove an earlier attempt's outputs (keep its logs)."""
+    if not folder.is_dir():
+        return
+    for entry in folder.iterdir():
+        if entry.name == LOGS_DIR:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+
+
+def _entry(run: RunSpec, folder: Path, out_dir: Path, attempt: Attempt, attempts: int, errors: list[str], started: float) -> dict:
+    relative = lambda path: os.path.relpath(path, out_dir)  # noqa: E731
+    entry: dict[str, Any] = {
+        "run_id": run.run_id,
+        "index": run.index,
+        "repeat": run.repeat,
+        "parameters": run.parameters,
+        "status": OK if attempt.ok else FAILED,
+        "attempts": attempts,
+        "domain_id": attempt.domain_id,
+        "started_at": started,
+        "finished_at": time.time(),
+        "wall_s": round(attempt.wall_s, 3),
+        "postprocess_s": round(attempt.postprocess_s, 3),
+        "log": relative(attempt.log),
+        "errors": errors,
+        "error": "" if attempt.ok else attempt.message,
+    }
+    if attempt.ok:
+        report, metrics = attempt.report, attempt.metrics
+        entry.update({k: report.get(k) for k in ("sim_s", "real_time_factor", "messages", "drops", "bag_mb", "bag_digest")})
+        entry.update({k: metrics.get(k) for k in MISSION_METRICS})
+        entry["bag"] = relative(folder / "bag")
+        entry["dataset"] = relative(folder / report["dataset"]) if report.get("dataset") else ""
+        entry["topics"] = report.get("topics", {})
+    return entry
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _last_error(log_path: Path) -> str:
+    """Why an attempt failed, in one line: the launcher's last ``[ERROR]``, else the last traceback or error line."""
+    try:
+        lines = log_path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    for markers in (("[ERROR] [launch]",), ("[ERROR]", "Error:", "Traceback")):
+        found = [line for line in lines if any(m in line for m in markers)]
+        if found:
+            return f": {found[-1].strip()[:300]}"
+    return ""
+
+
+__all__ = ["Attempt", "execute_run", "should_retry", "stop_leftover", "RESULT_FILE"]

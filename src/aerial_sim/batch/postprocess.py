@@ -1,0 +1,61 @@
+"""``python -m aerial_sim.batch.postprocess RUN_DIR [--export]``: a finished run's figures, in their own process.
+
+Reads the run's bag with the recorder's summary (:mod:`aerial_sim.recording.summary`:
+simulated duration, real-time factor, message counts) and the content digest
+(:mod:`aerial_sim.recording.digest`: per-topic digests, drops), optionally
+exports it with :func:`aerial_sim.recording.export.export_bag` into
+``RUN_DIR/dataset``, and writes everything to ``RUN_DIR/bag_report.json``.
+Run as a separate process so a bad bag can only fail its own run, and so
+several runs' post-processing use several cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+REPORT_FILE = "bag_report.json"
+DATASET_DIR = "dataset"
+
+
+def bag_report(run_dir: Path, export: bool) -> dict:
+    from aerial_sim.recording.digest import bag_content
+    from aerial_sim.recording.summary import summarize
+
+    summary = summarize(run_dir)
+    content = bag_content(run_dir)
+    report = {
+        "sim_s": summary.duration_s,
+        "flight_wall_s": summary.wall_duration_s,
+        "real_time_factor": summary.real_time_factor,
+        "messages": content.messages,
+        "drops": content.drops,
+        "bag_mb": sum(p.stat().st_size for p in summary.bag.glob("*.mcap")) / 1e6,
+        "bag_digest": content.digest,
+        "topics": {
+            t.topic: {"type": t.msgtype, "count": t.count, "digest": t.digest, "drops": t.drops}
+            for t in content.topics.values()
+        },
+    }
+    if export:
+        from aerial_sim.recording.export import export_bag
+
+        export_bag(summary.bag, run_dir / DATASET_DIR, progress=False)
+        report["dataset"] = DATASET_DIR
+    return report
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m aerial_sim.batch.postprocess")
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--export", action="store_true", help="also export the bag to RUN_DIR/dataset")
+    options = parser.parse_args(argv)
+    report = bag_report(options.run_dir, options.export)
+    (options.run_dir / REPORT_FILE).write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,137 @@
+"""How a node process starts and stops, the same under ``aerial_sim launch``, ``ros2 launch`` and ``ros2 run``.
+
+Rules (README, "Stopping"):
+
+- SIGINT and SIGTERM, however often they arrive, stop the node quietly with exit
+  status 0. ``ros2 launch`` in a terminal delivers Ctrl-C twice (to the process
+  group, then its own SIGINT), and SIGTERM follows after ``sigterm_timeout``.
+  While the process is still importing its modules a stop signal ends it at once;
+  while the node is being built it abandons the start (:class:`StopRequested`);
+  while it runs, the spin loop sees the request within 0.1 s; during the
+  node's own shutdown work further signals are ignored (the launcher's SIGKILL
+  after ``sigterm_timeout + sigkill_timeout`` is the only limit).
+- The process dies with its parent: Linux's parent-death signal (SIGTERM) is
+  set at start, so a launcher killed with SIGKILL leaves no orphans, whichever
+  launcher it was. (Under ``ros2 launch`` a launcher killed during the node's
+  first fraction of a second, before this module runs, can still leave it
+  behind; ``aerial_sim launch`` passes its pid to close that gap.)
+- Under ``aerial_sim launch`` a signal sent during interpreter start-up waits
+  (the launcher starts nodes with SIGINT/SIGTERM blocked, unblocked here);
+  under ``ros2 launch`` a Ctrl-C in the first ~0.4 s, while Python itself is
+  still starting, can still end it with Python's own message.
+- Output is line-buffered, so lines reach the launcher as they are printed
+  (neither launcher needs PYTHONUNBUFFERED).
+
+rclpy's own signal handlers are not installed (they raise KeyboardInterrupt in
+arbitrary places on a second Ctrl-C); :func:`aerial_sim.nodes.common.run_node`
+polls :func:`stop_requested` instead.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+from pathlib import Path
+
+#: Linux prctl option: the signal this process gets when its parent dies.
+PR_SET_PDEATHSIG = 1
+#: Signals that ask a node to stop.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: Set by ``aerial_sim launch`` for its children: the launcher's pid, to notice it died before
+#: the parent-death signal was set (``aerial_sim launch`` also sets that signal before exec).
+LAUNCHER_PID_VARIABLE = "AERIAL_SIM_LAUNCHER_PID"
+#: The phases of a node process, in order.
+PHASES = ("importing", "starting", "running", "stopping")
+
+
+class StopRequested(BaseException):
+    """A stop signal arrived while the node was being built: abandon the start, exit 0."""
+
+
+class _State:
+    phase: str | None = None  # None: not a node process (signals untouched)
+    stop_signal: int | None = None
+
+
+def is_node_executable(argv0: str | None = None, orig_argv: list[str] | None = None) -> bool:
+    """True when this interpreter runs a node: ``python -m aerial_sim.nodes.X`` or ``lib/aerial_sim/X``."""
+    orig_argv = list(getattr(sys, "orig_argv", [])) if orig_argv is None else orig_argv
+    for flag, module in zip(orig_argv, orig_argv[1:]):
+        if flag == "-m":
+            return module.startswith("aerial_sim.nodes.") and not module.rsplit(".", 1)[1].startswith("_")
+    path = Path(sys.argv[0] if argv0 is None else argv0)
+    return path.parent.name == "aerial_sim" and path.parent.parent.name == "lib" and path.name != "aerial_sim"
+
+
+def start_node_process() -> None:
+    """Install the stop-signal handlers, the parent-death signal and line-buffered output (once)."""
+    if _State.phase is not None:
+        return
+    _State.phase = "importing"
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, _on_stop_signal)
+    # aerial_sim launch starts nodes with these signals blocked, so one sent during interpreter
+    # start-up waits for the handlers above instead of killing Python half-started.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    _die_with_parent()
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(line_buffering=True)
+
+
+def set_phase(phase: str) -> None:
+    assert phase in PHASES, phase
+    _State.phase = phase
+    if phase == "starting" and _State.stop_signal is not None:
+        raise StopRequested()
+
+
+def stop_requested() -> bool:
+    return _State.stop_signal is not None
+
+
+def is_node_process() -> bool:
+    return _State.phase is not None
+
+
+def exit_now(code: int) -> None:
+    """End the process with ``code`` after flushing output, skipping interpreter teardown.
+
+    Teardown runs third-party finalisers after the node is gone (seen: imageio's
+    ``PillowPlugin.__del__`` raising AttributeError at exit); nothing is left to
+    clean up by then.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
+def _on_stop_signal(signum, frame) -> None:
+    first = _State.stop_signal is None
+    if first:
+        _State.stop_signal = signum
+    if _State.phase == "importing":
+        exit_now(0)
+    if _State.phase == "starting" and first:
+        raise StopRequested()
+    # running: the spin loop polls stop_requested(); stopping: ignored.
+
+
+def _die_with_parent() -> None:
+    """Ask Linux for SIGTERM when the parent dies; exit now if it already has."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0) != 0:
+            return
+    except (OSError, AttributeError):
+        return
+    launcher = os.environ.get(LAUNCHER_PID_VARIABLE, "")
+    if launcher.isdigit() and os.getppid() != int(launcher):  # it died before we asked: re-parented
+        exit_now(0)

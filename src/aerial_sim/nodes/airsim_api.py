@@ -1,0 +1,448 @@
+"""AirSim API node: AirSim's msgpack-rpc server in front of the ROS graph.
+
+A thin adapter around :class:`aerial_sim.airsim.api.AirSimApi`: an asyncio
+loop in its own thread serves ``host:port`` (127.0.0.1:41451 by default;
+anything but loopback is logged as a warning) with
+:class:`aerial_sim.airsim.rpc.MsgpackRpcServer`; this node keeps the latest
+message of every topic the API reads and turns the API's commands into the
+graph's public inputs.
+
+Per vehicle (namespace = vehicle name):
+- reads ``ground_truth/odom``, ``ground_truth/imu``, ``rotors``, ``imu/data``,
+  ``air_pressure``, ``magnetic_field``, ``gps/fix``, ``gps/vel``,
+  ``lidar/points``, ``distance/range`` and the flight controller's mode from
+  ``/diagnostics``;
+- writes ``cmd_pose``, ``cmd_vel``, ``cmd_attitude``, ``cmd_rates``,
+  ``cmd_motors`` and ``set_pose`` (teleport, physics node); calls the
+  controller's ``arm``, ``takeoff``, ``land`` and ``reset`` services.
+
+World: ``/clock``; the physics node's ``/physics/pause`` (SetBool),
+``/physics/reset`` (Trigger), ``/physics/continue_for`` (Float64, s) and
+``/physics/wind`` (Vector3Stamped, ENU). Images are rendered here, from the
+scene file, at the pose of the newest ground truth (one worker thread).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import math
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PoseStamped, TwistStamped, Vector3Stamped
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import FluidPressure, Imu, JointState, MagneticField, NavSatFix, NavSatStatus, PointCloud2, Range
+from std_msgs.msg import Float64, Float64MultiArray
+from std_srvs.srv import SetBool, Trigger
+
+from aerial_sim.airsim.api import AirSimApi, ApiParams
+from aerial_sim.airsim.flight import GuidanceParams
+from aerial_sim.airsim.graph import (
+    GpsReading,
+    ImuReading,
+    KinematicsReading,
+    LidarReading,
+    MagneticReading,
+    PressureReading,
+    RangeReading,
+    RotorReading,
+    ServiceAnswer,
+    SimClock,
+)
+from aerial_sim.airsim.images import CameraRig
+from aerial_sim.airsim.rpc import MsgpackRpcServer
+from aerial_sim.config import require, require_positive
+from aerial_sim.control.geometry import quat_from_yaw, quat_to_matrix
+from aerial_sim.environment.geodesy import HomePoint
+from aerial_sim.environment.gravity import normal_gravity
+from aerial_sim.sensors.common import truth_from_odometry
+from aerial_sim.nodes.common import COMMAND_QOS, declare_params, from_stamp, is_finite_sequence, run_node, stream_qos, to_stamp
+from aerial_sim.vehicles.multirotor import load_vehicle
+from aerial_sim.world.camera import CameraParams
+
+#: Wall-clock limit on one service call to the graph (a missing controller must not hang a client forever).
+SERVICE_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class AirSimApiNodeParams:
+    """ROS parameters of the AirSim API node (defaults here only)."""
+
+    host: str = "127.0.0.1"
+    port: int = 41451
+    vehicle_names: tuple[str, ...] = ("drone1",)
+    vehicle_types: tuple[str, ...] = ("quad_x",)
+    #: Scene to render images from ('' = no images).
+    scene: str = "empty"
+    #: A request bigger than this closes the client's connection.
+    max_request_bytes: int = 16 * 1024 * 1024
+    lockstep: bool = False
+    guidance: GuidanceParams = field(default_factory=GuidanceParams)
+
+    def __post_init__(self):
+        require(0 <= self.port <= 65535, f"port must be in 0..65535, got {self.port}")
+        require(len(self.vehicle_names) > 0, "vehicle_names must name at least one vehicle")
+        require(len(self.vehicle_types) == len(self.vehicle_names), "vehicle_types needs one entry per vehicle")
+        require_positive(self, "max_request_bytes")
+
+
+class RosVehicleLink:
+    """:class:`aerial_sim.airsim.graph.VehicleLink` on one vehicle's topics and services."""
+
+    def __init__(self, node: "AirSimApiNode", name: str, vehicle_type: str, lockstep: bool):
+        self.node = node
+        self.name = name
+        self.vehicle = load_vehicle(vehicle_type)
+        self.kinematics = self.imu = self.pressure = self.magnetic = self.gps = None
+        self.rotors = self.lidar = self.distance = None
+        self.controller_mode = None
+        self._specific_force = (0.0, 0.0, 0.0)
+        self._gps_velocity = (0.0, 0.0, 0.0)
+        ns = f"/{name}"
+        qos = stream_qos(lockstep)
+        sub = node.create_subscription
+        sub(Odometry, f"{ns}/ground_truth/odom", self.on_odom, qos)
+        sub(Imu, f"{ns}/ground_truth/imu", self.on_truth_imu, qos)
+        sub(JointState, f"{ns}/rotors", self.on_rotors, qos)
+        sub(Imu, f"{ns}/imu/data", self.on_imu, qos)
+        sub(FluidPressure, f"{ns}/air_pressure", self.on_pressure, qos)
+        sub(MagneticField, f"{ns}/magnetic_field", self.on_magnetic, qos)
+        sub(NavSatFix, f"{ns}/gps/fix", self.on_gps, qos)
+        sub(TwistStamped, f"{ns}/gps/vel", self.on_gps_velocity, qos)
+        sub(PointCloud2, f"{ns}/lidar/points", self.on_lidar, qos)
+        sub(Range, f"{ns}/distance/range", self.on_range, qos)
+        pub = node.create_publisher
+        self.pose_pub = pub(PoseStamped, f"{ns}/cmd_pose", COMMAND_QOS)
+        self.vel_pub = pub(TwistStamped, f"{ns}/cmd_vel", COMMAND_QOS)
+        self.attitude_pub = pub(PoseStamped, f"{ns}/cmd_attitude", COMMAND_QOS)
+        self.rates_pub = pub(TwistStamped, f"{ns}/cmd_rates", COMMAND_QOS)
+        self.motors_pub = pub(Float64MultiArray, f"{ns}/cmd_motors", COMMAND_QOS)
+        self.teleport_pub = pub(PoseStamped, f"{ns}/set_pose", COMMAND_QOS)
+        self.arm_client = node.create_client(SetBool, f"{ns}/arm")
+        self.takeoff_client = node.create_client(Trigger, f"{ns}/takeoff")
+        self.land_client = node.create_client(Trigger, f"{ns}/land")
+        self.reset_client = node.create_client(Trigger, f"{ns}/reset")
+        self.body_frame = f"{name}/base_link"
+
+    # -- state in (executor thread; each reading is replaced whole, so readers never see half of one) --
+    def on_odom(self, message: Odometry) -> None:
+        truth = truth_from_odometry(message)
+        if truth is None or sum(q * q for q in truth.orientation) < 0.5:
+            self.node.get_logger().warning(f"{self.name}/ground_truth/odom with NaN or a zero quaternion: ignored",
+                                           throttle_duration_sec=5)
+            return
+        rotation = quat_to_matrix(truth.orientation)
+        gravity = normal_gravity(self.node.home.latitude, self.node.home.altitude + truth.position[2])
+        accel = rotation @ np.asarray(self._specific_force) - np.array([0.0, 0.0, gravity])
+        previous = self.kinematics
+        angular_accel = (0.0, 0.0, 0.0)
+        if previous is not None and 0.0 < truth.time_s - previous.time_s < 0.1:
+            dt = truth.time_s - previous.time_s
+            angular_accel = tuple((a - b) / dt for a, b in zip(truth.angular_velocity_body, previous.angular_velocity_body))
+        self.kinematics = KinematicsReading(truth.time_s, tuple(truth.position), tuple(truth.orientation),
+                                            truth.velocity_world, tuple(truth.angular_velocity_body),
+                                            tuple(float(a) for a in accel), angular_accel)
+
+    def on_truth_imu(self, message: Imu) -> None:
+        a = message.linear_acceleration
+        if is_finite_sequence((a.x, a.y, a.z)):
+            self._specific_force = (a.x, a.y, a.z)
+
+    def on_rotors(self, message: JointState) -> None:
+        if len(message.velocity) == len(message.effort) and is_finite_sequence(list(message.velocity) + list(message.effort)):
+            self.rotors = RotorReading(from_stamp(message.header.stamp), tuple(message.velocity), tuple(message.effort))
+
+    def on_imu(self, message: Imu) -> None:
+        q, w, a = message.orientation, message.angular_velocity, message.linear_acceleration
+        values = (q.w, q.x, q.y, q.z, w.x, w.y, w.z, a.x, a.y, a.z)
+        if not is_finite_sequence(values):
+            return
+        orientation = (q.w, q.x, q.y, q.z)
+        if message.orientation_covariance[0] == -1.0 or sum(c * c for c in orientation) < 0.5:
+            truth = self.kinematics  # an IMU without orientation (MPU-6000): AirSim reports the estimate
+            orientation = truth.orientation if truth is not None else (1.0, 0.0, 0.0, 0.0)
+        self.imu = ImuReading(from_stamp(message.header.stamp), orientation, (w.x, w.y, w.z), (a.x, a.y, a.z))
+
+    def on_pressure(self, message: FluidPressure) -> None:
+        if math.isfinite(message.fluid_pressure):
+            self.pressure = PressureReading(from_stamp(message.header.stamp), message.fluid_pressure)
+
+    def on_magnetic(self, message: MagneticField) -> None:
+        f = message.magnetic_field
+        if is_finite_sequence((f.x, f.y, f.z)):
+            self.magnetic = MagneticReading(from_stamp(message.header.stamp), (f.x, f.y, f.z),
+                                            tuple(message.magnetic_field_covariance))
+
+    def on_gps(self, message: NavSatFix) -> None:
+        values = (message.latitude, message.longitude, message.altitude)
+        cov = message.position_covariance
+        if not is_finite_sequence(values):
+            return
+        self.gps = GpsReading(from_stamp(message.header.stamp), *values, math.sqrt(max(cov[0], 0.0)),
+                              math.sqrt(max(cov[8], 0.0)), message.status.status >= NavSatStatus.STATUS_FIX,
+                              self._gps_velocity)
+
+    def on_gps_velocity(self, message: TwistStamped) -> None:
+        v = message.twist.linear
+        if is_finite_sequence((v.x, v.y, v.z)):
+            self._gps_velocity = (v.x, v.y, v.z)
+
+    def on_lidar(self, message: PointCloud2) -> None:
+        try:
+            points, segmentation = point_cloud_xyz(message)
+        except ValueError as error:
+            self.node.get_logger().warning(f"{self.name}/lidar/points unusable ({error}); ignored", throttle_duration_sec=5)
+            return
+        self.lidar = LidarReading(from_stamp(message.header.stamp), points, segmentation)
+
+    def on_range(self, message: Range) -> None:
+        if is_finite_sequence((message.min_range, message.max_range)) and not math.isnan(message.range):
+            self.distance = RangeReading(from_stamp(message.header.stamp), message.range, message.min_range,
+                                         message.max_range)
+
+    def on_diagnostics(self, status) -> None:
+        for value in status.values:
+            if value.key == "mode":
+                self.controller_mode = value.value
+
+    # -- commands out (event-loop thread; rclpy publishers are thread-safe) --
+    def _header(self, message, frame: str):
+        message.header.stamp = to_stamp(self.node.clock.now_s or 0.0)
+        message.header.frame_id = frame
+        return message
+
+    def send_pose(self, position, yaw) -> None:
+        message = self._header(PoseStamped(), "map")
+        message.pose.position.x, message.pose.position.y, message.pose.position.z = (float(v) for v in position)
+        o = message.pose.orientation
+        o.w, o.x, o.y, o.z = quat_from_yaw(float(yaw))
+        self.pose_pub.publish(message)
+
+    def send_velocity(self, velocity_world, yaw_rate) -> None:
+        message = self._header(TwistStamped(), "map")
+        message.twist.linear.x, message.twist.linear.y, message.twist.linear.z = (float(v) for v in velocity_world)
+        message.twist.angular.z = float(yaw_rate)
+        self.vel_pub.publish(message)
+
+    def send_attitude(self, orientation, altitude, throttle) -> None:
+        message = self._header(PoseStamped(), "map" if altitude is not None else self.body_frame)
+        message.pose.position.z = float(altitude if altitude is not None else throttle)
+        o = message.pose.orientation
+        o.w, o.x, o.y, o.z = (float(c) for c in orientation)
+        self.attitude_pub.publish(message)
+
+    def send_rates(self, rates_body, altitude, throttle) -> None:
+        message = self._header(TwistStamped(), "map" if altitude is not None else self.body_frame)
+        message.twist.angular.x, message.twist.angular.y, message.twist.angular.z = (float(v) for v in rates_body)
+        message.twist.linear.z = float(altitude if altitude is not None else throttle)
+        self.rates_pub.publish(message)
+
+    def send_motors(self, controls) -> None:
+        self.motors_pub.publish(Float64MultiArray(data=[float(u) for u in controls]))
+
+    def teleport(self, position, orientation) -> None:
+        message = self._header(PoseStamped(), "map")
+        message.pose.position.x, message.pose.position.y, message.pose.position.z = (float(v) for v in position)
+        o = message.pose.orientation
+        o.w, o.x, o.y, o.z = (float(c) for c in orientation)
+        self.teleport_pub.publish(message)
+
+    async def arm(self, arm: bool) -> ServiceAnswer:
+        return await self.node.call(self.arm_client, SetBool.Request(data=bool(arm)))
+
+    async def takeoff(self) -> ServiceAnswer:
+        return await self.node.call(self.takeoff_client, Trigger.Request())
+
+    async def land(self) -> ServiceAnswer:
+        return await self.node.call(self.land_client, Trigger.Request())
+
+    async def reset_controller(self) -> ServiceAnswer:
+        return await self.node.call(self.reset_client, Trigger.Request())
+
+
+class AirSimApiNode(Node):
+    """The graph side of the API (:class:`aerial_sim.airsim.graph.Graph`) and the server's event loop."""
+
+    def __init__(self):
+        super().__init__("airsim_api")
+        self.params = params = declare_params(self, AirSimApiNodeParams)
+        self.home = declare_params(self, HomePoint, prefix="home.")
+        camera_params = declare_params(self, CameraParams, prefix="camera.")
+        self.clock = SimClock()
+        self.paused = False
+        self.vehicles = {name: RosVehicleLink(self, name, kind, params.lockstep)
+                         for name, kind in zip(params.vehicle_names, params.vehicle_types)}
+        self.create_subscription(Clock, "/clock", self.on_clock, stream_qos(params.lockstep))
+        self.create_subscription(DiagnosticArray, "/diagnostics", self.on_diagnostics, COMMAND_QOS)
+        self.pause_client = self.create_client(SetBool, "/physics/pause")
+        self.reset_client = self.create_client(Trigger, "/physics/reset")
+        self.continue_pub = self.create_publisher(Float64, "/physics/continue_for", COMMAND_QOS)
+        self.wind_pub = self.create_publisher(Vector3Stamped, "/physics/wind", COMMAND_QOS)
+
+        cameras, colliders = None, []
+        if params.scene:
+            from aerial_sim.world.scene import load_scene
+
+            scene = load_scene(params.scene)
+            cameras = CameraRig(scene, camera_params)
+            colliders = scene.colliders()
+        self.api = AirSimApi(self, cameras, ApiParams(guidance=params.guidance, home=self.home),
+                             scene_colliders=colliders, logger=_RosLogger(self))
+        self.api.render_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="airsim-render")
+        self.loop = asyncio.new_event_loop()
+        self.server = MsgpackRpcServer(self.api.dispatch, params.host, params.port, params.max_request_bytes,
+                                       logger=_RosLogger(self))
+        try:
+            self.loop.run_until_complete(self.server.start())  # binding errors surface here, before spinning
+        except OSError as error:
+            # The rest of the simulation must not stop because a port is taken: say so and serve nothing.
+            self.get_logger().error(f"cannot serve AirSim clients on {params.host}:{params.port}: {error}; "
+                                    "no AirSim server in this run (choose another port: airsim_port:=N)")
+            self.server = None
+        self._thread = threading.Thread(target=self.loop.run_forever, name="airsim-rpc", daemon=True)
+        self._thread.start()
+        if self.server is None:
+            return
+        if not _is_loopback(params.host):
+            self.get_logger().warning(f"serving AirSim clients on {params.host}: reachable from other machines, "
+                                      "with no authentication (AirSim has none)")
+        self.get_logger().info(
+            f"AirSim API on {params.host}:{self.server.port} for {', '.join(self.vehicles)} "
+            f"({len(self.api.method_names)} methods; images: {params.scene or 'off'})"
+        )
+
+    # -- Graph ------------------------------------------------------------------------------
+    def on_clock(self, message: Clock) -> None:
+        self.loop.call_soon_threadsafe(self.clock.advance, from_stamp(message.clock))
+
+    def on_diagnostics(self, message: DiagnosticArray) -> None:
+        for status in message.status:
+            link = self.vehicles.get(status.hardware_id)
+            if link is not None and status.name.endswith("flight control"):
+                link.on_diagnostics(status)
+
+    async def call(self, client, request) -> ServiceAnswer:
+        """Call a ROS service from the event loop; a missing or silent server is a failed answer, never a hang."""
+        for _ in range(40):  # discovery may still be under way: up to 2 s
+            if client.service_is_ready():
+                break
+            await asyncio.sleep(0.05)
+        else:
+            return ServiceAnswer(False, f"service {client.srv_name} is not available (is its node running?)")
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        ros_future = client.call_async(request)
+        ros_future.add_done_callback(lambda f: loop.call_soon_threadsafe(_settle, done, f))
+        try:
+            response = await asyncio.wait_for(done, SERVICE_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            return ServiceAnswer(False, f"service {client.srv_name} did not answer within {SERVICE_TIMEOUT_S:g} s")
+        return ServiceAnswer(bool(response.success), str(response.message))
+
+    async def pause(self, paused: bool) -> ServiceAnswer:
+        answer = await self.call(self.pause_client, SetBool.Request(data=paused))
+        if answer.success:
+            self.paused = paused
+        return answer
+
+    async def continue_for(self, seconds: float) -> None:
+        start = await self.clock.started()
+        self.continue_pub.publish(Float64(data=float(seconds)))
+        self.paused = True
+        try:
+            await asyncio.wait_for(self.clock.wait_until(start + seconds - 1e-6), timeout=10.0 + 10.0 * seconds)
+        except asyncio.TimeoutError:
+            self.get_logger().warning(f"simContinueForTime({seconds:g}): the clock did not advance (physics node?)")
+
+    async def reset(self) -> ServiceAnswer:
+        answer = await self.call(self.reset_client, Trigger.Request())
+        if answer.success:
+            self.paused = False
+        return answer
+
+    def set_wind(self, wind_enu) -> None:
+        message = Vector3Stamped()
+        message.header.frame_id = "map"
+        message.vector.x, message.vector.y, message.vector.z = (float(v) for v in wind_enu)
+        self.wind_pub.publish(message)
+
+    def destroy_node(self):
+        if self.loop.is_running():
+            if self.server is not None:
+                asyncio.run_coroutine_threadsafe(self.server.close(), self.loop).result(timeout=2.0)
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout=2.0)
+        self.api.render_executor.shutdown(wait=False, cancel_futures=True)
+        return super().destroy_node()
+
+
+def point_cloud_xyz(message: PointCloud2) -> tuple[np.ndarray, np.ndarray]:
+    """(N x 3 float32 x y z, N segmentation ids or zeros) of a PointCloud2 with float32 x, y, z fields."""
+    offsets = {f.name: (f.offset, f.datatype) for f in message.fields}
+    float32 = 7  # sensor_msgs/PointField.FLOAT32
+    for axis in "xyz":
+        if axis not in offsets or offsets[axis][1] != float32:
+            raise ValueError(f"no float32 field '{axis}'")
+    count = message.width * message.height
+    if message.point_step <= 0 or len(message.data) < count * message.point_step:
+        raise ValueError(f"{len(message.data)} bytes cannot hold {count} points of {message.point_step} bytes")
+    raw = np.frombuffer(bytes(message.data), np.uint8)[: count * message.point_step].reshape(count, message.point_step)
+    order = ">" if message.is_bigendian else "<"
+    xyz = np.stack([raw[:, offsets[a][0]: offsets[a][0] + 4].copy().view(f"{order}f4").ravel() for a in "xyz"], axis=1)
+    segmentation = np.zeros(count, np.int64)
+    if "segmentation_id" in offsets:
+        offset, datatype = offsets["segmentation_id"]
+        kinds = {1: "i1", 2: "u1", 3: "i2", 4: "u2", 5: "i4", 6: "u4", 7: "f4", 8: "f8"}
+        size = int(kinds[datatype][1:]) if datatype in kinds else 0
+        if size:
+            segmentation = raw[:, offset: offset + size].copy().view(f"{order}{kinds[datatype]}").ravel().astype(np.int64)
+    return xyz.astype(np.float32), segmentation
+
+
+def _settle(done: asyncio.Future, ros_future) -> None:
+    if done.done():
+        return
+    exception = ros_future.exception()
+    if exception is not None:
+        done.set_exception(exception)
+    else:
+        done.set_result(ros_future.result())
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class _RosLogger:
+    """The node's logger behind the ``logging``-style calls of the pure core (warnings throttled per text)."""
+
+    def __init__(self, node: Node):
+        self._logger = node.get_logger()
+
+    def info(self, text: str) -> None:
+        self._logger.info(text)
+
+    def warning(self, text: str) -> None:
+        self._logger.warning(text, throttle_duration_sec=2.0)
+
+    def error(self, text: str) -> None:
+        self._logger.error(text, throttle_duration_sec=2.0)
+
+
+def main(args=None):
+    return run_node(AirSimApiNode, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

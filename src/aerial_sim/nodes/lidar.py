@@ -1,0 +1,85 @@
+"""Lidar node: ``ground_truth/odom`` -> ``lidar/points`` (sensor_msgs/PointCloud2 in ``<ns>/lidar_link``).
+
+Thin adapter around :class:`aerial_sim.sensors.lidar.LidarSweeper`: ground truth
+(250 Hz) extends the pose track, and each finished sweep (one revolution, or one
+frame of a non-repetitive scanner) is published once, stamped with the sweep's
+start (sim-time instants k / rotations_per_second), every point in the lidar
+frame at its own firing time with ``time`` = seconds since the stamp.
+
+Fields: ``x y z intensity`` float32, ``ring`` uint16, ``time`` float32 (the
+Velodyne driver's ``PointXYZIRT`` layout) and ``segmentation_id`` uint16, 24
+bytes a point (:mod:`aerial_sim.sensors.pointcloud`). No-returns are left out
+(``is_dense``, height 1) or, with ``no_return: nan``, kept as NaN points of an
+organized cloud (height = rings). Parameters: the device ``preset``
+(``config/sensors/<preset>.yaml``: ``velodyne_vlp16`` by default, ``ouster_os1_64``,
+``livox_mid360``), every :class:`~aerial_sim.sensors.lidar.LidarParams` field,
+``scene``, ``frame_id``, ``lockstep`` and ``interpolation``.
+"""
+
+from __future__ import annotations
+
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+from rclpy.qos import QoSProfile
+from sensor_msgs.msg import PointCloud2, PointField
+
+from aerial_sim.nodes._sensor import SceneOption
+from aerial_sim.nodes.common import declare_params, frame_in_namespace, publish_static_mount, run_node, stream_qos, to_stamp
+from aerial_sim.sensors.common import SensorNodeOptions, load_preset, truth_from_odometry
+from aerial_sim.sensors.lidar import LidarModel, LidarParams, LidarScan, LidarSweeper
+from aerial_sim.sensors.pointcloud import LIDAR_POINT_DTYPE, point_fields
+from aerial_sim.world.scene import load_scene
+
+#: Truth messages a sweep's casting may leave waiting (best effort keeps only this many).
+TRUTH_QUEUE_DEPTH = 100
+
+
+def cloud_message(scan: LidarScan, frame_id: str, fields: list[PointField]) -> PointCloud2:
+    """A PointCloud2 holding ``scan.points`` as they are laid out in memory (little-endian records)."""
+    height, width = scan.points.shape
+    cloud = PointCloud2(height=height, width=width, fields=fields, is_bigendian=False,
+                        point_step=LIDAR_POINT_DTYPE.itemsize, row_step=LIDAR_POINT_DTYPE.itemsize * width,
+                        is_dense=height == 1)  # fmt: skip
+    cloud.header.stamp = to_stamp(scan.start_time_s)
+    cloud.header.frame_id = frame_id
+    cloud.data = scan.points.tobytes()
+    return cloud
+
+
+class LidarNode(Node):
+    def __init__(self):
+        super().__init__("lidar")
+        options = declare_params(self, SensorNodeOptions, defaults=SensorNodeOptions(preset="velodyne_vlp16", frame_id="lidar_link"))
+        self.params = declare_params(self, LidarParams, defaults=load_preset(LidarParams, options.preset))
+        scene = load_scene(declare_params(self, SceneOption).scene)
+        self.frame_id = frame_in_namespace(self, options.frame_id)
+        publish_static_mount(self, self.frame_id, self.params.mount.position_m, self.params.mount.orientation)
+        self.sweeper = LidarSweeper(LidarModel(self.params, scene), hold=options.interpolation == "hold")
+        self.fields = [PointField(name=n, offset=o, datatype=d, count=c) for n, o, d, c in point_fields(LIDAR_POINT_DTYPE)]
+        qos = stream_qos(options.lockstep)
+        truth_qos = QoSProfile(history=qos.history, depth=max(qos.depth, TRUTH_QUEUE_DEPTH), reliability=qos.reliability,
+                               durability=qos.durability)  # fmt: skip
+        self.publisher = self.create_publisher(PointCloud2, "lidar/points", qos)
+        self.create_subscription(Odometry, "ground_truth/odom", self.on_truth, truth_qos)
+        p = self.params
+        self.get_logger().info(
+            f"lidar '{options.preset}' in {self.frame_id}: {p.scan_pattern}, {p.channels} channels, "
+            f"{p.points_per_second} points/s, {p.rotations_per_second:g} sweeps/s, scene '{scene.name}'"
+        )
+
+    def on_truth(self, msg: Odometry) -> None:
+        truth = truth_from_odometry(msg)
+        if truth is None:
+            self.get_logger().warning("ground_truth/odom with non-finite values or a zero quaternion ignored",
+                                      throttle_duration_sec=5)  # fmt: skip
+            return
+        for scan in self.sweeper.push(truth):
+            self.publisher.publish(cloud_message(scan, self.frame_id, self.fields))
+
+
+def main(args=None):
+    return run_node(LidarNode, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,336 @@
+"""Many vehicles as rows of arrays, stepped together (the batched path of :class:`PhysicsWorld`).
+
+The scalar path steps one :class:`~aerial_sim.physics.rigid_body.RigidBody` after
+another in Python. Here the state of every vehicle is a row of one array and a
+window of steps (the physics node's control period, at most
+:data:`MAX_WINDOW_STEPS`) goes in three parts:
+
+1. broad phase (:mod:`.batch_kernels`): a sphere that holds each body box for the
+   whole window (speed, an acceleration bound, a slack); vehicles whose sphere
+   meets a collider's bounding box (the ground plane included) are *near*, and
+   pairs of vehicles whose spheres meet are *coupled*; a grid keeps this near-linear
+   in the number of vehicles;
+2. every other vehicle flies the whole window in the compiled contact-free step
+   (:func:`~aerial_sim.physics.batch_kernels.advance_free`), in one call;
+3. near vehicles step through their own ``RigidBody.advance`` (the scalar reference,
+   with its ground and scene contacts and sleeping at rest), and coupled vehicles
+   step one step at a time in lockstep, each step followed by the box-box test and
+   the two-body impulse of :mod:`.vehicle_contact`.
+
+The per-vehicle constants (mass, inertia, drag areas and coefficients, rotor
+wrenches and lag gains, box) are read from the vehicles' ``RigidBody`` objects, and
+gravity and air density from the world's :class:`Environment`, so both paths always
+share one model. Air density keeps the scalar path's interpolation band, one band
+per vehicle (in the scalar path the vehicles share one): for one vehicle both paths
+agree to round-off.
+
+The arrays hold the state; a vehicle's ``RigidBody`` is brought up to date when it
+is read (:meth:`BatchedBodies.body`) or stepped by the scalar path.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import deque
+from typing import Sequence
+
+import numpy as np
+
+from aerial_sim.environment.environment import Environment
+from aerial_sim.physics import batch_kernels as kernels
+from aerial_sim.physics.batch_kernels import (
+    ANCHOR_UP,
+    ANG_DRAG,
+    AREAS,
+    CONST_COLUMNS,
+    EXT_FORCE,
+    HALF_EXTENTS,
+    INERTIA,
+    INV_MASS,
+    INV_INERTIA,
+    LIN_DRAG,
+    MASS,
+    MAX_LIFT,
+    RA,
+    RADIUS,
+    RB,
+    ROTOR_COLUMNS,
+    STATE_COLUMNS,
+    P,
+    Q,
+    V,
+    W,
+)
+from aerial_sim.physics.rigid_body import RigidBody
+from aerial_sim.physics.vehicle_contact import BodyView, CollisionRecord, box_box_contact, resolve
+
+#: Longest window of steps planned at once (s = steps / rate): the broad phase's look-ahead.
+MAX_WINDOW_STEPS = 10
+#: Slack added to every sweep sphere (m): the broad phase may call a pair close too early, never too late.
+SWEEP_SLACK_M = 0.05
+#: Heights (m above home) of the three samples the gravity polynomial is fitted through.
+GRAVITY_FIT_SPAN_M = 1000.0
+#: Collision records kept until read (oldest dropped first).
+MAX_RECORDS = 10000
+
+
+def gravity_polynomial(environment: Environment) -> np.ndarray:
+    """``g(h) = c0 + c1 h + c2 h^2`` through ``environment.gravity`` at -1 km, 0 and +1 km.
+
+    Exact for the gravity model of the scalar path (linear in h, sec. 3.2.1) and for any
+    quadratic one, so a change of that model reaches both paths.
+    """
+    span = GRAVITY_FIT_SPAN_M
+    low, mid, high = (environment.gravity(h) for h in (-span, 0.0, span))
+    return np.array([mid, (high - low) / (2.0 * span), (high - 2.0 * mid + low) / (2.0 * span * span)])
+
+
+class BatchedBodies:
+    """The state of every vehicle of a world as arrays, and the windowed batched step."""
+
+    def __init__(self, names: Sequence[str], bodies: Sequence[RigidBody], environment: Environment,
+                 linear_drag_enabled: bool, density_lines: dict | None = None):
+        self.names = list(names)
+        self.bodies = list(bodies)
+        self.environment = environment
+        self.linear_drag_enabled = linear_drag_enabled
+        count = len(self.bodies)
+        rotors = max(len(body.rotors) for body in self.bodies)
+        self.dt = self.bodies[0].dt
+        self.state = np.zeros((count, STATE_COLUMNS))
+        self.const = np.zeros((count, CONST_COLUMNS))
+        self.rotor_const = np.zeros((count, rotors, ROTOR_COLUMNS))
+        self.commands = np.zeros((count, rotors))
+        self.filtered = np.zeros((count, rotors))
+        self.rotor_count = np.array([len(body.rotors) for body in self.bodies], dtype=np.int64)
+        self.steps_left = np.zeros(count, dtype=np.int64)
+        self.stop_up = np.zeros(count)
+        #: Resting exactly (the body's own ``at_rest``): skipped until an input or its state changes.
+        self.asleep = np.zeros(count, dtype=bool)
+        #: The RigidBody's attributes are older than the arrays.
+        self.stale = np.zeros(count, dtype=bool)
+        self.records: deque[CollisionRecord] = deque(maxlen=MAX_RECORDS)
+        self._scratch = copy.copy(environment)  # carries one vehicle's density band into a scalar step
+        self._colliders_seen: tuple = ()
+        self._bounds = (np.zeros((0, 3)), np.zeros((0, 3)))
+        self._world_inputs = None
+        self._gravity = gravity_polynomial(environment)
+        self._wind = np.array(environment.wind_enu_m_s, dtype=float)
+        lines = density_lines or {}
+        # A vehicle's band starts where a fresh environment's does, moved to where the vehicle is
+        # (as the scalar path's shared band is for a world's first vehicle).
+        fresh_line = Environment(environment.params).density_line
+        for index, body in enumerate(self.bodies):
+            self.set_constants(index)
+            self.store(index)
+            self.commands[index, : len(body.rotors)] = body.rotors.commands
+            line = lines.get(self.names[index])
+            if line is None:
+                self._scratch.density_line = fresh_line
+                self._scratch.air_density(body.position[2])
+                line = self._scratch.density_line
+            self.state[index, ANCHOR_UP : ANCHOR_UP + 3] = line
+
+    # -- constants and the two-way copy between arrays and RigidBody objects ----------
+
+    def set_constants(self, index: int) -> None:
+        """Copy the vehicle's constants from its RigidBody (again after a rotor moved)."""
+        body = self.bodies[index]
+        row = self.const[index]
+        row[MASS] = body.mass
+        row[INV_MASS] = 1.0 / body.mass
+        row[INERTIA : INERTIA + 9] = [v for line in body.inertia for v in line]
+        row[INV_INERTIA : INV_INERTIA + 9] = [v for line in body.inverse_inertia for v in line]
+        row[AREAS : AREAS + 3] = body.areas
+        row[LIN_DRAG] = -0.5 * body.vehicle.linear_drag_coefficient if self.linear_drag_enabled else 0.0
+        row[ANG_DRAG : ANG_DRAG + 3] = body.angular_drag
+        row[RADIUS] = body.bounding_radius
+        row[HALF_EXTENTS : HALF_EXTENTS + 3] = body.half_extents
+        constants = body.rotors.constants
+        self.rotor_const[index, : len(constants)] = constants
+        row[MAX_LIFT] = sum(float(np.linalg.norm(c[1:4])) for c in constants)
+
+    def store(self, index: int) -> None:
+        """RigidBody -> arrays (after the scalar path stepped it or an input reset its state)."""
+        body = self.bodies[index]
+        self.state[index, :ANCHOR_UP] = (
+            *body.position, *body.orientation, *body.velocity, *body.angular_velocity, *body.acceleration,
+            *body.angular_acceleration, *body.torque, *body.reported_acceleration,
+            *body.reported_angular_acceleration, body.gravity, body.air_density,
+        )
+        self.state[index, EXT_FORCE : EXT_FORCE + 6] = (*body.external_force, *body.external_torque)
+        self.filtered[index, : len(body.rotors)] = body.rotors.filtered
+        self.stale[index] = False
+
+    def body(self, index: int) -> RigidBody:
+        """The vehicle's RigidBody with the arrays' state (arrays -> RigidBody when stale)."""
+        body = self.bodies[index]
+        if self.stale[index]:
+            v = self.state[index, :ANCHOR_UP].tolist()
+            body.position = tuple(v[P : P + 3])
+            body.orientation = tuple(v[Q : Q + 4])
+            body.velocity = tuple(v[V : V + 3])
+            body.angular_velocity = tuple(v[W : W + 3])
+            body.acceleration = tuple(v[13:16])
+            body.angular_acceleration = tuple(v[16:19])
+            body.torque = tuple(v[19:22])
+            body.reported_acceleration = tuple(v[RA : RA + 3])
+            body.reported_angular_acceleration = tuple(v[RB : RB + 3])
+            body.gravity, body.air_density = v[28], v[29]
+            body.rotors.filtered = self.filtered[index, : len(body.rotors)].tolist()
+            self.stale[index] = False
+        return body
+
+    # -- inputs (the RigidBody validates and keeps its copy; the arrays follow) -------
+
+    def controls_changed(self, index: int) -> None:
+        body = self.bodies[index]
+        commands = body.rotors.commands
+        if self.asleep[index] and self.commands[index, : len(commands)].tolist() != commands:
+            self.asleep[index] = False
+        self.commands[index, : len(commands)] = commands
+
+    def wrench_changed(self, index: int) -> None:
+        body = self.bodies[index]
+        wrench = (*body.external_force, *body.external_torque)
+        if self.asleep[index] and self.state[index, EXT_FORCE : EXT_FORCE + 6].tolist() != list(wrench):
+            self.asleep[index] = False
+        self.state[index, EXT_FORCE : EXT_FORCE + 6] = wrench
+
+    def state_changed(self, index: int) -> None:
+        """The RigidBody's state was set directly (teleport, spun-up motors, rotor geometry)."""
+        self.set_constants(index)
+        self.store(index)
+        self.controls_changed(index)
+        self.asleep[index] = False
+
+    def set_controls_array(self, controls: np.ndarray) -> None:
+        """Every vehicle's rotor inputs at once, rows in vehicle order (values must be in [0, 1])."""
+        controls = np.asarray(controls, dtype=float)
+        if controls.shape != self.commands.shape or not np.all((controls >= 0.0) & (controls <= 1.0)):
+            raise ValueError(f"expected a {self.commands.shape} array of controls in [0, 1]")
+        woken = np.any(controls != self.commands, axis=1)
+        self.asleep &= ~woken
+        self.commands[:] = controls
+        for index in np.flatnonzero(woken):
+            body = self.bodies[index]
+            body.rotors.commands = controls[index, : len(body.rotors)].tolist()
+
+    # -- stepping ----------------------------------------------------------------------
+
+    def advance(self, steps: int, first_step: int, colliders: list, settings: tuple) -> None:
+        """Advance every vehicle ``steps`` steps; ``first_step`` numbers the first (for record times)."""
+        self._refresh_world_inputs(colliders)
+        done = 0
+        while done < steps:
+            window = min(steps - done, MAX_WINDOW_STEPS)
+            self._advance_window(window, first_step + done, colliders, settings)
+            done += window
+
+    def _refresh_world_inputs(self, colliders: list) -> None:
+        """Collider bounds, wind and gravity, re-read when they change (and then every vehicle wakes)."""
+        environment = self.environment
+        inputs = (tuple(colliders), environment.wind_enu_m_s, environment.home_altitude_m)
+        if inputs == self._world_inputs:
+            return
+        self._world_inputs = inputs
+        self.asleep[:] = False
+        lows, highs = [], []
+        for collider in colliders:
+            bounds = getattr(collider, "bounds", None)
+            low, high = bounds if bounds is not None else ((-np.inf,) * 3, (np.inf,) * 3)
+            lows.append(low)
+            highs.append(high)
+        self._bounds = (np.array(lows, dtype=float).reshape(-1, 3), np.array(highs, dtype=float).reshape(-1, 3))
+        self._wind = np.array(environment.wind_enu_m_s, dtype=float)
+        self._gravity = gravity_polynomial(environment)
+
+    def _advance_window(self, window: int, first_step: int, colliders: list, settings: tuple) -> None:
+        radii = kernels.sweep_radii(self.state, self.const, window, self.dt, SWEEP_SLACK_M, self._wind)
+        near = kernels.near_colliders(self.state, radii, *self._bounds)
+        pairs = kernels.close_pairs(np.ascontiguousarray(self.state[:, P : P + 3]), radii)
+        coupled = np.zeros(len(self.bodies), dtype=bool)
+        coupled[pairs.ravel()] = True
+        self.asleep &= ~coupled
+        alone = ~coupled & ~self.asleep
+        self._fly(np.flatnonzero(alone & ~near), window)
+        for index in np.flatnonzero(alone & near):
+            self._scalar_step(index, window, colliders, settings)
+        if not pairs.size:
+            return
+        members = np.flatnonzero(coupled)
+        flying, touching = members[~near[members]], members[near[members]]
+        for step in range(window):
+            self._fly(flying, 1)
+            for index in touching:
+                self._scalar_step(index, 1, colliders, settings)
+            self._collide(pairs, first_step + step + 1, settings)
+
+    def _fly(self, indices: np.ndarray, steps: int) -> None:
+        """Contact-free steps in the compiled kernel; re-anchors density bands where it stops."""
+        if not indices.size:
+            return
+        self.steps_left[indices] = steps
+        self.stale[indices] = True
+        while True:
+            stopped = kernels.advance_free(
+                indices, self.steps_left, self.state, self.const, self.rotor_const, self.commands, self.filtered,
+                self.rotor_count, self._wind, self._gravity, self.dt, self.environment.params.density_band_m,
+                self.stop_up,
+            )
+            if not stopped:
+                return
+            indices = indices[self.steps_left[indices] > 0]
+            for index in indices:
+                self._scratch.density_line = tuple(self.state[index, ANCHOR_UP : ANCHOR_UP + 3].tolist())
+                self._scratch.air_density(float(self.stop_up[index]))  # leaves the band: re-anchors it
+                self.state[index, ANCHOR_UP : ANCHOR_UP + 3] = self._scratch.density_line
+
+    def _scalar_step(self, index: int, steps: int, colliders: list, settings: tuple) -> None:
+        """The scalar reference step (contacts, sleeping) for one vehicle, with its own density band."""
+        body = self.body(index)
+        scratch = self._scratch
+        scratch.wind_enu_m_s = self.environment.wind_enu_m_s
+        scratch.home_altitude_m = self.environment.home_altitude_m
+        scratch.density_line = tuple(self.state[index, ANCHOR_UP : ANCHOR_UP + 3].tolist())
+        body.advance(steps, scratch, colliders, *settings)
+        self.store(index)
+        self.state[index, ANCHOR_UP : ANCHOR_UP + 3] = scratch.density_line
+        self.asleep[index] = body.at_rest
+
+    def _collide(self, pairs: np.ndarray, step: int, settings: tuple) -> None:
+        """Box-box test of every coupled pair; impulses and records for those that touch."""
+        _, slop_m, bounce_speed, _ = settings
+        time_s = step * self.dt
+        for i, j in pairs.tolist():
+            a, b = self._view(i), self._view(j)
+            contact = box_box_contact(a, b)
+            if contact is None:
+                continue
+            closing = resolve(a, b, contact, slop_m, bounce_speed)
+            self._write_back(i, a)
+            self._write_back(j, b)
+            n = contact.normal
+            self.records.append(CollisionRecord(time_s, self.names[j], self.names[i], contact.point, n,
+                                                contact.depth_m, b.position, closing))
+            self.records.append(CollisionRecord(time_s, self.names[i], self.names[j], contact.point,
+                                                (-n[0], -n[1], -n[2]), contact.depth_m, a.position, closing))
+
+    def _view(self, index: int) -> BodyView:
+        v = self.state[index].tolist()
+        body = self.bodies[index]
+        return BodyView(tuple(v[P : P + 3]), tuple(v[Q : Q + 4]), tuple(v[V : V + 3]), tuple(v[W : W + 3]),
+                        1.0 / body.mass, body.inverse_inertia, body.half_extents,
+                        body.vehicle.restitution, body.vehicle.friction)
+
+    def _write_back(self, index: int, view: BodyView) -> None:
+        """Store a collision's new position and velocities; the velocity jump shows in the accelerations."""
+        row = self.state[index]
+        before = row[V : V + 3].copy(), row[W : W + 3].copy()
+        row[P : P + 3] = view.position
+        row[V : V + 3] = view.velocity
+        row[W : W + 3] = view.angular_velocity
+        row[RA : RA + 3] += (row[V : V + 3] - before[0]) / self.dt
+        row[RB : RB + 3] += (row[W : W + 3] - before[1]) / self.dt
+        self.stale[index] = True
+        self.asleep[index] = False

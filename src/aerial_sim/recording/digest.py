@@ -1,0 +1,173 @@
+"""What a bag holds, independent of when it was received: per-topic content digests and dropped samples.
+
+Two runs of the same lockstep simulation should publish the same messages.
+Their bags differ in file bytes (chunking, receive times, metadata), so they
+are compared by content instead:
+
+- **digest** of a topic: SHA-256 over the sorted set of SHA-256s of its
+  distinct serialized payloads (CDR bytes, which include ``header.stamp``).
+  Receive times and arrival order do not enter, nor do re-sends of an
+  identical message (lockstep re-publishes a period's state while it waits);
+  any changed value or stamp does. The bag's digest combines the topics'.
+- **drops** of a periodic stream: samples missing between the first and the
+  last recorded one, from gaps in ``header.stamp`` longer than 1.5 nominal
+  periods (the median stamp interval), for sensor and ground-truth message
+  types. A late start or an early stop of the recording is not a drop.
+
+- **shared messages** of two bags (:func:`shared_messages`): per stamped topic,
+  the stamps both bags hold and how many of those carry identical payloads.
+  While lockstep does not hold the recorder, two runs' bags can start at
+  different sim times; on the span both recorded, a deterministic run's
+  messages are bit-identical.
+
+``/rosout`` and ``/parameter_events`` are left out: their content is logging
+with wall-clock stamps, not data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from aerial_sim.recording.reader import open_bag
+from aerial_sim.recording.recorder import cdr_header_stamp_ns
+
+EXCLUDED_TOPICS = ("/rosout", "/parameter_events")
+#: Types published at a fixed rate by a sensor or the physics node, whose stamp gaps are drops.
+PERIODIC_TYPES = {
+    "nav_msgs/msg/Odometry",
+    "sensor_msgs/msg/Imu",
+    "sensor_msgs/msg/JointState",
+    "sensor_msgs/msg/FluidPressure",
+    "sensor_msgs/msg/MagneticField",
+    "sensor_msgs/msg/NavSatFix",
+    "sensor_msgs/msg/Image",
+    "sensor_msgs/msg/CameraInfo",
+    "geometry_msgs/msg/TwistStamped",
+    "geometry_msgs/msg/WrenchStamped",
+}
+#: A stream needs this many stamps before its period is trusted.
+MIN_SAMPLES_FOR_PERIOD = 10
+
+
+@dataclass
+class TopicContent:
+    topic: str
+    msgtype: str
+    count: int
+    digest: str
+    drops: int
+
+
+@dataclass
+class BagContent:
+    topics: dict[str, TopicContent] = field(default_factory=dict)
+
+    @property
+    def digest(self) -> str:
+        """One digest over every topic's (name, digest)."""
+        combined = hashlib.sha256()
+        for topic in sorted(self.topics):
+            combined.update(f"{topic}\0{self.topics[topic].digest}\n".encode())
+        return combined.hexdigest()
+
+    @property
+    def drops(self) -> int:
+        return sum(t.drops for t in self.topics.values())
+
+    @property
+    def messages(self) -> int:
+        return sum(t.count for t in self.topics.values())
+
+
+def bag_content(path: str | Path, exclude: tuple[str, ...] = EXCLUDED_TOPICS) -> BagContent:
+    """Read the bag at ``path`` (bag dir or run dir) once and digest it per topic."""
+    hashes: dict[str, set[bytes]] = {}
+    counts: dict[str, int] = {}
+    stamps: dict[str, list[int]] = {}
+    types: dict[str, str] = {}
+    with open_bag(path) as reader:
+        for connection in reader.connections:
+            if connection.topic not in exclude:
+                types[connection.topic] = connection.msgtype
+                hashes.setdefault(connection.topic, set())
+                counts.setdefault(connection.topic, 0)
+        for connection, _, raw in reader.messages():
+            topic = connection.topic
+            if topic in exclude:
+                continue
+            data = bytes(raw)
+            counts[topic] += 1
+            hashes[topic].add(hashlib.sha256(data).digest())
+            if connection.msgtype in PERIODIC_TYPES:
+                stamp = cdr_header_stamp_ns(data)
+                if stamp is not None:
+                    stamps.setdefault(topic, []).append(stamp)
+    content = BagContent()
+    for topic in sorted(types):
+        digest = hashlib.sha256(b"".join(sorted(hashes[topic]))).hexdigest()
+        content.topics[topic] = TopicContent(topic, types[topic], counts[topic], digest, missing_samples(stamps.get(topic, [])))
+    return content
+
+
+#: Stamped types without a std_msgs/Header (the stamp leads their CDR payload all the same).
+STAMP_FIRST_TYPES = {"rosgraph_msgs/msg/Clock"}
+
+
+@dataclass(frozen=True)
+class SharedTopic:
+    topic: str
+    shared: int  # stamps present in both bags
+    identical: int  # of those, stamps whose messages are byte-identical in both
+
+
+def shared_messages(bag_a: str | Path, bag_b: str | Path, exclude: tuple[str, ...] = EXCLUDED_TOPICS) -> dict[str, SharedTopic]:
+    """Compare two bags stamp by stamp on every stamped topic both hold (see the module docstring)."""
+    first, second = _payloads_by_stamp(bag_a, exclude), _payloads_by_stamp(bag_b, exclude)
+    result = {}
+    for topic in sorted(set(first) & set(second)):
+        shared = set(first[topic]) & set(second[topic])
+        identical = sum(first[topic][stamp] == second[topic][stamp] for stamp in shared)
+        result[topic] = SharedTopic(topic, len(shared), identical)
+    return result
+
+
+def _payloads_by_stamp(path: str | Path, exclude: tuple[str, ...]) -> dict[str, dict[int, frozenset[bytes]]]:
+    by_topic: dict[str, dict[int, set[bytes]]] = {}
+    with open_bag(path) as reader:
+        stamped = {c.topic for c in reader.connections if c.topic not in exclude and _is_stamped(c)}
+        for connection, _, raw in reader.messages():
+            if connection.topic in stamped:
+                data = bytes(raw)
+                stamp = cdr_header_stamp_ns(data)
+                if stamp is not None:
+                    by_topic.setdefault(connection.topic, {}).setdefault(stamp, set()).add(hashlib.sha256(data).digest())
+    return {topic: {stamp: frozenset(v) for stamp, v in stamps.items()} for topic, stamps in by_topic.items()}
+
+
+def _is_stamped(connection) -> bool:
+    """True when the message begins with a stamp: a ``std_msgs/Header`` first field, or a Clock."""
+    if connection.msgtype in STAMP_FIRST_TYPES:
+        return True
+    definition = getattr(getattr(connection, "msgdef", None), "data", "") or ""
+    for line in definition.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            return line.split()[0] in ("std_msgs/Header", "Header", "std_msgs/msg/Header")
+    return False
+
+
+def missing_samples(stamps_ns: list[int]) -> int:
+    """Samples missing from a periodic stream: gaps over 1.5 median periods, counted in periods."""
+    unique = np.unique(np.asarray(stamps_ns, dtype=np.int64))
+    if len(unique) < MIN_SAMPLES_FOR_PERIOD:
+        return 0
+    gaps = np.diff(unique).astype(float)
+    period = float(np.median(gaps))
+    if period <= 0:
+        return 0
+    long_gaps = gaps[gaps > 1.5 * period]
+    return int(np.sum(np.rint(long_gaps / period) - 1))

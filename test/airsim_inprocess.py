@@ -1,0 +1,149 @@
+"""An in-process Graph for the AirSim API core: the real physics world and flight supervisor, no ROS.
+
+Implements :class:`aerial_sim.airsim.graph.Graph` / ``VehicleLink`` the way
+the ``airsim_api`` node does on topics, but by calling the physics world and
+the flight supervisor directly, stepped as fast as possible by an asyncio task
+(one control period, 4 ms of sim time, per step). Flight tasks of the API can
+so be tested end to end in a fraction of a second, with the same controller
+that flies the launched graph.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from aerial_sim.airsim.graph import KinematicsReading, RotorReading, ServiceAnswer, SimClock
+from aerial_sim.control.controller import ControllerParams, VehicleState
+from aerial_sim.control.supervisor import CommandRejected, FlightSupervisor, SupervisorParams
+from aerial_sim.physics.world import PhysicsWorld, RunControl
+from aerial_sim.vehicles.multirotor import load_vehicle
+
+PERIOD_S = 0.004
+
+
+class InProcessVehicle:
+    def __init__(self, graph: "InProcessGraph", name: str, vehicle_type: str):
+        self.graph = graph
+        self.name = name
+        self.vehicle = load_vehicle(vehicle_type)
+        self.supervisor = FlightSupervisor(SupervisorParams(), ControllerParams(), self.vehicle)
+        self.kinematics = self.imu = self.pressure = self.magnetic = self.gps = None
+        self.rotors = self.lidar = self.distance = None
+        self.commands: list[tuple] = []  # every command sent, for assertions
+
+    @property
+    def controller_mode(self) -> str:
+        return self.supervisor.mode.value
+
+    def refresh(self) -> None:
+        truth = self.graph.world.ground_truth(self.name)
+        self.kinematics = KinematicsReading(truth.time_s, truth.position, truth.orientation, truth.velocity_world,
+                                            truth.angular_velocity_body, truth.linear_acceleration_world,
+                                            truth.angular_acceleration_body)
+        rotors = self.graph.world.rotor_states(self.name)
+        self.rotors = RotorReading(truth.time_s, tuple(r.speed_rad_s for r in rotors), tuple(r.thrust_n for r in rotors))
+        self.supervisor.observe(VehicleState.from_ground_truth(truth))
+
+    def _service(self, command) -> ServiceAnswer:
+        try:
+            return ServiceAnswer(True, command())
+        except CommandRejected as error:
+            return ServiceAnswer(False, str(error))
+
+    async def arm(self, arm):
+        return self._service(lambda: self.supervisor.arm(arm))
+
+    async def takeoff(self):
+        return self._service(self.supervisor.takeoff)
+
+    async def land(self):
+        return self._service(self.supervisor.land)
+
+    async def reset_controller(self):
+        return self._service(self.supervisor.reset)
+
+    def _command(self, kind, command):
+        self.commands.append(kind)
+        try:
+            command(self.graph.world.time_s)
+        except CommandRejected:
+            pass  # the node logs it; the vehicle keeps its mode
+
+    def send_pose(self, position, yaw):
+        self._command(("pose", tuple(position), yaw), lambda t: self.supervisor.command_pose(t, position, yaw))
+
+    def send_velocity(self, velocity, yaw_rate):
+        self._command(("velocity", tuple(velocity), yaw_rate),
+                      lambda t: self.supervisor.command_velocity(t, velocity, yaw_rate))
+
+    def send_attitude(self, orientation, altitude, throttle):
+        self._command(("attitude", tuple(orientation), altitude, throttle),
+                      lambda t: self.supervisor.command_attitude(t, orientation, altitude, throttle))
+
+    def send_rates(self, rates, altitude, throttle):
+        self._command(("rates", tuple(rates), altitude, throttle),
+                      lambda t: self.supervisor.command_rates(t, rates, altitude, throttle))
+
+    def send_motors(self, controls):
+        self._command(("motors", tuple(controls)), lambda t: self.supervisor.command_motors(t, controls))
+
+    def teleport(self, position, orientation):
+        self.graph.world.set_kinematics(self.name, position, orientation, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
+        self.refresh()
+
+
+class InProcessGraph:
+    """Physics + one flight supervisor per vehicle, stepped by :meth:`run` (start it as a task)."""
+
+    def __init__(self, vehicles=(("drone1", "quad_x"),), yaw: float = 0.0):
+        self.world = PhysicsWorld()
+        self.vehicles = {}
+        for name, kind in vehicles:
+            self.world.add_vehicle(name, load_vehicle(kind), yaw=yaw)
+        for name, kind in vehicles:
+            self.vehicles[name] = InProcessVehicle(self, name, kind)
+            self.vehicles[name].refresh()
+        self.clock = SimClock()
+        self.run_control = RunControl()
+        self.wind = (0.0, 0.0, 0.0)
+
+    @property
+    def paused(self) -> bool:
+        return self.run_control.paused
+
+    async def run(self) -> None:
+        self.clock.advance(self.world.time_s)
+        while True:
+            if self.run_control.blocked:
+                await asyncio.sleep(0.001)
+                continue
+            for link in self.vehicles.values():
+                controls = link.supervisor.update(self.world.time_s, VehicleState.from_ground_truth(
+                    self.world.ground_truth(link.name)), PERIOD_S)
+                self.world.set_controls(link.name, controls)
+            self.world.step(round(PERIOD_S * self.world.params.rate_hz))
+            self.run_control.stepped()
+            for link in self.vehicles.values():
+                link.refresh()
+            self.clock.advance(self.world.time_s)
+            await asyncio.sleep(0)
+
+    async def pause(self, paused):
+        self.run_control.pause(paused)
+        return ServiceAnswer(True, "paused" if paused else "running")
+
+    async def continue_for(self, seconds):
+        start = self.clock.now_s
+        self.run_control.continue_for(round(seconds / PERIOD_S))
+        await self.clock.wait_until(start + seconds - 1e-6)
+
+    async def reset(self):
+        for name in self.vehicles:
+            self.world.reset_vehicle(name)
+            self.vehicles[name].refresh()
+        return ServiceAnswer(True, "reset")
+
+    def set_wind(self, wind_enu):
+        self.wind = tuple(wind_enu)
+        self.world.set_wind(wind_enu)
+

@@ -1,0 +1,301 @@
+"""Pure tests of the batch core: sweep files, node parameters, manifest and resume, retry policy,
+domain-id allocation, bag content digests (no ROS graph; milliseconds each)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from aerial_sim.batch.domains import (
+    DomainPool,
+    DomainRangeError,
+    NoDomainAvailable,
+    bound_udp_ports,
+    domain_ports,
+    parse_domain_range,
+)
+from aerial_sim.batch.execute import Attempt, should_retry
+from aerial_sim.batch.manifest import (
+    FAILED,
+    OK,
+    is_finished,
+    manifest_rows,
+    pending_runs,
+    read_manifest,
+    write_manifest,
+    write_result,
+)
+from aerial_sim.batch.sweep import RunOptions, SweepError, expand_sweep, load_sweep
+from aerial_sim.recording.bag import BagWriter
+from aerial_sim.recording.digest import SharedTopic, bag_content, missing_samples, shared_messages
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+REPO = SRC.parent
+
+
+def sweep_of(text: str):
+    return expand_sweep(yaml.safe_load(textwrap.dedent(text)), where="t.yaml")
+
+
+# -- sweep files -------------------------------------------------------------------------------
+
+
+def test_grid_random_and_repeat_expand_in_order_with_stable_ids():
+    text = """
+        base: {scene: empty, mission: hop_1m}
+        grid: {vehicle: [quad_x, hexa_x], use_rotor_drag: [false, true]}
+        random: {samples: 3, seed: 5, axes: {physics.wind_enu_m_s: {uniform: [[-3, -3, 0], [3, 3, 0]]}, seed: {integers: [0, 9]}}}
+        repeat: 2
+    """
+    sweep = sweep_of(text)
+    assert len(sweep.runs) == 2 * 2 * 3 * 2
+    first = sweep.runs[0].parameters
+    assert first["vehicle"] == "quad_x" and first["use_rotor_drag"] is False and first["scene"] == "empty"
+    assert sweep.runs[-1].parameters["vehicle"] == "hexa_x" and sweep.runs[-1].parameters["use_rotor_drag"] is True
+    winds = [tuple(r.parameters["physics.wind_enu_m_s"]) for r in sweep.runs[:6:2]]
+    assert len(set(winds)) == 3 and all(-3 <= w[0] <= 3 and w[2] == 0.0 for w in winds)
+    assert all(0 <= r.parameters["seed"] <= 9 for r in sweep.runs)
+    # repeats share parameters but not ids; the same file gives the same runs (seeded draws)
+    assert sweep.runs[0].parameters == sweep.runs[1].parameters and sweep.runs[0].run_id != sweep.runs[1].run_id
+    again = sweep_of(text)
+    assert [r.run_id for r in again.runs] == [r.run_id for r in sweep.runs]
+    assert sweep.axes == ("vehicle", "use_rotor_drag", "physics.wind_enu_m_s", "seed")
+    assert sweep.runs[0].launch_arguments["use_rotor_drag"] == "false"
+    assert sweep.runs[0].node_parameters == {"physics": {"wind_enu_m_s": list(winds[0])}}
+
+
+def test_shipped_sweeps_load():
+    for path in sorted((REPO / "config" / "sweeps").glob("*.yaml")):
+        sweep = load_sweep(path)
+        assert sweep.runs, path
+
+
+def test_node_parameters_are_converted_to_their_declared_types():
+    sweep = sweep_of("""
+        base: {mission: hop_1m, physics.wind_enu_m_s: [3, 0, 0], camera.width: 320, imu.preset: mpu6000,
+               depth_noise.stereo_geometry: true, gps.home.latitude: 47}
+    """)
+    parameters = sweep.runs[0].parameters
+    assert parameters["physics.wind_enu_m_s"] == [3.0, 0.0, 0.0] and isinstance(parameters["physics.wind_enu_m_s"][0], float)
+    assert parameters["camera.width"] == 320 and parameters["gps.home.latitude"] == 47.0
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("grid: {scen: [empty]}", r"grid\.scen: not an argument of sim\.launch\.yaml"),
+        ("base: {lockstep: false}", r"base\.lockstep: set by aerial_sim batch"),
+        ("base: {run_dir: /tmp/x}", r"base\.run_dir: set by aerial_sim batch"),
+        ("base: {use_gps: maybe}", r"base\.use_gps: expected true or false"),
+        ("base: {seed: -1}", r"base\.seed: expected an integer >= 0"),
+        ("grid: {mission: [square_5m, nope]}", r"grid\.mission\[1\]: mission 'nope'"),
+        ("base: {mission: none}", r"base\.mission: a batch run needs a mission that lands"),
+        ("grid: {vehicle: [octo]}", r"grid\.vehicle\[0\]: vehicle 'octo'"),
+        ("grid: {scene: [moon]}", r"grid\.scene\[0\]: scene 'moon'"),
+        ("grid: {seed: []}", r"grid\.seed: expected a non-empty list"),
+        ("base: {physics.wind: [1, 0, 0]}", r"physics\.wind: unknown parameter of node 'physics'"),
+        ("base: {warp.speed: 9}", r"warp: no node of that name"),
+        ("base: {camera.width: wide}", r"camera.*width"),
+        ("base: {camera.lockstep: true}", r"camera\.lockstep: set from the launch file"),
+        ("base: {seed: 1}\ngrid: {seed: [1, 2]}", r"seed: set in base and varied"),
+        ("random: {samples: 2, axes: {seed: {normal: [0, 1]}}}", r"random\.axes\.seed: expected one of"),
+        ("random: {samples: 0, axes: {seed: {integers: [0, 1]}}}", r"random\.samples"),
+        ("random: {samples: 2, axes: {seed: {integers: [5, 1]}}}", r"random\.axes\.seed\.integers"),
+        ("run: {timeout_s: 0}", r"timeout_s must be a positive number"),
+        ("run: {retry: 3}", r"run\.retry: unknown parameter"),
+        ("grids: {seed: [1]}", r"t\.yaml: grids: unknown key"),
+    ],
+)
+def test_bad_sweeps_fail_naming_the_key(text, message):
+    with pytest.raises(SweepError, match=message):
+        sweep_of("base: {mission: hop_1m}\n" + text if "mission" not in text else text)
+
+
+def test_missing_sweep_file_lists_the_shipped_ones(tmp_path):
+    with pytest.raises(SweepError, match="file not found .*available: .*smoke"):
+        load_sweep("no_such_sweep")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("grid: {seed: [1, 2]\n")
+    with pytest.raises(SweepError, match="bad.yaml: not valid YAML"):
+        load_sweep(bad)
+
+
+def test_params_file_keys_each_node_by_name(tmp_path):
+    from aerial_sim.batch.nodeparams import write_params_file
+
+    path = write_params_file({"physics": {"wind_enu_m_s": [3.0, 0.0, 0.0]}, "camera": {"width": 320}}, tmp_path / "p.yaml")
+    document = yaml.safe_load(path.read_text())
+    assert document == {"/**/physics": {"ros__parameters": {"wind_enu_m_s": [3.0, 0.0, 0.0]}},
+                        "/**/camera": {"ros__parameters": {"width": 320}}}
+
+
+def test_sweep_core_imports_no_rclpy():
+    """Sweep parsing (launch arguments only), manifest, domains and the local backend stay ROS-free and Ray-free."""
+    code = textwrap.dedent("""
+        import sys
+        from aerial_sim.batch import sweep, manifest, domains, local, orchestrate, execute
+        sweep.load_sweep('smoke')
+        assert 'rclpy' not in sys.modules and 'ray' not in sys.modules, [m for m in ('rclpy', 'ray') if m in sys.modules]
+    """)
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": str(SRC)})
+
+
+# -- manifest and resume -----------------------------------------------------------------------
+
+
+def test_only_runs_with_an_ok_entry_for_the_same_parameters_are_finished(tmp_path):
+    sweep = sweep_of("base: {mission: hop_1m}\ngrid: {seed: [0, 1, 2]}")
+    first, second, third = sweep.runs
+    write_result(tmp_path, first, {"run_id": first.run_id, "parameters": first.parameters, "status": OK, "attempts": 1,
+                                   "hausdorff_m": 0.08, "bag": f"runs/{first.run_id}/bag"})
+    write_result(tmp_path, second, {"run_id": second.run_id, "parameters": second.parameters, "status": FAILED,
+                                    "attempts": 3, "error": "timeout"})
+    assert is_finished(tmp_path, first) and not is_finished(tmp_path, second) and not is_finished(tmp_path, third)
+    assert pending_runs(tmp_path, sweep) == [second, third]
+    # an entry for other parameters (the sweep file was edited) does not count
+    write_result(tmp_path, third, {"parameters": {"seed": 99}, "status": OK})
+    assert not is_finished(tmp_path, third)
+    rows = read_manifest(write_manifest(tmp_path, sweep))
+    assert [r["status"] for r in rows] == ["ok", "failed", "pending"]
+    assert rows[0]["seed"] == "0" and rows[0]["hausdorff_m"] == "0.08" and rows[1]["attempts"] == "3"
+    assert not [p for p in tmp_path.rglob(".*") if p.is_file()], "temporary files left behind"
+
+
+def test_a_torn_entry_means_the_run_is_redone(tmp_path):
+    sweep = sweep_of("base: {mission: hop_1m}")
+    (run,) = sweep.runs
+    entry = tmp_path / "runs" / run.run_id / "result.json"
+    entry.parent.mkdir(parents=True)
+    entry.write_text('{"status": "ok", "parame')
+    assert pending_runs(tmp_path, sweep) == [run]
+    assert manifest_rows(tmp_path, sweep)[0]["status"] == "pending"
+
+
+def test_retry_policy():
+    options = RunOptions(retries=2)
+    crash = Attempt(False, "crashed", "exit 1", Path("log"))
+    assert should_retry(crash, 1, options) and should_retry(crash, 2, options) and not should_retry(crash, 3, options)
+    assert not should_retry(Attempt(True, "ok", "", Path("log")), 1, options)
+    assert not should_retry(Attempt(False, "interrupted", "", Path("log")), 1, options)
+    assert not should_retry(crash, 1, RunOptions(retries=0))
+
+
+# -- domain ids --------------------------------------------------------------------------------
+
+
+def test_domain_range_parsing():
+    assert parse_domain_range("60-79") == range(60, 80)
+    assert parse_domain_range("7") == range(7, 8)
+    assert parse_domain_range(None) == range(1, 102)
+    for bad in ("79-60", "0-300", "a-b", "-5"):
+        with pytest.raises(DomainRangeError, match="AERIAL_SIM_DOMAIN_RANGE"):
+            parse_domain_range(bad)
+
+
+def test_held_ids_are_never_handed_out_twice_and_free_again_on_release(tmp_path):
+    pool = DomainPool(range(60, 63), tmp_path, in_use=lambda d: False)
+    leases = [pool.acquire(timeout_s=0) for _ in range(3)]
+    assert sorted(lease.domain_id for lease in leases) == [60, 61, 62]
+    with pytest.raises(NoDomainAvailable, match="60-62"):
+        DomainPool(range(60, 63), tmp_path, in_use=lambda d: False).acquire(timeout_s=0.3, poll_s=0.05)
+    leases[1].release()
+    assert pool.acquire(timeout_s=0).domain_id == leases[1].domain_id
+
+
+def test_ids_whose_dds_ports_are_bound_elsewhere_are_skipped(tmp_path):
+    pool = DomainPool(range(60, 64), tmp_path, in_use=lambda d: d != 62)
+    assert pool.acquire(timeout_s=0).domain_id == 62
+    assert domain_ports(0)[0] == 7400 and domain_ports(60)[0] == 7400 + 250 * 60 and len(domain_ports(1)) == 250
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        assert sock.getsockname()[1] in bound_udp_ports()
+
+
+def test_two_processes_hold_distinct_ids(tmp_path):
+    """Three processes (batches) allocating at once from a 2-id range: one id each for two, none for the third."""
+    code = textwrap.dedent(f"""
+        import sys
+        from pathlib import Path
+        from aerial_sim.batch.domains import DomainPool, NoDomainAvailable
+        pool = DomainPool(range(70, 72), Path({str(tmp_path)!r}), in_use=lambda d: False)
+        try:
+            lease = pool.acquire(timeout_s=1.0, poll_s=0.05)
+        except NoDomainAvailable:
+            print('none', flush=True); sys.exit(0)
+        print(lease.domain_id, flush=True)
+        sys.stdin.read()  # hold the id until the test has every answer
+    """)
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    processes = [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                  env=env) for _ in range(3)]
+    try:
+        answers = sorted(p.stdout.readline().strip() for p in processes)
+    finally:
+        for p in processes:
+            p.stdin.close()
+            p.wait(timeout=30)
+    assert answers == ["70", "71", "none"]
+
+
+# -- bag content digest and drops --------------------------------------------------------------
+
+
+def test_missing_samples_counts_gaps_but_not_a_late_start():
+    period = 4_000_000
+    stamps = [k * period for k in range(100, 200)]
+    assert missing_samples(stamps) == 0
+    assert missing_samples([s for s in stamps if not 150 <= s // period < 153]) == 3
+    assert missing_samples(stamps + stamps[:10]) == 0  # re-sends
+    assert missing_samples(stamps[:5]) == 0
+
+
+def test_digest_ignores_receive_times_order_and_resends_but_not_content(tmp_path):
+    from test_record_bag import cdr_odometry
+
+    topic = "/drone1/ground_truth/odom"
+
+    def write(name, messages):
+        with BagWriter(tmp_path / name) as writer:
+            writer.add_topic(topic, "nav_msgs/msg/Odometry")
+            writer.add_topic("/rosout", "rcl_interfaces/msg/Log")
+            for receive_ns, (t, x) in messages:
+                writer.write(topic, cdr_odometry(t, x), receive_ns)
+        return bag_content(tmp_path / name)
+
+    flight = [(0.004 * k, 0.1 * k) for k in range(50)]
+    reference = write("a", [(k * 1000, m) for k, m in enumerate(flight)])
+    shuffled = write("b", [(k * 7777 + 5, m) for k, m in enumerate([flight[0], *reversed(flight), flight[-1]])])
+    changed = write("c", [(k * 1000, (t, x + (1e-9 if k == 20 else 0.0))) for k, (t, x) in enumerate(flight)])
+    gap = write("d", [(k * 1000, m) for k, m in enumerate(flight) if not 20 <= k < 25])
+    assert reference.digest == shuffled.digest and reference.topics[topic].count == 50
+    assert shuffled.topics[topic].count == 52 and shuffled.drops == 0
+    assert changed.topics[topic].digest != reference.topics[topic].digest
+    assert gap.drops == 5 and gap.topics[topic].drops == 5
+    assert "/rosout" not in reference.topics
+    # stamp by stamp: a later-starting bag shares the common span, a changed value shows up
+    late = write("e", [(k * 1000, m) for k, m in enumerate(flight) if k >= 30])
+    assert shared_messages(tmp_path / "a", tmp_path / "e")[topic] == SharedTopic(topic, 20, 20)
+    assert shared_messages(tmp_path / "a", tmp_path / "c")[topic] == SharedTopic(topic, 50, 49)
+
+
+def test_digest_module_reads_no_rclpy():
+    tree = ast.parse((SRC / "aerial_sim" / "recording" / "digest.py").read_text())
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    assert "rclpy" not in imported
+
+
+def test_manifest_cells_keep_vectors_as_json(tmp_path):
+    sweep = sweep_of("base: {mission: hop_1m}\ngrid: {physics.wind_enu_m_s: [[1, 0, 0], [2, 0, 0]]}")
+    rows = read_manifest(write_manifest(tmp_path, sweep))
+    assert [json.loads(r["physics.wind_enu_m_s"]) for r in rows] == [[1.0, 0.0, 0.0], [2.0, 0.0, 0.0]]
