@@ -20,7 +20,10 @@ Decisions (documented in the README):
 - ``takeoff`` on a disarmed vehicle is refused ("arm first"), as PX4 and
   AirSim's API do: arming is an explicit, separate safety step.
 - setpoints before arming, with NaN/inf, or (in the node) in an unknown frame
-  are refused; the vehicle keeps doing what it did (holding, or idle).
+  are refused; the vehicle keeps doing what it did (holding, or idle). So are
+  implausible ones: a pose farther than ``max_setpoint_distance_m`` from the
+  vehicle, a velocity above ``max_setpoint_speed_m_s`` (a typo such as 1e9 m
+  must not send the vehicle off, or into the ground).
 - a velocity command is a stream: when none arrives for ``command_timeout_s``
   the vehicle holds the position it has reached.
 - ``arm(false)`` in flight is refused (use ``land``); on the ground it disarms.
@@ -89,6 +92,10 @@ class SupervisorParams:
     idle_control: float = 0.05
     #: Largest yaw error the velocity mode lets its integrated yaw target run ahead, rad.
     max_yaw_lead_rad: float = 0.5
+    #: A cmd_pose farther than this from the vehicle is refused as implausible, m.
+    max_setpoint_distance_m: float = 10_000.0
+    #: A cmd_vel faster than this is refused as implausible (the controller limits speed anyway), m/s.
+    max_setpoint_speed_m_s: float = 100.0
 
     def __post_init__(self):
         require_positive(
@@ -100,6 +107,8 @@ class SupervisorParams:
             "touchdown_speed_m_s",
             "touchdown_time_s",
             "max_yaw_lead_rad",
+            "max_setpoint_distance_m",
+            "max_setpoint_speed_m_s",
         )
         require_non_negative(self, "idle_control")
         require(self.idle_control < 0.5, "idle_control must be well below hover (< 0.5)")
@@ -188,8 +197,12 @@ class FlightSupervisor:
         values = [*position, yaw]
         if not all(math.isfinite(v) for v in values):
             raise CommandRejected(f"cmd_pose refused: non-finite value in {values}")
-        self._require_armed("cmd_pose")
+        state = self._require_armed("cmd_pose")
         self._refuse_while_landing("cmd_pose")
+        distance = float(np.linalg.norm(np.asarray(position, float) - np.asarray(state.position, float)))
+        if distance > self.params.max_setpoint_distance_m:
+            raise CommandRejected(f"cmd_pose refused: {distance:.3g} m away, more than max_setpoint_distance_m "
+                                  f"({self.params.max_setpoint_distance_m:g} m)")
         self._hold(np.asarray(position, dtype=float), float(yaw))
         self._last_command_s = time_s
         if self.mode is not Mode.HOLD:
@@ -200,6 +213,10 @@ class FlightSupervisor:
         values = [*linear, yaw_rate]
         if not all(math.isfinite(v) for v in values):
             raise CommandRejected(f"cmd_vel refused: non-finite value in {values}")
+        speed = math.sqrt(sum(float(v) ** 2 for v in linear))
+        if speed > self.params.max_setpoint_speed_m_s:
+            raise CommandRejected(f"cmd_vel refused: {speed:.3g} m/s is more than max_setpoint_speed_m_s "
+                                  f"({self.params.max_setpoint_speed_m_s:g} m/s)")
         state = self._require_armed("cmd_vel")
         self._refuse_while_landing("cmd_vel")
         velocity = heading_to_world(linear, yaw_of(state.orientation)) if body_frame else np.asarray(linear, float)

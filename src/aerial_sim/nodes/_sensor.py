@@ -16,7 +16,14 @@ from rclpy.node import Node
 from aerial_sim.config import require
 from aerial_sim.environment.geodesy import HomePoint
 from aerial_sim.nodes.common import declare_params, frame_in_namespace, publish_static_mount, stream_qos
-from aerial_sim.sensors.common import Resampler, SensorNodeOptions, load_preset, resample_for, truth_from_odometry
+from aerial_sim.sensors.common import (
+    UNUSABLE_ODOMETRY,
+    Resampler,
+    SensorNodeOptions,
+    load_preset,
+    resample_for,
+    truth_from_odometry,
+)
 
 
 @dataclass(frozen=True)
@@ -52,7 +59,7 @@ class OdometrySensorNode(Node):
     def on_truth(self, msg: Odometry) -> None:
         truth = truth_from_odometry(msg)
         if truth is None:
-            self.get_logger().warning("ground_truth/odom with non-finite values or a zero quaternion ignored", throttle_duration_sec=5)
+            self.get_logger().warning(UNUSABLE_ODOMETRY, throttle_duration_sec=5)
             return
         for sample in resample_for(self.model, self.resampler, truth):
             self.publish(self.model.step(self.dt, sample))

@@ -28,6 +28,7 @@ import asyncio
 import ipaddress
 import math
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -355,10 +356,23 @@ class AirSimApiNode(Node):
         start = await self.clock.started()
         self.continue_pub.publish(Float64(data=float(seconds)))
         self.paused = True
+        target = start + seconds - 1e-6
         try:
-            await asyncio.wait_for(self.clock.wait_until(start + seconds - 1e-6), timeout=10.0 + 10.0 * seconds)
+            await asyncio.wait_for(self.clock.wait_until(target), timeout=10.0 + 10.0 * seconds)
         except asyncio.TimeoutError:
             self.get_logger().warning(f"simContinueForTime({seconds:g}): the clock did not advance (physics node?)")
+            return
+        await self._states_caught_up(target)
+
+    async def _states_caught_up(self, time_s: float, timeout_s: float = 1.0) -> None:
+        """Wait (briefly) until every vehicle's state reaches ``time_s``: /clock can arrive before odometry,
+        and a client reading the state right after simContinueForTime must see the advanced state."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            stamps = [link.kinematics.time_s for link in self.vehicles.values() if link.kinematics is not None]
+            if len(stamps) == len(self.vehicles) and min(stamps) >= time_s:
+                return
+            await asyncio.sleep(0.002)
 
     async def reset(self) -> ServiceAnswer:
         answer = await self.call(self.reset_client, Trigger.Request())

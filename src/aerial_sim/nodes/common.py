@@ -4,7 +4,9 @@ Only nodes import this module (it imports rclpy). It gives every node the same
 QoS choices, the same way to turn a params dataclass into declared ROS
 parameters, the same stamp conversions and the same ``main()`` behaviour: a bad
 parameter is one clear log line and exit code 2, Ctrl-C (once or many times) is a
-quiet exit 0 (:mod:`aerial_sim.nodes._process`).
+quiet exit 0 (:mod:`aerial_sim.nodes._process`), and a message or request that
+makes a callback raise is dropped with a warning instead of ending the node
+(:class:`InputGuard`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import dataclasses
 import math
 import os
 import sys
+import time
 import traceback
 from typing import Any, Callable, TypeVar
 
@@ -144,11 +147,89 @@ def run_node(node_factory: Callable[[], Node], args: list[str] | None = None) ->
 
 def _spin_until_stopped(node: Node) -> None:
     """Spin until a stop signal, the context's shutdown, or ``node.done``."""
+    guard = InputGuard(node)
     executor = rclpy.executors.SingleThreadedExecutor(context=node.context)
     executor.add_node(node)
     while not _process.stop_requested() and node.context.ok() and not getattr(node, "done", False):
+        guard.guard_all()  # also what the node subscribed to since (the recorder subscribes as topics appear)
         executor.spin_once(timeout_sec=0.1)
     executor.remove_node(node)
+
+
+class InputGuard:
+    """No message or request may end a node: the last line of defence behind each callback's own checks.
+
+    Every subscription and service callback of the node is wrapped: an exception
+    raised while handling one message (a value no check foresaw, a wrong size)
+    drops that message; a service request gets ``success = False`` where the
+    response has that field. One warning per topic and ``interval_s`` names the
+    topic, the message type and the problem, and counts what was dropped since.
+    Shutdown (a dead context, a stop signal) is not input: it passes through.
+    """
+
+    def __init__(self, node: Node, interval_s: float = 5.0):
+        self.node = node
+        self.interval_s = interval_s
+        self._dropped: dict[str, int] = {}
+        self._reported_at: dict[str, float] = {}
+        self._guarded_count = 0
+
+    def guard_all(self) -> None:
+        """Wrap every callback not wrapped yet (cheap when there is none)."""
+        entities = list(self.node.subscriptions) + list(self.node.services)
+        if len(entities) == self._guarded_count:
+            return
+        for subscription in self.node.subscriptions:
+            if not hasattr(subscription.callback, "input_guard"):
+                subscription.callback = self._guarded(subscription.callback, subscription.topic_name,
+                                                      subscription.msg_type.__name__, subscription._callback_type.name)
+        for service in self.node.services:
+            if not hasattr(service.callback, "input_guard"):
+                service.callback = self._guarded_service(service.callback, service.srv_name)
+        self._guarded_count = len(entities)
+
+    def _guarded(self, callback, topic: str, type_name: str, callback_type: str):
+        # Keep the callback's arity: rclpy passes the message info only to two-argument callbacks.
+        if callback_type == "WithMessageInfo":
+            def guarded(message, info):
+                return self._call(callback, topic, type_name, None, message, info)
+        else:
+            def guarded(message):
+                return self._call(callback, topic, type_name, None, message)
+        guarded.input_guard = self
+        return guarded
+
+    def _guarded_service(self, callback, name: str):
+        def guarded(request, response):
+            answer = self._call(callback, name, type(request).__name__, response, request, response)
+            return response if answer is None else answer
+        guarded.input_guard = self
+        return guarded
+
+    def _call(self, callback, topic: str, type_name: str, refusal, *args):
+        try:
+            return callback(*args)
+        except Exception as error:  # noqa: BLE001 - this is the point: input never ends the node
+            if _process.stop_requested() or not self.node.context.ok():
+                raise
+            self.report(topic, type_name, error)
+            if refusal is not None and hasattr(refusal, "success"):
+                refusal.success = False
+                if hasattr(refusal, "message"):
+                    refusal.message = f"refused: {type(error).__name__}: {error}"
+            return refusal
+
+    def report(self, topic: str, type_name: str, error: Exception) -> None:
+        self._dropped[topic] = self._dropped.get(topic, 0) + 1
+        now = time.monotonic()
+        if now - self._reported_at.get(topic, -math.inf) < self.interval_s:
+            return
+        self._reported_at[topic] = now
+        count, self._dropped[topic] = self._dropped[topic], 0
+        detail = " ".join(str(error).split())[:200] or "-"
+        self.node.get_logger().warning(
+            f"{topic}: message dropped ({type_name}: {type(error).__name__}: {detail}); "
+            f"{count} dropped since the last such warning")
 
 
 def _failure_code(name: str, node: Node | None, error: Exception) -> int:

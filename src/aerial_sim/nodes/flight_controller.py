@@ -48,9 +48,10 @@ from std_srvs.srv import SetBool, Trigger
 
 from aerial_sim.config import require_positive
 from aerial_sim.control.controller import ControllerParams, VehicleState
-from aerial_sim.control.geometry import quat_to_matrix, yaw_of
+from aerial_sim.control.geometry import yaw_of
 from aerial_sim.control.supervisor import CommandRejected, FlightSupervisor, Mode, SupervisorParams
 from aerial_sim.nodes.common import COMMAND_QOS, declare_params, from_stamp, run_node, stream_qos
+from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, truth_from_odometry
 from aerial_sim.vehicles.multirotor import load_vehicle
 
 
@@ -131,18 +132,14 @@ class FlightControllerNode(Node):
     # -- state in --------------------------------------------------------------
 
     def on_odom(self, message: Odometry) -> None:
-        pose, twist = message.pose.pose, message.twist.twist
-        position = (pose.position.x, pose.position.y, pose.position.z)
-        orientation = (pose.orientation.w, pose.orientation.x, pose.orientation.y, pose.orientation.z)
-        velocity_body = (twist.linear.x, twist.linear.y, twist.linear.z)
-        rates = (twist.angular.x, twist.angular.y, twist.angular.z)
-        if not all(math.isfinite(v) for v in position + orientation + velocity_body + rates):
-            self.get_logger().warning("ground_truth/odom has NaN/inf; ignored", throttle_duration_sec=5)
+        truth = truth_from_odometry(message)
+        if truth is None:
+            self.get_logger().warning(UNUSABLE_ODOMETRY, throttle_duration_sec=5)
             return
-        velocity_world = tuple(float(v) for v in quat_to_matrix(orientation) @ velocity_body)
+        orientation, rates = truth.orientation, truth.angular_velocity_body
         if self._imu is not None:
             orientation, rates = self._imu
-        self._odom_state = VehicleState(position, orientation, velocity_world, rates)
+        self._odom_state = VehicleState(truth.position, orientation, truth.velocity_world, rates)
         self.fc.observe(self._odom_state)
         stamp = from_stamp(message.header.stamp)
         self._odom_time = stamp
@@ -156,8 +153,9 @@ class FlightControllerNode(Node):
         q = message.orientation
         w = message.angular_velocity
         orientation, rates = (q.w, q.x, q.y, q.z), (w.x, w.y, w.z)
-        if message.orientation_covariance[0] == -1.0 or not all(math.isfinite(v) for v in orientation + rates):
-            self.get_logger().warning("imu/data has no usable orientation or rates; ignored", throttle_duration_sec=5)
+        if (message.orientation_covariance[0] == -1.0 or not all(math.isfinite(v) for v in orientation + rates)
+                or not 0.5 < math.sqrt(sum(c * c for c in orientation)) < 1.5):
+            self.get_logger().warning("imu/data has no usable orientation (unit quaternion) or rates; ignored", throttle_duration_sec=5)
             return
         self._imu = (orientation, rates)
 

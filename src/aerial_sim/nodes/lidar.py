@@ -25,7 +25,7 @@ from sensor_msgs.msg import PointCloud2, PointField
 
 from aerial_sim.nodes._sensor import SceneOption
 from aerial_sim.nodes.common import declare_params, frame_in_namespace, publish_static_mount, run_node, stream_qos, to_stamp
-from aerial_sim.sensors.common import SensorNodeOptions, load_preset, truth_from_odometry
+from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, SensorNodeOptions, load_preset, truth_from_odometry
 from aerial_sim.sensors.lidar import LidarModel, LidarParams, LidarScan, LidarSweeper
 from aerial_sim.sensors.pointcloud import LIDAR_POINT_DTYPE, point_fields
 from aerial_sim.world.scene import load_scene
@@ -70,8 +70,7 @@ class LidarNode(Node):
     def on_truth(self, msg: Odometry) -> None:
         truth = truth_from_odometry(msg)
         if truth is None:
-            self.get_logger().warning("ground_truth/odom with non-finite values or a zero quaternion ignored",
-                                      throttle_duration_sec=5)  # fmt: skip
+            self.get_logger().warning(UNUSABLE_ODOMETRY, throttle_duration_sec=5)
             return
         for scan in self.sweeper.push(truth):
             self.publisher.publish(cloud_message(scan, self.frame_id, self.fields))

@@ -21,6 +21,14 @@ A thin adapter around :class:`aerial_sim.physics.world.PhysicsWorld`:
   teleport, at rest). These edits are queued and applied by the simulation
   thread between control periods, also while paused.
 
+Inputs are bounded (README, "Robustness"): a wrench above ``max_external_force_n`` /
+``max_external_torque_nm`` or a teleport beyond ``max_position_m`` is refused with a
+warning. When a vehicle's motor commands stop for ``motor_command_timeout_s`` (sim
+and wall time, after the first one; not in lockstep, which waits for them) its motors are cut
+to zero — the failsafe — with an ERROR on ``/diagnostics`` until commands return.
+A simulation that cannot go on (a state that is no longer finite, any exception in
+the loop) says why on ``/diagnostics`` and in the log, and the node exits 1.
+
 Many vehicles (:class:`SwarmOutputs`): the vehicles come from ``vehicle_names`` or a
 fleet (``fleet`` file or ``vehicles`` count, :mod:`aerial_sim.vehicles.fleet`);
 ground truth goes out at ``ground_truth_rate_hz`` per vehicle, lowered at start to
@@ -81,6 +89,14 @@ class PhysicsNodeParams:
     lockstep: bool = False
     linear_drag_enabled: bool = True
     wrench_timeout_s: float = 0.5
+    #: Largest external force / torque a rotor_drag/wrench message may apply; larger ones are refused.
+    max_external_force_n: float = 50.0
+    max_external_torque_nm: float = 5.0
+    #: Motor commands older than this, in sim and in wall time, cut the motors (failsafe); 0 disables.
+    #: Not in lockstep (which waits for every command).
+    motor_command_timeout_s: float = 0.5
+    #: set_pose targets farther than this from the origin are refused, m.
+    max_position_m: float = 100_000.0
     publish_tf: bool = True
     home: HomePoint = field(default_factory=HomePoint)
     wind_enu_m_s: tuple[float, float, float] = (0.0, 0.0, 0.0)
@@ -100,8 +116,9 @@ class PhysicsNodeParams:
         require_non_negative(self, "ground_truth_rate_hz")
         require(0.0 < self.cpu_budget <= 1.0, f"cpu_budget must be in (0, 1], got {self.cpu_budget!r}")
         require(self.vehicles >= 0, f"vehicles must be >= 0, got {self.vehicles!r}")
-        require_positive(self, "rate_hz", "publish_rate_hz", "wrench_timeout_s")
-        require_non_negative(self, "clock_speed")
+        require_positive(self, "rate_hz", "publish_rate_hz", "wrench_timeout_s", "max_external_force_n",
+                         "max_external_torque_nm", "max_position_m")
+        require_non_negative(self, "clock_speed", "motor_command_timeout_s")
         count = len(self.vehicle_names)
         require(count > 0, "vehicle_names must name at least one vehicle")
         require(len(set(self.vehicle_names)) == count, f"vehicle_names must be unique, got {self.vehicle_names}")
@@ -130,6 +147,10 @@ class PhysicsNodeParams:
         )
 
 
+class SimulationDiverged(RuntimeError):
+    """A vehicle's state stopped being finite: publishing it would spread NaN through the graph."""
+
+
 class VehicleChannel:
     """The publishers, subscriptions and last inputs of one simulated vehicle."""
 
@@ -144,6 +165,9 @@ class VehicleChannel:
         self.rotor_names = [f"rotor_{i}" for i in range(rotor_count)]
         self.pending_controls: list[float] | None = None
         self.commands_received = 0
+        self.command_received_at = -math.inf  # sim time of the last valid motor command
+        self.command_received_wall = -math.inf  # and its time.monotonic()
+        self.failsafe = False  # motors cut: commands stopped for motor_command_timeout_s
         self.wrench: tuple[tuple[float, float, float], tuple[float, float, float]] | None = None
         self.wrench_received_at = -math.inf
         node.create_subscription(Float64MultiArray, f"/{name}/motor_commands", self.on_motor_commands, COMMAND_QOS)
@@ -163,13 +187,17 @@ class VehicleChannel:
         with self._node.inputs_lock:
             self.pending_controls = controls
             self.commands_received += 1
+            self.command_received_at = self._node.world.time_s
+            self.command_received_wall = time.monotonic()
         self._node.command_arrived.set()
 
     def on_wrench(self, message: WrenchStamped) -> None:
         force = (message.wrench.force.x, message.wrench.force.y, message.wrench.force.z)
         torque = (message.wrench.torque.x, message.wrench.torque.y, message.wrench.torque.z)
-        if not all(math.isfinite(v) for v in force + torque):
-            self._node.get_logger().warning(f"{self.name}/rotor_drag/wrench has NaN/inf; ignored", throttle_duration_sec=2.0)
+        problem = wrench_problem(force, torque, self._node.params)
+        if problem:
+            self._node.get_logger().warning(f"{self.name}/rotor_drag/wrench refused ({problem})",
+                                            throttle_duration_sec=2.0)
             return
         with self._node.inputs_lock:
             self.wrench = (force, torque)
@@ -180,13 +208,26 @@ class VehicleChannel:
         p, q = message.pose.position, message.pose.orientation
         position, orientation = (p.x, p.y, p.z), (q.w, q.x, q.y, q.z)
         norm = math.sqrt(sum(c * c for c in orientation))
-        if message.header.frame_id != "map" or not all(math.isfinite(v) for v in position + orientation) or norm < 0.5:
+        limit = self._node.params.max_position_m
+        if (message.header.frame_id != "map" or not all(math.isfinite(v) for v in position + orientation)
+                or norm < 0.5 or math.dist(position, (0.0, 0.0, 0.0)) > limit):
             self._node.get_logger().warning(
-                f"{self.name}/set_pose refused: needs frame 'map', finite values and a unit quaternion",
-                throttle_duration_sec=2.0)
+                f"{self.name}/set_pose refused: needs frame 'map', finite values, a unit quaternion "
+                f"and a position within max_position_m ({limit:g} m) of the origin", throttle_duration_sec=2.0)
             return
         self._node.edit_world(lambda world: world.set_kinematics(
             self.name, position, orientation, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)))
+
+
+def wrench_problem(force, torque, params: PhysicsNodeParams) -> str | None:
+    """Why an external wrench is unusable (NaN/inf, or above the node's caps), or None when it is valid."""
+    if not all(math.isfinite(v) for v in (*force, *torque)):
+        return "NaN/inf"
+    if math.hypot(*force) > params.max_external_force_n:
+        return f"|force| {math.hypot(*force):.3g} N > max_external_force_n {params.max_external_force_n:g} N"
+    if math.hypot(*torque) > params.max_external_torque_nm:
+        return f"|torque| {math.hypot(*torque):.3g} N m > max_external_torque_nm {params.max_external_torque_nm:g} N m"
+    return None
 
 
 def motor_command_problem(controls: list[float], rotor_count: int) -> str | None:
@@ -220,6 +261,7 @@ class PhysicsNode(Node):
         self.create_service(Trigger, "/physics/reset", self.on_reset)
         self.create_subscription(Float64, "/physics/continue_for", self.on_continue_for, COMMAND_QOS)
         self.create_subscription(Vector3Stamped, "/physics/wind", self.on_wind, COMMAND_QOS)
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS)
         self.swarm = SwarmOutputs(self)
         self.periods_done = 0
         self.exit_code = 0
@@ -303,7 +345,9 @@ class PhysicsNode(Node):
         except Exception as error:  # noqa: BLE001 - any failure must end the node visibly
             if not self.context.ok():
                 return  # shutting down (Ctrl-C): publishers are gone, nothing is lost
-            self.get_logger().fatal(f"physics loop stopped: {type(error).__name__}: {error}")
+            why = f"physics loop stopped at t = {self.world.time_s:.3f} s: {type(error).__name__}: {error}"
+            self.get_logger().fatal(why)
+            self._publish_status(DiagnosticStatus.ERROR, "physics", why)
             self.exit_code = 1
             self.context.try_shutdown()
 
@@ -370,10 +414,46 @@ class PhysicsNode(Node):
                 if vehicle.pending_controls is not None:
                     self.world.set_controls(vehicle.name, vehicle.pending_controls)
                     vehicle.pending_controls = None
+                    if vehicle.failsafe:
+                        self._end_failsafe(vehicle)
+                elif self._commands_stale(vehicle, now):
+                    self._start_failsafe(vehicle)
                 fresh = vehicle.wrench is not None and now - vehicle.wrench_received_at <= self.params.wrench_timeout_s
                 force, torque = vehicle.wrench if fresh else ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
                 self.world.set_external_wrench(vehicle.name, force, torque)
             self.command_arrived.clear()
+
+    def _commands_stale(self, vehicle: VehicleChannel, now: float) -> bool:
+        timeout = self.params.motor_command_timeout_s
+        # Both clocks: sim time alone would fire when the simulation outruns a live controller
+        # (clock_speed 0 or > 1), wall time alone when it runs slower than real time.
+        return (not vehicle.failsafe and not self.params.lockstep and timeout > 0 and vehicle.commands_received > 0
+                and now - vehicle.command_received_at > timeout
+                and time.monotonic() - vehicle.command_received_wall > timeout)
+
+    def _start_failsafe(self, vehicle: VehicleChannel) -> None:
+        """Motor commands stopped (a dead or stuck flight controller): cut the motors and say so."""
+        vehicle.failsafe = True
+        self.world.set_controls(vehicle.name, [0.0] * vehicle.rotor_count)
+        why = (f"{vehicle.name}: no motor_commands for {self.params.motor_command_timeout_s:g} s; "
+               "failsafe: motors cut to zero")
+        self.get_logger().error(why)
+        self._publish_status(DiagnosticStatus.ERROR, f"physics: {vehicle.name} motor commands", why, vehicle.name)
+
+    def _end_failsafe(self, vehicle: VehicleChannel) -> None:
+        vehicle.failsafe = False
+        why = f"{vehicle.name}: motor_commands again; failsafe over"
+        self.get_logger().info(why)
+        self._publish_status(DiagnosticStatus.OK, f"physics: {vehicle.name} motor commands", why, vehicle.name)
+
+    def _publish_status(self, level, name: str, message: str, hardware_id: str = "physics") -> None:
+        status = DiagnosticStatus(level=level, name=name, message=message, hardware_id=hardware_id)
+        array = DiagnosticArray(status=[status])
+        array.header.stamp = to_stamp(self.world.time_s)
+        try:
+            self.diagnostics_pub.publish(array)
+        except Exception:  # noqa: BLE001 - the context may be going away; the log line was written
+            pass
 
     def _publish_state(self) -> None:
         stamp = to_stamp(self.world.time_s)
@@ -386,6 +466,8 @@ class PhysicsNode(Node):
         transforms = []
         for vehicle in vehicles:
             truth = self.world.ground_truth(vehicle.name)
+            if not all(math.isfinite(v) for v in (*truth.position, *truth.velocity_world, *truth.orientation)):
+                raise SimulationDiverged(f"{vehicle.name}: state is no longer finite (position {truth.position})")
             vehicle.odom_pub.publish(odometry_message(truth, stamp, vehicle.frame))
             vehicle.imu_pub.publish(imu_message(truth, stamp, vehicle.frame))
             vehicle.rotors_pub.publish(rotors_message(self.world.rotor_states(vehicle.name), stamp, vehicle.rotor_names))

@@ -22,6 +22,7 @@ from sensor_msgs.msg import JointState
 from aerial_sim.config import require, require_positive
 from aerial_sim.nodes.common import declare_params, frame_in_namespace, from_stamp, run_node, stream_qos
 from aerial_sim.physics.rotor_drag import RotorDragModel, RotorDragParams, air_velocity_body
+from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, truth_from_odometry
 
 
 @dataclass(frozen=True)
@@ -95,14 +96,13 @@ class RotorDragNode(Node):
         if abs(now_s - self.thrusts_time_s) > self.node_params.max_input_age_s:
             self.get_logger().warning("rotors: no recent thrusts; no drag published", throttle_duration_sec=5)
             return
+        if truth_from_odometry(message) is None:
+            self.get_logger().warning(UNUSABLE_ODOMETRY, throttle_duration_sec=5)
+            return
         twist, pose = message.twist.twist, message.pose.pose
         velocity_body = (twist.linear.x, twist.linear.y, twist.linear.z)
         rates_body = (twist.angular.x, twist.angular.y, twist.angular.z)
         orientation = (pose.orientation.w, pose.orientation.x, pose.orientation.y, pose.orientation.z)
-        values = velocity_body + rates_body + orientation
-        if not all(math.isfinite(v) for v in values):
-            self.get_logger().warning("ground_truth/odom has NaN/inf; ignored", throttle_duration_sec=5)
-            return
         force, torque = self.model.wrench(self.thrusts, air_velocity_body(velocity_body, orientation, self.wind), rates_body)
         out = WrenchStamped()
         out.header.stamp = message.header.stamp

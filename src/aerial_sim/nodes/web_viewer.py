@@ -143,6 +143,10 @@ class WebViewerNode(Node):
         except ValueError as error:
             self.get_logger().warning(f"{label} image skipped: {error}", throttle_duration_sec=5)
             return
+        if label in ("depth", "segmentation") and array.ndim != 2:
+            self.get_logger().warning(f"{label} image skipped: encoding {msg.encoding!r} has more than one channel",
+                                      throttle_duration_sec=5)
+            return
         if label == "depth":
             array = depth_colors(array if array.dtype == np.float32 else array * 1e-3)
         elif label == "segmentation":

@@ -72,6 +72,8 @@ def image_to_array(msg) -> np.ndarray:
     }  # fmt: skip
     if msg.encoding not in layouts:
         raise ExportError(f"unsupported image encoding {msg.encoding!r}")
+    if msg.width == 0 or msg.height == 0:
+        raise ExportError(f"empty image ({msg.width}x{msg.height})")
     dtype, channels = layouts[msg.encoding]
     dtype = np.dtype(dtype).newbyteorder(">" if msg.is_bigendian else "<")
     row_bytes = msg.width * channels * dtype.itemsize

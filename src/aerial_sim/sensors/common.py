@@ -45,6 +45,15 @@ STANDARD_GRAVITY = 9.80665
 TIME_EPSILON_S = 1e-9
 #: A quaternion whose squared norm is below this carries no rotation (a malformed message).
 MIN_QUATERNION_NORM2 = 1e-6
+#: Ground truth beyond these is not a vehicle state but a malformed message: |position| m,
+#: |velocity| m/s, |body rate| rad/s (every model here is valid far inside them).
+MAX_TRUTH_POSITION_M = 1e6
+MAX_TRUTH_SPEED_M_S = 1e3
+MAX_TRUTH_RATE_RAD_S = 1e3
+#: What a node logs (throttled) when :func:`truth_from_odometry` refuses a message.
+UNUSABLE_ODOMETRY = (f"ground_truth/odom ignored: a non-finite value, a zero quaternion, or an implausible state "
+                     f"(|p| > {MAX_TRUTH_POSITION_M:g} m, |v| > {MAX_TRUTH_SPEED_M_S:g} m/s "
+                     f"or |w| > {MAX_TRUTH_RATE_RAD_S:g} rad/s)")
 
 
 class GroundTruthLike(Protocol):
@@ -94,15 +103,23 @@ def truth_from_odometry(msg: Any) -> TruthSample | None:
     """A :class:`TruthSample` from a nav_msgs/Odometry-shaped object (read by attribute, no ROS import).
 
     Pose is in ``map`` (ENU), twist in the body frame (nav_msgs convention), so the
-    linear velocity is rotated into the world. Returns None when any value is not finite
-    or the orientation quaternion is (nearly) zero, which gives no rotation.
+    linear velocity is rotated into the world. Returns None (log :data:`UNUSABLE_ODOMETRY`)
+    when any value is not finite, the orientation quaternion is (nearly) zero, which gives
+    no rotation, or the state is beyond the ``MAX_TRUTH_*`` bounds. A quaternion that is not
+    of unit length is normalised.
     """
     p, q = msg.pose.pose.position, msg.pose.pose.orientation
     v, w = msg.twist.twist.linear, msg.twist.twist.angular
     values = (p.x, p.y, p.z, q.w, q.x, q.y, q.z, v.x, v.y, v.z, w.x, w.y, w.z)
     if not all(math.isfinite(x) for x in values) or sum(x * x for x in values[3:7]) < MIN_QUATERNION_NORM2:
         return None
+    if (math.hypot(*values[0:3]) > MAX_TRUTH_POSITION_M or math.hypot(*values[7:10]) > MAX_TRUTH_SPEED_M_S
+            or math.hypot(*values[10:13]) > MAX_TRUTH_RATE_RAD_S):
+        return None
     orientation = values[3:7]
+    norm = math.sqrt(sum(x * x for x in orientation))
+    if abs(norm - 1.0) > 1e-6:
+        orientation = tuple(x / norm for x in orientation)
     velocity_world = rotation_matrix(orientation) @ np.asarray(values[7:10])
     stamp = msg.header.stamp
     return TruthSample(
@@ -526,6 +543,6 @@ def lever_arm_acceleration(truth: GroundTruthLike, offset_m: np.ndarray) -> np.n
 __all__ = [
     "STANDARD_GRAVITY", "DelayLine", "SensorNodeOptions", "FirstOrderFilter", "GaussMarkov", "GroundTruthLike", "Mount", "PoseTrack", "RandomWalk",
     "Resampler", "TruthSample", "as_truth_sample", "check_rate_and_seed", "check_vector_non_negative",
-    "interpolate", "lever_arm_acceleration", "truth_from_odometry", "load_preset", "quat_from_rpy", "quat_multiply", "rotation_matrix",
+    "interpolate", "lever_arm_acceleration", "truth_from_odometry", "UNUSABLE_ODOMETRY", "load_preset", "quat_from_rpy", "quat_multiply", "rotation_matrix",
     "sensor_rng", "slerp",
 ]

@@ -1,0 +1,279 @@
+"""Issue 10: no message may take the simulation down, and what a message can do is bounded.
+
+Pure checks of the bounds (microseconds), then the running graph: a thrown wrench, a
+dead flight controller (the motor-command failsafe), and a fuzz attack with random and
+mutated messages on every topic the graph subscribes to.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from types import SimpleNamespace
+
+import pytest
+from conftest import requires_ros, spin_until
+
+from aerial_sim.control.controller import ControllerParams, VehicleState
+from aerial_sim.control.supervisor import CommandRejected, FlightSupervisor, SupervisorParams
+from aerial_sim.sensors.common import truth_from_odometry
+from aerial_sim.vehicles.multirotor import load_vehicle
+
+
+def odometry(position=(0.0, 0.0, 1.0), orientation=(1.0, 0.0, 0.0, 0.0), velocity=(0.0, 0.0, 0.0),
+             rates=(0.0, 0.0, 0.0)):
+    """A nav_msgs/Odometry-shaped object (truth_from_odometry reads attributes only)."""
+    def xyz(v):
+        return SimpleNamespace(x=v[0], y=v[1], z=v[2])
+
+    w, x, y, z = orientation
+    pose = SimpleNamespace(position=xyz(position), orientation=SimpleNamespace(w=w, x=x, y=y, z=z))
+    twist = SimpleNamespace(linear=xyz(velocity), angular=xyz(rates))
+    return SimpleNamespace(header=SimpleNamespace(stamp=SimpleNamespace(sec=1, nanosec=0)),
+                           pose=SimpleNamespace(pose=pose), twist=SimpleNamespace(twist=twist))
+
+
+@pytest.mark.parametrize("bad", [
+    {"orientation": (0.0, 0.0, 0.0, 0.0)},  # the zero quaternion that killed four nodes
+    {"position": (0.0, 0.0, 1e9)},  # the barometer's misleading "invalid parameter" exit
+    {"velocity": (1e6, 0.0, 0.0)},  # what flung the vehicle 27-95 km through rotor_drag
+    {"rates": (0.0, 0.0, 1e5)},
+    {"position": (math.nan, 0.0, 0.0)},
+])
+def test_implausible_odometry_is_refused_and_a_real_state_is_kept(bad):
+    assert truth_from_odometry(odometry(**bad)) is None
+    truth = truth_from_odometry(odometry(position=(100.0, -20.0, 30.0), velocity=(12.0, 0.0, -3.0)))
+    assert truth is not None and truth.position == (100.0, -20.0, 30.0)
+
+
+def test_a_scaled_quaternion_is_normalised():
+    truth = truth_from_odometry(odometry(orientation=(0.0, 0.0, 0.0, 2.0)))
+    assert truth.orientation == (0.0, 0.0, 0.0, 1.0)
+
+
+def armed_supervisor() -> FlightSupervisor:
+    supervisor = FlightSupervisor(SupervisorParams(), ControllerParams(), load_vehicle("quad_x"))
+    state = VehicleState((0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
+    supervisor.observe(state)
+    supervisor.arm(True)
+    supervisor.takeoff()
+    return supervisor
+
+
+def test_setpoints_beyond_plausible_bounds_are_refused_and_the_vehicle_keeps_its_mode():
+    supervisor = armed_supervisor()
+    for far in ((0.0, 0.0, 1e9), (0.0, 0.0, -1e9), (20_000.0, 0.0, 5.0)):
+        with pytest.raises(CommandRejected, match="max_setpoint_distance_m"):
+            supervisor.command_pose(1.0, far, 0.0)
+    with pytest.raises(CommandRejected, match="max_setpoint_speed_m_s"):
+        supervisor.command_velocity(1.0, (1e9, 0.0, 0.0), 0.0)
+    assert supervisor.mode.value == "takeoff"
+    supervisor.command_pose(1.0, (500.0, 0.0, 20.0), 0.0)  # far but plausible: accepted
+    assert supervisor.mode.value == "hold"
+
+
+def test_physics_wrench_caps_name_the_limit():
+    from aerial_sim.nodes.physics import PhysicsNodeParams, wrench_problem
+
+    params = PhysicsNodeParams()
+    assert wrench_problem((1.0, -2.0, 0.5), (0.01, 0.0, 0.0), params) is None
+    assert "max_external_force_n" in wrench_problem((1e6, 0.0, 0.0), (0.0, 0.0, 0.0), params)
+    assert "max_external_torque_nm" in wrench_problem((0.0, 0.0, 0.0), (0.0, 1e300, 0.0), params)
+    assert wrench_problem((math.nan, 0.0, 0.0), (0.0, 0.0, 0.0), params) == "NaN/inf"
+
+
+# --------------------------------------------------------------------------- one node, in process
+
+
+@requires_ros
+def test_input_guard_drops_a_message_that_makes_a_callback_raise_and_says_so(ros_node):
+    from std_msgs.msg import Float64
+
+    from aerial_sim.nodes.common import COMMAND_QOS, InputGuard
+
+    handled, warnings = [], []
+
+    def fragile(message):
+        if message.data < 0:
+            raise ValueError("negative")
+        handled.append(message.data)
+
+    subscription = ros_node.create_subscription(Float64, "/fragile", fragile, COMMAND_QOS)
+    guard = InputGuard(ros_node)
+    guard.report = lambda topic, type_name, error: warnings.append((topic, type_name, str(error)))
+    guard.guard_all()
+    guard.guard_all()  # idempotent: wrapped once
+    subscription.callback(Float64(data=-1.0))
+    subscription.callback(Float64(data=2.0))
+    assert handled == [2.0]
+    assert warnings == [("/fragile", "Float64", "negative")]
+
+
+# --------------------------------------------------------------------------- the running graph
+
+
+
+def clock_seconds(message) -> float:
+    return message.clock.sec + message.clock.nanosec * 1e-9
+
+
+def odom_z(message) -> float:
+    return message.pose.pose.position.z
+
+
+@requires_ros
+@pytest.mark.ros
+def test_a_huge_wrench_is_refused_and_the_vehicle_stays_put(launch, ros_node):
+    from geometry_msgs.msg import WrenchStamped
+    from nav_msgs.msg import Odometry
+
+    from aerial_sim.nodes.common import stream_qos
+
+    graph = launch("physics.launch.yaml", "spawn_z:=0.0")
+    odom = []
+    ros_node.create_subscription(Odometry, "/drone1/ground_truth/odom", odom.append, stream_qos())
+    wrench_pub = ros_node.create_publisher(WrenchStamped, "/drone1/rotor_drag/wrench", stream_qos())
+    assert spin_until(ros_node, lambda: len(odom) > 20, timeout_s=30), graph.output()
+    thrown = WrenchStamped()
+    thrown.header.frame_id = "drone1/base_link"
+    thrown.wrench.force.z = 1e6
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:
+        wrench_pub.publish(thrown)
+        spin_until(ros_node, lambda: False, timeout_s=0.05)
+    assert graph.alive(), graph.output()
+    assert max(abs(odom_z(m)) for m in odom) < 0.05, "a refused wrench moved the vehicle"
+    assert "rotor_drag/wrench refused (|force| 1e+06 N > max_external_force_n 50 N)" in graph.output()
+
+
+@requires_ros
+@pytest.mark.ros
+def test_when_motor_commands_stop_the_motors_are_cut_and_diagnostics_say_why(launch, ros_node):
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    from aerial_sim.nodes.common import COMMAND_QOS, stream_qos
+    from test_physics_node import hover_control
+
+    graph = launch("physics.launch.yaml")
+    rotors, statuses = [], []
+    ros_node.create_subscription(JointState, "/drone1/rotors", rotors.append, stream_qos())
+    ros_node.create_subscription(DiagnosticArray, "/diagnostics",
+                                 lambda m: statuses.extend(m.status), COMMAND_QOS)
+    commands = ros_node.create_publisher(Float64MultiArray, "/drone1/motor_commands", COMMAND_QOS)
+    assert spin_until(ros_node, lambda: len(rotors) > 5, timeout_s=30), graph.output()
+    hover = [hover_control(altitude_m=0.0)] * 4
+    deadline = time.monotonic() + 1.5  # a live controller: 100 Hz hover commands
+    while time.monotonic() < deadline:
+        commands.publish(Float64MultiArray(data=hover))
+        spin_until(ros_node, lambda: False, timeout_s=0.01)
+    assert not statuses, [s.message for s in statuses]  # no false alarm while commands flow
+    spinning = min(rotors[-1].velocity)
+    assert spinning > 100.0, rotors[-1]  # rad/s: the rotors run at hover speed
+    # The controller "dies": within the timeout (0.5 s) plus margin the failsafe fires and the rotors stop.
+    assert spin_until(ros_node, lambda: any(s.level == DiagnosticStatus.ERROR for s in statuses), timeout_s=3.0), \
+        graph.output()
+    error = next(s for s in statuses if s.level == DiagnosticStatus.ERROR)
+    assert error.hardware_id == "drone1" and "failsafe: motors cut to zero" in error.message
+    spin_until(ros_node, lambda: False, timeout_s=1.0)
+    assert max(rotors[-1].velocity) < 0.1 * spinning, rotors[-1]
+    assert graph.alive(), graph.output()
+    commands.publish(Float64MultiArray(data=hover))  # the controller is back: the failsafe ends
+    assert spin_until(ros_node, lambda: any(s.level == DiagnosticStatus.OK for s in statuses), timeout_s=3.0)
+
+
+#: Topics not attacked: the time source and ROS's own infrastructure (a second /clock
+#: publisher is a configuration error, not a malformed message).
+NOT_FUZZED = {"/clock", "/rosout", "/parameter_events", "/tf", "/tf_static"}
+FUZZ_SECONDS = 20.0
+
+
+@requires_ros
+@pytest.mark.ros
+def test_fuzzed_messages_on_every_subscribed_topic_never_stop_the_graph(launch, ros_node, tmp_path):
+    """Random and mutated messages of every subscribed type for 20 s: every node lives, no NaN
+    reaches ground truth, no traceback is printed, and the simulation still runs afterwards."""
+    from message_fuzz import message_class, mutated_message, random_message
+    from nav_msgs.msg import Odometry
+    from rosgraph_msgs.msg import Clock
+    from std_srvs.srv import SetBool
+
+    from aerial_sim.nodes.common import stream_qos
+
+    graph = launch("sim.launch.yaml", "scene:=empty", "mission:=none", "airsim_api:=false", "use_rotor_drag:=true",
+                   "linear_drag:=false", "use_distance:=true", f"run_dir:={tmp_path / 'run'}")
+    truth, clock = [], []  # truth: (publisher gid, message); the attack publishes on this topic too
+    ros_node.create_subscription(Odometry, "/drone1/ground_truth/odom",
+                                 lambda m, info: truth.append((info["publisher_gid"]["data"], m)), stream_qos())
+    ros_node.create_subscription(Clock, "/clock", clock.append, stream_qos())
+    assert spin_until(ros_node, lambda: len(truth) > 50, timeout_s=60), graph.output()
+    spin_until(ros_node, lambda: False, timeout_s=3.0)  # every node up and subscribed
+
+    targets = subscribed_topics(ros_node, message_class)
+    assert {"/drone1/ground_truth/odom", "/drone1/motor_commands", "/drone1/rotor_drag/wrench",
+            "/drone1/camera/depth/image_ideal", "/drone1/cmd_pose"} <= set(targets), sorted(targets)
+    samples = capture_samples(ros_node, targets)
+    publishers = {topic: ros_node.create_publisher(cls, topic, 10) for topic, cls in targets.items()}
+    rng = random.Random(10)
+    sent = 0
+    deadline = time.monotonic() + FUZZ_SECONDS
+    while time.monotonic() < deadline:
+        topic = rng.choice(sorted(publishers))
+        cls = targets[topic]
+        sample = samples.get(topic)
+        message = mutated_message(sample, rng) if sample is not None and rng.random() < 0.5 else random_message(cls, rng)
+        publishers[topic].publish(message)
+        sent += 1
+        spin_until(ros_node, lambda: False, timeout_s=0.005)
+
+    # The attack may have paused the simulation (/physics/continue_for): run it again.
+    pause = ros_node.create_client(SetBool, "/physics/pause")
+    assert pause.wait_for_service(timeout_sec=10.0), graph.output()
+    future = pause.call_async(SetBool.Request(data=False))
+    assert spin_until(ros_node, future.done, timeout_s=10.0), graph.output()
+    before = clock_seconds(clock[-1])
+    assert spin_until(ros_node, lambda: clock_seconds(clock[-1]) > before + 0.5, timeout_s=10.0), graph.output()
+
+    output = graph.output()
+    assert graph.alive(), output
+    assert "Traceback" not in output, output
+    assert "process has died" not in output and "exited with" not in output, output
+    physics = {bytes(e.endpoint_gid) for e in ros_node.get_publishers_info_by_topic("/drone1/ground_truth/odom")
+               if e.node_name == "physics"}
+    from_physics = [m for gid, m in truth if bytes(gid) in physics]
+    assert len(from_physics) > 0.5 * len(truth) > 100, (len(from_physics), len(truth))
+    values = [v for m in from_physics for v in (m.pose.pose.position.x, m.pose.pose.position.y,
+                                                m.pose.pose.position.z, m.pose.pose.orientation.w,
+                                                m.twist.twist.linear.x)]
+    assert all(math.isfinite(v) for v in values), "NaN reached ground truth"
+    assert sent > 500 and ("refused" in output or "dropped" in output or "ignored" in output), (sent, output)
+
+
+def subscribed_topics(ros_node, message_class) -> dict:
+    """Every topic some node of the graph subscribes to (but the excluded ones), with its message class."""
+    topics = {}
+    for topic, types in ros_node.get_topic_names_and_types():
+        if topic in NOT_FUZZED or not ros_node.count_subscribers(topic):
+            continue
+        try:
+            topics[topic] = message_class(types[0])
+        except (ImportError, AttributeError, ValueError):
+            continue  # a type this environment cannot build: not a message a user could send either
+    return topics
+
+
+def capture_samples(ros_node, targets: dict) -> dict:
+    """One real message of each topic the graph also publishes (the base of mutated messages)."""
+    from rclpy.qos import qos_profile_sensor_data
+
+    samples = {}
+    subscriptions = [
+        ros_node.create_subscription(cls, topic, lambda m, t=topic: samples.setdefault(t, m), qos_profile_sensor_data)
+        for topic, cls in targets.items() if ros_node.count_publishers(topic)
+    ]
+    spin_until(ros_node, lambda: len(samples) == len(subscriptions), timeout_s=5.0)
+    for subscription in subscriptions:
+        ros_node.destroy_subscription(subscription)
+    return samples
