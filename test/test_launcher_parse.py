@@ -205,6 +205,23 @@ def test_children_get_the_launch_environment_as_ros2_launch_passes_it():
     assert ours == {**environment, "AERIAL_SIM_LAUNCHER_PID": str(os.getpid())}
 
 
+@pytest.mark.parametrize("exported, expected", [(None, "LOCALHOST"), ("SUBNET", "SUBNET")])
+def test_sim_launch_sets_the_node_environment_itself(exported, expected):
+    """sim.launch.yaml's set_env gives every node the same environment under ros2 launch and
+    aerial_sim launch (neither launcher adds any): discovery on this machine unless the user chose a
+    range, unbuffered Python output; ROS_LOG_DIR is left to the user under both."""
+    environ = {k: v for k, v in os.environ.items() if k not in ("ROS_AUTOMATIC_DISCOVERY_RANGE", "PYTHONUNBUFFERED", "ROS_LOG_DIR")}
+    if exported:
+        environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = exported
+    share = Path(__file__).resolve().parents[1] / "launch"
+    plan = load_launch_file(share / "sim.launch.yaml", {"use_lidar": "true", "use_distance": "true"}, environ)
+    assert len(plan.processes) >= 10
+    for spec in plan.processes:
+        assert spec.environment.get("ROS_AUTOMATIC_DISCOVERY_RANGE") == expected, spec.name
+        assert spec.environment.get("PYTHONUNBUFFERED") == "1", spec.name
+        assert "ROS_LOG_DIR" not in spec.environment, spec.name
+
+
 def test_output_labels_are_node_names_numbered_when_repeated():
     specs = [ProcessSpec("talker", name="a"), ProcessSpec("talker"), ProcessSpec("bin/talker"), ProcessSpec("x")]
     assert process_labels(specs) == ["a", "talker-1", "talker-2", "x"]

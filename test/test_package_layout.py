@@ -60,7 +60,7 @@ def test_package_xml_declares_every_ros_package_the_nodes_import():
     manifest = ElementTree.parse(REPO / "package.xml").getroot()
     assert manifest.get("format") == "3"
     declared = {element.text for element in manifest if element.tag in ("exec_depend", "depend")}
-    assert {"rclpy", "tf2_ros", "launch_ros"} <= declared
+    assert {"rclpy", "tf2_ros_py", "launch_ros"} <= declared
     ros_imports = set()
     for path in (PACKAGE_DIR / "nodes").glob("*.py"):
         ros_imports |= {name for name in imported_modules(path) if re.fullmatch(r"\w+_(msgs|srvs|interfaces)", name)}

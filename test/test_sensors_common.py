@@ -13,11 +13,13 @@ from aerial_sim.sensors.common import (
     DelayLine,
     FirstOrderFilter,
     GaussMarkov,
+    Mount,
     Resampler,
     TruthSample,
     quat_from_rpy,
     resample_for,
     rotation_matrix,
+    sensor_mount,
     truth_from_odometry,
 )
 
@@ -153,3 +155,12 @@ def test_sensor_core_modules_never_import_rclpy():
         " sys.exit('rclpy' in sys.modules)"
     )
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_sensor_mount_is_the_params_mount_or_the_body_origin():
+    from aerial_sim.sensors.barometer import BarometerParams
+    from aerial_sim.sensors.imu import ImuParams
+
+    assert sensor_mount(BarometerParams()) == Mount()  # no mount field: measured at the body origin
+    lever = Mount(position_m=(0.1, 0.0, 0.05), rpy_rad=(0.0, 0.0, math.pi / 2))
+    assert sensor_mount(dataclasses.replace(ImuParams(), mount=lever)) is lever

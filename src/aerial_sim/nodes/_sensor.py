@@ -22,6 +22,7 @@ from aerial_sim.sensors.common import (
     SensorNodeOptions,
     load_preset,
     resample_for,
+    sensor_mount,
     truth_from_odometry,
 )
 
@@ -47,9 +48,8 @@ class OdometrySensorNode(Node):
         self.params = declare_params(self, params_type, defaults=load_preset(params_type, self.options.preset))
         home = declare_params(self, HomePoint, prefix="home.")
         self.frame_id = frame_in_namespace(self, self.options.frame_id)
-        mount = getattr(self.params, "mount", None)
-        if mount is not None:
-            publish_static_mount(self, self.frame_id, mount.position_m, mount.orientation)
+        mount = sensor_mount(self.params)
+        publish_static_mount(self, self.frame_id, mount.position_m, mount.orientation)
         self.model = model_type(self.params, home)
         self.resampler = Resampler(self.params.rate_hz, self.options.interpolation)
         self.dt = 1.0 / self.params.rate_hz

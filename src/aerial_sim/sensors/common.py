@@ -195,6 +195,14 @@ class Mount:
         return rotation_matrix(self.orientation)
 
 
+def sensor_mount(params: Any) -> Mount:
+    """The pose of a sensor's frame in base_link: its params' ``mount``, or the body origin for a
+    model without one (the barometer measures at the body origin, yet stamps ``<ns>/baro_link``),
+    so every frame a sensor node stamps has a transform on ``/tf_static``."""
+    mount = getattr(params, "mount", None)
+    return mount if isinstance(mount, Mount) else Mount()
+
+
 def check_rate_and_seed(params: Any) -> None:
     """Shared ``__post_init__`` checks: ``rate_hz`` > 0 and ``seed`` >= 0."""
     require_positive(params, "rate_hz")

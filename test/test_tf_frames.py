@@ -1,0 +1,142 @@
+"""Every frame a node stamps resolves in the TF tree.
+
+Physics, the IMU, barometer, magnetometer, GPS, camera, lidar, rangefinder and rotor-drag nodes run
+together in this process (their ground truth flows between them over DDS) with the tf2_ros
+broadcasters replaced by recorders (a pip-only install has no tf2_ros; under ROS the same calls go
+to tf2_ros). Every ``header.frame_id`` and ``child_frame_id`` they publish must chain to ``map``
+through what they broadcast: ``map`` -> ``<ns>/base_link`` on /tf, the sensor mounts on /tf_static.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import time
+
+import pytest
+
+from conftest import requires_ros
+
+pytestmark = [requires_ros, pytest.mark.ros]
+
+NAMESPACE = "drone1"
+#: node module -> node class: every node that stamps sensor or body frames.
+NODES = {
+    "physics": "PhysicsNode",
+    "imu": "ImuNode",
+    "barometer": "BarometerNode",
+    "magnetometer": "MagnetometerNode",
+    "gps": "GpsNode",
+    "camera": "CameraNode",
+    "lidar": "LidarNode",
+    "distance": "DistanceNode",
+    "rotor_drag": "RotorDragNode",
+}
+#: one stamped topic per node: the graph has run long enough when each has published.
+EXPECTED_TOPICS = {
+    f"/{NAMESPACE}/{topic}"
+    for topic in ("ground_truth/odom", "imu/data", "air_pressure", "magnetic_field", "gps/fix",
+                  "camera/depth/camera_info", "lidar/points", "distance/range", "rotor_drag/wrench")
+}  # fmt: skip
+
+
+class RecordingBroadcaster:
+    """Stands in for tf2_ros.(Static)TransformBroadcaster: records (parent, child, static)."""
+
+    def __init__(self, sink: set, lock: threading.Lock, static: bool):
+        self.sink, self.lock, self.static = sink, lock, static
+
+    def sendTransform(self, transforms) -> None:  # noqa: N802 (tf2_ros's name)
+        for transform in transforms if isinstance(transforms, (list, tuple)) else [transforms]:
+            with self.lock:
+                self.sink.add((transform.header.frame_id, transform.child_frame_id, self.static))
+
+
+def unresolved_frames(stamped: dict[str, set[str]], transforms: set[tuple[str, str, bool]], root: str = "map") -> list[str]:
+    """One line per stamped frame with no chain of transforms up to ``root``."""
+    parent_of: dict[str, str] = {}
+    for parent, child, _ in transforms:
+        parent_of.setdefault(child, parent)
+    problems = []
+    for frame, topics in sorted(stamped.items()):
+        seen, current = set(), frame
+        while current != root and current in parent_of and current not in seen:
+            seen.add(current)
+            current = parent_of[current]
+        if current != root:
+            problems.append(f"'{frame}' (stamped on {', '.join(sorted(topics))}) has no transform chain to '{root}'")
+    return problems
+
+
+def test_resolution_check_names_a_frame_without_transform():
+    transforms = {("map", "drone1/base_link", False), ("drone1/base_link", "drone1/imu_link", True)}
+    stamped = {"drone1/imu_link": {"/drone1/imu/data"}, "drone1/baro_link": {"/drone1/air_pressure"}, "map": {"/x"}}
+    assert unresolved_frames(stamped, transforms) == [
+        "'drone1/baro_link' (stamped on /drone1/air_pressure) has no transform chain to 'map'"
+    ]
+
+
+def test_every_stamped_frame_resolves_to_map(monkeypatch):
+    import rclpy
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.publisher import Publisher
+
+    from aerial_sim.nodes import common
+
+    lock = threading.Lock()
+    transforms: set[tuple[str, str, bool]] = set()
+    stamped: dict[str, set[str]] = {}
+
+    def recorder(node, static=False):
+        return RecordingBroadcaster(transforms, lock, static)
+
+    modules = {name: importlib.import_module(f"aerial_sim.nodes.{name}") for name in NODES}
+    for module in [common, importlib.import_module("aerial_sim.nodes._sensor"), *modules.values()]:
+        if hasattr(module, "make_tf_broadcaster"):
+            monkeypatch.setattr(module, "make_tf_broadcaster", recorder)
+
+    original_publish = Publisher.publish
+
+    def recording_publish(publisher, message):
+        frames = [getattr(getattr(message, "header", None), "frame_id", ""), getattr(message, "child_frame_id", "")]
+        with lock:
+            for frame in frames:
+                if isinstance(frame, str) and frame:
+                    stamped.setdefault(frame, set()).add(publisher.topic_name)
+        return original_publish(publisher, message)
+
+    monkeypatch.setattr(Publisher, "publish", recording_publish)
+
+    common.use_transport_profile()
+    rclpy.init(args=["--ros-args", "-r", f"__ns:=/{NAMESPACE}", "-p", "scene:=empty"])
+    nodes, executor = [], None
+    try:
+        nodes = [getattr(modules[name], cls)() for name, cls in NODES.items()]
+        executor = MultiThreadedExecutor(num_threads=4)
+        for node in nodes:
+            executor.add_node(node)
+        spinner = threading.Thread(target=executor.spin, daemon=True)
+        spinner.start()
+
+        def published_topics():
+            with lock:
+                return set().union(*stamped.values()) if stamped else set()
+
+        deadline = time.monotonic() + 60.0
+        while time.monotonic() < deadline and not EXPECTED_TOPICS <= published_topics():
+            time.sleep(0.1)
+        assert EXPECTED_TOPICS <= published_topics(), f"never published: {sorted(EXPECTED_TOPICS - published_topics())}"
+    finally:
+        if executor is not None:
+            executor.shutdown(timeout_sec=2.0)
+        for node in nodes:
+            node.destroy_node()
+        rclpy.shutdown()
+
+    with lock:
+        stamped_now, transforms_now = dict(stamped), set(transforms)
+    problems = unresolved_frames(stamped_now, transforms_now)
+    assert problems == [], "\n".join(problems)
+    assert (f"{NAMESPACE}/base_link", f"{NAMESPACE}/baro_link", True) in transforms_now
+    assert ("map", f"{NAMESPACE}/base_link", False) in transforms_now  # the only dynamic transform
+    assert all(static for parent, child, static in transforms_now if parent != "map")
