@@ -184,6 +184,53 @@ def test_when_motor_commands_stop_the_motors_are_cut_and_diagnostics_say_why(lau
     assert spin_until(ros_node, lambda: any(s.level == DiagnosticStatus.OK for s in statuses), timeout_s=3.0)
 
 
+#: A physics node process whose world fails after 100 control periods (an injected fault: with
+#: bounded inputs no message can make the loop fail any more).
+FAILING_PHYSICS = """
+import sys
+from aerial_sim.physics.world import PhysicsWorld
+from aerial_sim.nodes.physics import main
+step = PhysicsWorld.step
+calls = []
+def failing_step(self, *args, **kwargs):
+    calls.append(1)
+    if len(calls) > 100:
+        raise FloatingPointError("injected fault")
+    return step(self, *args, **kwargs)
+PhysicsWorld.step = failing_step
+sys.exit(main(sys.argv))
+"""
+
+
+@requires_ros
+@pytest.mark.ros
+def test_a_physics_loop_that_cannot_go_on_says_why_and_the_process_exits_1(ros_node):
+    import subprocess
+    import sys
+
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+
+    from aerial_sim.nodes.common import COMMAND_QOS
+
+    statuses = []
+    ros_node.create_subscription(DiagnosticArray, "/diagnostics", lambda m: statuses.extend(m.status), COMMAND_QOS)
+    process = subprocess.Popen([sys.executable, "-c", FAILING_PHYSICS, "--ros-args", "-r", "__node:=physics"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 30.0
+    while process.poll() is None and time.monotonic() < deadline:
+        spin_until(ros_node, lambda: False, timeout_s=0.05)
+    if process.poll() is None:
+        process.kill()
+        pytest.fail("the physics process hangs after its loop stopped")
+    output = process.stdout.read()
+    assert process.returncode == 1, output
+    assert "physics loop stopped at t = " in output and "FloatingPointError: injected fault" in output, output
+    assert "Traceback" not in output, output
+    spin_until(ros_node, lambda: bool(statuses), timeout_s=1.0)
+    assert [s.level for s in statuses] == [DiagnosticStatus.ERROR], statuses
+    assert "injected fault" in statuses[0].message
+
+
 #: Topics not attacked: the time source and ROS's own infrastructure (a second /clock
 #: publisher is a configuration error, not a malformed message).
 NOT_FUZZED = {"/clock", "/rosout", "/parameter_events", "/tf", "/tf_static"}

@@ -61,6 +61,9 @@ def _quad_document():
         (lambda d: d.update(body_box_m=[0.1, 0.1]), r"quad\.body_box_m: expected 3 values"),
         (lambda d: d.update(restitution=1.5), r"quad\.restitution must be in \[0, 1\]"),
         (lambda d: d.update(rotors=[]), r"quad\.rotors: expected a non-empty list"),
+        (lambda d: d.pop("mass_kg"), r"quad: missing required key mass_kg"),  # flew silently at the 1 kg default
+        (lambda d: d.pop("inertia_kg_m2"), r"quad: missing required key inertia_kg_m2"),
+        (lambda d: d["rotors"][2].pop("position_m"), r"quad\.rotors\[2\]: missing required key position_m"),
     ],
 )
 def test_malformed_vehicle_config_names_the_field(change, message):
@@ -72,7 +75,8 @@ def test_malformed_vehicle_config_names_the_field(change, message):
 
 def test_malformed_vehicle_file_names_file_and_field(tmp_path):
     path = tmp_path / "bad.yaml"
-    path.write_text("name: bad\nmass_kg: 1.0\nrotors:\n  - {position_m: [0.1, 0, 0], max_speed_rpm: fast}\n")
+    path.write_text("name: bad\nmass_kg: 1.0\ninertia_kg_m2: [[0.01, 0, 0], [0, 0.01, 0], [0, 0, 0.02]]\nrotors:\n"
+                    "  - {position_m: [0.1, 0, 0], turning_direction: 1, max_speed_rpm: fast}\n")
     with pytest.raises(ParamsError, match=r"bad\.yaml\.rotors\[0\]\.max_speed_rpm: expected a number"):
         load_vehicle(str(path))
     with pytest.raises(ParamsError, match="available: .*quad_x"):

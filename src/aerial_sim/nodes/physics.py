@@ -54,6 +54,7 @@ from std_msgs.msg import Float64, Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
 
 from aerial_sim.config import ParamsError, require, require_non_negative, require_positive
+from aerial_sim.environment.atmosphere import MAX_ALTITUDE_M, MIN_ALTITUDE_M
 from aerial_sim.environment.environment import EnvironmentParams
 from aerial_sim.environment.geodesy import HomePoint
 from aerial_sim.nodes.common import (
@@ -209,11 +210,14 @@ class VehicleChannel:
         position, orientation = (p.x, p.y, p.z), (q.w, q.x, q.y, q.z)
         norm = math.sqrt(sum(c * c for c in orientation))
         limit = self._node.params.max_position_m
+        altitude = self._node.params.home.altitude + position[2]
         if (message.header.frame_id != "map" or not all(math.isfinite(v) for v in position + orientation)
-                or norm < 0.5 or math.dist(position, (0.0, 0.0, 0.0)) > limit):
+                or norm < 0.5 or math.dist(position, (0.0, 0.0, 0.0)) > limit
+                or not MIN_ALTITUDE_M <= altitude <= MAX_ALTITUDE_M - 1000.0):
             self._node.get_logger().warning(
-                f"{self.name}/set_pose refused: needs frame 'map', finite values, a unit quaternion "
-                f"and a position within max_position_m ({limit:g} m) of the origin", throttle_duration_sec=2.0)
+                f"{self.name}/set_pose refused: needs frame 'map', finite values, a unit quaternion, "
+                f"a position within max_position_m ({limit:g} m) of the origin and an altitude inside the "
+                f"atmosphere model", throttle_duration_sec=2.0)
             return
         self._node.edit_world(lambda world: world.set_kinematics(
             self.name, position, orientation, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)))

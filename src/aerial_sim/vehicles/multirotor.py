@@ -196,14 +196,30 @@ def box_with_point_masses_inertia(body_mass_kg: float, body_box_m: Vector3, poin
     return tuple(tuple(row) for row in matrix)
 
 
+#: Keys a vehicle file must give: a default mass or inertia would fly silently with the wrong body.
+REQUIRED_VEHICLE_KEYS = ("mass_kg", "inertia_kg_m2", "rotors")
+#: Keys each rotor must give (the others default to AirSim's generic propeller and motor).
+REQUIRED_ROTOR_KEYS = ("position_m", "turning_direction")
+
+
+def _require_keys(values: Mapping[str, Any], keys, where: str) -> None:
+    missing = [key for key in keys if key not in values]
+    if missing:
+        raise ParamsError(f"{where}: missing required key{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+
+
 def vehicle_from_mapping(values: Mapping[str, Any], where: str = "vehicle") -> MultirotorParams:
     """Build :class:`MultirotorParams` from a mapping; every error names its field path."""
     if not isinstance(values, Mapping):
         raise ParamsError(f"{where}: expected a mapping, got {type(values).__name__}")
     values = dict(values)
+    _require_keys(values, REQUIRED_VEHICLE_KEYS, where)
     rotors = values.pop("rotors", None)
     if not isinstance(rotors, (list, tuple)) or not rotors:
         raise ParamsError(f"{where}.rotors: expected a non-empty list of rotors, got {rotors!r}")
+    for index, raw in enumerate(rotors):
+        if isinstance(raw, Mapping):
+            _require_keys(raw, REQUIRED_ROTOR_KEYS, f"{where}.rotors[{index}]")
     built = tuple(_with_location(RotorParams, raw, f"{where}.rotors[{i}]") for i, raw in enumerate(rotors))
     return _with_location(MultirotorParams, {**values, "rotors": built}, where)
 
