@@ -17,7 +17,7 @@ from aerial_sim.config import ParamsError
 from aerial_sim.recording.bag import BagWriter, BagWriterParams, mcap_is_complete, recover
 from aerial_sim.recording.msgdefs import dependencies, message_definition
 from aerial_sim.recording.recorder import TopicSelection, cdr_header_stamp_ns, has_header, split_patterns
-from aerial_sim.recording.summary import summarize
+from aerial_sim.recording.summary import summarize, write_run_report
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -92,6 +92,20 @@ def test_written_bag_reads_back_with_rosbags_and_splits(tmp_path):
     summary = summarize(tmp_path / "bag")
     assert summary.distance_m("/drone1/ground_truth/odom") == pytest.approx(0.5 * 399)
     assert summary.topics[0].rate_hz == pytest.approx(100.0)
+
+
+def test_run_report_leaves_the_missions_summary_alone(tmp_path):
+    """The mission node writes summary.txt in the run folder; the recorder's report goes beside it."""
+    mission_text = "mission square_5m\nHausdorff distance: 0.41 m\n"
+    (tmp_path / "summary.txt").write_text(mission_text)
+    with BagWriter(tmp_path / "bag") as writer:
+        writer.add_topic("/drone1/ground_truth/odom", "nav_msgs/msg/Odometry")
+        for k in range(50):
+            writer.write("/drone1/ground_truth/odom", cdr_odometry(k * 0.01, 0.1 * k), k * 10_000_000)
+    text, plot = write_run_report(tmp_path / "bag", tmp_path)
+    assert (tmp_path / "summary.txt").read_text() == mission_text
+    assert text == tmp_path / "recording.txt" and "distance flown" in text.read_text()
+    assert plot.is_file()
 
 
 def test_existing_non_empty_output_is_refused(tmp_path):

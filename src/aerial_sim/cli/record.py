@@ -5,7 +5,7 @@
 
 Runs the recorder node (:mod:`aerial_sim.nodes.recorder`) in this process; stop
 it with Ctrl-C. The run folder ``DIR`` receives ``bag/`` (MCAP files and
-``metadata.yaml``), ``summary.txt`` and ``trajectory.png``.
+``metadata.yaml``), ``recording.txt`` and ``trajectory.png``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-bag-size", type=int, default=0, metavar="BYTES", help="split files at this size")
     parser.add_argument("--compression", choices=("none", "zstd", "lz4"), default=None, help="MCAP chunk compression")
     parser.add_argument("--wall-time", action="store_true", help="stamp with wall-clock time instead of /clock")
-    parser.add_argument("--no-report", action="store_true", help="skip summary.txt and trajectory.png at the end")
+    parser.add_argument("--no-report", action="store_true", help="skip recording.txt and trajectory.png at the end")
     parser.add_argument("--recover", metavar="DIR", help="repair the bag in DIR (killed recorder) and exit")
     return parser
 

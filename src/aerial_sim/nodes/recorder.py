@@ -13,7 +13,8 @@ A thin adapter around :class:`aerial_sim.recording.bag.BagWriter`:
 - logs progress every ``progress_period_s``; flushes to disk every
   ``bag.flush_period_s``;
 - on shutdown (Ctrl-C, SIGTERM, launch stop) closes the bag, writes
-  ``metadata.yaml``, then ``summary.txt`` and ``trajectory.png`` in the run folder.
+  ``metadata.yaml``, then ``recording.txt`` and ``trajectory.png`` in the run folder
+  (never ``summary.txt``: that is the mission node's).
 """
 
 from __future__ import annotations
