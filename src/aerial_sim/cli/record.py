@@ -51,17 +51,28 @@ def ros_arguments(options: argparse.Namespace) -> list[str]:
     return args
 
 
+def recover_command(path: str) -> int:
+    """``--recover DIR``: repair the bag in place; a bag that cannot be read or written is one line on stderr."""
+    import sys
+
+    from aerial_sim.recording.bag import BagWriteError, recover
+    from aerial_sim.recording.reader import BagReadError, find_bag
+
+    try:
+        kept = recover(find_bag(path))
+    except (BagReadError, BagWriteError) as error:
+        print(f"aerial_sim record --recover: {error}", file=sys.stderr)
+        return 1
+    for name, count in kept.items():
+        print(f"recovered {name}: {count} messages")
+    print("bag is readable" + ("" if kept else " (nothing to recover)"))
+    return 0
+
+
 def main(argv: list[str]) -> int:
     options = build_parser().parse_args(argv)
     if options.recover:
-        from aerial_sim.recording.bag import recover
-        from aerial_sim.recording.reader import find_bag
-
-        kept = recover(find_bag(options.recover))
-        for name, count in kept.items():
-            print(f"recovered {name}: {count} messages")
-        print("bag is readable" + ("" if kept else " (nothing to recover)"))
-        return 0
+        return recover_command(options.recover)
     from aerial_sim.nodes.recorder import main as recorder_main
 
     return int(recorder_main(["aerial_sim_record", *ros_arguments(options)]) or 0)

@@ -127,15 +127,21 @@ class Recorder(Node):
             self._wall_first_ns = self._wall_first_ns or self._wall_last_ns
             if now_ns == 0 and header_first:
                 now_ns = cdr_header_stamp_ns(data) or 0
-            if not self.writer.write(topic, data, now_ns) and self.writer.error and not self._stopped_logged:
-                self._stopped_logged = True
-                self.get_logger().error(f"{self.writer.error}; the bag is kept up to the last message written")
+            if not self.writer.write(topic, data, now_ns):
+                self._report_stop()
 
         return on_message
+
+    def _report_stop(self) -> None:
+        """Log, once, why recording stopped (one line: the file, the errno, the messages kept)."""
+        if self.writer.error and not self._stopped_logged:
+            self._stopped_logged = True
+            self.get_logger().error(self.writer.error)
 
     # -- progress and flushing ----------------------------------------------
     def _housekeeping(self) -> None:
         self.writer.maybe_flush()
+        self._report_stop()
         now = time.monotonic()
         last_time, last_info = self._last_progress
         if now - last_time >= self.params.progress_period_s:
