@@ -88,6 +88,7 @@ class WebViewer:
         import viser
 
         self.params = params
+        self.closed = False
         self.server = viser.ViserServer(host=HOST, port=params.port or free_port(), label="aerial_sim", verbose=False)
         #: The port the server bound: viser moves on to the next free one when the requested port is taken.
         self.port = self.server.get_port()
@@ -155,6 +156,9 @@ class WebViewer:
 
     # -- push to browsers (the node's timer) -------------------------------------
     def refresh(self) -> None:
+        """Push what arrived since the last call to the browsers (nothing once closed: no encoding at shutdown)."""
+        if self.closed:
+            return
         pose, self._pending_pose = self._pending_pose, None
         if pose is not None:
             time_s, position, orientation = pose
@@ -198,4 +202,8 @@ class WebViewer:
         )
 
     def close(self) -> None:
+        """Stop the server once; later calls and later :meth:`refresh` calls do nothing."""
+        if self.closed:
+            return
+        self.closed = True
         self.server.stop()
