@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import ast
+import errno
 import functools
+import os
+import resource
+import signal
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +20,7 @@ from aerial_sim.config import ParamsError
 from aerial_sim.recording.bag import BagWriter, BagWriterParams, mcap_is_complete, recover
 from aerial_sim.recording.msgdefs import dependencies, message_definition
 from aerial_sim.recording.recorder import TopicSelection, cdr_header_stamp_ns, has_header, split_patterns
-from aerial_sim.recording.summary import summarize
+from aerial_sim.recording.summary import summarize, write_run_report
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -94,6 +97,20 @@ def test_written_bag_reads_back_with_rosbags_and_splits(tmp_path):
     assert summary.topics[0].rate_hz == pytest.approx(100.0)
 
 
+def test_run_report_leaves_the_missions_summary_alone(tmp_path):
+    """The mission node writes summary.txt in the run folder; the recorder's report goes beside it."""
+    mission_text = "mission square_5m\nHausdorff distance: 0.41 m\n"
+    (tmp_path / "summary.txt").write_text(mission_text)
+    with BagWriter(tmp_path / "bag") as writer:
+        writer.add_topic("/drone1/ground_truth/odom", "nav_msgs/msg/Odometry")
+        for k in range(50):
+            writer.write("/drone1/ground_truth/odom", cdr_odometry(k * 0.01, 0.1 * k), k * 10_000_000)
+    text, plot = write_run_report(tmp_path / "bag", tmp_path)
+    assert (tmp_path / "summary.txt").read_text() == mission_text
+    assert text == tmp_path / "recording.txt" and "distance flown" in text.read_text()
+    assert plot.is_file()
+
+
 def test_existing_non_empty_output_is_refused(tmp_path):
     (tmp_path / "bag").mkdir()
     (tmp_path / "bag" / "old.mcap").write_bytes(b"x")
@@ -101,37 +118,125 @@ def test_existing_non_empty_output_is_refused(tmp_path):
         BagWriter(tmp_path / "bag")
 
 
-def test_full_disk_stops_recording_and_keeps_what_was_written(tmp_path):
-    """A file-size limit (as a full disk) makes writes fail: recording stops, the bag stays recoverable."""
-    script = textwrap.dedent(
-        f"""
-        import resource, signal, sys
-        sys.path.insert(0, {str(SRC)!r}); sys.path.insert(0, {str(Path(__file__).parent)!r})
-        from test_record_bag import cdr_odometry
-        from aerial_sim.recording.bag import BagWriter, BagWriterParams
-        data = [cdr_odometry(k * 0.01, float(k)) for k in range(2000)]
-        writer = BagWriter({str(tmp_path / "bag")!r}, BagWriterParams(chunk_size_bytes=20_000))
-        writer.add_topic("/odom", "nav_msgs/msg/Odometry")
+class FullDiskFile:
+    """A file on a disk with room for ``capacity`` bytes: a write past it stores what fits, then fails with ENOSPC
+    (as write(2) does on a full disk). Cutting the file back frees the room again."""
+
+    def __init__(self, stream, capacity: int):
+        self.stream, self.capacity = stream, capacity
+
+    def write(self, data) -> int:
+        room = self.capacity - self.stream.tell()
+        if len(data) > room:
+            self.stream.write(bytes(data[: max(room, 0)]))
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return self.stream.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stream.close()
+
+
+def full_disk(capacity: int):
+    """A ``BagWriter``/``recover`` file opener whose files live on a disk with ``capacity`` bytes free."""
+    return lambda path, mode: FullDiskFile(open(path, mode), capacity)
+
+
+def read_xs(bag_dir) -> list[float]:
+    from rosbags.highlevel import AnyReader
+
+    with AnyReader([bag_dir]) as reader:
+        return [reader.deserialize(raw, c.msgtype).pose.pose.position.x for c, _, raw in reader.messages()]
+
+
+def test_full_disk_stops_recording_and_keeps_a_readable_bag(tmp_path):
+    """ENOSPC mid-recording: recording stops, the bag reads back as it is (no --recover) with the messages written
+    before the error, metadata.yaml counts exactly those, and the error is one line naming the file and errno."""
+    bag = tmp_path / "bag"
+    writer = BagWriter(bag, BagWriterParams(chunk_size_bytes=10_000), open_file=full_disk(100_000))
+    writer.add_topic("/odom", "nav_msgs/msg/Odometry")
+    accepted = 0
+    for k in range(900):
+        if not writer.write("/odom", cdr_odometry(k * 0.01, 0.1 * k), k * 10_000_000):
+            break
+        accepted += 1
+    info = writer.close()
+    assert 0 < accepted < 900
+    assert info.error.count("\n") == 0 and str(bag / "bag_0.mcap") in info.error
+    assert "[Errno 28]" in info.error and "ENOSPC" in info.error
+    assert mcap_is_complete(bag / "bag_0.mcap") and not (bag / ".space_reserve").exists()
+    xs = read_xs(bag)
+    assert xs == [0.1 * k for k in range(len(xs))]  # the first messages, in order
+    assert accepted - 30 <= len(xs) <= accepted  # at most the chunk being built is lost
+    metadata = yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    assert metadata["message_count"] == len(xs) == info.message_count
+    assert metadata["topics_with_message_count"][0]["message_count"] == len(xs)
+    assert metadata["files"][0]["message_count"] == len(xs)
+    assert "ENOSPC" in metadata["custom_data"]["error"]
+    assert recover(bag) == {}  # nothing left to repair
+
+
+def unfinished_bag(tmp_path, messages: int = 400):
+    """A bag as a SIGKILLed recorder leaves it: chunks on disk, no footer, metadata.yaml from the start."""
+    bag = tmp_path / "bag"
+    writer = BagWriter(bag, BagWriterParams(chunk_size_bytes=10_000))
+    writer.add_topic("/odom", "nav_msgs/msg/Odometry")
+    for k in range(messages):
+        writer.write("/odom", cdr_odometry(k * 0.01, 0.1 * k), k * 10_000_000)
+    writer._stream.flush()
+    size = (bag / "bag_0.mcap").stat().st_size
+    with open(bag / "bag_0.mcap", "r+b") as stream:
+        stream.truncate(size - 100)  # the last record cut short
+    return bag, size - 100
+
+
+def test_recover_repairs_a_killed_recorders_bag_in_place(tmp_path):
+    bag, size = unfinished_bag(tmp_path)
+    kept = recover(bag, open_file=full_disk(size))  # needs no more room than the file already had
+    xs = read_xs(bag)
+    assert kept == {"bag_0.mcap": len(xs)} and 300 < len(xs) <= 400
+    assert xs == [0.1 * k for k in range(len(xs))]
+    metadata = yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    assert metadata["message_count"] == len(xs) == metadata["topics_with_message_count"][0]["message_count"]
+
+
+def test_recover_on_a_full_disk_says_so_in_one_line(tmp_path):
+    from aerial_sim.recording.bag import BagWriteError, last_record_end
+
+    bag, _ = unfinished_bag(tmp_path)
+    capacity = last_record_end(bag / "bag_0.mcap") + 10  # no room for the 50-byte footer
+    with pytest.raises(BagWriteError) as caught:
+        recover(bag, open_file=full_disk(capacity))
+    message = str(caught.value)
+    assert "\n" not in message and str(bag / "bag_0.mcap") in message and "[Errno 28]" in message
+    kept = recover(bag)  # once there is room again, the same bag is repaired
+    assert kept["bag_0.mcap"] == len(read_xs(bag)) > 300
+
+
+def test_recover_command_on_a_full_disk_prints_one_line_without_traceback(tmp_path):
+    """The real command in its own process, with the file size limited (writes fail like on a full disk)."""
+    bag, _ = unfinished_bag(tmp_path)
+    limit = 1000  # far below the file: the footer cannot be written
+
+    def limit_file_size():
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
-        written = 0
-        for k, payload in enumerate(data):
-            if not writer.write("/odom", payload, k * 10_000_000):
-                break
-            written += 1
-        info = writer.close()
-        print(written, info.error)
-        """
-    )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    written, error = result.stdout.split(" ", 1)
-    assert 0 < int(written) < 2000 and "recording stopped" in error
-    metadata = yaml.safe_load((tmp_path / "bag" / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
-    assert "recording stopped" in metadata["custom_data"]["error"]
-    kept = recover(tmp_path / "bag")
-    assert 0 < kept["bag_0.mcap"] <= int(written)
-    assert summarize(tmp_path / "bag").topics[0].count == kept["bag_0.mcap"]
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    result = subprocess.run(
+        [sys.executable, "-m", "aerial_sim", "record", "--recover", str(tmp_path)],
+        capture_output=True, text=True, timeout=120, preexec_fn=limit_file_size,
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert lines[0].startswith("aerial_sim record --recover: cannot recover the bag: cannot write ")
+    assert str(bag / "bag_0.mcap") in lines[0] and "[Errno 27]" in lines[0]
 
 
 def test_header_stamp_is_read_from_cdr_without_deserializing():

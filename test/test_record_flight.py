@@ -110,7 +110,7 @@ def test_metadata_lists_files_and_counts(recorded_flight):
 
 def test_run_summary_reports_the_distance_flown(recorded_flight):
     run_dir, published, _ = recorded_flight
-    text = (run_dir / "summary.txt").read_text()
+    text = (run_dir / "recording.txt").read_text()
     expected = RADIUS_M * RATE_RAD_S * (published["/drone1/ground_truth/odom"] - 1) / 250.0
     line = next(l for l in text.splitlines() if l.startswith("distance flown (/drone1/ground_truth/odom)"))
     distance = float(line.split(":")[1].split()[0])

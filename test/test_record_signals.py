@@ -79,7 +79,7 @@ def test_signal_mid_run_closes_a_valid_split_bag(tmp_path, sig):
     assert counts == {topic: n for topic, n in recorded.items() if n}
     # About 2.5 s of the 4 s flight: stopped in the middle, not at the end.
     assert 250 * 1.5 < counts["/drone1/ground_truth/odom"] < 250 * 3.5
-    assert (run_dir / "summary.txt").is_file() and (run_dir / "trajectory.png").is_file()
+    assert (run_dir / "recording.txt").is_file() and (run_dir / "trajectory.png").is_file()
 
 
 def test_killed_recorder_leaves_a_recoverable_bag(tmp_path):

@@ -5,7 +5,7 @@
 
 Runs the recorder node (:mod:`aerial_sim.nodes.recorder`) in this process; stop
 it with Ctrl-C. The run folder ``DIR`` receives ``bag/`` (MCAP files and
-``metadata.yaml``), ``summary.txt`` and ``trajectory.png``.
+``metadata.yaml``), ``recording.txt`` and ``trajectory.png``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-bag-size", type=int, default=0, metavar="BYTES", help="split files at this size")
     parser.add_argument("--compression", choices=("none", "zstd", "lz4"), default=None, help="MCAP chunk compression")
     parser.add_argument("--wall-time", action="store_true", help="stamp with wall-clock time instead of /clock")
-    parser.add_argument("--no-report", action="store_true", help="skip summary.txt and trajectory.png at the end")
+    parser.add_argument("--no-report", action="store_true", help="skip recording.txt and trajectory.png at the end")
     parser.add_argument("--recover", metavar="DIR", help="repair the bag in DIR (killed recorder) and exit")
     return parser
 
@@ -51,17 +51,28 @@ def ros_arguments(options: argparse.Namespace) -> list[str]:
     return args
 
 
+def recover_command(path: str) -> int:
+    """``--recover DIR``: repair the bag in place; a bag that cannot be read or written is one line on stderr."""
+    import sys
+
+    from aerial_sim.recording.bag import BagWriteError, recover
+    from aerial_sim.recording.reader import BagReadError, find_bag
+
+    try:
+        kept = recover(find_bag(path))
+    except (BagReadError, BagWriteError) as error:
+        print(f"aerial_sim record --recover: {error}", file=sys.stderr)
+        return 1
+    for name, count in kept.items():
+        print(f"recovered {name}: {count} messages")
+    print("bag is readable" + ("" if kept else " (nothing to recover)"))
+    return 0
+
+
 def main(argv: list[str]) -> int:
     options = build_parser().parse_args(argv)
     if options.recover:
-        from aerial_sim.recording.bag import recover
-        from aerial_sim.recording.reader import find_bag
-
-        kept = recover(find_bag(options.recover))
-        for name, count in kept.items():
-            print(f"recovered {name}: {count} messages")
-        print("bag is readable" + ("" if kept else " (nothing to recover)"))
-        return 0
+        return recover_command(options.recover)
     from aerial_sim.nodes.recorder import main as recorder_main
 
     return int(recorder_main(["aerial_sim_record", *ros_arguments(options)]) or 0)

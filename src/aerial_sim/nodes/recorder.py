@@ -13,7 +13,8 @@ A thin adapter around :class:`aerial_sim.recording.bag.BagWriter`:
 - logs progress every ``progress_period_s``; flushes to disk every
   ``bag.flush_period_s``;
 - on shutdown (Ctrl-C, SIGTERM, launch stop) closes the bag, writes
-  ``metadata.yaml``, then ``summary.txt`` and ``trajectory.png`` in the run folder.
+  ``metadata.yaml``, then ``recording.txt`` and ``trajectory.png`` in the run folder
+  (never ``summary.txt``: that is the mission node's).
 """
 
 from __future__ import annotations
@@ -126,15 +127,21 @@ class Recorder(Node):
             self._wall_first_ns = self._wall_first_ns or self._wall_last_ns
             if now_ns == 0 and header_first:
                 now_ns = cdr_header_stamp_ns(data) or 0
-            if not self.writer.write(topic, data, now_ns) and self.writer.error and not self._stopped_logged:
-                self._stopped_logged = True
-                self.get_logger().error(f"{self.writer.error}; the bag is kept up to the last message written")
+            if not self.writer.write(topic, data, now_ns):
+                self._report_stop()
 
         return on_message
+
+    def _report_stop(self) -> None:
+        """Log, once, why recording stopped (one line: the file, the errno, the messages kept)."""
+        if self.writer.error and not self._stopped_logged:
+            self._stopped_logged = True
+            self.get_logger().error(self.writer.error)
 
     # -- progress and flushing ----------------------------------------------
     def _housekeeping(self) -> None:
         self.writer.maybe_flush()
+        self._report_stop()
         now = time.monotonic()
         last_time, last_info = self._last_progress
         if now - last_time >= self.params.progress_period_s:

@@ -79,7 +79,7 @@ class WebViewerNode(Node):
             self.create_subscription(Image, topic, lambda msg, label=label: self.on_image(label, msg), qos)
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._latest_images: dict[str, Image] = {}
-        self.create_timer(1.0 / self.params.viewer.update_rate_hz, self.tick, clock=steady)
+        self._tick_timer = self.create_timer(1.0 / self.params.viewer.update_rate_hz, self.tick, clock=steady)
         print(f"[web_viewer] open {self.viewer.url} in a browser (scene '{scene.name}')", flush=True)
 
     def on_odom(self, msg: Odometry) -> None:
@@ -156,6 +156,9 @@ class WebViewerNode(Node):
         self.viewer.set_image(label, array[..., :3])
 
     def destroy_node(self):
+        """Stop pushing (no image is encoded after this), then stop the server, then the node."""
+        self._tick_timer.cancel()
+        self._latest_images.clear()
         self.viewer.close()
         return super().destroy_node()
 

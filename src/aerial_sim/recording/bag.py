@@ -16,8 +16,11 @@ Robustness: chunks are flushed to disk at least every ``flush_period_s`` and
 ``metadata.yaml`` is rewritten (atomically) at each flush, so a recorder that is
 killed outright leaves a bag readable up to its last flush; :meth:`BagWriter.close`
 (called on SIGINT/SIGTERM) finishes the MCAP summary and writes the final
-metadata. A write error (a full disk) stops recording, and whatever is
-already on disk is closed as well as it can be. With ``max_bag_size_bytes``
+metadata. A write error (a full disk: ``ENOSPC``) stops recording cleanly: the
+current file is cut back to its last complete chunk and closed with a footer (a
+valid MCAP file, readable as it is), and ``metadata.yaml`` counts exactly the
+messages on disk. A small reserve file (``.space_reserve``, deleted at the end)
+keeps room on a full disk for that footer and the metadata. With ``max_bag_size_bytes``
 the bag is split into ``<name>_0.mcap``, ``<name>_1.mcap`` ... each a complete
 MCAP file, all listed in ``metadata.yaml``.
 
@@ -26,12 +29,14 @@ This module does not import rclpy: QoS profiles arrive as plain dicts.
 
 from __future__ import annotations
 
+import errno
 import os
 import struct
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, BinaryIO, Callable, Literal, Mapping, Sequence
 
 import yaml
 
@@ -40,10 +45,25 @@ from aerial_sim.recording.msgdefs import message_definition
 
 BAG_FORMAT_VERSION = 9
 MAX_TIME_NS = 2**63 - 1
+MCAP_MAGIC = b"\x89MCAP0\r\n"
+#: Space set aside beside the bag, freed when a write fails, for the closing footer and metadata.yaml.
+RESERVE_NAME = ".space_reserve"
+RESERVE_BYTES = 256 * 1024
+#: How the writer opens files (``open`` unless a test injects another): ``open_file(path, mode)``.
+FileOpener = Callable[[Path, str], BinaryIO]
 
 
 class BagWriteError(OSError):
     """Writing the bag failed (for example the disk is full); recording has stopped."""
+
+
+def describe_os_error(error: OSError, path: str | Path | None = None) -> str:
+    """``cannot write PATH: [Errno 28] No space left on device (ENOSPC)``: one line for a failed write."""
+    where = getattr(error, "filename", None) or path
+    code = error.errno
+    reason = error.strerror or str(error) or type(error).__name__
+    name = f" ({errno.errorcode[code]})" if code in errno.errorcode else ""
+    return f"cannot write {where}: [Errno {code}] {reason}{name}" if code else f"cannot write {where}: {reason}"
 
 
 @dataclass(frozen=True)
@@ -104,7 +124,8 @@ class _Topic:
     type_hash: str
     qos_yaml: str
     qos: list[dict[str, Any]]
-    count: int = 0
+    count: int = 0  # messages on disk (in complete chunks)
+    sequence: int = 0  # messages accepted
 
 
 @dataclass
@@ -142,8 +163,15 @@ class BagWriter:
     Time is passed in (nanoseconds): the recorder's clock, i.e. sim time.
     """
 
-    def __init__(self, path: str | Path, params: BagWriterParams | None = None, distro: str = "kilted"):
+    def __init__(
+        self,
+        path: str | Path,
+        params: BagWriterParams | None = None,
+        distro: str = "kilted",
+        open_file: FileOpener = open,
+    ):
         self.params = params or BagWriterParams()
+        self._open_file = open_file
         self.path = Path(path)
         if self.path.exists() and any(self.path.iterdir()):
             raise ParamsError(f"{self.path}: output directory exists and is not empty")
@@ -156,11 +184,14 @@ class BagWriter:
         self._schema_ids: dict[str, int] = {}
         self._channel_ids: dict[str, int] = {}
         self._bytes_closed = 0
+        self._good_offset = 0  # end of the last complete chunk of the current file (bytes known on disk)
+        self._pending: list[tuple[_Topic, int]] = []  # accepted messages not yet in a complete chunk
         self._last_flush = time.monotonic()
         self._closed = False
         self.error: str | None = None
         #: Free-form string pairs stored as ``custom_data`` in ``metadata.yaml`` (e.g. wall-clock times).
         self.custom_data: dict[str, str] = {}
+        _reserve_space(self.path / RESERVE_NAME)
         self._open_next_file()
         self.write_metadata()
 
@@ -191,22 +222,24 @@ class BagWriter:
             return False
         entry = self._topics[topic]
         try:
-            if self.params.max_bag_size_bytes and self._current_size() + len(data) > self.params.max_bag_size_bytes:
-                if self._files[-1].count:
-                    self._finish_file()
-                    self._open_next_file()
+            if self._split_due(len(data)):
+                self._finish_file()
+                self._open_next_file()
+            size_before = self._stream.tell()
             self._writer.add_message(
                 channel_id=self._channel_ids[topic],
                 log_time=int(log_time_ns),
                 data=data,
                 publish_time=int(publish_time_ns if publish_time_ns is not None else log_time_ns),
-                sequence=entry.count,
+                sequence=entry.sequence,
             )
+            entry.sequence += 1
+            self._pending.append((entry, int(log_time_ns)))
+            if self._stream.tell() != size_before:  # a chunk (with this message) went to the file
+                self._commit()
         except OSError as error:
             self._fail(error)
             return False
-        entry.count += 1
-        self._files[-1].add(int(log_time_ns))
         return True
 
     def maybe_flush(self, force: bool = False) -> None:
@@ -219,24 +252,25 @@ class BagWriter:
         self._last_flush = now
         try:
             self._writer.flush()
-            self._stream.flush()
+            self._commit()
             self.write_metadata()
         except OSError as error:
             self._fail(error)
 
     def info(self) -> BagInfo:
-        """Totals so far."""
+        """Totals so far: messages on disk plus those accepted into the chunk being built."""
         files = [f for f in self._files if f.count or len(self._files) == 1]
-        start = min((f.start_ns for f in files if f.count), default=0)
-        end = max((f.end_ns for f in files if f.count), default=0)
+        times = [f.start_ns for f in files if f.count] + [t for _, t in self._pending]
+        ends = [f.end_ns for f in files if f.count] + [t for _, t in self._pending]
+        pending = Counter(entry.name for entry, _ in self._pending)
         return BagInfo(
             path=self.path,
             files=[f.path for f in files],
-            message_count=sum(f.count for f in files),
+            message_count=sum(f.count for f in files) + len(self._pending),
             bytes_written=self._bytes_closed + (self._current_size() if not self._closed else 0),
-            start_ns=start,
-            end_ns=end,
-            topic_counts={t.name: t.count for t in self._topics.values()},
+            start_ns=min(times, default=0),
+            end_ns=max(ends, default=0),
+            topic_counts={t.name: t.count + pending[t.name] for t in self._topics.values()},
             error=self.error,
         )
 
@@ -249,10 +283,11 @@ class BagWriter:
                 except OSError as error:
                     self._fail(error)
             self._closed = True
+            _release_space(self.path / RESERVE_NAME)
             try:
                 self.write_metadata()
             except OSError as error:
-                self.error = self.error or f"metadata.yaml not written: {error}"
+                self.error = self.error or f"metadata.yaml not written: {describe_os_error(error)}"
         return self.info()
 
     def __enter__(self) -> "BagWriter":
@@ -316,22 +351,38 @@ class BagWriter:
     def _current_size(self) -> int:
         return self._stream.tell() if self._stream is not None else 0
 
+    def _split_due(self, size: int) -> bool:
+        """True when ``size`` more bytes would pass the split size of a file that holds messages."""
+        limit = self.params.max_bag_size_bytes
+        has_messages = self._files[-1].count or self._pending
+        return bool(limit and has_messages and self._current_size() + size > limit)
+
+    def _commit(self) -> None:
+        """Push the finished chunk to the file; its messages count as written from now on."""
+        self._stream.flush()
+        self._good_offset = self._stream.tell()
+        for entry, t_ns in self._pending:
+            entry.count += 1
+            self._files[-1].add(t_ns)
+        self._pending.clear()
+
     def _open_next_file(self) -> None:
         from mcap.writer import CompressionType, Writer
 
-        index = len(self._files)
-        name = f"{self.path.name}_{index}.mcap"
-        self._stream = open(self.path / name, "wb")
+        name = f"{self.path.name}_{len(self._files)}.mcap"
+        self._files.append(_FileStats(name))
+        self._good_offset = 0
+        self._stream = self._open_file(self.path / name, "wb")
         compression = {"none": CompressionType.NONE, "zstd": CompressionType.ZSTD, "lz4": CompressionType.LZ4}
         self._writer = Writer(
             self._stream, chunk_size=self.params.effective_chunk_size, compression=compression[self.params.compression]
         )
         self._writer.start(profile="ros2", library="aerial_sim recorder (mcap python)")
-        self._files.append(_FileStats(name))
         self._schema_ids.clear()
         self._channel_ids.clear()
         for topic in self._topics.values():
             self._register(topic)
+        self._commit()  # the header is on disk: a file cut back to here is still an MCAP file
 
     def _register(self, topic: _Topic) -> None:
         if topic.msgtype not in self._schema_ids:
@@ -347,31 +398,109 @@ class BagWriter:
         )
 
     def _finish_file(self) -> None:
-        writer, stream = self._writer, self._stream
-        self._writer = None
-        try:
-            serialized = yaml.safe_dump(self.metadata(), sort_keys=False)
-            writer.add_metadata("rosbag2", {"serialized_metadata": serialized, "ROS_DISTRO": self.distro})
-            writer.finish()
-            self._bytes_closed += stream.tell()
-        finally:
-            stream.close()
-            self._stream = None
+        """Last chunk, rosbag2 metadata record, summary and footer; then close the file."""
+        serialized = yaml.safe_dump(self.metadata(), sort_keys=False)
+        self._writer.add_metadata("rosbag2", {"serialized_metadata": serialized, "ROS_DISTRO": self.distro})
+        self._writer.finish()
+        self._commit()
+        self._bytes_closed += self._good_offset
+        stream, self._stream, self._writer = self._stream, None, None
+        stream.close()
 
     def _fail(self, error: OSError) -> None:
-        """A write failed (disk full...): stop recording and leave what is on disk as readable as possible."""
-        self.error = f"recording stopped: {error}"
-        stream, self._writer = self._stream, None
-        self._stream = None
-        if stream is not None:
-            try:
-                stream.close()
-            except OSError:
-                pass
+        """A write failed (disk full...): stop recording, keep the complete chunks readable, count them."""
+        path = self.path / self._files[-1].path
+        self._pending.clear()  # the chunk being built never reached the disk
+        self._writer = None
+        _release_space(self.path / RESERVE_NAME)
+        self._seal_current_file(path)
+        kept = sum(f.count for f in self._files)
+        self.error = f"recording stopped: {describe_os_error(error, path)}; the bag keeps the {kept} messages written"
         try:
             self.write_metadata()
+        except OSError as metadata_error:
+            self.error += f"; metadata.yaml not written: {describe_os_error(metadata_error)}"
+
+    def _seal_current_file(self, path: Path) -> None:
+        """Cut the failed file back to its last complete chunk and end it with a footer (best effort)."""
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            try:
+                stream.close()  # may fail again flushing its buffer; the descriptor is closed regardless
+            except OSError:
+                pass
+        if self._good_offset == 0:  # failed while starting the file: it holds nothing
+            _remove_quietly(path)
+            if len(self._files) > 1:
+                self._files.pop()
+            return
+        try:
+            seal_mcap(path, self._good_offset, self._open_file)
+            self._bytes_closed += self._good_offset
         except OSError:
-            pass
+            pass  # left without a footer: `aerial_sim record --recover` finishes it
+
+
+def _reserve_space(path: Path) -> None:
+    """Set ``RESERVE_BYTES`` of disk aside in ``path`` (freed by :func:`_release_space` when a write fails)."""
+    with open(path, "wb") as stream:
+        try:
+            os.posix_fallocate(stream.fileno(), 0, RESERVE_BYTES)
+        except (AttributeError, OSError):
+            stream.write(bytes(RESERVE_BYTES))
+
+
+def _release_space(path: Path) -> None:
+    _remove_quietly(path)
+
+
+def _remove_quietly(path: Path) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
+def mcap_end_records() -> bytes:
+    """DataEnd, a Footer with no summary section, and the closing magic: what ends a valid MCAP file."""
+    from mcap.data_stream import RecordBuilder
+    from mcap.records import DataEnd, Footer
+
+    builder = RecordBuilder()
+    DataEnd(data_section_crc=0).write(builder)
+    Footer(summary_start=0, summary_offset_start=0, summary_crc=0).write(builder)
+    return bytes(builder.end()) + MCAP_MAGIC
+
+
+def seal_mcap(path: Path, length: int, open_file: FileOpener = open) -> None:
+    """Cut ``path`` to ``length`` bytes (a record boundary) and end it with :func:`mcap_end_records`.
+
+    Cutting first frees the partial tail, so on a full disk the 50-byte end usually fits.
+    """
+    with open_file(path, "r+b") as stream:
+        stream.truncate(length)
+        stream.seek(length)
+        stream.write(mcap_end_records())
+
+
+def last_record_end(path: Path) -> int:
+    """Offset just past the last complete data-section record of an MCAP file (0: not even a header).
+
+    Records are opcode (1 byte), length (uint64 LE), body; the scan stops at a
+    record cut short, at DataEnd and at the Footer.
+    """
+    size = path.stat().st_size
+    with open(path, "rb") as stream:
+        if stream.read(len(MCAP_MAGIC)) != MCAP_MAGIC:
+            return 0
+        offset = end = len(MCAP_MAGIC)
+        while offset + 9 <= size:
+            stream.seek(offset)
+            opcode, length = struct.unpack("<BQ", stream.read(9))
+            if opcode in (0x0F, 0x02) or offset + 9 + length > size:  # DataEnd, Footer, or cut short
+                break
+            offset = end = offset + 9 + length
+    return end if end > len(MCAP_MAGIC) else 0
 
 
 def mcap_is_complete(path: str | Path) -> bool:
@@ -386,76 +515,84 @@ def mcap_is_complete(path: str | Path) -> bool:
         return stream.read() == magic
 
 
-def recover(bag_dir: str | Path) -> dict[str, int]:
-    """Make a bag left by a killed recorder readable again (like ``ros2 bag reindex``).
+def recover(bag_dir: str | Path, open_file: FileOpener = open) -> dict[str, int]:
+    """Make a bag left by a killed recorder (or a full disk) readable again (like ``ros2 bag reindex``).
 
-    Each MCAP file without a footer is read record by record up to its last
-    complete record and rewritten as a complete file; ``metadata.yaml`` is then
+    Each MCAP file without a footer is cut back, in place, to its last complete
+    record and given a footer, which needs no more than about 50 bytes of free
+    disk (a stale reserve file is deleted first); ``metadata.yaml`` is then
     rebuilt from the files. Returns the messages kept per file. Complete files
-    are left untouched.
+    are left untouched. A file that cannot be written raises :class:`BagWriteError`
+    with a one-line message naming it and the errno.
     """
-    from mcap.exceptions import McapError
-    from mcap.records import Channel, Message, Schema
-    from mcap.stream_reader import StreamReader
-    from mcap.writer import CompressionType, Writer
-
     bag_dir = Path(bag_dir)
+    _release_space(bag_dir / RESERVE_NAME)
     kept: dict[str, int] = {}
     for path in sorted(bag_dir.glob("*.mcap")):
         if mcap_is_complete(path):
             continue
-        temporary = path.with_suffix(".mcap.recovering")
-        count = 0
-        with open(path, "rb") as source, open(temporary, "wb") as target:
-            writer = Writer(target, compression=CompressionType.NONE)
-            writer.start(profile="ros2", library="aerial_sim recover (mcap python)")
-            schema_ids: dict[int, int] = {}
-            channel_ids: dict[int, int] = {}
-            try:
-                for record in StreamReader(source).records:
-                    if isinstance(record, Schema) and record.id not in schema_ids:
-                        schema_ids[record.id] = writer.register_schema(record.name, record.encoding, record.data)
-                    elif isinstance(record, Channel) and record.id not in channel_ids:
-                        channel_ids[record.id] = writer.register_channel(
-                            record.topic, record.message_encoding, schema_ids.get(record.schema_id, 0), record.metadata
-                        )
-                    elif isinstance(record, Message) and record.channel_id in channel_ids:
-                        writer.add_message(
-                            channel_ids[record.channel_id], record.log_time, record.data, record.publish_time,
-                            record.sequence,
-                        )
-                        count += 1
-            except (McapError, EOFError, ValueError, struct.error):
-                pass  # the file ends mid-record: keep everything before it
-            writer.finish()
-        os.replace(temporary, path)
-        kept[path.name] = count
-    rebuild_metadata(bag_dir)
+        end = last_record_end(path)
+        try:
+            if end:
+                seal_mcap(path, end, open_file)
+            else:
+                path.unlink()  # not even a header: no messages in it
+        except OSError as error:
+            raise BagWriteError(f"cannot recover the bag: {describe_os_error(error, path)}") from None
+        kept[path.name] = _scan_mcap(path)[2] if end else 0
+    try:
+        rebuild_metadata(bag_dir)
+    except OSError as error:
+        raise BagWriteError(f"cannot recover the bag: {describe_os_error(error, bag_dir)}") from None
     return kept
+
+
+def _scan_mcap(path: Path) -> tuple[dict[int, Any], dict[int, Any], int, dict[int, int], int, int]:
+    """Schemas, channels, message count, count per channel, first and last log time of an MCAP file.
+
+    Read from the summary when the file has one, else by reading every record.
+    """
+    from mcap.reader import make_reader
+    from mcap.records import Channel, Message, Schema
+    from mcap.stream_reader import StreamReader
+
+    with open(path, "rb") as stream:
+        summary = make_reader(stream).get_summary()
+    if summary is not None and summary.statistics is not None:
+        stats = summary.statistics
+        return (summary.schemas, summary.channels, stats.message_count, dict(stats.channel_message_counts),
+                stats.message_start_time, stats.message_end_time)  # fmt: skip
+    schemas, channels, counts = {}, {}, Counter()
+    start, end = MAX_TIME_NS, 0
+    with open(path, "rb") as stream:
+        for record in StreamReader(stream, skip_magic=False).records:
+            if isinstance(record, Schema):
+                schemas[record.id] = record
+            elif isinstance(record, Channel):
+                channels[record.id] = record
+            elif isinstance(record, Message):
+                counts[record.channel_id] += 1
+                start, end = min(start, record.log_time), max(end, record.log_time)
+    return schemas, channels, sum(counts.values()), dict(counts), start, end
 
 
 def rebuild_metadata(bag_dir: str | Path) -> None:
     """Rewrite ``metadata.yaml`` from the (complete) MCAP files in ``bag_dir``."""
-    from mcap.reader import make_reader
-
     bag_dir = Path(bag_dir)
     topics: dict[str, dict[str, Any]] = {}
     files = []
     for path in sorted(bag_dir.glob("*.mcap")):
-        with open(path, "rb") as stream:
-            summary = make_reader(stream).get_summary()
-        stats = summary.statistics if summary else None
-        count = stats.message_count if stats else 0
+        schemas, channels, count, channel_counts, first_ns, last_ns = _scan_mcap(path)
         files.append(
             {
                 "path": path.name,
-                "starting_time": {"nanoseconds_since_epoch": stats.message_start_time if count else 0},
-                "duration": {"nanoseconds": (stats.message_end_time - stats.message_start_time) if count else 0},
+                "starting_time": {"nanoseconds_since_epoch": first_ns if count else 0},
+                "duration": {"nanoseconds": (last_ns - first_ns) if count else 0},
                 "message_count": count,
             }
         )
-        for channel_id, channel in (summary.channels if summary else {}).items():
-            schema = summary.schemas.get(channel.schema_id)
+        for channel_id, channel in channels.items():
+            schema = schemas.get(channel.schema_id)
             entry = topics.setdefault(
                 channel.topic,
                 {
@@ -470,7 +607,7 @@ def rebuild_metadata(bag_dir: str | Path) -> None:
                     "message_count": 0,
                 },
             )
-            entry["message_count"] += stats.channel_message_counts.get(channel_id, 0) if stats else 0
+            entry["message_count"] += channel_counts.get(channel_id, 0)
     counted = [f for f in files if f["message_count"]]
     start = min((f["starting_time"]["nanoseconds_since_epoch"] for f in counted), default=0)
     end = max(

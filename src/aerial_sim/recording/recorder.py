@@ -27,7 +27,7 @@ LARGE_TYPES = frozenset(
 class RecorderParams:
     """Recorder configuration (ROS parameters of the ``recorder`` node).
 
-    ``output_dir``: the run folder (bag in ``<output_dir>/bag``, then ``summary.txt``
+    ``output_dir``: the run folder (bag in ``<output_dir>/bag``, then ``recording.txt``
     and ``trajectory.png``); empty or ``auto`` = the launch's ``runs/<local date-time>``
     (:mod:`aerial_sim.run_folder`).
     ``topics``: names or glob patterns separated by spaces or commas (relative

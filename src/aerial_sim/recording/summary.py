@@ -53,7 +53,7 @@ class RunSummary:
         return float(np.linalg.norm(np.diff(xyz, axis=0), axis=1).sum()) if len(xyz) > 1 else 0.0
 
     def text(self) -> str:
-        """The human-readable summary written to ``summary.txt``."""
+        """The human-readable summary written to ``recording.txt``."""
         lines = [f"bag: {self.bag}", f"duration: {self.duration_s:.2f} s (simulated)"]
         if self.wall_duration_s is not None:
             rtf = self.real_time_factor
@@ -145,15 +145,20 @@ def plot_trajectory(summary: RunSummary, path: str | Path) -> Path:
     return path
 
 
-def write_run_report(path: str | Path, run_dir: str | Path | None = None) -> tuple[Path, Path]:
-    """Write ``summary.txt`` and ``trajectory.png`` for the bag at ``path`` into ``run_dir``.
+#: The recorder's report in the run folder; ``summary.txt`` there belongs to the mission node.
+REPORT_NAME = "recording.txt"
 
-    ``run_dir`` defaults to the folder that holds the bag directory.
+
+def write_run_report(path: str | Path, run_dir: str | Path | None = None) -> tuple[Path, Path]:
+    """Write ``recording.txt`` and ``trajectory.png`` for the bag at ``path`` into ``run_dir``.
+
+    ``run_dir`` defaults to the folder that holds the bag directory. The mission's
+    ``summary.txt`` in the same folder is left alone.
     """
     summary = summarize(path)
     run_dir = Path(run_dir) if run_dir is not None else summary.bag.parent
     run_dir.mkdir(parents=True, exist_ok=True)
-    text_path = run_dir / "summary.txt"
+    text_path = run_dir / REPORT_NAME
     text_path.write_text(summary.text())
     return text_path, plot_trajectory(summary, run_dir / "trajectory.png")
 

@@ -27,7 +27,8 @@ DEPTH_CLOUD_COLOR = (40, 200, 255)
 
 @dataclass(frozen=True)
 class WebViewerParams:
-    """Web viewer settings; ``port`` 0 picks a free port (printed at start-up)."""
+    """Web viewer settings; ``port`` 0 picks a free port; a taken port moves to the next free one (the URL
+    printed at start-up is always the one served)."""
 
     port: int = 8080
     update_rate_hz: float = 10.0
@@ -87,8 +88,10 @@ class WebViewer:
         import viser
 
         self.params = params
-        self.port = params.port or free_port()
-        self.server = viser.ViserServer(host=HOST, port=self.port, label="aerial_sim", verbose=False)
+        self.closed = False
+        self.server = viser.ViserServer(host=HOST, port=params.port or free_port(), label="aerial_sim", verbose=False)
+        #: The port the server bound: viser moves on to the next free one when the requested port is taken.
+        self.port = self.server.get_port()
         self.server.scene.set_up_direction("+z")  # map is ENU
         self.server.scene.configure_environment_map(hdri=None)  # the default HDRI is fetched online
         # Offline lighting: sky/ground hemisphere plus a sun from the camera model's sun direction.
@@ -153,6 +156,9 @@ class WebViewer:
 
     # -- push to browsers (the node's timer) -------------------------------------
     def refresh(self) -> None:
+        """Push what arrived since the last call to the browsers (nothing once closed: no encoding at shutdown)."""
+        if self.closed:
+            return
         pose, self._pending_pose = self._pending_pose, None
         if pose is not None:
             time_s, position, orientation = pose
@@ -196,4 +202,8 @@ class WebViewer:
         )
 
     def close(self) -> None:
+        """Stop the server once; later calls and later :meth:`refresh` calls do nothing."""
+        if self.closed:
+            return
+        self.closed = True
         self.server.stop()
