@@ -267,6 +267,11 @@ class RosVehicleLink:
         return await self.node.call(self.reset_client, Trigger.Request())
 
 
+#: Wall time for the last period's /clock and state to arrive after the physics node paused (it stops
+#: at the end of the control period under way: 4 ms of sim time).
+PAUSE_SETTLE_S = 0.05
+
+
 class AirSimApiNode(Node):
     """The graph side of the API (:class:`aerial_sim.airsim.graph.Graph`) and the server's event loop."""
 
@@ -350,6 +355,10 @@ class AirSimApiNode(Node):
         answer = await self.call(self.pause_client, SetBool.Request(data=paused))
         if answer.success:
             self.paused = paused
+            if paused:  # the state a client reads next is the one the clock stopped at
+                await asyncio.sleep(PAUSE_SETTLE_S)
+                if self.clock.now_s is not None:
+                    await self._states_caught_up(self.clock.now_s)
         return answer
 
     async def continue_for(self, seconds: float) -> None:

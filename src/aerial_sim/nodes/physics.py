@@ -269,6 +269,7 @@ class PhysicsNode(Node):
         self.swarm = SwarmOutputs(self)
         self.periods_done = 0
         self.exit_code = 0
+        self.done = False  # set by the simulation thread when it cannot go on
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="physics-loop", daemon=True)
         self._thread.start()
@@ -283,7 +284,8 @@ class PhysicsNode(Node):
     def destroy_node(self):
         self._stop.set()
         self.command_arrived.set()
-        self._thread.join(timeout=2.0)
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout=2.0)
         return super().destroy_node()
 
     # -- simulation control (executor thread; applied by the simulation thread) --
@@ -353,7 +355,7 @@ class PhysicsNode(Node):
             self.get_logger().fatal(why)
             self._publish_status(DiagnosticStatus.ERROR, "physics", why)
             self.exit_code = 1
-            self.context.try_shutdown()
+            self.done = True  # run_node's spin loop ends the node from the main thread
 
     def _simulate(self) -> None:
         params = self.params
