@@ -114,10 +114,10 @@ def test_lockstep_mission_twice_gives_identical_tracks(launch, tmp_path):
         output = tmp_path / f"run{run}"
         physics = launch("physics.launch.yaml", "lockstep:=true")
         control = launch("control.launch.yaml", "lockstep:=true", f"mission:={mission}", f"output_dir:={output}")
-        deadline = time.monotonic() + 60.0
+        deadline = time.monotonic() + 120.0  # ~15 s on a quiet machine; lockstep slows down, never drops
         while control.alive() and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert not control.alive(), "mission did not finish in 60 s:\n" + control.output()
+        assert not control.alive(), "mission did not finish in 120 s:\n" + control.output()
         physics.stop()
         log = control.output()
         assert "landed and disarmed" in log, log
@@ -125,9 +125,8 @@ def test_lockstep_mission_twice_gives_identical_tracks(launch, tmp_path):
         for name in ("track.csv", "commanded_path.csv", "summary.txt", "metrics.json", "top_view.png", "xy_over_time.png"):
             assert (output / name).is_file(), name
         tracks.append(read_track(output))
-    # Recording stops when the runner hears of the disarm (wall-clock timing), so the tails may
-    # differ by a few samples after touchdown; everything flown up to there must be bit-identical.
-    common = min(len(tracks[0]), len(tracks[1]))
-    assert common > 2500  # ~10 s of sim time at 250 Hz: takeoff, square, landing
-    assert abs(len(tracks[0]) - len(tracks[1])) < 250
-    assert tracks[0][:common] == tracks[1][:common]
+    # The track ends at the disarm's own stamp (not when its message happened to arrive), so the
+    # whole run repeats: same length, same samples, bit for bit.
+    assert len(tracks[0]) > 2500  # ~10 s of sim time at 250 Hz: takeoff, square, landing
+    assert len(tracks[0]) == len(tracks[1])
+    assert tracks[0] == tracks[1]

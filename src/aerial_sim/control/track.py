@@ -77,6 +77,10 @@ class TrackRecorder:
         ref = reference if reference is not None else (math.nan, math.nan, math.nan)
         self.rows.append((time_s, *map(float, position), *map(float, velocity), phase, *map(float, ref)))
 
+    def truncate_after(self, time_s: float) -> None:
+        """Drop the samples stamped after ``time_s`` (the end of the flight)."""
+        self.rows = [row for row in self.rows if row[0] <= time_s]
+
     def positions(self, phase: str | None = None) -> np.ndarray:
         return np.array([row[1:4] for row in self.rows if phase is None or row[7] == phase]).reshape(-1, 3)
 

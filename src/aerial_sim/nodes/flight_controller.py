@@ -50,7 +50,7 @@ from aerial_sim.config import require_positive
 from aerial_sim.control.controller import ControllerParams, VehicleState
 from aerial_sim.control.geometry import yaw_of
 from aerial_sim.control.supervisor import CommandRejected, FlightSupervisor, Mode, SupervisorParams
-from aerial_sim.nodes.common import COMMAND_QOS, declare_params, from_stamp, run_node, stream_qos
+from aerial_sim.nodes.common import COMMAND_QOS, declare_params, from_stamp, run_node, stream_qos, to_stamp
 from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, truth_from_odometry
 from aerial_sim.vehicles.multirotor import load_vehicle
 
@@ -322,7 +322,9 @@ class FlightControllerNode(Node):
             ],
         )
         message = DiagnosticArray(status=[status])
-        message.header.stamp = self.get_clock().now().to_msg()
+        # Stamped with the control step's own (odometry) time, not the clock's latest tick: in lockstep
+        # a mission that decides by this stamp decides the same way in every run.
+        message.header.stamp = to_stamp(time_s) if math.isfinite(time_s) else self.get_clock().now().to_msg()
         self.diagnostics_pub.publish(message)
 
 

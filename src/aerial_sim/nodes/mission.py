@@ -79,7 +79,7 @@ class MissionNode(Node):
         self.path = None
         self.follower = None
         self.reference = None
-        self.disarmed = False
+        self.disarmed_at: float | None = None  # sim time of the flight controller's disarm (its diagnostics stamp)
         self.next_progress = 0.25
         self.started_wall = time.monotonic()
 
@@ -178,8 +178,10 @@ class MissionNode(Node):
         self.set_phase("landing", stamp, "descending")
 
     def phase_landing(self, stamp, position, orientation, velocity):
-        if self.disarmed:
-            self.finish(0, "landed and disarmed")
+        if self.disarmed_at is not None:
+            # The track ends at the disarm's own stamp, however late its message arrived: runs repeat exactly.
+            self.recorder.truncate_after(self.disarmed_at)
+            self.finish(0, f"landed and disarmed at t = {self.disarmed_at:.3f} s")
         elif stamp - self.phase_started > self.params.land_timeout_s:
             self.finish(1, f"not disarmed {self.params.land_timeout_s:g} s after land")
 
@@ -244,7 +246,8 @@ class MissionNode(Node):
         for status in message.status:
             if status.hardware_id == self.namespace and status.name.endswith("flight control"):
                 values = {kv.key: kv.value for kv in status.values}
-                self.disarmed = values.get("armed") == "false" and self.phase in ("land", "landing")
+                if values.get("armed") == "false" and self.phase in ("land", "landing") and self.disarmed_at is None:
+                    self.disarmed_at = from_stamp(message.header.stamp)
 
     def finish(self, code: int, why: str) -> None:
         if self.exit_code is not None:

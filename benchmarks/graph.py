@@ -1,0 +1,163 @@
+"""The launched graph as a user starts it: CPU per node, topic rates in sim time, real-time factor.
+
+    tools/dev.sh bench graph [--seconds 20] [--warmup 12] [--variants default,no_viewer,...]
+
+For each variant, launches ``sim.launch.yaml`` (mission:=none: the vehicle waits on the ground
+while every sensor, the camera and the recorder run, so the window is steady), waits
+``--warmup`` s, then for ``--seconds`` s measures:
+
+- CPU of every node process (utime + stime from /proc, in cores = CPU s per wall s);
+- the rate of every topic per simulated second (``aerial_sim topics``' probe: raw,
+  best-effort subscriptions counted in this process; its own CPU is printed too);
+- the real-time factor (sim seconds per wall second, from ``/clock``).
+
+Variants: default (everything on), no_viewer, no_recorder, no_camera. Rows are printed side by
+side, so ratios come from one run on one (noisy) machine. Not a test: it prints figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "src")]
+os.environ.setdefault("ROS_DOMAIN_ID", str(150 + os.getpid() % 80))
+os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+os.environ.setdefault("AERIAL_SIM_SHARE", str(REPO))
+os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])
+
+VARIANTS = {
+    "default": [],
+    "no_viewer": ["viewer:=false"],
+    "no_recorder": ["record:=false"],
+    "no_camera": ["use_camera:=false"],
+}
+#: Streams and their configured rates (Hz of sim time) in the default graph, to flag shortfalls.
+CONFIGURED_HZ = {
+    "/clock": 250.0, "/drone1/ground_truth/odom": 250.0, "/drone1/motor_commands": 250.0,
+    "/drone1/imu/data": 200.0, "/drone1/air_pressure": 50.0, "/drone1/magnetic_field": 75.0,
+    "/drone1/gps/fix": 10.0, "/drone1/camera/depth/image_raw": 30.0, "/drone1/camera/color/image_raw": 30.0,
+    "/drone1/camera/segmentation/image_raw": 30.0, "/drone1/camera/depth/points": 30.0,
+}
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def node_processes(launcher_pid: int) -> dict[str, int]:
+    """Node name -> pid for the launcher's children (``python -m aerial_sim.nodes.<name>``)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if int(stat[1]) != launcher_pid:
+            continue
+        words = [w.decode(errors="replace") for w in cmdline]
+        name = next((w.rsplit(".", 1)[1] for w in words if w.startswith("aerial_sim.nodes.")), None)
+        if name is None:
+            name = next((Path(w).name for w in words if "/lib/aerial_sim/" in w), None)
+        if name:
+            found[name] = int(entry.name)
+    return found
+
+
+def measure_variant(args: list[str], warmup_s: float, seconds: float) -> dict:
+    from aerial_sim.cli.topics import _survey
+
+    run_dir = Path(tempfile.mkdtemp(prefix="graph_bench_"))
+    command = [sys.executable, "-m", "aerial_sim", "launch", "sim.launch.yaml", "mission:=none",
+               "airsim_api:=false", f"run_dir:={run_dir}", *args]
+    launcher = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+    try:
+        time.sleep(warmup_s)
+        nodes = node_processes(launcher.pid)
+        before = {name: cpu_seconds(pid) for name, pid in nodes.items()}
+        probe_before = resource.getrusage(resource.RUSAGE_SELF)
+        wall_start = time.monotonic()
+        rows, speed = _survey(seconds, None, 0.5)
+        wall = time.monotonic() - wall_start
+        probe_after = resource.getrusage(resource.RUSAGE_SELF)
+        cores = {}
+        for name, pid in nodes.items():
+            try:
+                cores[name] = (cpu_seconds(pid) - before[name]) / wall
+            except OSError:
+                cores[name] = float("nan")  # the node died during the window
+        probe = (probe_after.ru_utime + probe_after.ru_stime - probe_before.ru_utime - probe_before.ru_stime) / wall
+        rates = {}
+        for row in rows:
+            rate = row.meter.rate_hz() if row.meter is not None else None
+            rates[row.name] = None if rate is None or not speed else rate / speed
+        return {"cores": cores, "probe": probe, "speed": speed, "rates": rates}
+    finally:
+        os.killpg(launcher.pid, signal.SIGINT)
+        try:
+            launcher.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(launcher.pid, signal.SIGKILL)
+            launcher.wait()
+
+
+def print_tables(results: dict[str, dict]) -> None:
+    names = list(results)
+    nodes = sorted({n for r in results.values() for n in r["cores"]},
+                   key=lambda n: -max(r["cores"].get(n, 0.0) for r in results.values()))
+    width = max(12, *(len(n) for n in names))
+    print("\nCPU (cores) per node process")
+    print(f"{'node':<18}" + "".join(f"{n:>{width}}" for n in names))
+    for node in nodes:
+        cells = [results[n]["cores"].get(node) for n in names]
+        print(f"{node:<18}" + "".join(f"{'-' if c is None else f'{c:.2f}':>{width}}" for c in cells))
+    print(f"{'total':<18}" + "".join(f"{sum(results[n]['cores'].values()):>{width}.2f}" for n in names))
+    print(f"{'(probe)':<18}" + "".join(f"{results[n]['probe']:>{width}.2f}" for n in names))
+    print(f"{'real-time factor':<18}" + "".join(f"{results[n]['speed'] or 0:>{width}.2f}" for n in names))
+    print("\nTopic rates (Hz of sim time; * = below 90 % of the configured rate)")
+    topics = sorted(CONFIGURED_HZ)
+    print(f"{'topic':<42}{'want':>6}" + "".join(f"{n:>{width}}" for n in names))
+    for topic in topics:
+        cells = []
+        for n in names:
+            rate = results[n]["rates"].get(topic)
+            flag = "*" if rate is not None and rate < 0.9 * CONFIGURED_HZ[topic] else " "
+            cells.append("-" if rate is None else f"{rate:.1f}{flag}")
+        print(f"{topic:<42}{CONFIGURED_HZ[topic]:>6.0f}" + "".join(f"{c:>{width}}" for c in cells))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--warmup", type=float, default=12.0)
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    options = parser.parse_args()
+    chosen = [v.strip() for v in options.variants.split(",") if v.strip()]
+    unknown = [v for v in chosen if v not in VARIANTS]
+    if unknown:
+        parser.error(f"unknown variant(s) {', '.join(unknown)} (known: {', '.join(VARIANTS)})")
+    results = {}
+    for index, variant in enumerate(chosen, 1):
+        print(f"[{index}/{len(chosen)}] {variant}: warm-up {options.warmup:g} s, measuring {options.seconds:g} s...",
+              flush=True)
+        results[variant] = measure_variant(VARIANTS[variant], options.warmup, options.seconds)
+    print(f"\nos: {os.cpu_count()} cores; sim.launch.yaml mission:=none airsim_api:=false scene:=urban")
+    print_tables(results)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
