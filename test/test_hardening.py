@@ -324,3 +324,48 @@ def capture_samples(ros_node, targets: dict) -> dict:
     for subscription in subscriptions:
         ros_node.destroy_subscription(subscription)
     return samples
+
+
+@requires_ros
+@pytest.mark.ros
+def test_nodes_exit_when_their_launcher_is_killed(launch, ros_node):
+    """SIGKILL of the launcher (no chance to stop anything) must not leave orphan nodes holding
+    ports and DDS participants: the parent-death signal stops each node."""
+    import os
+    import signal
+    from pathlib import Path
+
+    from rosgraph_msgs.msg import Clock
+
+    from aerial_sim.nodes.common import stream_qos
+
+    graph = launch("physics.launch.yaml")
+    ticks = []
+    ros_node.create_subscription(Clock, "/clock", ticks.append, stream_qos())
+    assert spin_until(ros_node, lambda: len(ticks) > 10, timeout_s=30), graph.output()
+    children = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _parent(p) == graph.process.pid]
+    assert children, "the launcher has no node processes"
+    os.kill(graph.process.pid, signal.SIGKILL)
+    graph.process.wait()
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() and _alive(pid) for pid in children):
+        time.sleep(0.1)
+    survivors = [pid for pid in children if Path(f"/proc/{pid}").exists() and _alive(pid)]
+    assert not survivors, f"orphans left running: {survivors}"
+
+
+def _parent(proc_dir) -> int:
+    try:
+        return int((proc_dir / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for its reaper is not)."""
+    from pathlib import Path
+
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
