@@ -493,9 +493,12 @@ class _Evaluator:
         output = self.text(body.get("output", "log"), scope, tag.file)
         if output not in OUTPUT_MODES:
             raise LaunchError(f"{tag.file}: {tag.name}: output must be one of {', '.join(OUTPUT_MODES)}, got '{output}'")
-        on_exit = self.text(body["on_exit"], scope, tag.file) if "on_exit" in body else None
-        if on_exit not in (None, "shutdown"):
-            raise LaunchError(f"{tag.file}: {tag.name}: on_exit supports only 'shutdown', got '{on_exit}'")
+        # launch ExecuteProcess.parse compares the raw attribute with 'shutdown' (no substitution).
+        on_exit = body.get("on_exit")
+        if on_exit is not None and on_exit != "shutdown":
+            raise LaunchError(
+                f"{tag.file}: {tag.name}: on_exit supports only the literal 'shutdown' (as ros2 launch), got {on_exit!r}"
+            )
         environment = dict(scope.environ)
         environment.update(self.pairs(tag, "env", ("name", "value"), scope))
         return {
@@ -509,17 +512,32 @@ class _Evaluator:
         }
 
     def timeout(self, body: dict, key: str, default: float, scope: _Scope, tag: "_Tag") -> float:
-        """A process's ``sigterm_timeout``/``sigkill_timeout``: attribute, else launch argument, else default."""
+        """A process's ``sigterm_timeout``/``sigkill_timeout``: attribute, else launch argument, else default.
+
+        As launch_yaml reads it (launch ``ExecuteProcess.parse``: ``get_attr(key, data_type=float)``,
+        then ``< 0.0``; launch_yaml ``Entity.get_attr`` only checks types, never converts): the
+        attribute must be a YAML float (``30.0``); ``30`` fails the type check and ``"30"`` or a
+        substitution the comparison, so ros2 launch refuses them and so does this. The launch
+        argument of the same name (``sigterm_timeout:=20``, ``LaunchConfiguration(key, default=5)``
+        in ``ExecuteLocal.__init__``) is text, converted with ``float()``.
+        """
         if key in body:
-            text = self.text(body[key], scope, tag.file)
-        else:
-            text = scope.configurations.get(key, str(default))
+            value = body[key]
+            if not isinstance(value, float):
+                raise LaunchError(
+                    f"{tag.file}: {tag.name}: {key} must be a YAML float such as 5.0 "
+                    f"(ros2 launch refuses {value!r}), got {type(value).__name__}"
+                )
+            if not value >= 0.0:
+                raise LaunchError(f"{tag.file}: {tag.name}: {key} must be >= 0, got {value!r}")
+            return value
+        text = scope.configurations.get(key, str(default))
         try:
             seconds = float(text)
         except ValueError:
             seconds = -1.0
         if not seconds >= 0.0:
-            raise LaunchError(f"{tag.file}: {tag.name}: {key} must be a number of seconds >= 0, got '{text}'")
+            raise LaunchError(f"{tag.file}: {tag.name}: launch argument {key} must be a number of seconds >= 0, got '{text}'")
         return seconds
 
     def pairs(self, tag: "_Tag", key: str, names: tuple[str, str], scope: _Scope) -> list[tuple[str, str]]:
