@@ -1,6 +1,6 @@
 """One run of a sweep, start to entry: domain id, launch, watch, retry, post-process, ``result.json``.
 
-Each attempt is ``aerial_sim launch <launch file> <run's arguments> lockstep:=true
+Each attempt is ``aerial_sim launch --strict <launch file> <run's arguments> lockstep:=true
 viewer:=false run_dir:=<run folder>`` (plus ``--params-file`` for node
 parameters) in a new session, under its own ``ROS_DOMAIN_ID`` (held for the
 attempt's life, :mod:`.domains`) with discovery on localhost. The mission node
