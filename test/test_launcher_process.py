@@ -78,9 +78,10 @@ def test_launched_talker_is_heard_listed_by_topics_and_stopped_by_sigint(demo_pr
 
 
 def test_a_failing_node_is_reported_with_its_last_lines_and_the_rest_runs_on(demo_prefix):
-    """ros2 launch's rule: without on_exit, a dead process is reported and the others keep running."""
+    """ros2 launch's rule: without on_exit, a dead process is reported and the others keep running;
+    the launch exits 0 (launch LaunchService.run_async: only an exception in launch itself makes it 1)."""
     code, out, err, elapsed = run_launch(str(DATA / "failing.launch.yaml"))
-    assert code == 1, out + err  # unlike ros2 launch (always 0), a failure is visible to scripts
+    assert code == 0, out + err
     assert re.search(r"process has died \[pid \d+, exit code 1\]: crasher \(demo_pkg/talker\)", err), err
     assert "[crasher] boom: simulated failure" in err
     assert "[crasher] talker: about to fail" in err  # stdout lines are in the report too
@@ -89,12 +90,21 @@ def test_a_failing_node_is_reported_with_its_last_lines_and_the_rest_runs_on(dem
     assert 4 <= elapsed < 15, elapsed
 
 
+def test_strict_makes_a_failed_process_exit_1(demo_prefix):
+    """--strict (an aerial_sim extension, used by aerial_sim batch): the same run, exit status 1."""
+    code, out, err, _ = run_launch("--strict", str(DATA / "failing.launch.yaml"), "steady_s:=2")
+    assert code == 1, out + err
+    assert "process has died" in err and "[steady] done" in out
+
+
 def test_a_failing_node_with_on_exit_shutdown_stops_the_launch(demo_prefix):
     code, out, err, elapsed = run_launch(str(DATA / "failing.launch.yaml"), "required:=true", "steady_s:=60")
-    assert code == 1, out + err
+    assert code == 0, out + err  # as ros2 launch; --strict: 1
     assert "process[crasher] was required: shutting down launched system" in out
     assert "[steady] interrupted by SIGINT" in out  # the other process was stopped, not left behind
     assert elapsed < 15, elapsed
+    code, out, err, _ = run_launch("--strict", str(DATA / "failing.launch.yaml"), "required:=true", "steady_s:=60")
+    assert code == 1, out + err
 
 
 def test_on_exit_shutdown_ends_the_launch_cleanly_and_other_exits_are_only_reported(demo_prefix):
@@ -106,3 +116,16 @@ def test_on_exit_shutdown_ends_the_launch_cleanly_and_other_exits_are_only_repor
     assert "process[mission] was required: shutting down launched system" in out
     assert "[steady] interrupted by SIGINT" in out
     assert elapsed < 15, elapsed
+
+
+def test_stop_work_gets_each_process_own_sigterm_timeout(demo_prefix):
+    """sigterm_timeout/sigkill_timeout as launch ExecuteLocal applies them: SIGTERM that many seconds
+    after SIGINT, SIGKILL sigkill_timeout later, per process."""
+    code, out, err, elapsed = run_launch(str(DATA / "slow_stop.launch.yaml"), "slow_s:=2")
+    assert code == 0, out + err
+    assert "[patient] stopped after slow work" in out  # 2 s of work inside its 4 s
+    assert "[hasty] stopping slowly" in out and "[hasty] stopped after slow work" not in out
+    assert "process[hasty] failed to terminate after SIGINT, sending SIGTERM" in err
+    assert re.search(r"process has died \[pid \d+, killed by SIGTERM\]: hasty", err), err
+    assert "process[patient] failed to terminate" not in err
+    assert 3 <= elapsed < 15, elapsed

@@ -1,6 +1,6 @@
 """One run of a sweep, start to entry: domain id, launch, watch, retry, post-process, ``result.json``.
 
-Each attempt is ``aerial_sim launch <launch file> <run's arguments> lockstep:=true
+Each attempt is ``aerial_sim launch --strict <launch file> <run's arguments> lockstep:=true
 viewer:=false run_dir:=<run folder>`` (plus ``--params-file`` for node
 parameters) in a new session, under its own ``ROS_DOMAIN_ID`` (held for the
 attempt's life, :mod:`.domains`) with discovery on localhost. The mission node
@@ -8,7 +8,7 @@ ends the launch with exit status 0 when it has landed and written
 ``metrics.json``; then the bag is summarised, digested and exported
 (:mod:`.postprocess`). Anything else is a failed attempt:
 
-- the launch exits non-zero (a node crashed, the launcher names it in the log);
+- the launch exits non-zero (``--strict``: a node crashed, the launcher names it in the log);
 - it runs past ``timeout_s`` wall-clock seconds (hung): it is stopped and killed;
 - it exits 0 without ``metrics.json``, or post-processing fails.
 
@@ -178,7 +178,7 @@ def _postprocess(folder: Path, options: RunOptions, log_path: Path) -> tuple[dic
 
 def _launch_command(run: RunSpec, folder: Path, number: int, launch_file: Path) -> list[str]:
     arguments = {**run.launch_arguments, "lockstep": "true", "viewer": "false", "run_dir": str(folder)}
-    command = [sys.executable, "-m", "aerial_sim", "launch", str(launch_file),
+    command = [sys.executable, "-m", "aerial_sim", "launch", "--strict", str(launch_file),
                *(f"{k}:={v}" for k, v in arguments.items()),
                "--log-dir", str(folder / LOGS_DIR / f"attempt-{number}")]
     if run.node_parameters:

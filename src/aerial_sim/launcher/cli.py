@@ -5,6 +5,7 @@
     aerial_sim launch FILE --show-args                   # the file's declared arguments
     aerial_sim launch FILE --print [name:=value ...]     # the command lines, nothing started
     aerial_sim launch FILE --params-file FILE [...]      # one more params file for every node
+    aerial_sim launch FILE --strict [...]                # exit 1 when a process failed
 
 A bare FILE name that is not a path to an existing file is looked up in the
 package's ``launch/`` directory (``aerial_sim launch sim.launch.yaml``). Problems
@@ -16,6 +17,10 @@ one more ``--params-file`` after its own parameters, so its entries override
 them; sections are keyed by node name as usual (``/**/camera``, ``/physics``),
 so each node takes only its own. ``aerial_sim batch`` sets a run's swept node
 parameters this way.
+
+``--strict`` (an aerial_sim extension): exit 1 when a process exited non-zero or by
+a signal, or could not be started. Without it the exit status is ``ros2 launch``'s:
+0 whatever the processes did (a failure is only in the log).
 """
 
 from __future__ import annotations
@@ -48,12 +53,16 @@ LAUNCH_FILE_SUFFIXES = (".yaml", ".yml", ".py", ".xml")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="aerial_sim launch",
-        usage="aerial_sim launch [-h] [-s] [-p] [--log-dir DIR] [--params-file FILE] [PACKAGE] FILE [name:=value ...]",
+        usage="aerial_sim launch [-h] [-s] [-p] [--strict] [--log-dir DIR] [--params-file FILE] [PACKAGE] FILE [name:=value ...]",
         description="Run a launch file in the ROS 2 YAML launch format (without ros2 launch).",
     )
     parser.add_argument("target", nargs="+", help="[PACKAGE] FILE [name:=value ...]")
     parser.add_argument("-s", "--show-args", action="store_true", help="list the file's launch arguments and exit")
     parser.add_argument("-p", "--print", action="store_true", dest="dry_run", help="print the commands and exit")
+    parser.add_argument(
+        "--strict", action="store_true",
+        help="exit 1 when a process failed (ros2 launch, and this without --strict, exit 0)",
+    )
     parser.add_argument(
         "--log-dir", type=Path, metavar="DIR", help="directory for the processes' output (default: under the ROS log dir)"
     )
@@ -104,7 +113,7 @@ def _launch(options: argparse.Namespace) -> int:
         LaunchItem(spec, label, node_command(spec, executable, log_dir / "params", extra_params), child_environment(spec))
         for label, spec, executable in zip(labels, plan.processes, executables)
     ]
-    return Runner(items, log_dir).run()
+    return Runner(items, log_dir, strict=options.strict).run()
 
 
 def resolve_launch_file(target: list[str]) -> tuple[Path, list[str]]:

@@ -62,6 +62,9 @@ IGNORED_PROCESS_ATTRIBUTES = frozenset({"respawn", "respawn_delay", "respawn_max
 DEFAULT_SIGTERM_TIMEOUT_S = 5.0
 DEFAULT_SIGKILL_TIMEOUT_S = 5.0
 
+#: Launch arguments that launch itself reads (ExecuteLocal's timeouts): valid without an ``arg`` tag.
+LAUNCH_OWN_ARGUMENTS = frozenset({"sigterm_timeout", "sigkill_timeout"})
+
 _CONDITIONS = frozenset({"if", "unless"})
 
 #: libyaml's safe loader when PyYAML was built with it (about 10x faster), else the pure one.
@@ -213,7 +216,7 @@ def check_arguments_declared(given: Mapping[str, str], declared: set[str], file:
     the camera on); here they are an error.
     """
     for name in given:
-        if name in declared:
+        if name in declared or name in LAUNCH_OWN_ARGUMENTS:
             continue
         close = difflib.get_close_matches(name, sorted(declared), n=1, cutoff=0.6)
         hint = f"; did you mean '{close[0]}'?" if close else ""
@@ -493,9 +496,12 @@ class _Evaluator:
         output = self.text(body.get("output", "log"), scope, tag.file)
         if output not in OUTPUT_MODES:
             raise LaunchError(f"{tag.file}: {tag.name}: output must be one of {', '.join(OUTPUT_MODES)}, got '{output}'")
-        on_exit = self.text(body["on_exit"], scope, tag.file) if "on_exit" in body else None
-        if on_exit not in (None, "shutdown"):
-            raise LaunchError(f"{tag.file}: {tag.name}: on_exit supports only 'shutdown', got '{on_exit}'")
+        # launch ExecuteProcess.parse compares the raw attribute with 'shutdown' (no substitution).
+        on_exit = body.get("on_exit")
+        if on_exit is not None and on_exit != "shutdown":
+            raise LaunchError(
+                f"{tag.file}: {tag.name}: on_exit supports only the literal 'shutdown' (as ros2 launch), got {on_exit!r}"
+            )
         environment = dict(scope.environ)
         environment.update(self.pairs(tag, "env", ("name", "value"), scope))
         return {
@@ -509,17 +515,32 @@ class _Evaluator:
         }
 
     def timeout(self, body: dict, key: str, default: float, scope: _Scope, tag: "_Tag") -> float:
-        """A process's ``sigterm_timeout``/``sigkill_timeout``: attribute, else launch argument, else default."""
+        """A process's ``sigterm_timeout``/``sigkill_timeout``: attribute, else launch argument, else default.
+
+        As launch_yaml reads it (launch ``ExecuteProcess.parse``: ``get_attr(key, data_type=float)``,
+        then ``< 0.0``; launch_yaml ``Entity.get_attr`` only checks types, never converts): the
+        attribute must be a YAML float (``30.0``); ``30`` fails the type check and ``"30"`` or a
+        substitution the comparison, so ros2 launch refuses them and so does this. The launch
+        argument of the same name (``sigterm_timeout:=20``, ``LaunchConfiguration(key, default=5)``
+        in ``ExecuteLocal.__init__``) is text, converted with ``float()``.
+        """
         if key in body:
-            text = self.text(body[key], scope, tag.file)
-        else:
-            text = scope.configurations.get(key, str(default))
+            value = body[key]
+            if not isinstance(value, float):
+                raise LaunchError(
+                    f"{tag.file}: {tag.name}: {key} must be a YAML float such as 5.0 "
+                    f"(ros2 launch refuses {value!r}), got {type(value).__name__}"
+                )
+            if not value >= 0.0:
+                raise LaunchError(f"{tag.file}: {tag.name}: {key} must be >= 0, got {value!r}")
+            return value
+        text = scope.configurations.get(key, str(default))
         try:
             seconds = float(text)
         except ValueError:
             seconds = -1.0
         if not seconds >= 0.0:
-            raise LaunchError(f"{tag.file}: {tag.name}: {key} must be a number of seconds >= 0, got '{text}'")
+            raise LaunchError(f"{tag.file}: {tag.name}: launch argument {key} must be a number of seconds >= 0, got '{text}'")
         return seconds
 
     def pairs(self, tag: "_Tag", key: str, names: tuple[str, str], scope: _Scope) -> list[tuple[str, str]]:
@@ -673,37 +694,45 @@ def _scalar_text(value: Any) -> str:
 
 
 def coerce_parameter(value: Any, type_name: str | None, where: str) -> Any:
-    """A parameter value as launch_ros types it: explicit ``type``, else the best guess.
+    """A parameter value as launch_ros types it: explicit ``type``, else YAML's reading of the text.
 
-    Text is guessed as int, then float, then true/false, then a YAML list, else
-    text; YAML numbers and booleans stay as they are.
+    launch_ros ``ParameterValue.evaluate`` -> launch ``perform_typed_substitution`` ->
+    ``coerce_to_type`` (launch/utilities/type_utils.py): without a type, non-empty text
+    is ``yaml.safe_load``-ed (YAML 1.1: ``yes``/``on`` are booleans, ``1e3`` is text,
+    ``0x10`` is 16) and must give a bool, int, float, str or a list of one of those
+    types (``null``, a mapping or a date is an error); empty text stays ''. YAML numbers
+    and booleans written in the file stay as they are.
     """
     if type_name is None:
-        if not isinstance(value, str):
+        if not isinstance(value, str) or not value:
             return value
-        for convert in (int, float):
-            try:
-                return convert(value)
-            except ValueError:
-                pass
-        if value.strip().lower() in ("true", "false"):
-            return value.strip().lower() == "true"
-        if value.strip().startswith("["):
-            try:
-                loaded = yaml.safe_load(value)
-            except yaml.YAMLError:
-                return value
-            if isinstance(loaded, list) and len({type(v) for v in loaded}) <= 1:
+        try:
+            loaded = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise LaunchError(f"{where}: '{value}' is not valid YAML (ros2 launch refuses it too)") from None
+        if isinstance(loaded, (bool, int, float, str)):
+            return loaded
+        if isinstance(loaded, list) and all(isinstance(v, (bool, int, float, str)) for v in loaded):
+            if len({type(v) for v in loaded}) <= 1:
                 return loaded
-        return value
+        raise LaunchError(
+            f"{where}: '{value}' reads as {type(loaded).__name__} in YAML, which ros2 launch refuses "
+            "(give type: str or quote it)"
+        )
     try:
         if type_name == "str":
             return _scalar_text(value)
         if type_name == "bool":
-            return value if isinstance(value, bool) else substitutions.to_bool(str(value), where)
+            if isinstance(value, bool):
+                return value
+            text = {"1": "true", "0": "false"}.get(str(value), str(value))
+            loaded = yaml.safe_load(text) if text else text
+            if isinstance(loaded, bool):
+                return loaded
+            raise ValueError(text)
         if type_name in ("int", "float") and not isinstance(value, bool):
             return int(value) if type_name == "int" else float(value)
-    except ValueError:
+    except (ValueError, yaml.YAMLError):
         raise LaunchError(f"{where}: '{value}' is not a valid {type_name}") from None
     raise LaunchError(f"{where}: unsupported or mismatched type '{type_name}' for {value!r} (use str, int, float or bool)")
 

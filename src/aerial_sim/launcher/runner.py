@@ -16,10 +16,16 @@ file behaves the same under both:
   their handlers are in place, :mod:`aerial_sim.nodes._process`), so a Ctrl-C
   during their interpreter start-up is neither lost nor fatal.
 
-Exit status of :meth:`Runner.run` (``ros2 launch`` exits 0 in every case but a
-launch-file error; here a failure is visible to scripts):
-- 0: every process exited with status 0 (on its own or when stopped);
-- 1: a process exited with a non-zero status or by a signal, or could not be started.
+Exit status of :meth:`Runner.run`, as ``ros2 launch`` (launch ``LaunchService.run_async``
+returns 1 only for an exception inside launch itself, e.g. a node whose executable is
+not found, which here is exit 2 before anything starts; a process's exit code never
+changes it, and a process that cannot be spawned is only logged, in
+``ExecuteLocal.__execute_process``):
+- 0: the launch ran, whatever its processes' exit codes (a failure is in the log:
+  ``process has died``);
+- with ``strict`` (``aerial_sim launch --strict``, an aerial_sim extension that
+  ``aerial_sim batch`` uses): 1 when a process exited with a non-zero status or by a
+  signal, or could not be started.
 
 Output: every line a process prints goes to ``<log_dir>/<label>.log``; stdout
 lines are also shown as ``[label] line`` for ``output: screen`` or ``both``, and
@@ -78,8 +84,10 @@ class Runner:
         *,
         stdout: IO[str] | None = None,
         stderr: IO[str] | None = None,
+        strict: bool = False,
     ):
         self.items = items
+        self.strict = strict
         self.log_dir = log_dir
         self.failed = False
         self.stdout = stdout or sys.stdout
@@ -97,9 +105,8 @@ class Runner:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             self.info(f"All log files can be found below {self.log_dir}")
             for item in self.items:
-                if not self._start(item):
+                if not self._start(item):  # ros2 launch logs it and starts the others
                     self.failed = True
-                    break
                 if self._signals:
                     break
             else:
@@ -108,7 +115,7 @@ class Runner:
             self._stop_all()
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
-        return 1 if self.failed else 0
+        return 1 if self.failed and self.strict else 0
 
     # -- messages ------------------------------------------------------------------------------
 

@@ -4,6 +4,8 @@ Arguments before --ros-args choose what it does:
   (none)            publish std_msgs/String '<greeting> <n>' on `chatter` at `rate_hz` (parameters)
   --fail-after S    sleep S seconds, print a line on stdout and one on stderr, exit with status 1
   --exit-after S    sleep S seconds, print 'done', exit 0 (no rclpy, so it starts fast)
+  --slow-stop S     wait for SIGINT, then spend S seconds on 'shutdown work' (SIGTERM, Python's
+                    default, ends it), print 'stopped after slow work', exit 0
 Ctrl-C (SIGINT) ends --exit-after and publishing with a line saying so and status 0.
 """
 
@@ -17,6 +19,19 @@ if "--fail-after" in own_args:
     print("talker: about to fail", flush=True)
     print("boom: simulated failure", file=sys.stderr, flush=True)
     sys.exit(1)
+
+if "--slow-stop" in own_args:
+    import signal
+
+    print("waiting for SIGINT", flush=True)
+    try:
+        signal.pause()
+    except KeyboardInterrupt:
+        pass
+    print("stopping slowly", flush=True)
+    time.sleep(float(own_args[own_args.index("--slow-stop") + 1]))
+    print("stopped after slow work", flush=True)
+    sys.exit(0)
 
 if "--exit-after" in own_args:
     try:
