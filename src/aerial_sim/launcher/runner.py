@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import collections
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -52,6 +53,8 @@ _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 #: Lines of each process's recent output kept for the failure report.
 RECENT_LINES = 20
+#: A node's one-line fatal error (aerial_sim.nodes.common.run_node, rclpy's FATAL log level).
+_FATAL_LINE = re.compile(r"^\[FATAL\] (?:\[[\d.]+\] )?\[[^\]]*\]: (.+)$")
 
 
 @dataclass
@@ -96,6 +99,8 @@ class Runner:
         self._print_lock = threading.Lock()
         self._wake = threading.Event()
         self._signals: list[int] = []
+        #: FATAL messages shown so far (text after the node name) -> the label of the process that said it first.
+        self._fatal_shown: dict[str, str] = {}
 
     # -- public --------------------------------------------------------------------------------
 
@@ -187,14 +192,23 @@ class Runner:
     def _pump(self, running: _Running, stream: IO[bytes], screen: IO[str] | None) -> None:
         for raw in iter(stream.readline, b""):
             line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-            running.recent.append(line)
+            running.recent.append((line, screen is not None))
             with self._print_lock:
                 if not running.log.closed:
                     running.log.write(line + "\n")
                     running.log.flush()
                 if screen is not None:
-                    print(f"[{running.item.label}] {line}", file=screen, flush=True)
+                    print(f"[{running.item.label}] {self._on_screen(running.item.label, line)}", file=screen, flush=True)
         stream.close()
+
+    def _on_screen(self, label: str, line: str) -> str:
+        """A line as shown on screen: a FATAL another process already printed word for word (two nodes
+        reading the same bad file) is shown once; the repeat says whose it was (the log has it in full)."""
+        match = _FATAL_LINE.match(line)
+        if match is None:
+            return line
+        first = self._fatal_shown.setdefault(match.group(1), label)
+        return line if first == label else f"(the same error as [{first}] above; in full in {label}.log)"
 
     def _watch(self) -> None:
         """Report processes as they exit, until a stop signal, an ``on_exit: shutdown`` or none is left."""
@@ -230,7 +244,9 @@ class Runner:
         spec = running.item.spec
         what = f"{spec.package}/{spec.executable}" if spec.package else spec.executable
         how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
-        lines = [] if stopping else list(running.recent)
+        # The last lines not already on screen (stdout of an `output: log` process): those that were
+        # are above, and a FATAL line shown twice reads as two errors.
+        lines = [] if stopping else [line for line, shown in running.recent if not shown]
         tail = "; last output:" + "".join(f"\n    [{label}] {line}" for line in lines) if lines else ""
         self.error(f"process has died [pid {pid}, {how}]: {label} ({what}){tail}")
 

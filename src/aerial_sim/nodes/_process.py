@@ -5,9 +5,9 @@ Rules (README, "Stopping"):
 - SIGINT and SIGTERM, however often they arrive, stop the node quietly with exit
   status 0. ``ros2 launch`` in a terminal delivers Ctrl-C twice (to the process
   group, then its own SIGINT), and SIGTERM follows after ``sigterm_timeout``.
-  While the process is still importing its modules a stop signal ends it at once;
-  while the node is being built it abandons the start (:class:`StopRequested`);
-  while it runs, the spin loop sees the request within 0.1 s; during the
+  While the process is still importing its modules or building its node a stop
+  signal ends it at once, quietly (an exception thrown from the handler into
+  arbitrary start-up code can be swallowed and printed as a traceback); while it runs, the spin loop sees the request within 0.1 s; during the
   node's own shutdown work further signals are ignored (the launcher's SIGKILL
   after ``sigterm_timeout + sigkill_timeout`` is the only limit).
 - The process dies with its parent: Linux's parent-death signal (SIGTERM) is
@@ -47,7 +47,7 @@ PHASES = ("importing", "starting", "running", "stopping")
 
 
 class StopRequested(BaseException):
-    """A stop signal arrived while the node was being built: abandon the start, exit 0."""
+    """A stop signal arrived before the node was built: abandon the start, exit 0."""
 
 
 class _State:
@@ -115,10 +115,12 @@ def _on_stop_signal(signum, frame) -> None:
     first = _State.stop_signal is None
     if first:
         _State.stop_signal = signum
-    if _State.phase == "importing":
+    if _State.phase in ("importing", "starting"):
+        # Nothing worth keeping exists yet. Ending here is the only prompt, quiet way out: an
+        # exception raised from this handler lands wherever the main thread happens to be (an
+        # import lock's weakref callback, a __del__, a library's cleanup) and is there printed as
+        # "Exception ignored ... Traceback" and swallowed, leaving the node to start anyway.
         exit_now(0)
-    if _State.phase == "starting" and first:
-        raise StopRequested()
     # running: the spin loop polls stop_requested(); stopping: ignored.
 
 

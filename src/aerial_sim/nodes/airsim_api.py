@@ -64,6 +64,7 @@ from aerial_sim.environment.geodesy import HomePoint
 from aerial_sim.environment.gravity import normal_gravity
 from aerial_sim.sensors.common import truth_from_odometry
 from aerial_sim.nodes.common import COMMAND_QOS, declare_params, from_stamp, is_finite_sequence, run_node, stream_qos, to_stamp
+from aerial_sim.vehicles.fleet import require_vehicle_names
 from aerial_sim.vehicles.multirotor import load_vehicle
 from aerial_sim.world.camera import CameraParams
 
@@ -89,6 +90,7 @@ class AirSimApiNodeParams:
     def __post_init__(self):
         require(0 <= self.port <= 65535, f"port must be in 0..65535, got {self.port}")
         require(len(self.vehicle_names) > 0, "vehicle_names must name at least one vehicle")
+        require_vehicle_names(self.vehicle_names)
         require(len(self.vehicle_types) == len(self.vehicle_names), "vehicle_types needs one entry per vehicle")
         require_positive(self, "max_request_bytes")
 

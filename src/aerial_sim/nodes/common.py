@@ -104,7 +104,15 @@ def declare_params(node: Node, cls: type[T], prefix: str = "", defaults: T | Non
         node.declare_parameter(full_name, ros_default, descriptor)
         value = node.get_parameter(full_name).value
         values[name] = list(value) if isinstance(value, (tuple, list)) or _is_array(value) else value
-    return params_from_mapping(cls, unflatten(values), where=node.get_name())
+    try:
+        return params_from_mapping(cls, unflatten(values), where=prefix.rstrip("."))
+    except ParamsError as error:
+        # The FATAL line already names the node; the message names the parameter alone, so nodes that
+        # share a bad launch argument (seed:=-1 reaches every sensor) report it in the same words.
+        message = str(error)
+        if message.startswith(f"{cls.__name__}: "):
+            message = message[len(cls.__name__) + 2:]
+        raise ParamsError(message) from None
 
 
 def run_node(node_factory: Callable[[], Node], args: list[str] | None = None) -> int:
@@ -120,7 +128,7 @@ def run_node(node_factory: Callable[[], Node], args: list[str] | None = None) ->
     """
     _process.start_node_process()
     use_transport_profile()
-    name = getattr(node_factory, "__name__", "node")
+    name = node_name_from_args(args if args is not None else sys.argv, getattr(node_factory, "__name__", "node"))
     node = None
     code = 0
     try:
@@ -143,6 +151,25 @@ def run_node(node_factory: Callable[[], Node], args: list[str] | None = None) ->
     if _process.is_node_executable():
         _process.exit_now(code)
     return code
+
+
+def node_name_from_args(args: list[str], default: str) -> str:
+    """The node name a start-up error is reported under: ``-r __node:=NAME`` (as launchers pass it), else
+    the executable's module name (``aerial_sim.nodes.gps`` -> ``gps``), else ``default``.
+
+    A node whose constructor fails has no name to ask for; this is the one it would have had.
+    """
+    name = None
+    for argument in args:
+        if argument.startswith("__node:=") or argument.startswith("__name:="):
+            name = argument.split(":=", 1)[1] or name
+    if name:
+        return name
+    module = getattr(sys.modules.get("__main__"), "__spec__", None)
+    module_name = getattr(module, "name", "") or ""
+    if module_name.startswith("aerial_sim.nodes."):
+        return module_name.rsplit(".", 1)[1]
+    return default
 
 
 def _spin_until_stopped(node: Node) -> None:

@@ -67,7 +67,7 @@ from aerial_sim.nodes.common import (
 )
 from aerial_sim.physics.rotation import rotate_inverse
 from aerial_sim.physics.world import PhysicsParams, PhysicsWorld, RunControl
-from aerial_sim.vehicles.fleet import FleetSelection
+from aerial_sim.vehicles.fleet import FleetSelection, require_vehicle_names
 from aerial_sim.vehicles.multirotor import load_vehicle
 
 #: Covariance reported for noise-free ground truth: known, and (numerically) exact.
@@ -122,6 +122,7 @@ class PhysicsNodeParams:
         require_non_negative(self, "clock_speed", "motor_command_timeout_s")
         count = len(self.vehicle_names)
         require(count > 0, "vehicle_names must name at least one vehicle")
+        require_vehicle_names(self.vehicle_names)
         require(len(set(self.vehicle_names)) == count, f"vehicle_names must be unique, got {self.vehicle_names}")
         require(len(self.vehicle_types) == count, f"vehicle_types needs {count} entries (one per vehicle)")
         require(len(self.initial_positions) == 3 * count, f"initial_positions needs {3 * count} numbers (x, y, z per vehicle)")

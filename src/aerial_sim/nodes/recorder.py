@@ -167,7 +167,8 @@ class Recorder(Node):
                 from aerial_sim.recording.summary import write_run_report
 
                 text, plot = write_run_report(info.path, self.run_dir)
-                print(f"[recorder] run summary: {text}\n[recorder] trajectory plot: {plot}", flush=True)
+                print(f"[recorder] run summary: {text}\n[recorder] trajectory plot: {plot or 'none (no odometry recorded)'}",
+                      flush=True)
             except Exception as error:  # the bag is safe; a failed report must not hide that
                 print(f"[recorder] run report failed: {error}", flush=True)
 

@@ -149,17 +149,21 @@ def plot_trajectory(summary: RunSummary, path: str | Path) -> Path:
 REPORT_NAME = "recording.txt"
 
 
-def write_run_report(path: str | Path, run_dir: str | Path | None = None) -> tuple[Path, Path]:
+def write_run_report(path: str | Path, run_dir: str | Path | None = None) -> tuple[Path, Path | None]:
     """Write ``recording.txt`` and ``trajectory.png`` for the bag at ``path`` into ``run_dir``.
 
     ``run_dir`` defaults to the folder that holds the bag directory. The mission's
-    ``summary.txt`` in the same folder is left alone.
+    ``summary.txt`` in the same folder is left alone. A bag with no odometry (a launch
+    stopped before the simulation ran) gets no plot (None): nothing flew, and importing
+    matplotlib alone can outlast a launcher's stop timeout on a busy machine.
     """
     summary = summarize(path)
     run_dir = Path(run_dir) if run_dir is not None else summary.bag.parent
     run_dir.mkdir(parents=True, exist_ok=True)
     text_path = run_dir / REPORT_NAME
     text_path.write_text(summary.text())
+    if not summary.trajectories:
+        return text_path, None
     return text_path, plot_trajectory(summary, run_dir / "trajectory.png")
 
 

@@ -87,6 +87,8 @@ class DepthNoiseParams:
     edge_jump_fraction: float = 0.05
 
     def __post_init__(self):
+        # numpy's own refusal of a negative seed ("expected non-negative integer") names no parameter.
+        require(isinstance(self.seed, int) and self.seed >= 0, f"seed must be an integer >= 0, got {self.seed!r}")
         require_positive(self, "noise_coefficient_m", "baseline_m", "focal_length_px", "max_range_m")
         require_non_negative(
             self, "default_material_m", "disparity_std_px", "min_range_m", "incidence_gain", "edge_jump_fraction"

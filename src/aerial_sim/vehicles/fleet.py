@@ -41,6 +41,15 @@ SENSORS = ("imu", "barometer", "magnetometer", "gps", "camera")
 DEFAULT_SENSORS = ("imu", "barometer", "magnetometer", "gps")
 #: A ROS 2 name token: the vehicle name is its namespace and frame prefix.
 NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+
+
+def require_vehicle_names(names, parameter: str = "vehicle_names") -> None:
+    """Each name must be a ROS name token (it becomes a namespace and frame prefix): ParamsError naming it."""
+    for index, name in enumerate(names):
+        require(isinstance(name, str) and bool(NAME_PATTERN.match(name)),
+                f"{parameter}[{index}]: {name!r} is not a valid ROS name (a letter, then letters, digits or _)")
+
+
 #: Grid fleets: spacing (m) and the most rows across the street (y) before adding columns (x).
 GRID_SPACING_M = 2.0
 GRID_MAX_ROWS = 8

@@ -1,0 +1,70 @@
+"""Issue 10: every configuration error is one FATAL line naming the file/key/value and a non-zero exit.
+
+Each case launches a (small) graph with one bad file, parameter or launch argument and checks
+the whole launch output: the launch ends non-zero on its own, the FATAL line names what was
+wrong, it is there once, and no process printed a traceback (the nodes stopped because another
+one failed exit quietly, also those interrupted while still starting).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, requires_ros
+
+pytestmark = [requires_ros, pytest.mark.ros]
+
+SMALL_SIM = ("sim.launch.yaml", "scene:=empty", "mission:=none", "viewer:=false", "airsim_api:=false",
+             "use_camera:=false", "use_depth_noise:=false")
+
+
+def _vehicle_file(directory: Path, name: str, old: str, new: str) -> str:
+    text = (REPO / "config" / "vehicles" / "quad_x.yaml").read_text()
+    assert old in text
+    path = directory / name
+    path.write_text(text.replace(old, new, 1))
+    return str(path)
+
+
+CASES = {
+    # 1. A vehicle file with a wrong-typed field: physics and the flight controller both read it.
+    "vehicle_wrong_type": (lambda d: (*SMALL_SIM, "record:=false",
+                                      "vehicle:=" + _vehicle_file(d, "bad.yaml", "mass_kg: 1.0", "mass_kg: heavy")),
+                           r"bad\.yaml\.mass_kg: expected a number, got 'heavy'"),
+    # 1. ... or missing its mass.
+    "vehicle_no_mass": (lambda d: (*SMALL_SIM, "record:=false",
+                                   "vehicle:=" + _vehicle_file(d, "nomass.yaml", "mass_kg: 1.0\n", ""),),
+                        r"nomass\.yaml: missing required key mass_kg"),
+    # 2. A vehicle name that is no ROS name (namespace, frames, topics).
+    "vehicle_name": (lambda d: ("physics.launch.yaml", "scene:=empty", "vehicle_name:=bad name!"),
+                     r"vehicle_names\[0\]: 'bad name!' is not a valid ROS name"),
+    # 3. A run folder that cannot be created, with recording on.
+    "run_dir": (lambda d: (*SMALL_SIM, "record:=true", "run_dir:=/proc/nope"),
+                r"output_dir: cannot create run folder '/proc/nope'"),
+    # 4. A negative noise seed (numpy's own refusal named no parameter).
+    "depth_noise_seed": (lambda d: ("depth_noise.launch.yaml", "seed:=-1"),
+                         r"seed must be an integer >= 0, got -1"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_configuration_error_is_one_fatal_line_and_no_traceback(case, tmp_path, monkeypatch):
+    monkeypatch.setenv("ROS_LOG_DIR", str(tmp_path / "ros_log"))
+    arguments, expected = CASES[case]
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "aerial_sim", "launch", *arguments(tmp_path)],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    elapsed = time.monotonic() - start
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output
+    fatal = [line for line in output.splitlines() if "[FATAL]" in line]
+    assert len(fatal) == 1, output
+    assert re.search(expected, fatal[0]), output
+    assert "Traceback" not in output and "Exception ignored" not in output, output
+    assert "failed to terminate" not in output, output  # the others stopped promptly on SIGINT
+    assert elapsed < 45, (elapsed, output)
