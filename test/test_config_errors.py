@@ -1,7 +1,8 @@
 """Issue 10: every configuration error is one FATAL line naming the file/key/value and a non-zero exit.
 
 Each case launches a (small) graph with one bad file, parameter or launch argument and checks
-the whole launch output: the launch ends non-zero on its own, the FATAL line names what was
+the whole launch output: the launch ends on its own, non-zero (``--strict``; without it the exit
+status is ros2 launch's 0, README "Running without ros2"), the FATAL line names what was
 wrong, it is there once, and no process printed a traceback (the nodes stopped because another
 one failed exit quietly, also those interrupted while still starting).
 """
@@ -57,7 +58,7 @@ def test_a_configuration_error_is_one_fatal_line_and_no_traceback(case, tmp_path
     monkeypatch.setenv("ROS_LOG_DIR", str(tmp_path / "ros_log"))
     arguments, expected = CASES[case]
     start = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "aerial_sim", "launch", *arguments(tmp_path)],
+    done = subprocess.run([sys.executable, "-m", "aerial_sim", "launch", "--strict", *arguments(tmp_path)],
                           capture_output=True, text=True, timeout=60, cwd=tmp_path)
     elapsed = time.monotonic() - start
     output = done.stdout + done.stderr
