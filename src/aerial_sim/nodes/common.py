@@ -175,12 +175,30 @@ def node_name_from_args(args: list[str], default: str) -> str:
 def _spin_until_stopped(node: Node) -> None:
     """Spin until a stop signal, the context's shutdown, or ``node.done``."""
     guard = InputGuard(node)
-    executor = rclpy.executors.SingleThreadedExecutor(context=node.context)
+    executor = make_executor(node.context)
     executor.add_node(node)
     while not _process.stop_requested() and node.context.ok() and not getattr(node, "done", False):
         guard.guard_all()  # also what the node subscribed to since (the recorder subscribes as topics appear)
         executor.spin_once(timeout_sec=0.1)
     executor.remove_node(node)
+
+
+def make_executor(context):
+    """The executor every node spins in: rclpy's events executor (C++) where this rclpy has it,
+    else the Python ``SingleThreadedExecutor``.
+
+    Most nodes here do little per message, so the executor's own overhead dominates their CPU:
+    ``benchmarks/executor.py`` measures both on a 250 Hz odometry subscriber. ``AERIAL_SIM_EXECUTOR=single``
+    chooses the Python one (for comparison, or should the experimental one misbehave).
+    """
+    if os.environ.get("AERIAL_SIM_EXECUTOR", "events") != "single":
+        try:
+            from rclpy.experimental import EventsExecutor
+        except ImportError:
+            pass
+        else:
+            return EventsExecutor(context=context)
+    return rclpy.executors.SingleThreadedExecutor(context=context)
 
 
 class InputGuard:

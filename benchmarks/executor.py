@@ -1,0 +1,87 @@
+"""What a node's executor costs: CPU of a subscriber node process receiving 250 Hz odometry.
+
+    tools/dev.sh bench executor [--seconds 10]
+
+Runs the barometer node (it needs only ground_truth/odom, and its model is cheap, so the
+executor's own per-message overhead dominates) twice, once with each executor
+(``AERIAL_SIM_EXECUTOR=single|events``, :func:`aerial_sim.nodes.common.make_executor`), while
+this process publishes 250 Hz odometry in real time; prints the node's CPU (cores) and its
+output rate for both, side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "src"), str(REPO / "benchmarks")]
+
+from _node_rate import start_node, stop_node  # noqa: E402
+from graph import cpu_seconds  # noqa: E402
+
+
+def run(executor: str, seconds: float) -> tuple[float, float]:
+    import rclpy
+    from nav_msgs.msg import Odometry
+    from rclpy.node import Node
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import FluidPressure
+
+    from aerial_sim.nodes.common import LOCKSTEP_QOS, to_stamp
+
+    os.environ["AERIAL_SIM_EXECUTOR"] = executor
+    process = start_node("barometer")
+    context = rclpy.context.Context()
+    rclpy.init(context=context)
+    node = Node("executor_bench", context=context)
+    odom_pub = node.create_publisher(Odometry, "/drone1/ground_truth/odom", LOCKSTEP_QOS)
+    clock_pub = node.create_publisher(Clock, "/clock", LOCKSTEP_QOS)
+    received = []
+    node.create_subscription(FluidPressure, "/drone1/air_pressure", lambda m: received.append(1), LOCKSTEP_QOS)
+    spinner = rclpy.executors.SingleThreadedExecutor(context=context)
+    spinner.add_node(node)
+    try:
+        deadline = time.monotonic() + 30
+        while odom_pub.get_subscription_count() == 0 and time.monotonic() < deadline:
+            spinner.spin_once(timeout_sec=0.05)
+        time.sleep(1.0)
+        message = Odometry()
+        message.pose.pose.orientation.w = 1.0
+        start_cpu, start = cpu_seconds(process.pid), time.monotonic()
+        received.clear()
+        k = 0
+        while (now := time.monotonic()) - start < seconds:
+            due = start + k / 250.0
+            if now >= due:
+                stamp = to_stamp(k / 250.0)
+                message.header.stamp = stamp
+                clock_pub.publish(Clock(clock=stamp))
+                odom_pub.publish(message)
+                k += 1
+            spinner.spin_once(timeout_sec=max(0.0, min(0.002, due - now)))
+        wall = time.monotonic() - start
+        return (cpu_seconds(process.pid) - start_cpu) / wall, len(received) / wall
+    finally:
+        stop_node(process)
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=10.0)
+    options = parser.parse_args()
+    print(f"barometer node fed 250 Hz odometry for {options.seconds:g} s per executor")
+    print(f"{'executor':<10}{'cores':>8}{'out Hz':>9}")
+    for executor in ("single", "events", "single", "events"):  # interleaved: drift hits both alike
+        cores, rate = run(executor, options.seconds)
+        print(f"{executor:<10}{cores:>8.3f}{rate:>9.1f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
