@@ -17,6 +17,7 @@ DISPLAY_TYPES = {
     "rviz_default_plugins/PointCloud2": "sensor_msgs/msg/PointCloud2",
     "rviz_default_plugins/MarkerArray": "visualization_msgs/msg/MarkerArray",
     "rviz_default_plugins/Range": "sensor_msgs/msg/Range",
+    "rviz_default_plugins/PoseArray": "geometry_msgs/msg/PoseArray",
 }
 
 
@@ -63,5 +64,5 @@ def test_rviz_config_names_published_topics_with_matching_types_and_qos():
         seen[display["Class"]] = seen.get(display["Class"], 0) + 1
     assert seen == {"rviz_default_plugins/MarkerArray": 1, "rviz_default_plugins/Odometry": 2,
                     "rviz_default_plugins/PointCloud2": 2, "rviz_default_plugins/Image": 3,
-                    "rviz_default_plugins/Range": 1}  # fmt: skip
+                    "rviz_default_plugins/Range": 1, "rviz_default_plugins/PoseArray": 1}  # fmt: skip
     assert any(d["Class"] == "rviz_default_plugins/TF" for d in manager["Displays"])

@@ -89,3 +89,24 @@ def test_optical_frame_looks_along_base_x():
     assert rotation @ np.array([0.0, 0.0, 1.0]) == pytest.approx([1.0, 0.0, 0.0])  # optical z -> forward
     assert rotation @ np.array([1.0, 0.0, 0.0]) == pytest.approx([0.0, -1.0, 0.0])  # optical x (right) -> -left
     assert math.isclose(translation[0], CameraParams().mount_position_m[0])
+
+
+@requires_ros
+def test_swarm_poses_convert_to_frames_and_bad_poses_are_dropped():
+    from geometry_msgs.msg import Pose, PoseArray
+
+    from aerial_sim.nodes.web_viewer import pose_array_arrays
+
+    poses = []
+    for index, (position, orientation) in enumerate((((1.0, 2.0, 3.0), (1.0, 0.0, 0.0, 0.0)),
+                                                     ((math.nan, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0)),
+                                                     ((4.0, 5.0, 6.0), (0.0, 0.0, 0.0, 1.0)),
+                                                     ((7.0, 8.0, 9.0), (0.0, 0.0, 0.0, 0.0)))):
+        pose = Pose()
+        pose.position.x, pose.position.y, pose.position.z = position
+        pose.orientation.w, pose.orientation.x, pose.orientation.y, pose.orientation.z = orientation
+        poses.append(pose)
+    positions, orientations = pose_array_arrays(PoseArray(poses=poses))
+    np.testing.assert_array_equal(positions, [[1, 2, 3], [4, 5, 6]])
+    np.testing.assert_array_equal(orientations, [[1, 0, 0, 0], [0, 0, 0, 1]])
+    assert pose_array_arrays(PoseArray())[0].shape == (0, 3)

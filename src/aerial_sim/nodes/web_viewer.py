@@ -2,7 +2,8 @@
 
 Subscribes (in its namespace) to ``ground_truth/odom`` (vehicle and trail),
 ``camera/depth/points`` (PointCloud2 in the optical frame, placed in ``map``
-with the vehicle pose nearest its stamp and the camera mount), ``lidar/points``
+with the vehicle pose nearest its stamp and the camera mount), ``/swarm/poses``
+(PoseArray: one frame per vehicle of the physics node), ``lidar/points``
 (the latest sweep, each point placed with the pose at its own ``time``, i.e.
 deskewed, and the lidar mount; coloured by height) and the camera images, and hands them to :class:`aerial_sim.viewer.web.WebViewer`, which
 pushes them to browsers at ``update_rate_hz`` (wall clock). Prints the URL at
@@ -16,6 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
+from geometry_msgs.msg import PoseArray
 from nav_msgs.msg import Odometry
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
@@ -56,6 +58,14 @@ class WebViewerNodeParams:
         require(bool(self.scene), "scene must name a scene (e.g. 'empty')")
 
 
+def pose_array_arrays(msg: PoseArray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (N, 3) and orientations (N, 4; w, x, y, z) of a PoseArray, non-finite or zero-quaternion poses dropped."""
+    values = np.array([(p.position.x, p.position.y, p.position.z, p.orientation.w, p.orientation.x, p.orientation.y,
+                        p.orientation.z) for p in msg.poses], dtype=float).reshape(-1, 7)
+    keep = np.all(np.isfinite(values), axis=1) & (np.linalg.norm(values[:, 3:], axis=1) > 0.5)
+    return values[keep, :3], values[keep, 3:]
+
+
 def cloud_xyz(msg: PointCloud2) -> np.ndarray:
     """x, y, z fields of a PointCloud2 -> (N, 3) float32 array (ValueError when they are missing)."""
     return xyz(cloud_to_array(msg))
@@ -73,6 +83,7 @@ class WebViewerNode(Node):
         self.poses: deque = deque(maxlen=500)  # (t, position, orientation) for placing clouds
         qos = stream_qos(self.params.lockstep)
         self.create_subscription(Odometry, "ground_truth/odom", self.on_odom, qos)
+        self.create_subscription(PoseArray, "/swarm/poses", self.on_swarm, qos)
         self.create_subscription(PointCloud2, "camera/depth/points", self.on_cloud, qos)
         self.create_subscription(PointCloud2, "lidar/points", self.on_lidar, qos)
         for topic, label in IMAGES.items():
@@ -91,6 +102,9 @@ class WebViewerNode(Node):
         t = from_stamp(msg.header.stamp)
         self.poses.append((t, values[:3], values[3:]))
         self.viewer.set_pose(t, values[:3], values[3:])
+
+    def on_swarm(self, msg: PoseArray) -> None:
+        self.viewer.set_swarm(*pose_array_arrays(msg))
 
     def on_cloud(self, msg: PointCloud2) -> None:
         if not self.poses:

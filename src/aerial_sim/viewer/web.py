@@ -1,4 +1,5 @@
-"""Embedded web viewer: the scene, the vehicle, its trail, the depth and lidar point clouds and the camera images.
+"""Embedded web viewer: the scene, the vehicle, its trail, every vehicle of a swarm, the depth and lidar point
+clouds and the camera images.
 
 Served by `viser <https://viser.studio>`_ (a maintained Python library that ships its
 prebuilt three.js client inside the wheel, so it works offline) on
@@ -107,6 +108,8 @@ class WebViewer:
             "/vehicle", color=VEHICLE_COLOR, dimensions=params.vehicle_size_m, position=(0.0, 0.0, -100.0)
         )
         self.server.scene.add_frame("/vehicle/axes", axes_length=0.6, axes_radius=0.03)
+        self._swarm_handles: list = []  # one axes frame per vehicle of /swarm/poses
+        self._pending_swarm = None
         self._trail: deque = deque(maxlen=params.trail_length)
         self._trail_handle = None
         self._cloud_handles: dict = {}
@@ -141,6 +144,10 @@ class WebViewer:
         """Vehicle pose in map: position (x, y, z), orientation (w, x, y, z)."""
         self._pending_pose = (time_s, tuple(position), tuple(orientation))
 
+    def set_swarm(self, positions, orientations) -> None:
+        """Every vehicle's pose in map (``/swarm/poses``): (N, 3) positions, (N, 4) orientations (w, x, y, z)."""
+        self._pending_swarm = (np.asarray(positions, dtype=float), np.asarray(orientations, dtype=float))
+
     def set_cloud(self, points_map: np.ndarray, name: str = "depth", colors=DEPTH_CLOUD_COLOR) -> None:
         """Show a cloud (map frame) as ``/<name>_points``; ``colors``: one RGB or (N, 3) uint8 per point."""
         points = np.asarray(points_map, dtype=np.float32)
@@ -171,6 +178,9 @@ class WebViewer:
                 self._chase(position)
             x, y, z = position
             self.status.content = f"t = {time_s:.1f} s &nbsp; position (ENU) {x:.1f}, {y:.1f}, {z:.1f} m"
+        swarm, self._pending_swarm = self._pending_swarm, None
+        if swarm is not None:
+            self._draw_swarm(*swarm)
         clouds, self._pending_clouds = self._pending_clouds, {}
         for name, (cloud, colors) in clouds.items():
             if len(cloud):
@@ -184,6 +194,17 @@ class WebViewer:
                 self._image_handles[label].image = rgb
             else:
                 self._image_handles[label] = self.server.gui.add_image(rgb, label=label, format="jpeg")
+
+    def _draw_swarm(self, positions: np.ndarray, orientations: np.ndarray) -> None:
+        """One frame per vehicle (``/swarm/<i>``), added as vehicles appear, hidden when fewer are sent."""
+        while len(self._swarm_handles) < len(positions):
+            index = len(self._swarm_handles)
+            self._swarm_handles.append(self.server.scene.add_frame(f"/swarm/{index}", axes_length=0.5, axes_radius=0.04))
+        for index, handle in enumerate(self._swarm_handles):
+            handle.visible = index < len(positions)
+            if handle.visible:
+                handle.position = tuple(positions[index])
+                handle.wxyz = tuple(orientations[index])
 
     def _chase(self, position) -> None:
         eye = tuple(float(p + o) for p, o in zip(position, self.params.follow_offset_m))
