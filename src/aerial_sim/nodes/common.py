@@ -423,16 +423,22 @@ def use_transport_profile() -> None:
         os.environ["FASTDDS_DEFAULT_PROFILES_FILE"] = str(profile)
 
 
+_tf_missing_reported = False
+
+
 def make_tf_broadcaster(node: Node, static: bool = False):
     """A tf2_ros broadcaster when tf2_ros is importable, else None (logged once).
 
     In a pip-only install tf2_ros does not exist; the simulation runs on without
     TF and says so once, instead of failing.
     """
+    global _tf_missing_reported
     try:
         import tf2_ros
     except ImportError:
-        node.get_logger().info("tf2_ros is not installed (pip-only install): TF is skipped")
+        if not _tf_missing_reported:  # once per process (one that serves a fleet has many nodes)
+            node.get_logger().info("tf2_ros is not installed (pip-only install): TF is skipped")
+            _tf_missing_reported = True
         return None
     return tf2_ros.StaticTransformBroadcaster(node) if static else tf2_ros.TransformBroadcaster(node)
 
