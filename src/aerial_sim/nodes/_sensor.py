@@ -42,8 +42,8 @@ class OdometrySensorNode(Node):
     ``preset``) and the home point; builds the model; feeds it ``ground_truth/odom``
     resampled to the exact sim-time instants ``k / rate_hz``."""
 
-    def __init__(self, name: str, params_type: type, model_type: type, preset: str, frame_id: str):
-        super().__init__(name)
+    def __init__(self, name: str, params_type: type, model_type: type, preset: str, frame_id: str, **node_options):
+        super().__init__(name, **node_options)
         self.options = declare_params(self, SensorNodeOptions, defaults=SensorNodeOptions(preset=preset, frame_id=frame_id))
         self.params = declare_params(self, params_type, defaults=load_preset(params_type, self.options.preset))
         home = declare_params(self, HomePoint, prefix="home.")

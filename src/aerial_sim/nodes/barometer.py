@@ -10,13 +10,13 @@ from __future__ import annotations
 from sensor_msgs.msg import FluidPressure
 
 from aerial_sim.nodes._sensor import OdometrySensorNode
-from aerial_sim.nodes.common import run_node, to_stamp
+from aerial_sim.nodes.common import FleetHosting, run_node, to_stamp
 from aerial_sim.sensors.barometer import Barometer, BarometerMeasurement, BarometerParams
 
 
 class BarometerNode(OdometrySensorNode):
-    def __init__(self):
-        super().__init__("barometer", BarometerParams, Barometer, preset="ms5611", frame_id="baro_link")
+    def __init__(self, **node_options):
+        super().__init__("barometer", BarometerParams, Barometer, preset="ms5611", frame_id="baro_link", **node_options)
         self.publisher = self.create_publisher(FluidPressure, "air_pressure", self.qos)
         self.get_logger().info(f"barometer at {self.params.rate_hz:g} Hz in {self.frame_id} (preset '{self.options.preset}')")
 
@@ -28,7 +28,7 @@ class BarometerNode(OdometrySensorNode):
 
 
 def main(args=None):
-    return run_node(BarometerNode, args)
+    return run_node(BarometerNode, args, FleetHosting("barometer", sensor="barometer", seeded=True))
 
 
 if __name__ == "__main__":

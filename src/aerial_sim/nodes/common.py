@@ -7,6 +7,10 @@ parameter is one clear log line and exit code 2, Ctrl-C (once or many times) is 
 quiet exit 0 (:mod:`aerial_sim.nodes._process`), and a message or request that
 makes a callback raise is dropped with a warning instead of ending the node
 (:class:`InputGuard`).
+
+One process may also serve many vehicles (:class:`FleetHosting`): given a fleet
+(``fleet``, ``vehicles`` or ``namespaces`` parameter), ``run_node`` builds one node
+per vehicle, each in its own namespace, and spins them all in one executor.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import os
 import sys
 import time
 import traceback
+from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
 import rclpy
@@ -25,6 +30,7 @@ from builtin_interfaces.msg import Time
 from rclpy.exceptions import NameValidationException
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.qos import (
@@ -115,7 +121,45 @@ def declare_params(node: Node, cls: type[T], prefix: str = "", defaults: T | Non
         raise ParamsError(message) from None
 
 
-def run_node(node_factory: Callable[[], Node], args: list[str] | None = None) -> int:
+@dataclass(frozen=True)
+class FleetHosting:
+    """How an executable serves every vehicle of a fleet in one process (:func:`run_node`).
+
+    The process reads three parameters of its own before building any vehicle's node:
+
+    - ``fleet``: a fleet file (config/fleets/<name>.yaml or a path; ``none`` or '' = none), or
+    - ``vehicles``: N > 0 vehicles ``drone1 .. droneN`` (the grid of the physics node), or
+    - ``namespaces``: an explicit list of vehicle names.
+
+    With none of them the executable is the plain single-vehicle node, unchanged. With one,
+    it builds one node per vehicle (of a fleet file: per vehicle that carries ``sensor``),
+    named as the process's node (launch's ``name``) in namespace ``<process ns>/<vehicle>``,
+    with every other parameter the process was given (``use_sim_time`` included), plus:
+
+    - ``seed`` (when ``seeded``): vehicle i of the fleet (0-based) gets ``seed + i * SEED_STRIDE``:
+      noise differs between vehicles, repeats run to run, and the first vehicle's equals a
+      single-vehicle run's;
+    - ``type_parameter`` (e.g. the controller's ``vehicle``): the fleet entry's vehicle type;
+    - ``vehicle_overrides.<vehicle>.<name>``: ``<name>`` for that vehicle only.
+
+    The nodes share one ``/clock`` subscription (one per process instead of one per vehicle).
+    """
+
+    #: The node's name in code (launch's ``name`` replaces it, as for a single node).
+    name: str
+    #: Fleet files list each vehicle's sensors: only vehicles carrying this one get a node.
+    sensor: str | None = None
+    seeded: bool = False
+    type_parameter: str | None = None
+
+    #: Parameters of the hosting process itself (not passed on to the vehicles' nodes).
+    SELECTION = ("fleet", "vehicles", "namespaces")
+    OVERRIDE_PREFIX = "vehicle_overrides."
+    SEED_STRIDE = 1_000_000
+
+
+def run_node(node_factory: Callable[..., Node], args: list[str] | None = None,
+             hosting: FleetHosting | None = None) -> int:
     """Standard ``main()`` for every node: init, build, spin, and stop quietly.
 
     Exit status: 0 when stopped by SIGINT/SIGTERM (however often they arrive,
@@ -124,30 +168,38 @@ def run_node(node_factory: Callable[[], Node], args: list[str] | None = None) ->
     written), printed as one ``[FATAL]`` line without traceback; otherwise the
     node's ``exit_code`` (a node that sets it and shuts its context down ends
     with that failure). A node with a ``done`` attribute stops when it is true.
-    See :mod:`aerial_sim.nodes._process` for the signal rules.
+    See :mod:`aerial_sim.nodes._process` for the signal rules. With ``hosting``
+    the process may serve a whole fleet, one node per vehicle (:class:`FleetHosting`);
+    ``node_factory`` then takes rclpy ``Node`` keyword arguments.
     """
     _process.start_node_process()
     use_transport_profile()
-    name = node_name_from_args(args if args is not None else sys.argv, getattr(node_factory, "__name__", "node"))
-    node = None
+    default_name = hosting.name if hosting is not None else getattr(node_factory, "__name__", "node")
+    name = node_name_from_args(args if args is not None else sys.argv, default_name)
+    nodes: list[Node] = []
     code = 0
     try:
         _process.set_phase("starting")
         rclpy.init(args=args if args is not None else sys.argv, signal_handler_options=SignalHandlerOptions.NO)
-        node = node_factory()
-        name = node.get_name()
+        if hosting is None:
+            nodes.append(node_factory())
+        else:
+            build_fleet_nodes(node_factory, hosting, nodes)
+        name = nodes[0].get_name()
         _process.set_phase("running")
-        _spin_until_stopped(node)
-        code = int(getattr(node, "exit_code", 0) or 0)
+        _spin_until_stopped(nodes)
+        code = next((int(c) for c in (getattr(n, "exit_code", 0) for n in nodes) if c), 0)
     except _process.StopRequested:
         code = 0
     except ParamsError as error:
         code = _fatal(name, f"invalid parameter: {error}")
     except Exception as error:  # noqa: BLE001
-        code = _failure_code(name, node, error)
+        code = _failure_code(name, nodes[0] if nodes else None, error)
     finally:
         _process.set_phase("stopping")
-        _stop(node)
+        for node in reversed(nodes):
+            _stop_node(node)
+        _shutdown()
     if _process.is_node_executable():
         _process.exit_now(code)
     return code
@@ -172,15 +224,93 @@ def node_name_from_args(args: list[str], default: str) -> str:
     return default
 
 
-def _spin_until_stopped(node: Node) -> None:
-    """Spin until a stop signal, the context's shutdown, or ``node.done``."""
-    guard = InputGuard(node)
-    executor = make_executor(node.context)
-    executor.add_node(node)
-    while not _process.stop_requested() and node.context.ok() and not getattr(node, "done", False):
-        guard.guard_all()  # also what the node subscribed to since (the recorder subscribes as topics appear)
+def build_fleet_nodes(node_factory: Callable[..., Node], hosting: FleetHosting, nodes: list[Node]) -> None:
+    """Append to ``nodes`` the node(s) this process serves (see :class:`FleetHosting`).
+
+    A probe node (named and namespaced as launch asked, so it receives exactly the
+    parameters meant for this process) reads the fleet selection; it stays as the
+    process's only node when no vehicle needs one (it then idles instead of ending the launch).
+    """
+    from aerial_sim.vehicles.fleet import FleetSelection, FleetVehicle
+
+    probe = Node(hosting.name, allow_undeclared_parameters=True, automatically_declare_parameters_from_overrides=True)
+    nodes.append(probe)
+    given = probe.get_parameters_by_prefix("")
+    value = {name: parameter.value for name, parameter in given.items()}
+    count = value.get("vehicles", 0)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise ParamsError(f"vehicles must be an integer >= 0, got {count!r}")
+    fleet_file = FleetSelection(fleet=str(value.get("fleet") or ""), vehicles=count).fleet_file
+    listed = [str(n) for n in value.get("namespaces") or () if str(n)]
+    if not fleet_file and count == 0 and not listed:
+        nodes.remove(probe)
+        probe.destroy_node()
+        nodes.append(node_factory())  # the single-vehicle node, exactly as without hosting
+        return
+    if fleet_file or count:
+        vehicle_type = str(value.get(hosting.type_parameter, "quad_x")) if hosting.type_parameter else "quad_x"
+        fleet = FleetSelection(fleet=fleet_file, vehicles=count, vehicle_type=vehicle_type).load()
+    else:
+        fleet = tuple(FleetVehicle(name=n) for n in listed)  # ParamsError for a name that is no ROS name
+    typed = bool(fleet_file or count) and hosting.type_parameter is not None
+    served = [(i, v) for i, v in enumerate(fleet)
+              if hosting.sensor is None or not fleet_file or hosting.sensor in v.sensors]
+    if not served:
+        probe.get_logger().info(f"no vehicle of fleet '{fleet_file}' carries a {hosting.sensor}: nothing to serve")
+        return
+    node_name, parent = probe.get_name(), probe.get_namespace().rstrip("/")
+    common = [p for n, p in given.items() if n not in FleetHosting.SELECTION and not n.startswith(FleetHosting.OVERRIDE_PREFIX)]
+    nodes.remove(probe)
+    probe.destroy_node()
+    for index, vehicle in served:
+        overrides = list(common)
+        if hosting.seeded:
+            base = value.get("seed", 0)
+            if not isinstance(base, int) or isinstance(base, bool):
+                raise ParamsError(f"seed must be an integer >= 0, got {base!r}")
+            overrides.append(Parameter("seed", value=base + index * FleetHosting.SEED_STRIDE))
+        if typed:
+            overrides.append(Parameter(hosting.type_parameter, value=vehicle.type))
+        prefix = f"{FleetHosting.OVERRIDE_PREFIX}{vehicle.name}."
+        overrides += [Parameter(n[len(prefix):], value=p.value) for n, p in given.items() if n.startswith(prefix)]
+        cli = ["--ros-args", "-r", f"__node:={node_name}", "-r", f"__ns:={parent}/{vehicle.name}"]
+        nodes.append(node_factory(cli_args=cli, use_global_arguments=False, parameter_overrides=overrides))
+    share_clock(nodes)
+    nodes[0].get_logger().info(
+        f"serving {len(nodes)} vehicles in one process: {', '.join(n.get_namespace().strip('/') for n in nodes)}")
+
+
+def share_clock(nodes: list[Node]) -> None:
+    """Let the first node's ``/clock`` subscription drive every node's clock.
+
+    Each rclpy node subscribes to ``/clock`` itself (250 messages/s from the physics node);
+    for N nodes in one process that is N deserialisations per tick for the same time. Uses
+    rclpy's TimeSource (``Node._time_source``): where that is missing, every node keeps its own.
+    """
+    source = getattr(nodes[0], "_time_source", None)
+    if source is None or not source.ros_time_is_active:
+        return
+    for node in nodes[1:]:
+        own = getattr(node, "_time_source", None)
+        if own is None or not own.ros_time_is_active:
+            continue
+        own.detach_node()  # drops its /clock subscription; its clock stays in ROS-time mode
+        source.attach_clock(node.get_clock())
+
+
+def _spin_until_stopped(nodes: list[Node]) -> None:
+    """Spin until a stop signal, the context's shutdown, or any node's ``done``."""
+    guards = [InputGuard(node) for node in nodes]
+    context = nodes[0].context
+    executor = make_executor(context)
+    for node in nodes:
+        executor.add_node(node)
+    while not _process.stop_requested() and context.ok() and not any(getattr(n, "done", False) for n in nodes):
+        for guard in guards:
+            guard.guard_all()  # also what the node subscribed to since (the recorder subscribes as topics appear)
         executor.spin_once(timeout_sec=0.1)
-    executor.remove_node(node)
+    for node in nodes:
+        executor.remove_node(node)
 
 
 def make_executor(context):
@@ -293,13 +423,15 @@ def _fatal(name: str, message: str) -> int:
     return 2
 
 
-def _stop(node: Node | None) -> None:
-    """Destroy the node and shut rclpy down; nothing here may print a traceback."""
+def _stop_node(node: Node) -> None:
+    """Destroy one node; nothing here may print a traceback."""
     try:
-        if node is not None:
-            node.destroy_node()
+        node.destroy_node()
     except Exception as error:  # noqa: BLE001 - the node is going away either way
         print(f"[WARN] [{node.get_name()}]: while stopping: {type(error).__name__}: {error}", file=sys.stderr)
+
+
+def _shutdown() -> None:
     try:
         rclpy.try_shutdown()
     except Exception:  # noqa: BLE001
@@ -337,16 +469,22 @@ def use_transport_profile() -> None:
         os.environ["FASTDDS_DEFAULT_PROFILES_FILE"] = str(profile)
 
 
+_tf_missing_reported = False
+
+
 def make_tf_broadcaster(node: Node, static: bool = False):
     """A tf2_ros broadcaster when tf2_ros is importable, else None (logged once).
 
     In a pip-only install tf2_ros does not exist; the simulation runs on without
     TF and says so once, instead of failing.
     """
+    global _tf_missing_reported
     try:
         import tf2_ros
     except ImportError:
-        node.get_logger().info("tf2_ros is not installed (pip-only install): TF is skipped")
+        if not _tf_missing_reported:  # once per process (one that serves a fleet has many nodes)
+            node.get_logger().info("tf2_ros is not installed (pip-only install): TF is skipped")
+            _tf_missing_reported = True
         return None
     return tf2_ros.StaticTransformBroadcaster(node) if static else tf2_ros.TransformBroadcaster(node)
 

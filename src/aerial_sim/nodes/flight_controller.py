@@ -50,7 +50,7 @@ from aerial_sim.config import require_positive
 from aerial_sim.control.controller import ControllerParams, VehicleState
 from aerial_sim.control.geometry import yaw_of
 from aerial_sim.control.supervisor import CommandRejected, FlightSupervisor, Mode, SupervisorParams
-from aerial_sim.nodes.common import COMMAND_QOS, declare_params, from_stamp, run_node, stream_qos, to_stamp
+from aerial_sim.nodes.common import COMMAND_QOS, FleetHosting, declare_params, from_stamp, run_node, stream_qos, to_stamp
 from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, truth_from_odometry
 from aerial_sim.vehicles.multirotor import load_vehicle
 
@@ -82,8 +82,8 @@ class FlightControllerNodeParams(SupervisorParams):
 
 
 class FlightControllerNode(Node):
-    def __init__(self):
-        super().__init__("flight_controller")
+    def __init__(self, **node_options):
+        super().__init__("flight_controller", **node_options)
         self.params = params = declare_params(self, FlightControllerNodeParams)
         vehicle = load_vehicle(params.vehicle)
         self.fc = FlightSupervisor(params.supervisor_params(), params.controller, vehicle)
@@ -329,7 +329,7 @@ class FlightControllerNode(Node):
 
 
 def main(args=None):
-    return run_node(FlightControllerNode, args)
+    return run_node(FlightControllerNode, args, FleetHosting("flight_controller", type_parameter="vehicle"))
 
 
 if __name__ == "__main__":

@@ -14,13 +14,13 @@ from geometry_msgs.msg import TwistStamped
 from sensor_msgs.msg import NavSatFix, NavSatStatus
 
 from aerial_sim.nodes._sensor import OdometrySensorNode
-from aerial_sim.nodes.common import run_node, to_stamp
+from aerial_sim.nodes.common import FleetHosting, run_node, to_stamp
 from aerial_sim.sensors.gps import FIX_NONE, Gps, GpsParams
 
 
 class GpsNode(OdometrySensorNode):
-    def __init__(self):
-        super().__init__("gps", GpsParams, Gps, preset="airsim_gps", frame_id="gps_link")
+    def __init__(self, **node_options):
+        super().__init__("gps", GpsParams, Gps, preset="airsim_gps", frame_id="gps_link", **node_options)
         self.fix_publisher = self.create_publisher(NavSatFix, "gps/fix", self.qos)
         self.vel_publisher = self.create_publisher(TwistStamped, "gps/vel", self.qos)
         self.get_logger().info(
@@ -52,7 +52,7 @@ class GpsNode(OdometrySensorNode):
 
 
 def main(args=None):
-    return run_node(GpsNode, args)
+    return run_node(GpsNode, args, FleetHosting("gps", sensor="gps", seeded=True))
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from sensor_msgs.msg import Imu as ImuMsg
 from sensor_msgs.msg import JointState
 
 from aerial_sim.nodes.common import (
+    FleetHosting,
     declare_params,
     frame_in_namespace,
     from_stamp,
@@ -29,8 +30,8 @@ from aerial_sim.sensors.imu import Imu, ImuParams
 
 
 class ImuNode(Node):
-    def __init__(self):
-        super().__init__("imu")
+    def __init__(self, **node_options):
+        super().__init__("imu", **node_options)
         options = declare_params(self, SensorNodeOptions, defaults=SensorNodeOptions(preset="mpu6000", frame_id="imu_link"))
         self.params = declare_params(self, ImuParams, defaults=load_preset(ImuParams, options.preset))
         self.frame_id = frame_in_namespace(self, options.frame_id)
@@ -82,7 +83,7 @@ class ImuNode(Node):
 
 
 def main(args=None):
-    return run_node(ImuNode, args)
+    return run_node(ImuNode, args, FleetHosting("imu", sensor="imu", seeded=True))
 
 
 if __name__ == "__main__":

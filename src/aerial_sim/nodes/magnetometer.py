@@ -11,13 +11,13 @@ from __future__ import annotations
 from sensor_msgs.msg import MagneticField
 
 from aerial_sim.nodes._sensor import OdometrySensorNode
-from aerial_sim.nodes.common import run_node, to_stamp
+from aerial_sim.nodes.common import FleetHosting, run_node, to_stamp
 from aerial_sim.sensors.magnetometer import Magnetometer, MagnetometerMeasurement, MagnetometerParams
 
 
 class MagnetometerNode(OdometrySensorNode):
-    def __init__(self):
-        super().__init__("magnetometer", MagnetometerParams, Magnetometer, preset="hmc5883l", frame_id="mag_link")
+    def __init__(self, **node_options):
+        super().__init__("magnetometer", MagnetometerParams, Magnetometer, preset="hmc5883l", frame_id="mag_link", **node_options)
         self.publisher = self.create_publisher(MagneticField, "magnetic_field", self.qos)
         self.get_logger().info(
             f"magnetometer ({self.params.field.model}) at {self.params.rate_hz:g} Hz in {self.frame_id} "
@@ -35,7 +35,7 @@ class MagnetometerNode(OdometrySensorNode):
 
 
 def main(args=None):
-    return run_node(MagnetometerNode, args)
+    return run_node(MagnetometerNode, args, FleetHosting("magnetometer", sensor="magnetometer", seeded=True))
 
 
 if __name__ == "__main__":

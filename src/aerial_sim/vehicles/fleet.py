@@ -85,7 +85,7 @@ class FleetVehicle:
 class FleetSelection:
     """Which fleet: a file (``fleet``) or a grid of ``vehicles`` quads; neither = no fleet."""
 
-    #: Fleet under config/fleets/ or a YAML path; empty = none.
+    #: Fleet under config/fleets/ or a YAML path; empty or ``none`` (launch files' word) = none.
     fleet: str = ""
     #: Number of vehicles drone1..N on a grid (used when ``fleet`` is empty); 0 = none.
     vehicles: int = 0
@@ -96,13 +96,18 @@ class FleetSelection:
         require(self.vehicles >= 0, f"vehicles must be >= 0, got {self.vehicles!r}")
 
     @property
+    def fleet_file(self) -> str:
+        """``fleet``, or '' when it is empty or ``none``."""
+        return "" if self.fleet.strip() in ("", "none") else self.fleet
+
+    @property
     def given(self) -> bool:
-        return bool(self.fleet) or self.vehicles > 0
+        return bool(self.fleet_file) or self.vehicles > 0
 
     def load(self) -> tuple[FleetVehicle, ...]:
         """The selected fleet (ParamsError when none is selected or it is invalid)."""
-        if self.fleet:
-            return load_fleet(self.fleet)
+        if self.fleet_file:
+            return load_fleet(self.fleet_file)
         require(self.vehicles > 0, "no fleet selected: give fleet:=NAME or vehicles:=N")
         return grid_fleet(self.vehicles, self.vehicle_type)
 

@@ -1,0 +1,108 @@
+"""Fleets in launch files (issue 14), across processes.
+
+``sim.launch.yaml vehicles:=10`` brings up one physics node, one process per sensor type and
+one flight-controller process for all ten vehicles: every namespace gets its ground truth and
+sensor streams, each vehicle's controller answers on its own services, and each vehicle's noise
+is its own. A fleet file with a bad entry stops the launch with an error naming the entry.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from conftest import requires_ros, spin_until
+
+pytestmark = [requires_ros, pytest.mark.timeout(150)]
+
+COUNT = 10
+SENSOR_TOPICS = {
+    "ground_truth/odom": ("nav_msgs.msg", "Odometry"),
+    "imu/data": ("sensor_msgs.msg", "Imu"),
+    "air_pressure": ("sensor_msgs.msg", "FluidPressure"),
+    "magnetic_field": ("sensor_msgs.msg", "MagneticField"),
+    "gps/fix": ("sensor_msgs.msg", "NavSatFix"),
+}
+FLYERS = ("drone3", "drone10")
+
+
+def call(node, client, request, timeout_s=15.0):
+    assert client.wait_for_service(timeout_sec=timeout_s), f"{client.srv_name} not available"
+    future = client.call_async(request)
+    assert spin_until(node, future.done, timeout_s=timeout_s), f"{client.srv_name} did not answer"
+    return future.result()
+
+
+def test_ten_vehicle_launch_serves_every_namespace(launch, ros_node, tmp_path):
+    import importlib
+
+    from std_srvs.srv import SetBool, Trigger
+
+    from aerial_sim.nodes.common import stream_qos
+
+    graph = launch("sim.launch.yaml", f"vehicles:={COUNT}", "scene:=empty", "mission:=none", "use_camera:=false",
+                   "viewer:=false", "airsim_api:=false", "record:=false", f"run_dir:={tmp_path / 'run'}")
+    names = [f"drone{i}" for i in range(1, COUNT + 1)]
+    received: dict[str, list] = {}
+    for name in names:
+        for topic, (module, cls) in SENSOR_TOPICS.items():
+            full = f"/{name}/{topic}"
+            received[full] = []
+            ros_node.create_subscription(getattr(importlib.import_module(module), cls), full,
+                                         received[full].append, stream_qos())
+
+    def missing():
+        return sorted(t for t, messages in received.items() if not messages)
+
+    assert spin_until(ros_node, lambda: not missing(), timeout_s=75), (missing(), graph.output()[-4000:])
+
+    # One process per node type, not one per vehicle.
+    output = graph.output()
+    for executable in ("imu", "barometer", "magnetometer", "gps", "flight_controller"):
+        assert f"[{executable}] " in output and f"serving {COUNT} vehicles in one process" in output, output[-4000:]
+    assert output.count("process started with pid") <= 9, output[-4000:]  # physics, 5 hosts, depth noise, markers, points
+
+    # Each vehicle's noise is its own (seed + index offset): same instants, same truth at rest, other values.
+    imu1 = {(m.header.stamp.sec, m.header.stamp.nanosec): m.linear_acceleration.z for m in received["/drone1/imu/data"]}
+    same_stamp = [(imu1[k], m.linear_acceleration.z) for m in received["/drone2/imu/data"]
+                  if (k := (m.header.stamp.sec, m.header.stamp.nanosec)) in imu1]
+    assert same_stamp and all(a != b for a, b in same_stamp), same_stamp[:5]
+
+    # Two vehicles' controllers answer and fly; the others stay on the ground.
+    for name in FLYERS:
+        armed = call(ros_node, ros_node.create_client(SetBool, f"/{name}/arm"), SetBool.Request(data=True))
+        assert armed.success, armed.message
+        took_off = call(ros_node, ros_node.create_client(Trigger, f"/{name}/takeoff"), Trigger.Request())
+        assert took_off.success, took_off.message
+
+    def height(name):
+        return received[f"/{name}/ground_truth/odom"][-1].pose.pose.position.z
+
+    assert spin_until(ros_node, lambda: all(height(n) > 1.0 for n in FLYERS), timeout_s=30), \
+        ({n: height(n) for n in names}, graph.output()[-3000:])
+    assert all(abs(height(n)) < 0.3 for n in names if n not in FLYERS), {n: height(n) for n in names}
+    assert graph.alive(), graph.output()[-3000:]
+    assert "Traceback" not in graph.output()
+
+
+def test_fleet_file_with_a_bad_entry_is_one_clear_error(launch, tmp_path):
+    fleet = tmp_path / "bad_fleet.yaml"
+    fleet.write_text(
+        "vehicles:\n"
+        "  - {name: drone1, position: [0, 0, 0]}\n"
+        "  - {name: scout, type: hexa, position: [2, 0, 0]}\n"
+    )
+    graph = launch("sim.launch.yaml", f"fleet:={fleet}", "scene:=empty", "mission:=none", "use_camera:=false",
+                   "viewer:=false", "airsim_api:=false", "record:=false", f"run_dir:={tmp_path / 'run'}")
+    deadline = time.monotonic() + 60
+    while graph.alive() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    output = graph.output()
+    assert not graph.alive(), output[-3000:]
+    fatal = [line for line in output.splitlines() if "[FATAL]" in line]
+    assert fatal, output[-3000:]
+    # The first process to read the fleet says it (and ends the launch); any other that got as far says the same.
+    assert all("invalid parameter: bad_fleet.yaml: vehicles[1] 'scout'.type: vehicle 'hexa'" in line
+               and "(available: hexa_x, quad_x)" in line for line in fatal), fatal
+    assert "Traceback" not in output, output[-3000:]
