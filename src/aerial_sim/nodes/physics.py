@@ -95,7 +95,7 @@ class PhysicsNodeParams:
     max_external_torque_nm: float = 5.0
     #: Motor commands older than this, in sim and in wall time, cut the motors (failsafe); 0 disables.
     #: Not in lockstep (which waits for every command).
-    motor_command_timeout_s: float = 0.5
+    motor_command_timeout_s: float = 1.0
     #: set_pose targets farther than this from the origin are refused, m.
     max_position_m: float = 100_000.0
     publish_tf: bool = True
