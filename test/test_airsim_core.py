@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from aerial_sim.airsim import ned, wire
-from aerial_sim.airsim.api import AirSimApi
+from aerial_sim.airsim.api import AirSimApi, ApiParams
 from aerial_sim.airsim.rpc import MsgpackRpcServer, RpcError
 from aerial_sim.control.geometry import quat_from_yaw, quat_to_matrix
 
@@ -220,7 +220,7 @@ class _NoVehicleGraph:
 
 
 def test_argument_count_and_refusals_read_like_rpclib():
-    api = AirSimApi(_NoVehicleGraph(), None)
+    api = AirSimApi(_NoVehicleGraph(), None, ApiParams(state_wait_s=0.0))  # no physics here: do not wait for it
 
     def call(method, *params):
         return asyncio.run(api.dispatch(method, list(params)))

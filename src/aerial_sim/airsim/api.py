@@ -72,6 +72,10 @@ STANDARD_SEA_LEVEL_PA = 101325.0
 TAKEOFF_TIMEOUT_DEFAULT_S = 20.0
 
 
+#: What a client calls to connect (confirmConnection): answered at once, before any vehicle state.
+HANDSHAKE_METHODS = frozenset({"ping", "getServerVersion", "getMinRequiredClientVersion"})
+
+
 @dataclass(frozen=True)
 class ApiParams:
     """Settings of the API core (defaults here only)."""
@@ -83,6 +87,10 @@ class ApiParams:
     rc_max_yaw_rate_rad_s: float = 1.5
     #: simContinueForFrames: simulated seconds per frame (one control period of the physics node).
     frame_period_s: float = 0.004
+    #: At start-up the first calls (but the connection handshake) wait up to this long for every
+    #: vehicle's first ground truth: the physics node may come up after the server, and AirSim
+    #: itself always has a state to report. Afterwards a missing state is an error at once.
+    state_wait_s: float = 10.0
 
 
 class AirSimApi:
@@ -110,6 +118,7 @@ class AirSimApi:
         self._state_cache: dict[str, tuple] = {}
         self._warned: set[str] = set()
         self.render_executor = None  # an Executor for image rendering (None: render in the loop)
+        self._first_state_awaited = False
 
     @property
     def method_names(self) -> list[str]:
@@ -121,6 +130,8 @@ class AirSimApi:
         if handler is None:
             raise RpcError(f"rpclib: server could not find function '{method}' with argument count {count}.")
         low, high = self._arity[method]
+        if not self._first_state_awaited and method not in HANDSHAKE_METHODS:
+            await self._await_first_state()
         try:
             if not low <= count <= high:
                 expected = f"{low}" if low == high else f"{low} to {high}"
@@ -130,6 +141,13 @@ class AirSimApi:
         except RpcFault as fault:
             raise RpcError(f"rpclib: function '{method}' (called with {count} arg(s)) threw an exception. "
                            f"The exception contained this information: {fault}.") from None
+
+    async def _await_first_state(self) -> None:
+        """Start-up only: wait (``state_wait_s`` at most, once) until every vehicle has ground truth."""
+        deadline = time.monotonic() + self.params.state_wait_s
+        while time.monotonic() < deadline and any(v.kinematics is None for v in self.graph.vehicles.values()):
+            await asyncio.sleep(0.02)
+        self._first_state_awaited = True
 
     # -- helpers ------------------------------------------------------------------------------
     def vehicle(self, vehicle_name: Any) -> VehicleLink:
