@@ -110,7 +110,7 @@ def test_browser_shows_scene_and_vehicle(ros_node, tmp_path):
     vehicle = (r > 150) & (b > 130) & (g < 90)  # magenta body; nothing in the scene is magenta
     glass = (b > r + 40) & (b > 120)  # urban.yaml's glass towers (blue)
     trees = (g > r + 30) & (g > b + 30)  # the green tree crowns
-    assert vehicle.sum() > 8, "vehicle not visible"  # a 0.3 m body seen from the chase camera: 19-40 px measured
+    assert vehicle.sum() > 8, "vehicle not visible"  # a 0.3 m body seen from the chase camera: 19 px in one loaded run
     lidar_points = (g > 200) & (r < 80) & (b < 80)  # height-coloured sweep at z = 5 m: pure green
     assert lidar_points.sum() > 300, "lidar sweep not visible"
     assert glass.sum() > 2000 and trees.sum() > 50, "scene objects not visible"

@@ -36,6 +36,7 @@ from aerial_sim.batch.nodeparams import write_params_file
 from aerial_sim.batch.postprocess import REPORT_FILE
 from aerial_sim.batch.processes import guarded_command, reap_session, session_processes, kill_session, stop_run
 from aerial_sim.batch.sweep import RunOptions, RunSpec
+from aerial_sim.launcher.description import declared_arguments
 
 LOGS_DIR = "logs"
 LAUNCHER_FILE = "launcher.pid"
@@ -176,8 +177,16 @@ def _postprocess(folder: Path, options: RunOptions, log_path: Path) -> tuple[dic
     return report, ""
 
 
+#: Launch arguments a batch run gets unless its sweep sets them (where the launch file has them): no
+#: AirSim server (no client would talk to it, and concurrent runs would compete for its one port).
+HEADLESS_DEFAULTS = {"airsim_api": "false"}
+
+
 def _launch_command(run: RunSpec, folder: Path, number: int, launch_file: Path) -> list[str]:
-    arguments = {**run.launch_arguments, "lockstep": "true", "viewer": "false", "run_dir": str(folder)}
+    arguments = {**HEADLESS_DEFAULTS, **run.launch_arguments, "lockstep": "true", "viewer": "false",
+                 "run_dir": str(folder)}
+    declared = {argument.name for argument in declared_arguments(launch_file)}
+    arguments = {k: v for k, v in arguments.items() if k in declared or k not in HEADLESS_DEFAULTS}
     command = [sys.executable, "-m", "aerial_sim", "launch", "--strict", str(launch_file),
                *(f"{k}:={v}" for k, v in arguments.items()),
                "--log-dir", str(folder / LOGS_DIR / f"attempt-{number}")]
