@@ -24,20 +24,15 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
 
-def test_domain_id() -> int:
-    """This pytest process's ROS_DOMAIN_ID, in 1..50 (``aerial_sim batch`` runs started by tests use 51..101).
 
-    ``AERIAL_SIM_TEST_DOMAIN_ID`` chooses the base, else the pid does; pytest-xdist workers
-    (``gw0``, ``gw1``, ...) add their index to the base their controller process gives them all.
-    """
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
+def private_domain_id() -> int:
+    """This pytest process's ROS_DOMAIN_ID: ``AERIAL_SIM_TEST_DOMAIN_ID``, else one in 1..50 from the pid
+    (``aerial_sim batch`` runs started by tests use 51..101, so they never share a test's domain)."""
     chosen = os.environ.get("AERIAL_SIM_TEST_DOMAIN_ID")
-    base = int(chosen) if chosen else 1 + ((os.getppid() if worker else os.getpid()) % 10) * 5
-    return base + index
+    return int(chosen) if chosen else 1 + os.getpid() % 50
 
 
-os.environ["ROS_DOMAIN_ID"] = str(test_domain_id())
+os.environ["ROS_DOMAIN_ID"] = str(private_domain_id())
 os.environ.setdefault("AERIAL_SIM_DOMAIN_RANGE", "51-101")  # batch runs never share a test's domain
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("AERIAL_SIM_SHARE", str(REPO))

@@ -184,7 +184,7 @@ def test_when_motor_commands_stop_the_motors_are_cut_and_diagnostics_say_why(lau
     assert spin_until(ros_node, lambda: any(s.level == DiagnosticStatus.OK for s in statuses), timeout_s=3.0)
 
 
-#: A physics node process whose world fails after 100 control periods (an injected fault: with
+#: A physics node process whose world fails after 1000 control periods (an injected fault: with
 #: bounded inputs no message can make the loop fail any more).
 FAILING_PHYSICS = """
 import sys
@@ -194,7 +194,7 @@ step = PhysicsWorld.step
 calls = []
 def failing_step(self, *args, **kwargs):
     calls.append(1)
-    if len(calls) > 100:
+    if len(calls) > 1000:  # about 4 s in: the test has discovered the node by then
         raise FloatingPointError("injected fault")
     return step(self, *args, **kwargs)
 PhysicsWorld.step = failing_step
@@ -234,13 +234,13 @@ def test_a_physics_loop_that_cannot_go_on_says_why_and_the_process_exits_1(ros_n
 #: Topics not attacked: the time source and ROS's own infrastructure (a second /clock
 #: publisher is a configuration error, not a malformed message).
 NOT_FUZZED = {"/clock", "/rosout", "/parameter_events", "/tf", "/tf_static"}
-FUZZ_SECONDS = 20.0
+FUZZ_SECONDS = 12.0
 
 
 @requires_ros
 @pytest.mark.ros
 def test_fuzzed_messages_on_every_subscribed_topic_never_stop_the_graph(launch, ros_node, tmp_path):
-    """Random and mutated messages of every subscribed type for 20 s: every node lives, no NaN
+    """Random and mutated messages of every subscribed type for 12 s: every node lives, no NaN
     reaches ground truth, no traceback is printed, and the simulation still runs afterwards."""
     from message_fuzz import message_class, mutated_message, random_message
     from nav_msgs.msg import Odometry
@@ -295,7 +295,7 @@ def test_fuzzed_messages_on_every_subscribed_topic_never_stop_the_graph(launch, 
                                                 m.pose.pose.position.z, m.pose.pose.orientation.w,
                                                 m.twist.twist.linear.x)]
     assert all(math.isfinite(v) for v in values), "NaN reached ground truth"
-    assert sent > 500 and ("refused" in output or "dropped" in output or "ignored" in output), (sent, output)
+    assert sent > 300 and ("refused" in output or "dropped" in output or "ignored" in output), (sent, output)
 
 
 def subscribed_topics(ros_node, message_class) -> dict:

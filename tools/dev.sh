@@ -93,11 +93,7 @@ case "$command" in
     # Run test/ unless the arguments name test files or directories themselves.
     targets=(test)
     for arg in "$@"; do [[ "$arg" != -* && -e "${arg%%::*}" ]] && targets=(); done
-    # Two test files at a time (pytest-xdist; each file on one worker, so module fixtures run once),
-    # unless the arguments choose (-n/--numprocesses, -p no:xdist) or ask for a debugger.
-    parallel=(-n "${AERIAL_SIM_TEST_WORKERS:-2}" --dist loadfile)
-    for arg in "$@"; do [[ "$arg" == -n* || "$arg" == --numprocesses* || "$arg" == --pdb || "$arg" == no:xdist ]] && parallel=(); done
-    exec "$venv/bin/python" -m pytest "${targets[@]}" "${parallel[@]}" "$@"
+    exec "$venv/bin/python" -m pytest "${targets[@]}" "$@"
     ;;
   bench)
     ensure_venv

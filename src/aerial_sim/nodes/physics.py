@@ -47,6 +47,7 @@ from dataclasses import dataclass, field, replace
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Pose, PoseArray, PoseStamped, TransformStamped, Vector3Stamped, WrenchStamped
 from nav_msgs.msg import Odometry
+from rclpy.duration import Duration
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Imu, JointState
@@ -355,6 +356,7 @@ class PhysicsNode(Node):
             why = f"physics loop stopped at t = {self.world.time_s:.3f} s: {type(error).__name__}: {error}"
             self.get_logger().fatal(why)
             self._publish_status(DiagnosticStatus.ERROR, "physics", why)
+            self._flush_diagnostics()  # the process ends next: let every subscriber have the ERROR
             self.exit_code = 1
             self.done = True  # run_node's spin loop ends the node from the main thread
 
@@ -460,6 +462,13 @@ class PhysicsNode(Node):
         try:
             self.diagnostics_pub.publish(array)
         except Exception:  # noqa: BLE001 - the context may be going away; the log line was written
+            pass
+
+    def _flush_diagnostics(self, timeout_s: float = 2.0) -> None:
+        """Wait (bounded) until the reliable /diagnostics subscribers have acknowledged what was sent."""
+        try:
+            self.diagnostics_pub.wait_for_all_acked(Duration(nanoseconds=int(timeout_s * 1e9)))
+        except Exception:  # noqa: BLE001 - best effort on the way out
             pass
 
     def _publish_state(self) -> None:
