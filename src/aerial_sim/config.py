@@ -70,6 +70,18 @@ def load_yaml_params(cls: type[T], path: str | Path, section: str | None = None)
     return params_from_mapping(cls, values, where=path.name)
 
 
+def load_named_params(cls: type[T], name_or_path: str, subdir: str, what: str, available: str = "*.yaml") -> T:
+    """Load ``config/<subdir>/<name>.yaml`` or a YAML path as ``cls``; a missing file is a
+    :class:`ParamsError` naming ``what`` and the files that are there (matching ``available``)."""
+    from aerial_sim.paths import resolve_config
+
+    path = resolve_config(name_or_path, subdir)
+    if not Path(path).is_file():
+        found = sorted(p.stem for p in Path(path).parent.glob(available))
+        raise ParamsError(f"{what} '{name_or_path}': {path} not found (available: {', '.join(found) or 'none'})")
+    return load_yaml_params(cls, path)
+
+
 def unwrap_ros_parameters(document: Mapping[str, Any], section: str | None = None) -> Mapping[str, Any]:
     """Return the plain parameter mapping inside a (possibly ROS-style) YAML document."""
     if section is not None:

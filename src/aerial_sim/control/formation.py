@@ -47,14 +47,12 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 import numpy as np
 
-from aerial_sim.config import ParamsError, load_yaml_params, require, require_non_negative, require_positive
+from aerial_sim.config import ParamsError, load_named_params, require, require_non_negative, require_positive
 from aerial_sim.control.track import TrackMetrics, compare_tracks
-from aerial_sim.paths import resolve_config
 
 Vector2 = tuple[float, float]
 
@@ -112,11 +110,7 @@ class FormationParams:
 
 def load_formation(name_or_path: str) -> FormationParams:
     """Load ``config/missions/<name>.yaml`` or a YAML path as a swarm mission (ParamsError names the key)."""
-    path = resolve_config(name_or_path, "missions")
-    if not Path(path).is_file():
-        available = sorted(p.stem for p in Path(path).parent.glob("swarm*.yaml"))
-        raise ParamsError(f"swarm mission '{name_or_path}': {path} not found (available: {', '.join(available) or 'none'})")
-    return load_yaml_params(FormationParams, path)
+    return load_named_params(FormationParams, name_or_path, "missions", "swarm mission", "swarm*.yaml")
 
 
 # -- geometry of the formation -------------------------------------------------

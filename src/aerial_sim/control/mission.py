@@ -28,8 +28,7 @@ from typing import Literal
 
 import numpy as np
 
-from aerial_sim.config import ParamsError, load_yaml_params, require, require_non_negative, require_positive
-from aerial_sim.paths import resolve_config
+from aerial_sim.config import load_named_params, require, require_non_negative, require_positive
 
 Vector3 = tuple[float, float, float]
 
@@ -78,11 +77,7 @@ class MissionParams:
 
 def load_mission(name_or_path: str) -> MissionParams:
     """Load ``config/missions/<name>.yaml`` or a YAML file path."""
-    path = resolve_config(name_or_path, "missions")
-    if not Path(path).is_file():
-        available = sorted(p.stem for p in Path(path).parent.glob("*.yaml"))
-        raise ParamsError(f"mission '{name_or_path}': {path} not found (available: {', '.join(available) or 'none'})")
-    return load_yaml_params(MissionParams, path)
+    return load_named_params(MissionParams, name_or_path, "missions", "mission")
 
 
 def pattern_path(mission: MissionParams, start: Vector3) -> np.ndarray:

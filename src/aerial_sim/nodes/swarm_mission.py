@@ -53,7 +53,7 @@ from aerial_sim.control.formation import (
 )
 from aerial_sim.control.geometry import quat_from_yaw, quat_to_matrix, yaw_of
 from aerial_sim.nodes.common import COMMAND_QOS, declare_params, from_stamp, run_folder_parameter, run_node, stream_qos, to_stamp
-from aerial_sim.vehicles.fleet import NAME_PATTERN, FleetSelection
+from aerial_sim.vehicles.fleet import FleetSelection, require_vehicle_names
 
 #: Phases of the flight in which a track sample counts for the Hausdorff figures.
 FORMATION_PHASES = ("formation", "settle")
@@ -88,8 +88,7 @@ class SwarmMissionNodeParams:
     def __post_init__(self):
         require_positive(self, "rate_hz", "arrive_tolerance_m", "settle_speed_m_s", "wait_for_services_s",
                          "climb_timeout_s", "land_timeout_s", "track_rate_hz")
-        for name in self.vehicle_names:
-            require(bool(NAME_PATTERN.match(name)), f"vehicle_names: {name!r} is not a valid ROS name")
+        require_vehicle_names(self.vehicle_names)
         require(len(set(self.vehicle_names)) == len(self.vehicle_names),
                 f"vehicle_names must be unique, got {list(self.vehicle_names)}")
 
