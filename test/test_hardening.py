@@ -369,3 +369,44 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+#: A node whose timer callback never returns (a library call that hangs).
+STUCK_NODE = """
+import sys, time
+from rclpy.node import Node
+from aerial_sim.nodes.common import run_node
+
+class Stuck(Node):
+    def __init__(self):
+        super().__init__("stuck")
+        self.create_timer(0.05, self.hang)
+
+    def hang(self):
+        print("hanging", flush=True)
+        time.sleep(3600)
+
+sys.exit(run_node(Stuck, sys.argv))
+"""
+
+
+@requires_ros
+@pytest.mark.ros
+def test_a_node_stuck_in_a_callback_leaves_on_the_launchers_sigterm_not_its_sigkill():
+    import signal
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-c", STUCK_NODE], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    try:
+        assert process.stdout.readline().strip() == "hanging"
+        process.send_signal(signal.SIGINT)
+        time.sleep(1.5)
+        assert process.poll() is None  # the callback never returns: the polite stop cannot finish
+        process.send_signal(signal.SIGTERM)  # what a launcher sends after sigterm_timeout
+        assert process.wait(timeout=5) == 0
+    finally:
+        process.kill()
+    output = process.stdout.read()
+    assert "SIGTERM: exiting now" in output and "Traceback" not in output, output

@@ -7,9 +7,12 @@ Rules (README, "Stopping"):
   group, then its own SIGINT), and SIGTERM follows after ``sigterm_timeout``.
   While the process is still importing its modules or building its node a stop
   signal ends it at once, quietly (an exception thrown from the handler into
-  arbitrary start-up code can be swallowed and printed as a traceback); while it runs, the spin loop sees the request within 0.1 s; during the
-  node's own shutdown work further signals are ignored (the launcher's SIGKILL
-  after ``sigterm_timeout + sigkill_timeout`` is the only limit).
+  arbitrary start-up code can be swallowed and printed as a traceback); while it
+  runs, the spin loop sees the request within 0.1 s; during the node's own
+  shutdown work further SIGINTs are ignored. A SIGTERM at least ``ESCALATION_S``
+  after the first stop signal (the launcher escalating after ``sigterm_timeout``:
+  the stop has not finished, some call does not return) ends the process at once
+  with one warning line and status 0, instead of waiting for the SIGKILL.
 - The process dies with its parent: Linux's parent-death signal (SIGTERM) is
   set at start, so a launcher killed with SIGKILL leaves no orphans, whichever
   launcher it was. (Under ``ros2 launch`` a launcher killed during the node's
@@ -33,6 +36,7 @@ import ctypes
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 #: Linux prctl option: the signal this process gets when its parent dies.
@@ -42,6 +46,8 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: Set by ``aerial_sim launch`` for its children: the launcher's pid, to notice it died before
 #: the parent-death signal was set (``aerial_sim launch`` also sets that signal before exec).
 LAUNCHER_PID_VARIABLE = "AERIAL_SIM_LAUNCHER_PID"
+#: A SIGTERM this long after the first stop signal, with the node still not gone, ends it at once.
+ESCALATION_S = 1.0
 #: The phases of a node process, in order.
 PHASES = ("importing", "starting", "running", "stopping")
 
@@ -53,6 +59,7 @@ class StopRequested(BaseException):
 class _State:
     phase: str | None = None  # None: not a node process (signals untouched)
     stop_signal: int | None = None
+    stop_at = 0.0  # time.monotonic() of the first stop signal
 
 
 def is_node_executable(argv0: str | None = None, orig_argv: list[str] | None = None) -> bool:
@@ -115,13 +122,24 @@ def _on_stop_signal(signum, frame) -> None:
     first = _State.stop_signal is None
     if first:
         _State.stop_signal = signum
+    if first:
+        _State.stop_at = time.monotonic()
     if _State.phase in ("importing", "starting"):
         # Nothing worth keeping exists yet. Ending here is the only prompt, quiet way out: an
         # exception raised from this handler lands wherever the main thread happens to be (an
         # import lock's weakref callback, a __del__, a library's cleanup) and is there printed as
         # "Exception ignored ... Traceback" and swallowed, leaving the node to start anyway.
         exit_now(0)
-    # running: the spin loop polls stop_requested(); stopping: ignored.
+    if (not first and signum == signal.SIGTERM and _State.phase in ("running", "stopping")
+            and time.monotonic() - _State.stop_at >= ESCALATION_S):
+        # The launcher escalated: the stop asked for earlier has not finished within its
+        # sigterm_timeout (a callback or a library call that does not return). Leave now, with one
+        # line, rather than be SIGKILLed a few seconds later.
+        print(f"[WARN] [{Path(sys.argv[0]).name}:{os.getpid()}]: still stopping "
+              f"{time.monotonic() - _State.stop_at:.1f} s after the stop signal; SIGTERM: exiting now",
+              file=sys.stderr)
+        exit_now(0)
+    # running: the spin loop polls stop_requested(); stopping: further SIGINTs are ignored.
 
 
 def _die_with_parent() -> None:
