@@ -495,7 +495,7 @@ class PhysicsNode(Node):
 
 class SwarmOutputs:
     """What the physics node publishes for many vehicles: paced ground truth, ``/swarm/poses``
-    (PoseArray in ``map``, vehicle_names order) and ``<vehicle>/collisions``.
+    (PoseArray in ``map``, vehicle_names order; only with more than one vehicle) and ``<vehicle>/collisions``.
 
     Ground truth goes to each vehicle every ``stride`` control periods, vehicles spread over
     the periods (vehicle i in periods ``p`` with ``(p + i) % stride == 0``) so the cost is even.
@@ -520,6 +520,7 @@ class SwarmOutputs:
         self.collision_pubs = {v.name: node.create_publisher(DiagnosticArray, f"/{v.name}/collisions", COMMAND_QOS)
                                for v in node.vehicles}
         self.pending: dict[tuple[str, str], object] = {}
+        self.many = len(node.vehicles) > 1
         self.stride = 1 if params.lockstep else self.choose_stride()
 
     def choose_stride(self) -> int:
@@ -553,7 +554,8 @@ class SwarmOutputs:
         """Poses (on ground-truth periods) and pending collisions; returns the vehicles due for ground truth."""
         self.publish_collisions(stamp)
         due = [v for i, v in enumerate(self.node.vehicles) if (period + i) % self.stride == 0]
-        if period % self.stride == 0 or self.stride == 1:
+        # One vehicle's poses are its ground truth: a second 250 Hz stream of the same would only cost.
+        if self.many and (period % self.stride == 0 or self.stride == 1):
             self.publish_poses(stamp)
         return due
 
