@@ -51,8 +51,9 @@ from aerial_sim.control.formation import (
     resample_tracks,
     summary_text,
 )
-from aerial_sim.control.geometry import quat_from_yaw, quat_to_matrix, yaw_of
+from aerial_sim.control.geometry import quat_from_yaw, yaw_of
 from aerial_sim.nodes.common import COMMAND_QOS, declare_params, from_stamp, run_folder_parameter, run_node, stream_qos, to_stamp
+from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, truth_from_odometry
 from aerial_sim.vehicles.fleet import FleetSelection, require_vehicle_names
 
 #: Phases of the flight in which a track sample counts for the Hausdorff figures.
@@ -131,15 +132,14 @@ class SwarmVehicle:
         return all(c.service_is_ready() for c in (self.arm_client, self.takeoff_client, self.land_client))
 
     def on_odom(self, message: Odometry) -> None:
-        pose, twist = message.pose.pose, message.twist.twist
-        position = np.array([pose.position.x, pose.position.y, pose.position.z])
-        orientation = (pose.orientation.w, pose.orientation.x, pose.orientation.y, pose.orientation.z)
-        if not np.all(np.isfinite(position)) or not all(map(math.isfinite, orientation)):
+        truth = truth_from_odometry(message)
+        if truth is None:
+            self._node.get_logger().warning(f"{self.name}: {UNUSABLE_ODOMETRY}", throttle_duration_sec=5)
             return
-        velocity = quat_to_matrix(orientation) @ np.array([twist.linear.x, twist.linear.y, twist.linear.z])
+        position = np.array(truth.position)
         if self.position is None:
-            self.yaw = yaw_of(orientation)
-        self.position, self.speed = position, float(np.linalg.norm(velocity))
+            self.yaw = yaw_of(truth.orientation)
+        self.position, self.speed = position, float(np.linalg.norm(truth.velocity_world))
         ref = self.target if self.target is not None else (math.nan,) * 3
         self.track.append((from_stamp(message.header.stamp), *map(float, position), self._node.phase, *map(float, ref)))
 

@@ -12,7 +12,6 @@ start-up. Binds to 127.0.0.1 only.
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -26,7 +25,7 @@ from sensor_msgs.msg import Image, PointCloud2
 from aerial_sim.config import require
 from aerial_sim.nodes.common import declare_params, from_stamp, run_node, stream_qos
 from aerial_sim.recording.export import image_to_array
-from aerial_sim.sensors.common import Mount, PoseTrack
+from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, Mount, PoseTrack, truth_from_odometry
 from aerial_sim.sensors.lidar import LidarParams, points_to_world
 from aerial_sim.sensors.pointcloud import cloud_to_array, xyz
 from aerial_sim.viewer.depth_points import optical_to_base
@@ -94,14 +93,12 @@ class WebViewerNode(Node):
         print(f"[web_viewer] open {self.viewer.url} in a browser (scene '{scene.name}')", flush=True)
 
     def on_odom(self, msg: Odometry) -> None:
-        p, q = msg.pose.pose.position, msg.pose.pose.orientation
-        values = (p.x, p.y, p.z, q.w, q.x, q.y, q.z)
-        if not all(math.isfinite(v) for v in values):
-            self.get_logger().warning("odometry with non-finite pose ignored", throttle_duration_sec=5)
+        truth = truth_from_odometry(msg)
+        if truth is None:
+            self.get_logger().warning(UNUSABLE_ODOMETRY, throttle_duration_sec=5)
             return
-        t = from_stamp(msg.header.stamp)
-        self.poses.append((t, values[:3], values[3:]))
-        self.viewer.set_pose(t, values[:3], values[3:])
+        self.poses.append((truth.time_s, truth.position, truth.orientation))
+        self.viewer.set_pose(truth.time_s, truth.position, truth.orientation)
 
     def on_swarm(self, msg: PoseArray) -> None:
         self.viewer.set_swarm(*pose_array_arrays(msg))
