@@ -91,6 +91,10 @@ class PhysicsNodeParams:
     lockstep: bool = False
     linear_drag_enabled: bool = True
     wrench_timeout_s: float = 0.5
+    #: Lockstep: the first step waits until the subscribers to /clock and ground truth have not
+    #: changed for this long (wall s), at most lockstep_settle_max_s: every node joins at t = 0.
+    lockstep_settle_s: float = 1.5
+    lockstep_settle_max_s: float = 20.0
     #: Largest external force / torque a rotor_drag/wrench message may apply; larger ones are refused.
     max_external_force_n: float = 50.0
     max_external_torque_nm: float = 5.0
@@ -120,7 +124,7 @@ class PhysicsNodeParams:
         require(self.vehicles >= 0, f"vehicles must be >= 0, got {self.vehicles!r}")
         require_positive(self, "rate_hz", "publish_rate_hz", "wrench_timeout_s", "max_external_force_n",
                          "max_external_torque_nm", "max_position_m")
-        require_non_negative(self, "clock_speed", "motor_command_timeout_s")
+        require_non_negative(self, "clock_speed", "motor_command_timeout_s", "lockstep_settle_s", "lockstep_settle_max_s")
         count = len(self.vehicle_names)
         require(count > 0, "vehicle_names must name at least one vehicle")
         require_vehicle_names(self.vehicle_names)
@@ -363,6 +367,8 @@ class PhysicsNode(Node):
     def _simulate(self) -> None:
         params = self.params
         period_s = params.steps_per_period / params.rate_hz
+        if params.lockstep:
+            self._await_settled_subscribers()
         wall_start = time.monotonic()
         self._publish_state()
         waiting_since = time.monotonic()
@@ -405,6 +411,30 @@ class PhysicsNode(Node):
             self.periods_done += 1
             self.swarm.collect_collisions()
             self._publish_state()
+
+    def _await_settled_subscribers(self) -> None:
+        """Lockstep: hold the first step until the graph's subscribers to /clock and ground truth have
+        stopped changing for ``lockstep_settle_s`` (wall time; at most ``lockstep_settle_max_s``).
+
+        Lockstep paces the clock by the controllers alone. A sensor or recorder that joins after
+        the first steps misses them, and its noise stream and bag then start elsewhere than in
+        another run of the same inputs; waiting for the graph to be complete keeps runs identical.
+        """
+        params = self.params
+        publishers = [self.clock_pub] + [p for v in self.vehicles for p in (v.odom_pub, v.imu_pub, v.rotors_pub)]
+        start = changed = time.monotonic()
+        counts = None
+        while not self._stop.is_set() and self.context.ok():
+            now = time.monotonic()
+            current = [p.get_subscription_count() for p in publishers]
+            if current != counts:
+                counts, changed = current, now
+            if now - changed >= params.lockstep_settle_s or now - start >= params.lockstep_settle_max_s:
+                break
+            self._publish_state()  # the state at t = 0 for whoever is already there (answered once)
+            time.sleep(0.05)
+        self.get_logger().info(f"lockstep: starting with {counts[1] if counts else 0} subscribers to ground truth "
+                               f"after {time.monotonic() - start:.1f} s")
 
     def _wait_for_all_commands(self) -> bool:
         """Lockstep: true once every vehicle has a new command for this period."""
