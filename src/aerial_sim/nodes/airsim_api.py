@@ -364,7 +364,9 @@ class AirSimApiNode(Node):
         return answer
 
     async def continue_for(self, seconds: float) -> None:
-        start = await self.clock.started()
+        # From what a client last read: the state can be ahead of the last /clock message to arrive.
+        stamps = [link.kinematics.time_s for link in self.vehicles.values() if link.kinematics is not None]
+        start = max([await self.clock.started(), *stamps])
         self.continue_pub.publish(Float64(data=float(seconds)))
         self.paused = True
         target = start + seconds - 1e-6
