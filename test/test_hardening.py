@@ -410,3 +410,45 @@ def test_a_node_stuck_in_a_callback_leaves_on_the_launchers_sigterm_not_its_sigk
         process.kill()
     output = process.stdout.read()
     assert "SIGTERM: exiting now" in output and "Traceback" not in output, output
+
+
+SLOW_START_NODE = """
+import sys, time
+from rclpy.node import Node
+from std_msgs.msg import String
+from aerial_sim.nodes.common import run_node
+
+class SlowStart(Node):
+    def __init__(self):
+        super().__init__("slow_start")
+        self.create_publisher(String, "slow_start", 10)
+        print("building", flush=True)
+        time.sleep(1.0)  # a constructor still at work (a scene, a BVH) when the stop comes
+        print("built", flush=True)
+
+sys.exit(run_node(SlowStart, sys.argv))
+"""
+
+
+@requires_ros
+@pytest.mark.ros
+def test_a_stop_signal_while_the_node_is_being_built_waits_for_the_build_then_exits_quietly():
+    # Ending half-built (os._exit with DDS threads running) could leave a shared-memory lock held
+    # for a sibling that was starting at the same time; the stop is kept until the node exists.
+    import signal
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-c", SLOW_START_NODE], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    try:
+        assert process.stdout.readline().strip() == "building"
+        sent = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=10) == 0
+        waited = time.monotonic() - sent
+    finally:
+        process.kill()
+    output = process.stdout.read()
+    assert output.splitlines() == ["built"], output  # built, destroyed, no traceback, nothing else
+    assert 0.5 < waited < 5.0, waited

@@ -5,11 +5,17 @@ Rules (README, "Stopping"):
 - SIGINT and SIGTERM, however often they arrive, stop the node quietly with exit
   status 0. ``ros2 launch`` in a terminal delivers Ctrl-C twice (to the process
   group, then its own SIGINT), and SIGTERM follows after ``sigterm_timeout``.
-  While the process is still importing its modules or building its node a stop
-  signal ends it at once, quietly (an exception thrown from the handler into
-  arbitrary start-up code can be swallowed and printed as a traceback); while it
-  runs, the spin loop sees the request within 0.1 s; during the node's own
-  shutdown work further SIGINTs are ignored. A SIGTERM at least ``ESCALATION_S``
+  While the process is still importing its modules a stop signal ends it at
+  once, quietly (an exception thrown from the handler into arbitrary start-up
+  code can be swallowed and printed as a traceback). Once it has begun to build
+  its node (``rclpy.init``, DDS participant) the request is kept and honoured
+  when the node is built: the node is then destroyed and the process exits 0.
+  Ending it half-built instead (``os._exit`` from the handler) killed DDS's own
+  threads while they could hold a shared-memory port lock, and a sibling node
+  still starting then waited on that lock for ever, inside a C call where no
+  signal handler runs (seen twice under load: ``failed to terminate`` and
+  SIGKILL). While it runs, the spin loop sees the request within 0.1 s; during
+  the node's own shutdown work further SIGINTs are ignored. A SIGTERM at least ``ESCALATION_S``
   after the first stop signal (the launcher escalating after ``sigterm_timeout``:
   the stop has not finished, some call does not return) ends the process at once
   with one warning line and status 0, instead of waiting for the SIGKILL.
@@ -89,9 +95,10 @@ def start_node_process() -> None:
 
 
 def set_phase(phase: str) -> None:
+    """Enter ``phase``; entering 'running' after a stop signal raises :class:`StopRequested`."""
     assert phase in PHASES, phase
     _State.phase = phase
-    if phase == "starting" and _State.stop_signal is not None:
+    if phase == "running" and _State.stop_signal is not None:
         raise StopRequested()
 
 
@@ -124,13 +131,14 @@ def _on_stop_signal(signum, frame) -> None:
         _State.stop_signal = signum
     if first:
         _State.stop_at = time.monotonic()
-    if _State.phase in ("importing", "starting"):
-        # Nothing worth keeping exists yet. Ending here is the only prompt, quiet way out: an
-        # exception raised from this handler lands wherever the main thread happens to be (an
-        # import lock's weakref callback, a __del__, a library's cleanup) and is there printed as
-        # "Exception ignored ... Traceback" and swallowed, leaving the node to start anyway.
+    if _State.phase == "importing":
+        # Nothing worth keeping exists yet, and no DDS thread. Ending here is the only prompt, quiet
+        # way out: an exception raised from this handler lands wherever the main thread happens to
+        # be (an import lock's weakref callback, a __del__, a library's cleanup) and is there
+        # printed as "Exception ignored ... Traceback" and swallowed, leaving the node to start anyway.
         exit_now(0)
-    if (not first and signum == signal.SIGTERM and _State.phase in ("running", "stopping")
+    # starting: set_phase("running") raises StopRequested once the node is built (module docstring).
+    if (not first and signum == signal.SIGTERM and _State.phase in ("starting", "running", "stopping")
             and time.monotonic() - _State.stop_at >= ESCALATION_S):
         # The launcher escalated: the stop asked for earlier has not finished within its
         # sigterm_timeout (a callback or a library call that does not return). Leave now, with one
