@@ -1,4 +1,4 @@
-"""Issue 14 across processes: a swarm of 3 quads flies a ring around a moving centre and lands (~40 s).
+"""Issue 14 across processes: a swarm of 3 quads flies a ring around a moving centre and lands (~25 s).
 
 ``launch/swarm.launch.yaml`` starts the physics node with ``vehicles:=3``, one
 flight controller per vehicle and the ``swarm_mission`` node; the launch ends
@@ -26,15 +26,15 @@ VEHICLES = ("drone1", "drone2", "drone3")
 MISSION = """\
 name: swarm_test
 formation: ring
-radius_m: 1.5
-altitude_m: 2.0
+radius_m: 1.2
+altitude_m: 1.2
 centre_path: circle
 circle_centre_m: [1.0, 0.0]
-circle_radius_m: 2.0
+circle_radius_m: 1.5
 centre_speed_m_s: 1.0
 centre_acceleration_m_s2: 0.5
-duration_s: 6.0
-assemble_speed_m_s: 1.5
+duration_s: 3.0
+assemble_speed_m_s: 2.0
 safety_distance_m: 1.0
 hold_s: 0.5
 """
@@ -47,7 +47,7 @@ def test_three_vehicles_fly_a_ring_land_and_report_hausdorff_and_closest_approac
     # Lockstep: ground truth at the full 250 Hz per vehicle however loaded the machine is (in real time the
     # physics node lowers it to keep up, and a controller fed 35 Hz odometry cannot hold the vehicle).
     graph = launch("swarm.launch.yaml", "scene:=empty", "lockstep:=true", f"mission:={mission}", f"run_dir:={run_dir}")
-    deadline = time.monotonic() + 240.0  # ~40 s of sim time; a cold numba cache adds about a minute
+    deadline = time.monotonic() + 240.0  # ~25 s of sim time; a cold numba cache adds about a minute
     while graph.alive() and time.monotonic() < deadline:
         time.sleep(0.5)
     assert not graph.alive(), "the swarm mission did not finish\n" + graph.output()[-6000:]
@@ -68,7 +68,7 @@ def test_three_vehicles_fly_a_ring_land_and_report_hausdorff_and_closest_approac
     assert {row["vehicle"] for row in rows} == set(VEHICLES)
     for name in VEHICLES:
         own = [row for row in rows if row["vehicle"] == name]
-        assert max(float(r["z_m"]) for r in own) > 1.8  # it flew at the formation altitude
+        assert max(float(r["z_m"]) for r in own) > 1.1  # it flew at the formation altitude
         assert float(own[-1]["z_m"]) < 0.1  # and ended on the ground
         assert any(r["phase"] == "formation" for r in own)
     assert (run_dir / "swarm_top_view.png").stat().st_size > 10_000
