@@ -1,8 +1,9 @@
 """``aerial_sim batch`` end to end: real headless lockstep runs (short hops in the empty scene).
 
-- a 3-run sweep (three seeds), killed (SIGKILL) after its first finished run and re-run on
-  2 local workers: the rest is done, in parallel, the finished run is not redone, nothing of
-  the killed batch is left running, and the manifest, bags, datasets and summary plot are right;
+- a 4-run sweep, started on 1 worker and killed (SIGKILL) after its first finished run,
+  then re-run on 2 local workers: the rest is done, two at a time, the finished run is not
+  redone, nothing of the killed batch is left running, and the manifest, bags, datasets
+  and summary plot are right;
 - runs that crash or hang are retried, then reported as failed with their logs;
 - two batch commands at once get distinct ROS domain ids (and fly identical runs);
 - the same runs on a real local Ray cluster give identical metrics.
@@ -42,7 +43,7 @@ BASE = {
     "use_magnetometer": False,
     "use_barometer": False,
 }
-THREE_RUNS = {"seed": [0, 1, 2]}
+FOUR_RUNS = {"vehicle": ["quad_x", "hexa_x"], "seed": [0, 1]}
 METRICS = ("hausdorff_m", "rms_cross_track_m", "max_cross_track_m")
 
 
@@ -89,10 +90,10 @@ def ok_rows(out: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def three_runs(tmp_path_factory):
-    """Start the 3-run sweep on 1 worker, SIGKILL the batch after its first finished run, run it again on 2."""
+def four_runs(tmp_path_factory):
+    """Start the 4-run sweep on 1 worker, SIGKILL the batch after its first finished run, run it again on 2."""
     folder = tmp_path_factory.mktemp("batch")
-    sweep, out = write_sweep(folder, "three", THREE_RUNS), folder / "out"
+    sweep, out = write_sweep(folder, "four", FOUR_RUNS), folder / "out"
     first = subprocess.Popen(batch_command(sweep, out, "--workers", "1"), stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True, cwd=REPO)
     try:
@@ -109,11 +110,11 @@ def three_runs(tmp_path_factory):
             "left": left, "second": second}
 
 
-def test_three_run_sweep_on_two_workers_writes_manifest_bags_datasets_and_plot(three_runs):
-    out, second = three_runs["out"], three_runs["second"]
+def test_four_run_sweep_on_two_workers_writes_manifest_bags_datasets_and_plot(four_runs):
+    out, second = four_runs["out"], four_runs["second"]
     assert second.returncode == 0, second.stdout + second.stderr
     rows = read_manifest(out / "manifest.csv")
-    assert [(r["vehicle"], r["seed"]) for r in rows] == [("quad_x", "0"), ("quad_x", "1"), ("quad_x", "2")]
+    assert [(r["vehicle"], r["seed"]) for r in rows] == [("quad_x", "0"), ("quad_x", "1"), ("hexa_x", "0"), ("hexa_x", "1")]
     allowed = parse_domain_range(os.environ.get("AERIAL_SIM_DOMAIN_RANGE"))
     for row in rows:
         assert row["status"] == "ok" and row["attempts"] == "1" and row["scene"] == "empty", row
@@ -131,24 +132,26 @@ def test_three_run_sweep_on_two_workers_writes_manifest_bags_datasets_and_plot(t
         entry = json.loads((run / "result.json").read_text())
         assert entry["parameters"]["vehicle"] == row["vehicle"] and "/drone1/imu/data" in entry["topics"]
     # the controller flies on ground truth: sensor seeds leave the flight bit-for-bit the same in lockstep
-    assert len({tuple(r[m] for m in METRICS) for r in rows}) == 1, rows
-    # ... and the two runs of the second batch ran side by side on its two workers
+    for vehicle in ("quad_x", "hexa_x"):
+        same = [tuple(r[m] for m in METRICS) for r in rows if r["vehicle"] == vehicle]
+        assert same[0] == same[1], vehicle
+    # the resumed batch ran its runs two at a time on its two workers
     entries = [json.loads((out / "runs" / r["run_id"] / "result.json").read_text()) for r in rows]
-    redone = [e for e in entries if e["run_id"] not in three_runs["finished"]]
-    assert len(redone) == 2 and max(e["started_at"] for e in redone) < min(e["finished_at"] for e in redone)
+    redone = sorted((e for e in entries if e["run_id"] not in four_runs["finished"]), key=lambda e: e["started_at"])
+    assert len(redone) == 3 and redone[1]["started_at"] < redone[0]["finished_at"], redone
     assert (out / "summary.png").stat().st_size > 10_000
     assert (out / "sweep.yaml").is_file()
 
 
-def test_killed_batch_leaves_nothing_running_and_resumes_without_redoing_finished_runs(three_runs):
-    out, finished, second = three_runs["out"], three_runs["finished"], three_runs["second"]
-    assert three_runs["orphans_gone"], three_runs["left"]
-    assert len(finished) == 1, three_runs["first_output"]  # one worker: the kill comes before the next can finish
+def test_killed_batch_leaves_nothing_running_and_resumes_without_redoing_finished_runs(four_runs):
+    out, finished, second = four_runs["out"], four_runs["finished"], four_runs["second"]
+    assert four_runs["orphans_gone"], four_runs["left"]
+    assert len(finished) == 1, four_runs["first_output"]  # one worker: killed before the next could finish
     assert f"{len(finished)} done before" in second.stdout, second.stdout
     for run_id, (mtime_ns, text) in finished.items():
         entry = out / "runs" / run_id / "result.json"
         assert entry.stat().st_mtime_ns == mtime_ns and entry.read_text() == text
-    assert len(ok_rows(out)) == 3
+    assert len(ok_rows(out)) == 4
 
 
 def test_crashing_and_hanging_runs_are_retried_then_reported(tmp_path):
@@ -237,15 +240,15 @@ def ray_cluster(tmp_path):
         assert wait_until(lambda: not session_processes(head.pid, ""), 20), "Ray processes outlived the cluster"
 
 
-def test_ray_cluster_gives_the_same_metrics_as_the_local_backend(ray_cluster, three_runs, tmp_path):
-    sweep = write_sweep(tmp_path, "one", {"seed": [1]})
+def test_ray_cluster_gives_the_same_metrics_as_the_local_backend(ray_cluster, four_runs, tmp_path):
+    sweep = write_sweep(tmp_path, "two", {"vehicle": ["quad_x", "hexa_x"], "seed": [1]})
     out = tmp_path / "ray_out"
     result = subprocess.run(batch_command(sweep, out, "--backend", "ray", "--address", ray_cluster), capture_output=True,
                             text=True, cwd=REPO, timeout=280, env=RAY_ENV)
     assert result.returncode == 0, result.stdout + result.stderr
-    local = {(row["vehicle"], row["seed"]): row for row in read_manifest(three_runs["out"] / "manifest.csv")}
+    local = {(row["vehicle"], row["seed"]): row for row in read_manifest(four_runs["out"] / "manifest.csv")}
     remote = read_manifest(out / "manifest.csv")
-    assert [row["status"] for row in remote] == ["ok"]
+    assert [row["status"] for row in remote] == ["ok", "ok"]
     for row in remote:
         assert [row[m] for m in METRICS] == [local[row["vehicle"], row["seed"]][m] for m in METRICS], row["vehicle"]
         assert (out / row["dataset"] / "dataset.yaml").is_file()
