@@ -10,6 +10,12 @@ A thin adapter around :class:`aerial_sim.recording.bag.BagWriter`:
 - stamps each message with the node's clock at receipt (sim time with
   ``use_sim_time``, as ``ros2 bag record --use-sim-time``); before the first
   ``/clock`` arrives a message's own header stamp is used;
+- learns each periodic stream's configured rate from the parameters of the node
+  that publishes it (``rate_hz`` ..., asked once per node over its standard
+  ``get_parameters`` service; ``expected_rates`` names others) and counts the
+  messages the middleware reports lost on each subscription (``message_lost``);
+  both go into ``metadata.yaml`` ``custom_data`` for the report
+  (:mod:`aerial_sim.recording.rates`);
 - logs progress every ``progress_period_s``; flushes to disk every
   ``bag.flush_period_s``;
 - on shutdown (Ctrl-C, SIGTERM, launch stop) closes the bag, writes
@@ -22,13 +28,27 @@ from __future__ import annotations
 import importlib
 import time
 
+from rcl_interfaces.srv import GetParameters
 from rclpy.clock import Clock, ClockType
+from rclpy.event_handler import SubscriptionEventCallbacks, UnsupportedEventTypeError
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from aerial_sim.nodes.common import declare_params, run_folder_parameter, run_node
 from aerial_sim.recording.bag import BagWriter, qos_profile_dict
 from aerial_sim.recording.msgdefs import UnknownMessageType, message_definition
+from aerial_sim.recording.rates import (
+    CONFIGURED_KEY,
+    LOST_KEY,
+    QUERIED_PARAMETERS,
+    RATED_TYPES,
+    agreed_rate,
+    configured_rate_hz,
+    encode_table,
+    parameter_number,
+    parse_rate_table,
+    rate_from_table,
+)
 from aerial_sim.recording.recorder import (
     RecorderParams,
     cdr_header_stamp_ns,
@@ -37,8 +57,16 @@ from aerial_sim.recording.recorder import (
 )
 
 
+#: Discovery rounds a publisher's parameter service is waited for before its rates are given up.
+PARAMETER_TRIES = 20
+
+
 def _policy_name(policy) -> str:
     return getattr(policy, "name", str(policy)).lower()
+
+
+def _node_path(namespace: str, name: str) -> str:
+    return namespace.rstrip("/") + "/" + name
 
 
 class Recorder(Node):
@@ -46,6 +74,13 @@ class Recorder(Node):
         super().__init__("recorder")
         self.params: RecorderParams = declare_params(self, RecorderParams)
         self.selection = self.params.selection()
+        self.expected_rates = parse_rate_table(self.params.expected_rates)
+        self._configured: dict[str, float] = {}  # topic -> configured rate (Hz of sim time)
+        self._rate_publishers: dict[str, set[str]] = {}  # topic -> publisher nodes not yet resolved
+        self._node_parameters: dict[str, dict[str, float | None]] = {}
+        self._parameter_clients: dict[str, tuple[object, int]] = {}  # node -> (client, tries left)
+        self._answered_clients: list = []  # destroyed at the next discovery, outside their own callback
+        self._lost: dict[str, int] = {}
         self.run_dir = run_folder_parameter(self.params.output_dir)
         self.writer = BagWriter(self.run_dir / "bag", self.params.bag)
         self._wall_first_ns = self._wall_last_ns = 0  # wall-clock times of the first/last message (RTF)
@@ -65,6 +100,7 @@ class Recorder(Node):
 
     # -- discovery --------------------------------------------------------
     def _discover(self) -> None:
+        self._ask_parameters()
         for topic, types in self.get_topic_names_and_types():
             if topic in self._recorded or topic in self._skipped or not self.selection.wants(topic):
                 continue
@@ -87,10 +123,92 @@ class Recorder(Node):
             qos, offered = self._matching_qos(publishers, self.params.depth_for(msgtype))
             self.writer.add_topic(topic, msgtype, offered)
             self._header_first[topic] = has_header(definition)
-            self._recorded[topic] = self.create_subscription(
-                message_class, topic, self._callback_for(topic), qos, raw=True
-            )
+            self._recorded[topic] = self._subscribe(message_class, topic, qos)
             self.get_logger().info(f"subscribed {topic} [{msgtype}] ({_policy_name(qos.reliability)})")
+            if msgtype in RATED_TYPES:
+                self._find_configured_rate(topic, publishers)
+        self._ask_parameters()
+
+    def _subscribe(self, message_class, topic: str, qos: QoSProfile):
+        """A raw subscription that also counts the messages the middleware reports lost."""
+        callbacks = SubscriptionEventCallbacks(message_lost=lambda info: self._on_lost(topic, info))
+        try:
+            return self.create_subscription(
+                message_class, topic, self._callback_for(topic), qos, raw=True, event_callbacks=callbacks
+            )
+        except UnsupportedEventTypeError:  # a middleware without the event: no transport-loss count
+            return self.create_subscription(message_class, topic, self._callback_for(topic), qos, raw=True)
+
+    def _on_lost(self, topic: str, info) -> None:
+        self._lost[topic] = int(info.total_count)
+        self.writer.custom_data[LOST_KEY] = encode_table(self._lost)
+
+    # -- configured rates ---------------------------------------------------
+    def _find_configured_rate(self, topic: str, publishers) -> None:
+        """The rate ``expected_rates`` gives ``topic``, else ask its publishers for their rate parameters."""
+        explicit = rate_from_table(topic, self.expected_rates)
+        if explicit is not None:
+            self._set_configured(topic, explicit)
+            return
+        nodes = {_node_path(info.node_namespace, info.node_name) for info in publishers}
+        nodes.discard(self.get_fully_qualified_name())
+        if not nodes or any(name.endswith("_NODE_NAME_UNKNOWN_") for name in nodes):
+            return  # a publisher outside ROS: no parameters to ask
+        self._rate_publishers[topic] = nodes
+        for node in nodes:
+            if node not in self._node_parameters and node not in self._parameter_clients:
+                self._parameter_clients[node] = (self.create_client(GetParameters, f"{node}/get_parameters"), PARAMETER_TRIES)
+        self._resolve_rates()
+
+    def _ask_parameters(self) -> None:
+        """Send each waiting publisher's ``get_parameters`` request once its service is up (never blocks)."""
+        while self._answered_clients:
+            self.destroy_client(self._answered_clients.pop())
+        for node, (client, tries) in list(self._parameter_clients.items()):
+            if client is None:
+                continue  # request in flight
+            if client.service_is_ready():
+                # One name per request: a node answers nothing at all when any name asked is undeclared.
+                answers: dict[str, float | None] = {}
+                for name in QUERIED_PARAMETERS:
+                    future = client.call_async(GetParameters.Request(names=[name]))
+                    future.add_done_callback(
+                        lambda done, n=node, c=client, p=name, a=answers: self._on_parameter(n, c, p, a, done)
+                    )
+                self._parameter_clients[node] = (None, 0)
+            elif tries <= 1:
+                self.destroy_client(client)
+                del self._parameter_clients[node]
+                self._node_parameters[node] = {}  # no parameter service: its streams stay unrated
+                self._resolve_rates()
+            else:
+                self._parameter_clients[node] = (client, tries - 1)
+
+    def _on_parameter(self, node: str, client, name: str, answers: dict, future) -> None:
+        """One parameter's answer; once all are in, the node's streams get their rates."""
+        try:
+            values = future.result().values  # empty: the node has no such parameter
+        except Exception:  # noqa: BLE001 - a node that went away: its streams stay unrated
+            values = []
+        answers[name] = parameter_number(values[0]) if values else None
+        if len(answers) < len(QUERIED_PARAMETERS):
+            return
+        self._node_parameters[node] = dict(answers)
+        self._parameter_clients.pop(node, None)
+        self._answered_clients.append(client)
+        self._resolve_rates()
+
+    def _resolve_rates(self) -> None:
+        for topic, nodes in list(self._rate_publishers.items()):
+            if all(node in self._node_parameters for node in nodes):
+                del self._rate_publishers[topic]
+                rate = agreed_rate(configured_rate_hz(topic, self._node_parameters[node]) for node in nodes)
+                if rate is not None:
+                    self._set_configured(topic, rate)
+
+    def _set_configured(self, topic: str, rate_hz: float) -> None:
+        self._configured[topic] = rate_hz
+        self.writer.custom_data[CONFIGURED_KEY] = encode_table(self._configured)
 
     def _matching_qos(self, publishers, depth: int) -> tuple[QoSProfile, list[dict]]:
         offered = []
@@ -167,6 +285,9 @@ class Recorder(Node):
                 from aerial_sim.recording.summary import write_run_report
 
                 text, plot = write_run_report(info.path, self.run_dir)
+                for line in text.read_text().splitlines():
+                    if line.startswith(("LOW:", "stream rates:", "messages known missed:")):
+                        print(f"[recorder] {line}", flush=True)
                 print(f"[recorder] run summary: {text}\n[recorder] trajectory plot: {plot or 'none (no odometry recorded)'}",
                       flush=True)
             except Exception as error:  # the bag is safe; a failed report must not hide that
