@@ -131,7 +131,8 @@ def low_flag(row: TopicRow, sim_speed: float | None) -> str:
     if row.configured_hz is None or row.meter is None:
         return ""
     if rate is None:
-        return f"LOW: {row.meter.count} msg, {row.configured_hz:g} Hz configured"
+        received = f"{row.meter.count} msg" if row.meter.count else "nothing received"
+        return f"LOW: {received}, {row.configured_hz:g} Hz configured"
     if sim_speed:
         rate /= sim_speed
     return f"LOW: {rate:.1f} Hz of {row.configured_hz:g} Hz configured" if rate < LOW_FRACTION * row.configured_hz else ""
@@ -273,6 +274,7 @@ def _survey(duration_s: float, namespace: str | None, discovery_s: float) -> tup
 def configured_rates(node, executor, publisher_nodes: dict[str, set[str]], timeout_s: float = 2.0) -> dict[str, float]:
     """Topic -> configured rate, asked from each publishing node's ``get_parameters`` service (bounded wait).
 
+    Services are waited for up to ``timeout_s``, then answers for up to ``timeout_s`` more.
     A topic is rated when every publisher answers with the same rate
     (:func:`aerial_sim.recording.rates.configured_rate_hz`); nodes without a
     parameter service or without a rate parameter leave it unrated.
@@ -292,6 +294,7 @@ def configured_rates(node, executor, publisher_nodes: dict[str, set[str]], timeo
                 futures[name] = {p: client.call_async(GetParameters.Request(names=[p])) for p in QUERIED_PARAMETERS}
         _spin_for(executor, 0.05)
     pending = [f for asked in futures.values() for f in asked.values()]
+    deadline = time.monotonic() + timeout_s  # answers get their own wait: a slow node need not cost the others
     while time.monotonic() < deadline and not all(f.done() for f in pending):
         _spin_for(executor, 0.05)
     parameters = {}
