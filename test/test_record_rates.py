@@ -47,6 +47,8 @@ def test_a_stream_at_its_rate_is_not_flagged_whatever_when_it_started_or_how_oft
     health = stream_health("/drone1/imu/data", resent, configured_hz=200.0)
     assert not health.low and health.missed == 0 and health.flag() == ""
     assert health.samples == len(stamps)
+    silent = stream_health("/drone1/gps/fix", [], configured_hz=50.0)  # a publisher that never delivered
+    assert silent.low and silent.flag() == "LOW: 0 messages of 50 Hz configured"
 
 
 def test_a_short_gap_is_counted_but_only_a_rate_short_by_more_than_5_percent_is_low():
@@ -103,7 +105,7 @@ def test_run_report_flags_a_stream_below_the_rate_the_recorder_stored(tmp_path):
     assert [h.topic for h in summary.low_streams] == [topic]
     assert summary.missed == 249 + 3
     report = summary.text()  # what write_run_report puts in recording.txt
-    assert f"LOW: 1 of 1 rated streams below 95% of their configured sim-time rate: {topic} (125.0 of 250 Hz)" in report
+    assert f"LOW: 1 of 1 rated streams below 95% of their configured sim-time rate: {topic} (125.0 Hz of 250 Hz)" in report
     assert "messages known missed: 252 (249 in stamp gaps, 3 lost in transport)" in report
     odometry_row = next(line for line in report.splitlines() if line.strip().startswith(topic))
     assert odometry_row.endswith("LOW: 125.0 Hz of 250 Hz configured; 252 missed (249 in stamp gaps, 3 lost in transport)")

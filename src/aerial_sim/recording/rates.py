@@ -112,17 +112,22 @@ class StreamHealth:
 
     @property
     def low(self) -> bool:
-        return (
-            self.configured_hz is not None
-            and self.delivered_hz is not None
-            and self.delivered_hz < LOW_FRACTION * self.configured_hz
-        )
+        """Below ``LOW_FRACTION`` of the configured rate; a rated stream with under two samples is low too."""
+        if self.configured_hz is None:
+            return False
+        return self.delivered_hz is None or self.delivered_hz < LOW_FRACTION * self.configured_hz
+
+    def delivered_text(self) -> str:
+        """``9.2 Hz``, or ``1 message`` / ``0 messages`` when there is no rate to give."""
+        if self.delivered_hz is not None:
+            return f"{self.delivered_hz:.1f} Hz"
+        return f"{self.samples} message" + ("" if self.samples == 1 else "s")
 
     def flag(self) -> str:
         """``LOW: 9.2 Hz of 30 Hz configured; 675 missed`` ('' for a healthy stream)."""
         parts = []
         if self.low:
-            parts.append(f"LOW: {self.delivered_hz:.1f} Hz of {self.configured_hz:g} Hz configured")
+            parts.append(f"LOW: {self.delivered_text()} of {self.configured_hz:g} Hz configured")
         if self.missed:
             detail = []
             if self.gap_missed:

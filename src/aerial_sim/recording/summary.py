@@ -106,7 +106,7 @@ class RunSummary:
         if not rated:
             first = "stream rates: no configured rates in this bag (recorded without them)"
         elif low:
-            names = ", ".join(f"{h.topic} ({h.delivered_hz:.1f} of {h.configured_hz:g} Hz)" for h in low)
+            names = ", ".join(f"{h.topic} ({h.delivered_text()} of {h.configured_hz:g} Hz)" for h in low)
             first = f"LOW: {len(low)} of {len(rated)} rated streams below {LOW_FRACTION:.0%} of their configured sim-time rate: {names}"
         else:
             first = f"stream rates: all {len(rated)} rated streams at their configured sim-time rate"
