@@ -192,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     if speed is not None:
         print(f"/clock: simulated time runs at {speed:.2f}x real time; 'Hz (sim)' is per simulated second")
     print(format_table(rows, speed))
+    if any(low_flag(row, speed) for row in rows):
+        print("LOW = under 95 % of the publisher's configured rate, as received by this one process; on a busy "
+              "machine it can drop messages itself: the recorder's recording.txt counts from the stamps")
     return 0
 
 
@@ -219,6 +222,7 @@ def _survey(duration_s: float, namespace: str | None, discovery_s: float) -> tup
     types_of: dict[str, list[str]] = {}
     seen: set[str] = set()
     clock = ClockMeter()
+    subscriptions = []
 
     def subscribe_new_topics() -> None:
         for name, types in node.get_topic_names_and_types():
@@ -226,19 +230,19 @@ def _survey(duration_s: float, namespace: str | None, discovery_s: float) -> tup
                 continue
             seen.add(name)
             if name == "/clock" and clock_class is not None:
-                node.create_subscription(
+                subscriptions.append(node.create_subscription(
                     clock_class,
                     "/clock",
                     lambda msg: clock.record(time.monotonic(), msg.clock.sec + msg.clock.nanosec * 1e-9),
                     qos,
-                )
+                ))
             if not in_namespace(name, namespace):
                 continue
             types_of[name] = list(types)
             cls = message_class(types[0]) if types else None
             meters[name] = None if cls is None else RateMeter()
             if cls is not None:
-                node.create_subscription(cls, name, _arrival_counter(meters[name]), qos, raw=True)
+                subscriptions.append(node.create_subscription(cls, name, _arrival_counter(meters[name]), qos, raw=True))
 
     clock_class = message_class("rosgraph_msgs/msg/Clock")
     from aerial_sim.recording.rates import RATED_TYPES as rated_types
@@ -261,6 +265,8 @@ def _survey(duration_s: float, namespace: str | None, discovery_s: float) -> tup
                 rows.append(TopicRow(name=name, types=types, publishers=len(infos), meter=meters[name]))
                 if types and types[0] in rated_types:
                     publisher_nodes[name] = {info.node_namespace.rstrip("/") + "/" + info.node_name for info in infos}
+        for subscription in subscriptions:  # measuring is over; their traffic would starve the service replies
+            node.destroy_subscription(subscription)
         rates = configured_rates(node, executor, publisher_nodes)
         for row in rows:
             row.configured_hz = rates.get(row.name)
@@ -271,10 +277,10 @@ def _survey(duration_s: float, namespace: str | None, discovery_s: float) -> tup
         rclpy.try_shutdown(context=context)
 
 
-def configured_rates(node, executor, publisher_nodes: dict[str, set[str]], timeout_s: float = 2.0) -> dict[str, float]:
+def configured_rates(node, executor, publisher_nodes: dict[str, set[str]], timeout_s: float = 5.0) -> dict[str, float]:
     """Topic -> configured rate, asked from each publishing node's ``get_parameters`` service (bounded wait).
 
-    Services are waited for up to ``timeout_s``, then answers for up to ``timeout_s`` more.
+    Waits up to ``timeout_s`` for the answers, re-asking every 0.5 s what is unanswered.
     A topic is rated when every publisher answers with the same rate
     (:func:`aerial_sim.recording.rates.configured_rate_hz`); nodes without a
     parameter service or without a rate parameter leave it unrated.
@@ -285,23 +291,28 @@ def configured_rates(node, executor, publisher_nodes: dict[str, set[str]], timeo
 
     wanted = sorted({n for nodes in publisher_nodes.values() for n in nodes if not n.endswith("_NODE_NAME_UNKNOWN_")})
     clients = {name: node.create_client(GetParameters, f"{name}/get_parameters") for name in wanted}
-    futures: dict[str, dict[str, object]] = {}  # node -> parameter -> future
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and len(futures) < len(clients):
-        for name, client in clients.items():
-            if name not in futures and client.service_is_ready():
-                # One name per request: a node answers nothing at all when any name asked is undeclared.
-                futures[name] = {p: client.call_async(GetParameters.Request(names=[p])) for p in QUERIED_PARAMETERS}
+    asked: dict[str, dict[str, list]] = {name: {p: [] for p in QUERIED_PARAMETERS} for name in wanted}
+    answers: dict[str, dict[str, float | None]] = {name: {} for name in wanted}
+    deadline, next_send = time.monotonic() + timeout_s, 0.0
+    while time.monotonic() < deadline and any(len(a) < len(QUERIED_PARAMETERS) for a in answers.values()):
+        if time.monotonic() >= next_send:
+            # (Re)send what is unanswered: a server that has just matched the request can still drop its
+            # first responses (its response writer not matched yet), so a request may need a second try.
+            for name, client in clients.items():
+                if client.service_is_ready():
+                    for parameter, futures in asked[name].items():
+                        if parameter not in answers[name]:
+                            # One name per request: a node answers nothing when any name asked is undeclared.
+                            futures.append(client.call_async(GetParameters.Request(names=[parameter])))
+            next_send = time.monotonic() + 0.5
         _spin_for(executor, 0.05)
-    pending = [f for asked in futures.values() for f in asked.values()]
-    deadline = time.monotonic() + timeout_s  # answers get their own wait: a slow node need not cost the others
-    while time.monotonic() < deadline and not all(f.done() for f in pending):
-        _spin_for(executor, 0.05)
-    parameters = {}
-    for name, asked in futures.items():
-        if all(f.done() and f.exception() is None for f in asked.values()):
-            values = {p: f.result().values for p, f in asked.items()}
-            parameters[name] = {p: parameter_number(v[0]) if v else None for p, v in values.items()}
+        for name, by_parameter in asked.items():
+            for parameter, futures in by_parameter.items():
+                done = next((f for f in futures if f.done() and f.exception() is None), None)
+                if done is not None and parameter not in answers[name]:
+                    values = done.result().values
+                    answers[name][parameter] = parameter_number(values[0]) if values else None
+    parameters = {name: a for name, a in answers.items() if len(a) == len(QUERIED_PARAMETERS)}
     for client in clients.values():
         node.destroy_client(client)
     rates = {}

@@ -78,7 +78,9 @@ class Recorder(Node):
         self._configured: dict[str, float] = {}  # topic -> configured rate (Hz of sim time)
         self._rate_publishers: dict[str, set[str]] = {}  # topic -> publisher nodes not yet resolved
         self._node_parameters: dict[str, dict[str, float | None]] = {}
-        self._parameter_clients: dict[str, tuple[object, int]] = {}  # node -> (client, tries left)
+        self._parameter_clients: dict[str, list] = {}  # node -> [client, rounds left]
+        self._parameter_answers: dict[str, dict[str, float | None]] = {}  # node -> parameters answered so far
+        self._unnamed_publishers: dict[str, int] = {}  # topic -> rounds left to learn its publishers' names
         self._answered_clients: list = []  # destroyed at the next discovery, outside their own callback
         self._lost: dict[str, int] = {}
         self.run_dir = run_folder_parameter(self.params.output_dir)
@@ -152,50 +154,66 @@ class Recorder(Node):
             return
         nodes = {_node_path(info.node_namespace, info.node_name) for info in publishers}
         nodes.discard(self.get_fully_qualified_name())
-        if not nodes or any(name.endswith("_NODE_NAME_UNKNOWN_") for name in nodes):
-            return  # a publisher outside ROS: no parameters to ask
+        if any(name.endswith("_NODE_NAME_UNKNOWN_") for name in nodes):  # not discovered yet: next round
+            tries = self._unnamed_publishers.get(topic, PARAMETER_TRIES) - 1
+            if tries > 0:
+                self._unnamed_publishers[topic] = tries
+            else:
+                self._unnamed_publishers.pop(topic, None)  # a publisher outside ROS: no parameters to ask
+            return
+        self._unnamed_publishers.pop(topic, None)
+        if not nodes:
+            return
         self._rate_publishers[topic] = nodes
         for node in nodes:
             if node not in self._node_parameters and node not in self._parameter_clients:
-                self._parameter_clients[node] = (self.create_client(GetParameters, f"{node}/get_parameters"), PARAMETER_TRIES)
+                client = self.create_client(GetParameters, f"{node}/get_parameters")
+                self._parameter_clients[node] = [client, PARAMETER_TRIES]
         self._resolve_rates()
 
     def _ask_parameters(self) -> None:
-        """Send each waiting publisher's ``get_parameters`` request once its service is up (never blocks)."""
+        """(Re)send each publisher's unanswered ``get_parameters`` requests, once per discovery round (never blocks).
+
+        A reply can be lost when the request goes out right after the service is discovered (the
+        server's reply writer not matched yet), and a busy node answers late: unanswered requests
+        are sent again each round, for ``PARAMETER_TRIES`` rounds.
+        """
         while self._answered_clients:
             self.destroy_client(self._answered_clients.pop())
-        for node, (client, tries) in list(self._parameter_clients.items()):
-            if client is None:
-                continue  # request in flight
-            if client.service_is_ready():
-                # One name per request: a node answers nothing at all when any name asked is undeclared.
-                answers: dict[str, float | None] = {}
-                for name in QUERIED_PARAMETERS:
-                    future = client.call_async(GetParameters.Request(names=[name]))
-                    future.add_done_callback(
-                        lambda done, n=node, c=client, p=name, a=answers: self._on_parameter(n, c, p, a, done)
-                    )
-                self._parameter_clients[node] = (None, 0)
-            elif tries <= 1:
+        for topic in list(self._unnamed_publishers):
+            self._find_configured_rate(topic, self.get_publishers_info_by_topic(topic))
+        for node, entry in list(self._parameter_clients.items()):
+            client, tries = entry
+            if tries <= 0:  # no parameter service, or never an answer: its streams stay unrated
                 self.destroy_client(client)
                 del self._parameter_clients[node]
-                self._node_parameters[node] = {}  # no parameter service: its streams stay unrated
+                self._node_parameters[node] = {}
                 self._resolve_rates()
-            else:
-                self._parameter_clients[node] = (client, tries - 1)
+                continue
+            entry[1] -= 1
+            if not client.service_is_ready():
+                continue
+            answers = self._parameter_answers.setdefault(node, {})
+            for name in QUERIED_PARAMETERS:
+                if name not in answers:
+                    # One name per request: a node answers nothing at all when any name asked is undeclared.
+                    future = client.call_async(GetParameters.Request(names=[name]))
+                    future.add_done_callback(lambda done, n=node, p=name: self._on_parameter(n, p, done))
 
-    def _on_parameter(self, node: str, client, name: str, answers: dict, future) -> None:
+    def _on_parameter(self, node: str, name: str, future) -> None:
         """One parameter's answer; once all are in, the node's streams get their rates."""
+        if node in self._node_parameters or node not in self._parameter_clients:
+            return  # a late answer to a repeated request
         try:
             values = future.result().values  # empty: the node has no such parameter
-        except Exception:  # noqa: BLE001 - a node that went away: its streams stay unrated
-            values = []
+        except Exception:  # noqa: BLE001 - a node that went away: asked again next round
+            return
+        answers = self._parameter_answers.setdefault(node, {})
         answers[name] = parameter_number(values[0]) if values else None
         if len(answers) < len(QUERIED_PARAMETERS):
             return
         self._node_parameters[node] = dict(answers)
-        self._parameter_clients.pop(node, None)
-        self._answered_clients.append(client)
+        self._answered_clients.append(self._parameter_clients.pop(node)[0])
         self._resolve_rates()
 
     def _resolve_rates(self) -> None:
