@@ -97,6 +97,30 @@ def test_written_bag_reads_back_with_rosbags_and_splits(tmp_path):
     assert summary.topics[0].rate_hz == pytest.approx(100.0)
 
 
+@pytest.mark.parametrize("compression", ["zstd", "lz4"])
+def test_compressed_chunks_read_back_with_rosbags_mcap_and_the_report(tmp_path, compression):
+    from mcap.reader import make_reader
+    from rosbags.highlevel import AnyReader
+
+    sizes = {}
+    for name in ("none", compression):
+        with BagWriter(tmp_path / name, BagWriterParams(compression=name, chunk_size_bytes=16_384)) as writer:
+            writer.add_topic("/drone1/ground_truth/odom", "nav_msgs/msg/Odometry")
+            for k in range(300):
+                writer.write("/drone1/ground_truth/odom", cdr_odometry(k * 0.004, 0.01 * k), k * 4_000_000)
+        sizes[name] = sum(p.stat().st_size for p in (tmp_path / name).glob("*.mcap"))
+    assert sizes[compression] < 0.5 * sizes["none"]  # the covariances are zeros: chunks shrink
+    mcap_file = next((tmp_path / compression).glob("*.mcap"))
+    with open(mcap_file, "rb") as stream:
+        reader = make_reader(stream)
+        assert {c.compression for c in reader.get_summary().chunk_indexes} == {compression}
+        assert sum(1 for _ in reader.iter_messages()) == 300
+    with AnyReader([tmp_path / compression]) as bag:
+        xs = [bag.deserialize(raw, c.msgtype).pose.pose.position.x for c, _, raw in bag.messages()]
+    assert xs == pytest.approx([0.01 * k for k in range(300)])
+    assert summarize(tmp_path / compression).distance_m("/drone1/ground_truth/odom") == pytest.approx(2.99)
+
+
 def test_run_report_leaves_the_missions_summary_alone(tmp_path):
     """The mission node writes summary.txt in the run folder; the recorder's report goes beside it."""
     mission_text = "mission square_5m\nHausdorff distance: 0.41 m\n"

@@ -7,6 +7,7 @@ cross-process time small.
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -28,6 +29,7 @@ from record_fixtures import (
 
 pytestmark = [pytest.mark.ros, requires_ros]
 FLIGHT_S = 12.0
+COLOR = "/drone1/camera/color/image_raw"
 
 if rclpy_available():
     from aerial_sim.nodes.common import use_transport_profile
@@ -42,7 +44,10 @@ def recorded_flight(tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("flight")
     run_dir = tmp / "run"
-    recorder = start_recorder(run_dir, "--all", log_path=tmp / "recorder.log")
+    # The synthetic publisher has no rate parameters: the rates come from the command line, the colour
+    # camera's deliberately twice what is published.
+    rates = ",".join(f"{t}={60.0 if t == COLOR else hz:g}" for t, (_, hz) in FLIGHT_TOPICS.items())
+    recorder = start_recorder(run_dir, "--all", "--expected-rates", rates, log_path=tmp / "recorder.log")
     context = rclpy.context.Context()
     rclpy.init(context=context)
     node = Node("flight_publisher", context=context)
@@ -119,6 +124,18 @@ def test_run_summary_reports_the_distance_flown(recorded_flight):
     assert 0.85 < rtf < 1.05  # the publisher runs in real time
     plot = np.asarray(PilImage.open(run_dir / "trajectory.png").convert("L"))
     assert plot.shape[0] > 200 and plot.std() > 5  # a drawn figure, not a blank canvas
+
+
+def test_run_summary_flags_a_stream_below_its_configured_rate(recorded_flight):
+    run_dir, _, _ = recorded_flight
+    info = yaml.safe_load((run_dir / "bag" / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    configured = json.loads(info["custom_data"]["configured_rates_hz"])  # stored for any later report
+    assert configured[COLOR] == 60.0 and configured["/drone1/imu/data"] == 200.0
+    text = (run_dir / "recording.txt").read_text()
+    color_row = next(line for line in text.splitlines() if line.strip().startswith(COLOR))
+    assert "LOW: " in color_row and "Hz of 60 Hz configured" in color_row
+    assert any(line.startswith("LOW: ") and COLOR in line for line in text.splitlines())
+    assert any(line.startswith("messages known missed: ") for line in text.splitlines())
 
 
 def test_export_gives_images_with_poses(recorded_flight, tmp_path):

@@ -86,3 +86,24 @@ def test_an_empty_graph_is_reported_with_exit_status_1():
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "no topics found under /nobody_here" in done.stderr
+
+
+def test_a_stream_below_its_configured_sim_time_rate_is_flagged_low():
+    camera, imu, silent = RateMeter(), RateMeter(), RateMeter()
+    for i in range(21):
+        camera.record(i / 5.0)  # 5 Hz of wall time = 10 Hz of sim time at half speed
+    for i in range(201):
+        imu.record(i / 100.0)  # 100 Hz of wall time = 200 Hz of sim time
+    rows = [
+        TopicRow("/drone1/camera/color/image_raw", ["sensor_msgs/msg/Image"], 1, camera, configured_hz=30.0),
+        TopicRow("/drone1/imu/data", ["sensor_msgs/msg/Imu"], 1, imu, configured_hz=200.0),
+        TopicRow("/drone1/gps/fix", ["sensor_msgs/msg/NavSatFix"], 1, silent, configured_hz=50.0),
+        TopicRow("/drone1/cmd_pose", ["geometry_msgs/msg/PoseStamped"], 1, RateMeter()),
+    ]
+    lines = format_table(rows, sim_speed=0.5).splitlines()
+    assert lines[0].split()[-1] == "configured"
+    by_topic = {line.split()[0]: line for line in lines[1:]}
+    assert by_topic["/drone1/camera/color/image_raw"].endswith("30  LOW: 10.0 Hz of 30 Hz configured")
+    assert by_topic["/drone1/imu/data"].endswith("200.0         200")  # at its rate: no flag
+    assert by_topic["/drone1/gps/fix"].endswith("LOW: nothing received, 50 Hz configured")
+    assert "LOW" not in by_topic["/drone1/cmd_pose"]

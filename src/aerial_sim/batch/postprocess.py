@@ -32,6 +32,11 @@ def bag_report(run_dir: Path, export: bool) -> dict:
         "real_time_factor": summary.real_time_factor,
         "messages": content.messages,
         "drops": content.drops,
+        # Streams under 95 % of the rate their publisher was configured with, and the messages known missed
+        # (stamp gaps at that rate, losses the middleware reported): the recording.txt figures.
+        "low_streams": {h.topic: {"delivered_hz": h.delivered_hz, "configured_hz": h.configured_hz}
+                        for h in summary.low_streams},
+        "missed": summary.missed,
         "bag_mb": sum(p.stat().st_size for p in summary.bag.glob("*.mcap")) / 1e6,
         "bag_digest": content.digest,
         "topics": {

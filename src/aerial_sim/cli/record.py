@@ -1,6 +1,7 @@
 """``aerial_sim record``: record topics of a running simulation into a rosbag2 (MCAP) bag.
 
-    aerial_sim record [-o DIR] [TOPIC ...| --all] [--max-bag-size BYTES] [--wall-time]
+    aerial_sim record [-o DIR] [TOPIC ...| --all] [--max-bag-size BYTES] [--compression lz4|zstd|none]
+                      [--expected-rates TOPIC=HZ,...] [--wall-time]
     aerial_sim record --recover DIR     make a bag left by a killed recorder readable
 
 Runs the recorder node (:mod:`aerial_sim.nodes.recorder`) in this process; stop
@@ -20,7 +21,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-o", "--output", default="", help="run folder (default: runs/<date_time>)")
     parser.add_argument("-x", "--exclude", default=None, help="patterns not to record (space/comma separated)")
     parser.add_argument("--max-bag-size", type=int, default=0, metavar="BYTES", help="split files at this size")
-    parser.add_argument("--compression", choices=("none", "zstd", "lz4"), default=None, help="MCAP chunk compression")
+    parser.add_argument("--compression", choices=("none", "zstd", "lz4"), default=None, help="MCAP chunk compression (default lz4)")
+    parser.add_argument("--expected-rates", default=None, metavar="TOPIC=HZ,...",
+                        help="configured rates of periodic streams whose publisher has no rate parameter")
     parser.add_argument("--wall-time", action="store_true", help="stamp with wall-clock time instead of /clock")
     parser.add_argument("--no-report", action="store_true", help="skip recording.txt and trajectory.png at the end")
     parser.add_argument("--recover", metavar="DIR", help="repair the bag in DIR (killed recorder) and exit")
@@ -42,10 +45,12 @@ def ros_arguments(options: argparse.Namespace) -> list[str]:
         params["exclude"] = options.exclude
     if options.compression:
         params["bag.compression"] = options.compression
+    if options.expected_rates:
+        params["expected_rates"] = options.expected_rates
     args = ["--ros-args"]
     for name, value in params.items():
         # Quote strings so ROS does not read '' or '/a /b' as other YAML types.
-        if name in ("output_dir", "topics", "exclude", "bag.compression"):
+        if name in ("output_dir", "topics", "exclude", "bag.compression", "expected_rates"):
             value = "'" + value.replace("'", "''") + "'"
         args += ["-p", f"{name}:={value}"]
     return args

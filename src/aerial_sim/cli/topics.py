@@ -14,6 +14,13 @@ per simulated second (wall rate / sim speed), which is what a node running on
 sim time sees. Topics whose type cannot be imported here are listed with rate
 ``?``. Exit status 1 when no topic is found.
 
+For periodic streams (:data:`aerial_sim.recording.rates.RATED_TYPES`) the
+publishing node is asked for its rate parameter (``rate_hz`` ..., over its
+standard ``get_parameters`` service, as the recorder does): a ``configured``
+column shows it, and a stream measured below 95 % of it (per simulated second
+when ``/clock`` runs, else per wall second) ends its row with
+``LOW: 9.1 Hz of 30 Hz configured``.
+
 The measuring helpers (:class:`RateMeter`, :func:`format_table`, ...) do not
 import rclpy; only :func:`main` does.
 """
@@ -80,6 +87,7 @@ class TopicRow:
     types: list[str]
     publishers: int
     meter: RateMeter | None  # None: the type could not be imported here
+    configured_hz: float | None = None  # the publisher's configured rate, when it has one
 
 
 def message_class(type_name: str) -> Any | None:
@@ -111,20 +119,45 @@ def format_rate(meter: RateMeter | None, divisor: float = 1.0) -> str:
     return f"{rate / divisor:.1f}"
 
 
+def low_flag(row: TopicRow, sim_speed: float | None) -> str:
+    """``LOW: 9.1 Hz of 30 Hz configured`` when the measured rate is short of the configured one, else ''.
+
+    The configured rate is per simulated second: the measured wall rate is divided by
+    the sim speed when it is known (else taken as it is: no /clock, wall time).
+    """
+    from aerial_sim.recording.rates import LOW_FRACTION
+
+    rate = row.meter.rate_hz() if row.meter is not None else None
+    if row.configured_hz is None or row.meter is None:
+        return ""
+    if rate is None:
+        received = f"{row.meter.count} msg" if row.meter.count else "nothing received"
+        return f"LOW: {received}, {row.configured_hz:g} Hz configured"
+    if sim_speed:
+        rate /= sim_speed
+    return f"LOW: {rate:.1f} Hz of {row.configured_hz:g} Hz configured" if rate < LOW_FRACTION * row.configured_hz else ""
+
+
 def format_table(rows: list[TopicRow], sim_speed: float | None) -> str:
-    """The topic table; a ``Hz (sim)`` column only when sim speed is known."""
+    """The topic table; a ``Hz (sim)`` column only when sim speed is known, ``configured`` when any rate is."""
     header = ["topic", "type", "pubs", "Hz (wall)"]
     with_sim = sim_speed is not None and sim_speed > 0 and math.isfinite(sim_speed)
+    with_configured = any(row.configured_hz is not None for row in rows)
     if with_sim:
         header.append("Hz (sim)")
+    if with_configured:
+        header += ["configured", ""]
     table = [header]
     for row in sorted(rows, key=lambda r: r.name):
         line = [row.name, ", ".join(row.types), str(row.publishers), format_rate(row.meter)]
         if with_sim:
             line.append(format_rate(row.meter, sim_speed))
+        if with_configured:
+            line.append("" if row.configured_hz is None else f"{row.configured_hz:g}")
+            line.append(low_flag(row, sim_speed if with_sim else None))
         table.append(line)
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
-    right = {2, 3, 4}
+    right = set(range(2, len(header) - 1)) if with_configured else set(range(2, len(header)))
     return "\n".join(
         "  ".join(cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]) for i, cell in enumerate(line)).rstrip()
         for line in table
@@ -159,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     if speed is not None:
         print(f"/clock: simulated time runs at {speed:.2f}x real time; 'Hz (sim)' is per simulated second")
     print(format_table(rows, speed))
+    if any(low_flag(row, speed) for row in rows):
+        print("LOW = under 95 % of the publisher's configured rate, as received by this one process; on a busy "
+              "machine it can drop messages itself: the recorder's recording.txt counts from the stamps")
     return 0
 
 
@@ -186,6 +222,7 @@ def _survey(duration_s: float, namespace: str | None, discovery_s: float) -> tup
     types_of: dict[str, list[str]] = {}
     seen: set[str] = set()
     clock = ClockMeter()
+    subscriptions = []
 
     def subscribe_new_topics() -> None:
         for name, types in node.get_topic_names_and_types():
@@ -193,21 +230,23 @@ def _survey(duration_s: float, namespace: str | None, discovery_s: float) -> tup
                 continue
             seen.add(name)
             if name == "/clock" and clock_class is not None:
-                node.create_subscription(
+                subscriptions.append(node.create_subscription(
                     clock_class,
                     "/clock",
                     lambda msg: clock.record(time.monotonic(), msg.clock.sec + msg.clock.nanosec * 1e-9),
                     qos,
-                )
+                ))
             if not in_namespace(name, namespace):
                 continue
             types_of[name] = list(types)
             cls = message_class(types[0]) if types else None
             meters[name] = None if cls is None else RateMeter()
             if cls is not None:
-                node.create_subscription(cls, name, _arrival_counter(meters[name]), qos, raw=True)
+                subscriptions.append(node.create_subscription(cls, name, _arrival_counter(meters[name]), qos, raw=True))
 
     clock_class = message_class("rosgraph_msgs/msg/Clock")
+    from aerial_sim.recording.rates import RATED_TYPES as rated_types
+
     try:
         _spin_for(executor, discovery_s)
         # Keep looking while measuring: participants found late are still measured
@@ -218,16 +257,71 @@ def _survey(duration_s: float, namespace: str | None, discovery_s: float) -> tup
             _spin_for(executor, min(0.25, max(0.0, deadline - time.monotonic())))
         own = node.get_name()
         rows = []
+        publisher_nodes: dict[str, set[str]] = {}
         for name, types in types_of.items():
-            publishers = sum(1 for info in node.get_publishers_info_by_topic(name) if info.node_name != own)
+            infos = [info for info in node.get_publishers_info_by_topic(name) if info.node_name != own]
             subscribers = sum(1 for info in node.get_subscriptions_info_by_topic(name) if info.node_name != own)
-            if publishers or subscribers:  # not a topic only this command's own node uses
-                rows.append(TopicRow(name=name, types=types, publishers=publishers, meter=meters[name]))
+            if infos or subscribers:  # not a topic only this command's own node uses
+                rows.append(TopicRow(name=name, types=types, publishers=len(infos), meter=meters[name]))
+                if types and types[0] in rated_types:
+                    publisher_nodes[name] = {info.node_namespace.rstrip("/") + "/" + info.node_name for info in infos}
+        for subscription in subscriptions:  # measuring is over; their traffic would starve the service replies
+            node.destroy_subscription(subscription)
+        rates = configured_rates(node, executor, publisher_nodes)
+        for row in rows:
+            row.configured_hz = rates.get(row.name)
         return rows, clock.speed()
     finally:
         executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown(context=context)
+
+
+def configured_rates(node, executor, publisher_nodes: dict[str, set[str]], timeout_s: float = 5.0) -> dict[str, float]:
+    """Topic -> configured rate, asked from each publishing node's ``get_parameters`` service (bounded wait).
+
+    Waits up to ``timeout_s`` for the answers, re-asking every 0.5 s what is unanswered.
+    A topic is rated when every publisher answers with the same rate
+    (:func:`aerial_sim.recording.rates.configured_rate_hz`); nodes without a
+    parameter service or without a rate parameter leave it unrated.
+    """
+    from rcl_interfaces.srv import GetParameters
+
+    from aerial_sim.recording.rates import QUERIED_PARAMETERS, agreed_rate, configured_rate_hz, parameter_number
+
+    wanted = sorted({n for nodes in publisher_nodes.values() for n in nodes if not n.endswith("_NODE_NAME_UNKNOWN_")})
+    clients = {name: node.create_client(GetParameters, f"{name}/get_parameters") for name in wanted}
+    asked: dict[str, dict[str, list]] = {name: {p: [] for p in QUERIED_PARAMETERS} for name in wanted}
+    answers: dict[str, dict[str, float | None]] = {name: {} for name in wanted}
+    deadline, next_send = time.monotonic() + timeout_s, 0.0
+    while time.monotonic() < deadline and any(len(a) < len(QUERIED_PARAMETERS) for a in answers.values()):
+        if time.monotonic() >= next_send:
+            # (Re)send what is unanswered: a server that has just matched the request can still drop its
+            # first responses (its response writer not matched yet), so a request may need a second try.
+            for name, client in clients.items():
+                if client.service_is_ready():
+                    for parameter, futures in asked[name].items():
+                        if parameter not in answers[name]:
+                            # One name per request: a node answers nothing when any name asked is undeclared.
+                            futures.append(client.call_async(GetParameters.Request(names=[parameter])))
+            next_send = time.monotonic() + 0.5
+        _spin_for(executor, 0.05)
+        for name, by_parameter in asked.items():
+            for parameter, futures in by_parameter.items():
+                done = next((f for f in futures if f.done() and f.exception() is None), None)
+                if done is not None and parameter not in answers[name]:
+                    values = done.result().values
+                    answers[name][parameter] = parameter_number(values[0]) if values else None
+    parameters = {name: a for name, a in answers.items() if len(a) == len(QUERIED_PARAMETERS)}
+    for client in clients.values():
+        node.destroy_client(client)
+    rates = {}
+    for topic, nodes in publisher_nodes.items():
+        if nodes and all(n in parameters for n in nodes):
+            rate = agreed_rate(configured_rate_hz(topic, parameters[n]) for n in nodes)
+            if rate is not None:
+                rates[topic] = rate
+    return rates
 
 
 def _arrival_counter(meter: RateMeter):

@@ -10,6 +10,12 @@ A thin adapter around :class:`aerial_sim.recording.bag.BagWriter`:
 - stamps each message with the node's clock at receipt (sim time with
   ``use_sim_time``, as ``ros2 bag record --use-sim-time``); before the first
   ``/clock`` arrives a message's own header stamp is used;
+- learns each periodic stream's configured rate from the parameters of the node
+  that publishes it (``rate_hz`` ..., asked once per node over its standard
+  ``get_parameters`` service; ``expected_rates`` names others) and counts the
+  messages the middleware reports lost on each subscription (``message_lost``);
+  both go into ``metadata.yaml`` ``custom_data`` for the report
+  (:mod:`aerial_sim.recording.rates`);
 - logs progress every ``progress_period_s``; flushes to disk every
   ``bag.flush_period_s``;
 - on shutdown (Ctrl-C, SIGTERM, launch stop) closes the bag, writes
@@ -22,13 +28,27 @@ from __future__ import annotations
 import importlib
 import time
 
+from rcl_interfaces.srv import GetParameters
 from rclpy.clock import Clock, ClockType
+from rclpy.event_handler import SubscriptionEventCallbacks, UnsupportedEventTypeError
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from aerial_sim.nodes.common import declare_params, run_folder_parameter, run_node
 from aerial_sim.recording.bag import BagWriter, qos_profile_dict
 from aerial_sim.recording.msgdefs import UnknownMessageType, message_definition
+from aerial_sim.recording.rates import (
+    CONFIGURED_KEY,
+    LOST_KEY,
+    QUERIED_PARAMETERS,
+    RATED_TYPES,
+    agreed_rate,
+    configured_rate_hz,
+    encode_table,
+    parameter_number,
+    parse_rate_table,
+    rate_from_table,
+)
 from aerial_sim.recording.recorder import (
     RecorderParams,
     cdr_header_stamp_ns,
@@ -37,8 +57,16 @@ from aerial_sim.recording.recorder import (
 )
 
 
+#: Discovery rounds a publisher's parameter service is waited for before its rates are given up.
+PARAMETER_TRIES = 20
+
+
 def _policy_name(policy) -> str:
     return getattr(policy, "name", str(policy)).lower()
+
+
+def _node_path(namespace: str, name: str) -> str:
+    return namespace.rstrip("/") + "/" + name
 
 
 class Recorder(Node):
@@ -46,6 +74,15 @@ class Recorder(Node):
         super().__init__("recorder")
         self.params: RecorderParams = declare_params(self, RecorderParams)
         self.selection = self.params.selection()
+        self.expected_rates = parse_rate_table(self.params.expected_rates)
+        self._configured: dict[str, float] = {}  # topic -> configured rate (Hz of sim time)
+        self._rate_publishers: dict[str, set[str]] = {}  # topic -> publisher nodes not yet resolved
+        self._node_parameters: dict[str, dict[str, float | None]] = {}
+        self._parameter_clients: dict[str, list] = {}  # node -> [client, rounds left]
+        self._parameter_answers: dict[str, dict[str, float | None]] = {}  # node -> parameters answered so far
+        self._unnamed_publishers: dict[str, int] = {}  # topic -> rounds left to learn its publishers' names
+        self._answered_clients: list = []  # destroyed at the next discovery, outside their own callback
+        self._lost: dict[str, int] = {}
         self.run_dir = run_folder_parameter(self.params.output_dir)
         self.writer = BagWriter(self.run_dir / "bag", self.params.bag)
         self._wall_first_ns = self._wall_last_ns = 0  # wall-clock times of the first/last message (RTF)
@@ -65,6 +102,7 @@ class Recorder(Node):
 
     # -- discovery --------------------------------------------------------
     def _discover(self) -> None:
+        self._ask_parameters()
         for topic, types in self.get_topic_names_and_types():
             if topic in self._recorded or topic in self._skipped or not self.selection.wants(topic):
                 continue
@@ -87,10 +125,108 @@ class Recorder(Node):
             qos, offered = self._matching_qos(publishers, self.params.depth_for(msgtype))
             self.writer.add_topic(topic, msgtype, offered)
             self._header_first[topic] = has_header(definition)
-            self._recorded[topic] = self.create_subscription(
-                message_class, topic, self._callback_for(topic), qos, raw=True
-            )
+            self._recorded[topic] = self._subscribe(message_class, topic, qos)
             self.get_logger().info(f"subscribed {topic} [{msgtype}] ({_policy_name(qos.reliability)})")
+            if msgtype in RATED_TYPES:
+                self._find_configured_rate(topic, publishers)
+        self._ask_parameters()
+
+    def _subscribe(self, message_class, topic: str, qos: QoSProfile):
+        """A raw subscription that also counts the messages the middleware reports lost."""
+        callbacks = SubscriptionEventCallbacks(message_lost=lambda info: self._on_lost(topic, info))
+        try:
+            return self.create_subscription(
+                message_class, topic, self._callback_for(topic), qos, raw=True, event_callbacks=callbacks
+            )
+        except UnsupportedEventTypeError:  # a middleware without the event: no transport-loss count
+            return self.create_subscription(message_class, topic, self._callback_for(topic), qos, raw=True)
+
+    def _on_lost(self, topic: str, info) -> None:
+        self._lost[topic] = int(info.total_count)
+        self.writer.custom_data[LOST_KEY] = encode_table(self._lost)
+
+    # -- configured rates ---------------------------------------------------
+    def _find_configured_rate(self, topic: str, publishers) -> None:
+        """The rate ``expected_rates`` gives ``topic``, else ask its publishers for their rate parameters."""
+        explicit = rate_from_table(topic, self.expected_rates)
+        if explicit is not None:
+            self._set_configured(topic, explicit)
+            return
+        nodes = {_node_path(info.node_namespace, info.node_name) for info in publishers}
+        nodes.discard(self.get_fully_qualified_name())
+        if any(name.endswith("_NODE_NAME_UNKNOWN_") for name in nodes):  # not discovered yet: next round
+            tries = self._unnamed_publishers.get(topic, PARAMETER_TRIES) - 1
+            if tries > 0:
+                self._unnamed_publishers[topic] = tries
+            else:
+                self._unnamed_publishers.pop(topic, None)  # a publisher outside ROS: no parameters to ask
+            return
+        self._unnamed_publishers.pop(topic, None)
+        if not nodes:
+            return
+        self._rate_publishers[topic] = nodes
+        for node in nodes:
+            if node not in self._node_parameters and node not in self._parameter_clients:
+                client = self.create_client(GetParameters, f"{node}/get_parameters")
+                self._parameter_clients[node] = [client, PARAMETER_TRIES]
+        self._resolve_rates()
+
+    def _ask_parameters(self) -> None:
+        """(Re)send each publisher's unanswered ``get_parameters`` requests, once per discovery round (never blocks).
+
+        A reply can be lost when the request goes out right after the service is discovered (the
+        server's reply writer not matched yet), and a busy node answers late: unanswered requests
+        are sent again each round, for ``PARAMETER_TRIES`` rounds.
+        """
+        while self._answered_clients:
+            self.destroy_client(self._answered_clients.pop())
+        for topic in list(self._unnamed_publishers):
+            self._find_configured_rate(topic, self.get_publishers_info_by_topic(topic))
+        for node, entry in list(self._parameter_clients.items()):
+            client, tries = entry
+            if tries <= 0:  # no parameter service, or never an answer: its streams stay unrated
+                self.destroy_client(client)
+                del self._parameter_clients[node]
+                self._node_parameters[node] = {}
+                self._resolve_rates()
+                continue
+            entry[1] -= 1
+            if not client.service_is_ready():
+                continue
+            answers = self._parameter_answers.setdefault(node, {})
+            for name in QUERIED_PARAMETERS:
+                if name not in answers:
+                    # One name per request: a node answers nothing at all when any name asked is undeclared.
+                    future = client.call_async(GetParameters.Request(names=[name]))
+                    future.add_done_callback(lambda done, n=node, p=name: self._on_parameter(n, p, done))
+
+    def _on_parameter(self, node: str, name: str, future) -> None:
+        """One parameter's answer; once all are in, the node's streams get their rates."""
+        if node in self._node_parameters or node not in self._parameter_clients:
+            return  # a late answer to a repeated request
+        try:
+            values = future.result().values  # empty: the node has no such parameter
+        except Exception:  # noqa: BLE001 - a node that went away: asked again next round
+            return
+        answers = self._parameter_answers.setdefault(node, {})
+        answers[name] = parameter_number(values[0]) if values else None
+        if len(answers) < len(QUERIED_PARAMETERS):
+            return
+        self._node_parameters[node] = dict(answers)
+        self._answered_clients.append(self._parameter_clients.pop(node)[0])
+        self._resolve_rates()
+
+    def _resolve_rates(self) -> None:
+        for topic, nodes in list(self._rate_publishers.items()):
+            if all(node in self._node_parameters for node in nodes):
+                del self._rate_publishers[topic]
+                rate = agreed_rate(configured_rate_hz(topic, self._node_parameters[node]) for node in nodes)
+                if rate is not None:
+                    self._set_configured(topic, rate)
+
+    def _set_configured(self, topic: str, rate_hz: float) -> None:
+        self._configured[topic] = rate_hz
+        self.writer.custom_data[CONFIGURED_KEY] = encode_table(self._configured)
 
     def _matching_qos(self, publishers, depth: int) -> tuple[QoSProfile, list[dict]]:
         offered = []
@@ -167,6 +303,9 @@ class Recorder(Node):
                 from aerial_sim.recording.summary import write_run_report
 
                 text, plot = write_run_report(info.path, self.run_dir)
+                for line in text.read_text().splitlines():
+                    if line.startswith(("LOW:", "stream rates:", "messages known missed:")):
+                        print(f"[recorder] {line}", flush=True)
                 print(f"[recorder] run summary: {text}\n[recorder] trajectory plot: {plot or 'none (no odometry recorded)'}",
                       flush=True)
             except Exception as error:  # the bag is safe; a failed report must not hide that

@@ -71,8 +71,9 @@ class BagWriterParams:
     """How a bag is written (rosbag2 MCAP storage options).
 
     ``chunk_size_bytes``: MCAP chunk size (rosbag2's default preset uses 786 kB-class
-    chunks); ``compression``: chunk compression ('none' keeps the CPU free for
-    images on small machines); ``max_bag_size_bytes``: split size, 0 = one file (a file is closed once
+    chunks); ``compression``: chunk compression, ``none``, ``lz4`` or ``zstd`` (the
+    recorder uses lz4: see :class:`aerial_sim.recording.recorder.RecorderParams`);
+    ``max_bag_size_bytes``: split size, 0 = one file (a file is closed once
     it reaches the size, so it may pass it by up to one chunk);
     ``flush_period_s``: the most time between flushes to disk (bounds what a
     killed recorder loses).

@@ -138,7 +138,7 @@ def shared_messages(bag_a: str | Path, bag_b: str | Path, exclude: tuple[str, ..
 def _payloads_by_stamp(path: str | Path, exclude: tuple[str, ...]) -> dict[str, dict[int, frozenset[bytes]]]:
     by_topic: dict[str, dict[int, set[bytes]]] = {}
     with open_bag(path) as reader:
-        stamped = {c.topic for c in reader.connections if c.topic not in exclude and _is_stamped(c)}
+        stamped = {c.topic for c in reader.connections if c.topic not in exclude and begins_with_stamp(c)}
         for connection, _, raw in reader.messages():
             if connection.topic in stamped:
                 data = bytes(raw)
@@ -148,7 +148,7 @@ def _payloads_by_stamp(path: str | Path, exclude: tuple[str, ...]) -> dict[str, 
     return {topic: {stamp: frozenset(v) for stamp, v in stamps.items()} for topic, stamps in by_topic.items()}
 
 
-def _is_stamped(connection) -> bool:
+def begins_with_stamp(connection) -> bool:
     """True when the message begins with a stamp: a ``std_msgs/Header`` first field, or a Clock."""
     if connection.msgtype in STAMP_FIRST_TYPES:
         return True
@@ -160,13 +160,18 @@ def _is_stamped(connection) -> bool:
     return False
 
 
-def missing_samples(stamps_ns: list[int]) -> int:
-    """Samples missing from a periodic stream: gaps over 1.5 median periods, counted in periods."""
+def missing_samples(stamps_ns: list[int], period_ns: float | None = None) -> int:
+    """Samples missing from a periodic stream: gaps over 1.5 periods, counted in periods.
+
+    The period is ``period_ns`` when the stream's rate is known (its configured rate,
+    :mod:`aerial_sim.recording.rates`), else the median stamp interval, trusted from
+    ``MIN_SAMPLES_FOR_PERIOD`` stamps on.
+    """
     unique = np.unique(np.asarray(stamps_ns, dtype=np.int64))
-    if len(unique) < MIN_SAMPLES_FOR_PERIOD:
+    if len(unique) < (2 if period_ns else MIN_SAMPLES_FOR_PERIOD):
         return 0
     gaps = np.diff(unique).astype(float)
-    period = float(np.median(gaps))
+    period = float(period_ns) if period_ns else float(np.median(gaps))
     if period <= 0:
         return 0
     long_gaps = gaps[gaps > 1.5 * period]

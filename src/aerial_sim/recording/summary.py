@@ -9,18 +9,35 @@ A pure function of the bag (read with ``rosbags``): the recorder calls
   the figure AirSim reports for its clock speed (FSR paper sec. 3, "ClockSpeed");
 - topic rate: (count - 1) / (last - first receive stamp) per topic;
 - distance flown: sum of |p_k+1 - p_k| over every ``nav_msgs/Odometry`` topic
-  (the ground-truth odometry in ``map``, ENU).
+  (the ground-truth odometry in ``map``, ENU);
+- stream health (:mod:`aerial_sim.recording.rates`): every periodic stream's
+  delivered rate in simulated time against the rate its publisher was configured
+  with (the recorder stores those in ``custom_data``), flagged ``LOW`` when short,
+  and the messages known to be missing (stamp gaps, and losses the middleware
+  reported to the recorder).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 import yaml
 
+from aerial_sim.recording.digest import EXCLUDED_TOPICS, begins_with_stamp
+from aerial_sim.recording.rates import (
+    CONFIGURED_KEY,
+    LOST_KEY,
+    LOW_FRACTION,
+    RATED_TYPES,
+    StreamHealth,
+    decode_table,
+    stream_health,
+)
 from aerial_sim.recording.reader import find_bag, open_bag, stamp_ns
+from aerial_sim.recording.recorder import cdr_header_stamp_ns
 
 ODOMETRY = "nav_msgs/msg/Odometry"
 
@@ -41,6 +58,16 @@ class RunSummary:
     topics: list[TopicStats]
     #: odometry topic -> (N, 4) array of [t_s, x, y, z] in map (ENU)
     trajectories: dict[str, np.ndarray] = field(default_factory=dict)
+    #: periodic topic -> delivered vs configured rate and known missed messages
+    health: dict[str, StreamHealth] = field(default_factory=dict)
+
+    @property
+    def low_streams(self) -> list[StreamHealth]:
+        return [h for h in self.health.values() if h.low]
+
+    @property
+    def missed(self) -> int:
+        return sum(h.missed for h in self.health.values())
 
     @property
     def real_time_factor(self) -> float | None:
@@ -62,17 +89,43 @@ class RunSummary:
         for topic in self.trajectories:
             lines.append(f"distance flown ({topic}): {self.distance_m(topic):.2f} m")
         lines.append(f"messages: {sum(t.count for t in self.topics)}")
+        lines.extend(self.health_lines())
         lines.append("topics:")
         width = max((len(t.topic) for t in self.topics), default=10)
+        type_width = max((len(t.msgtype) for t in self.topics), default=10)
         for t in self.topics:
-            lines.append(f"  {t.topic:<{width}}  {t.count:>8d} msgs  {t.rate_hz:8.2f} Hz  {t.msgtype}")
+            flag = self.health[t.topic].flag() if t.topic in self.health else ""
+            line = f"  {t.topic:<{width}}  {t.count:>8d} msgs  {t.rate_hz:8.2f} Hz  {t.msgtype:<{type_width}}  {flag}"
+            lines.append(line.rstrip())
         return "\n".join(lines) + "\n"
 
+    def health_lines(self) -> list[str]:
+        """Two lines: streams below their configured sim-time rate, and messages known missed."""
+        rated = [h for h in self.health.values() if h.configured_hz is not None]
+        low = self.low_streams
+        if not rated:
+            first = "stream rates: no configured rates in this bag (recorded without them)"
+        elif low:
+            names = ", ".join(f"{h.topic} ({h.delivered_text()} of {h.configured_hz:g} Hz)" for h in low)
+            first = f"LOW: {len(low)} of {len(rated)} rated streams below {LOW_FRACTION:.0%} of their configured sim-time rate: {names}"
+        else:
+            first = f"stream rates: all {len(rated)} rated streams at their configured sim-time rate"
+        gaps = sum(h.gap_missed for h in self.health.values())
+        lost = sum(h.lost for h in self.health.values())
+        second = f"messages known missed: {gaps + lost} ({gaps} in stamp gaps, {lost} lost in transport)"
+        return [first, second]
 
-def summarize(path: str | Path) -> RunSummary:
-    """Read the bag at ``path`` (bag dir or run dir) and compute its :class:`RunSummary`."""
+
+def summarize(path: str | Path, configured_rates: Mapping[str, float] | None = None) -> RunSummary:
+    """Read the bag at ``path`` (bag dir or run dir) and compute its :class:`RunSummary`.
+
+    ``configured_rates`` (topic -> Hz) adds to, and overrides, the rates the recorder stored in the bag.
+    """
     bag = find_bag(path)
     custom = _custom_data(bag)
+    configured = {**decode_table(custom.get(CONFIGURED_KEY)), **dict(configured_rates or {})}
+    lost = decode_table(custom.get(LOST_KEY))
+    times: dict[str, list[int]] = {}
     first: dict[str, int] = {}
     last: dict[str, int] = {}
     counts: dict[str, int] = {}
@@ -80,6 +133,8 @@ def summarize(path: str | Path) -> RunSummary:
     with open_bag(bag) as reader:
         types = {c.topic: c.msgtype for c in reader.connections}
         odometry = {c.topic for c in reader.connections if c.msgtype == ODOMETRY}
+        rated = {c.topic: begins_with_stamp(c) for c in reader.connections
+                 if c.msgtype in RATED_TYPES and c.topic not in EXCLUDED_TOPICS}
         for connection in reader.connections:
             counts.setdefault(connection.topic, 0)
         # Counting needs no deserialization; only odometry is decoded.
@@ -88,6 +143,9 @@ def summarize(path: str | Path) -> RunSummary:
             counts[topic] += 1
             first.setdefault(topic, t_ns)
             last[topic] = t_ns
+            if topic in rated:
+                stamp = cdr_header_stamp_ns(bytes(raw[:12])) if rated[topic] else None
+                times.setdefault(topic, []).append(t_ns if stamp is None else stamp)
             if topic in odometry:
                 msg = reader.deserialize(raw, connection.msgtype)
                 p = msg.pose.pose.position
@@ -112,6 +170,8 @@ def summarize(path: str | Path) -> RunSummary:
         wall_duration_s=wall,
         topics=topics,
         trajectories={k: np.asarray(v, dtype=float) for k, v in samples.items()},
+        health={topic: stream_health(topic, times.get(topic, []), configured.get(topic), int(lost.get(topic, 0)), stamped)
+                for topic, stamped in sorted(rated.items())},
     )
 
 
