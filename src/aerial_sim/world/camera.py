@@ -95,6 +95,7 @@ class CameraModel:
         self._sun = (sun / np.linalg.norm(sun)).astype(np.float32)
         self._build_lookup_tables()
         self.caster = scene.ray_caster
+        render_kernels.warm_up(shading=True)  # compile or load now, not on the first frame
 
     # -- intrinsics -------------------------------------------------------------------------
     @property

@@ -20,8 +20,8 @@ fused multiply-adds without ``fastmath``: depth and segmentation are
 identical to the reference, colour differs by at most one level in rare
 pixels (the reference's n.s is a BLAS product whose summation order may
 differ). ``cache=True`` keeps the machine code in ``__pycache__``; the first
-compilation (a few seconds) happens when a :class:`RayCaster` is built
-(:func:`warm_up`), not on the first frame.
+compilation (a few seconds) happens when a :class:`RayCaster` or a
+:class:`CameraModel` is built (:func:`warm_up`), not on the first frame.
 
 Without numba (a declared dependency) :data:`COMPILED` is False and the
 callers use their NumPy reference paths.
@@ -114,8 +114,9 @@ def shade_colors(origin, directions, distance, surface, normal, albedo_lut, sun,
             out[i, c] = np.uint8(albedo_lut[kind, c] * factor * shade + half)
 
 
-def warm_up() -> None:
-    """Compile (or load from the cache) both kernels for the dtypes the renderer passes."""
+def warm_up(shading: bool = False) -> None:
+    """Compile (or load from the cache) :func:`merge_hits`, and :func:`shade_colors` if ``shading``,
+    for the dtypes the renderer passes."""
     if not COMPILED:
         return
     origins = np.zeros((1, 3), np.float32)
@@ -124,6 +125,7 @@ def warm_up() -> None:
     distance, surface, normal = np.empty(1, np.float32), np.empty(1, np.int32), np.empty((1, 3), np.float32)
     merge_hits(origins, directions, np.empty(0, np.float32), np.empty(0, np.int32), np.empty((0, 3), np.float32),
                np.empty(0, np.int32), distance, surface, normal)
-    shade_colors(np.zeros(3), directions, distance, surface, normal, np.zeros((2, 3), np.float32),
-                 np.array([0.0, 0.0, 1.0], np.float32), np.float32(0.35), np.float32(0.65), 1.0, np.zeros(3, np.float32),
-                 np.empty((1, 3), np.uint8))
+    if shading:
+        shade_colors(np.zeros(3), directions, distance, surface, normal, np.zeros((2, 3), np.float32),
+                     np.array([0.0, 0.0, 1.0], np.float32), np.float32(0.35), np.float32(0.65), 1.0,
+                     np.zeros(3, np.float32), np.empty((1, 3), np.uint8))
