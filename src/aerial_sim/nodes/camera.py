@@ -14,8 +14,9 @@ Each image can be switched off (``publish_depth``, ``publish_segmentation``,
 ``publish_color``); only what is published is computed, and an image no
 subscriber is matched to at that moment is not rendered either (DDS would not
 deliver it to anyone; the camera_info messages are always sent). Rendering runs
-in the odometry callback: a 460x320 frame with all three images costs about
-25 ms of CPU here (compiled kernels, benchmarks/camera.py), and odometry is a
+in the odometry callback: a 460x320 urban frame with all three images costs
+24-30 ms of CPU on this (loaded, 2-core) machine, half of what the NumPy shading
+cost (benchmarks/camera.py), and odometry is a
 best-effort stream, so a message that arrives meanwhile is simply superseded by
 the next one.
 """

@@ -128,7 +128,8 @@ class RayCaster:
     def triangle_count(self) -> int:
         return sum(len(m.faces) for m in self.meshes)
 
-    def cast(self, origins: np.ndarray, directions: np.ndarray, normals: bool = True, reference: bool = False) -> RayHits:
+    def cast(self, origins: np.ndarray, directions: np.ndarray, normals: bool = True,
+             reference: bool = False) -> RayHits:
         """Cast rays (``origins`` (N,3) or (3,), unit ``directions`` (N,3), world frame).
 
         ``normals=False`` skips the normals (left zero), which only shading needs.
