@@ -1,5 +1,9 @@
 """Camera rendering speed: ms per frame for each image type and for all three together,
+side by side with the NumPy reference path the compiled kernels replaced (``render(reference=True)``),
 then the camera node's achieved rate running beside the physics node.
+
+Figures are per frame, best of 3 runs of 10 frames, in wall time and in CPU time of the rendering
+thread (the CPU figure is the one to trust on a shared machine: other processes do not inflate it).
 
 Goal (issue 5): depth + segmentation + colour at 30 Hz real time (< 33 ms a frame)
 at the seed-004 resolution, 460x320. Run: ``tools/dev.sh bench camera [scene ...]``
@@ -37,15 +41,17 @@ CASES = {
 }
 
 
-def time_ms(function, repeats: int) -> float:
+def time_ms(function, repeats: int) -> tuple[float, float]:
+    """(wall ms, CPU ms of this thread) per call, each the best of 3 runs of ``repeats`` calls."""
     function()  # warm-up
-    best = float("inf")
+    best_wall = best_cpu = float("inf")
     for _ in range(3):
-        start = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.thread_time()
         for _ in range(repeats):
             function()
-        best = min(best, (time.perf_counter() - start) / repeats)
-    return best * 1e3
+        best_wall = min(best_wall, (time.perf_counter() - wall) / repeats)
+        best_cpu = min(best_cpu, (time.thread_time() - cpu) / repeats)
+    return best_wall * 1e3, best_cpu * 1e3
 
 
 def node_graph_rate(scene: str, seconds: float = NODE_SECONDS) -> None:
@@ -73,6 +79,8 @@ def node_graph_rate(scene: str, seconds: float = NODE_SECONDS) -> None:
     stamps: list[float] = []
     node.create_subscription(Image, "/drone1/camera/color/image_raw",
                              lambda m: stamps.append(m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec), stream_qos())
+    for topic in ("depth/image_ideal", "segmentation/image_raw"):  # the node renders only what is subscribed to
+        node.create_subscription(Image, f"/drone1/camera/{topic}", lambda m: None, stream_qos())
     try:
         deadline = time.monotonic() + 30
         while len(stamps) < 5 and time.monotonic() < deadline:
@@ -88,7 +96,9 @@ def node_graph_rate(scene: str, seconds: float = NODE_SECONDS) -> None:
         cpu = (cpu_seconds(camera_pid) - cpu_start) / wall
         print(f"camera node beside physics ({scene}, 460x320, all three images, real time, {seconds:g} s):")
         print(f"  {frames / sim if frames else 0:.1f} frames per simulated second, {frames / wall:.1f} per wall second, "
-              f"camera CPU {cpu:.2f} core; goal 30 Hz: {'met' if frames and frames / sim >= 28.5 else 'not met'}")
+              f"camera CPU {cpu:.2f} core = {1e3 * cpu * wall / max(frames, 1):.0f} ms a frame; "
+              f"goal 30 Hz: {'met' if frames and frames / sim >= 28.5 else 'not met'}")
+        print(f"  load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
@@ -100,15 +110,18 @@ def main(argv: list[str]) -> int:
     with_node = "--no-node" not in argv
     argv = [a for a in argv if a != "--no-node"]
     names = argv or ["empty", "urban", "corridor"]
-    print("460x320 frame, ms (best of 3 runs of 10 frames); goal: all three < 33.3 ms (30 Hz)")
-    print(f"{'scene':<10} {'triangles':>9} " + " ".join(f"{case:>13}" for case in CASES) + "   Hz (all)")
+    print("460x320 frame, ms wall / ms CPU (best of 3 runs of 10 frames); goal: all three < 33.3 ms (30 Hz)")
+    print(f"{'scene':<10} {'triangles':>9} {'path':>9} " + " ".join(f"{case:>13}" for case in CASES) + "   Hz (all, CPU)")
     for name in names:
         scene = load_scene(name)
         camera = CameraModel(CameraParams(), scene)
         position, orientation = POSES.get(name, POSES["empty"])
-        figures = {case: time_ms(lambda: camera.render(position, orientation, **flags), 10) for case, flags in CASES.items()}
-        print(f"{name:<10} {scene.ray_caster.triangle_count:>9} "
-              + " ".join(f"{figures[case]:>13.1f}" for case in CASES) + f"   {1e3 / figures['all three']:.0f}")
+        for path, reference in (("compiled", False), ("reference", True)):
+            figures = {case: time_ms(lambda: camera.render(position, orientation, reference=reference, **flags), 10)
+                       for case, flags in CASES.items()}
+            print(f"{name:<10} {scene.ray_caster.triangle_count:>9} {path:>9} "
+                  + " ".join(f"{figures[case][0]:>6.1f}/{figures[case][1]:<6.1f}" for case in CASES)
+                  + f"   {1e3 / figures['all three'][1]:.0f}")
     if with_node:
         node_graph_rate("urban")
     return 0

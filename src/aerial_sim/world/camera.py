@@ -33,6 +33,7 @@ from typing import Literal, Sequence
 import numpy as np
 
 from aerial_sim.config import require, require_positive
+from aerial_sim.world import render_kernels
 from aerial_sim.world.geometry import SURFACE_GROUND, quaternion_to_matrix, rpy_to_matrix
 from aerial_sim.world.scene import NO_HIT_ID, Scene
 
@@ -94,6 +95,7 @@ class CameraModel:
         self._sun = (sun / np.linalg.norm(sun)).astype(np.float32)
         self._build_lookup_tables()
         self.caster = scene.ray_caster
+        render_kernels.warm_up(shading=True)  # compile or load now, not on the first frame
 
     # -- intrinsics -------------------------------------------------------------------------
     @property
@@ -135,19 +137,28 @@ class CameraModel:
 
     # -- rendering --------------------------------------------------------------------------
     def render(self, position: Sequence[float], orientation: Sequence[float],
-               depth: bool = True, segmentation: bool = True, color: bool = True) -> CameraFrame:
-        """Cast one ray per pixel from the camera at this base_link pose and build the asked images."""
+               depth: bool = True, segmentation: bool = True, color: bool = True,
+               reference: bool = False) -> CameraFrame:
+        """Cast one ray per pixel from the camera at this base_link pose and build the asked images.
+
+        Hits and colours come from the compiled kernels of :mod:`aerial_sim.world.render_kernels`;
+        ``reference=True`` (or no numba) uses the NumPy code they are tested against.
+        """
+        if not (depth or segmentation or color):
+            return CameraFrame(None, None, None)
         shape = (self.params.height, self.params.width)
         R_world_optical, origin = self.optical_pose(position, orientation)
         directions = self._unit_rays_optical @ R_world_optical.T.astype(np.float32)
-        hits = self.caster.cast(origin, directions, normals=color)
+        reference = reference or not render_kernels.COMPILED
+        hits = self.caster.cast(origin, directions, normals=color, reference=reference)
         depth_image = segmentation_image = color_image = None
         if depth:
             depth_image = self._depth(hits.distance).reshape(shape)
         if segmentation:
             segmentation_image = self._segmentation_lut[hits.surface].reshape(shape)
         if color:
-            color_image = self._color(origin, directions, hits).reshape(shape + (3,))
+            shade = self._color_reference if reference else self._color
+            color_image = shade(origin, directions, hits).reshape(shape + (3,))
         return CameraFrame(depth_image, segmentation_image, color_image)
 
     def _depth(self, distance: np.ndarray) -> np.ndarray:
@@ -157,6 +168,15 @@ class CameraModel:
         return value
 
     def _color(self, origin: np.ndarray, directions: np.ndarray, hits) -> np.ndarray:
+        rgb = np.empty((len(directions), 3), np.uint8)
+        ambient = self.params.ambient
+        render_kernels.shade_colors(origin, directions, hits.distance, hits.surface, hits.normal, self._albedo_lut,
+                                    self._sun, np.float32(ambient), np.float32(1.0 - ambient),
+                                    float(self.scene.ground.checker_size_m), self._sky, rgb)
+        return rgb
+
+    def _color_reference(self, origin: np.ndarray, directions: np.ndarray, hits) -> np.ndarray:
+        """NumPy version of :func:`~aerial_sim.world.render_kernels.shade_colors` (the reference)."""
         albedo = self._albedo_lut[hits.surface]
         ground = hits.surface == SURFACE_GROUND
         if self.scene.ground.checker_size_m > 0 and ground.any():
@@ -178,3 +198,4 @@ class CameraModel:
         scene = self.scene
         self._segmentation_lut = np.asarray(scene.surface_table(lambda s: s.segmentation_id, NO_HIT_ID), np.uint16)
         self._albedo_lut = np.asarray(scene.surface_table(scene.object_color, self.params.sky_color), np.float32)
+        self._sky = np.asarray(self.params.sky_color, np.float32)

@@ -23,6 +23,7 @@ from embreex import rtcore_scene
 from embreex.mesh_construction import TriangleMesh
 
 from aerial_sim.config import ParamsError
+from aerial_sim.world import render_kernels
 
 if TYPE_CHECKING:
     from aerial_sim.world.scene import Scene, SceneObject
@@ -113,6 +114,8 @@ class RayCaster:
         meshes = [object_mesh(obj, scene) for obj in scene.objects]
         self.meshes = meshes
         self._embree = None
+        self._surface_of_triangle = np.empty(0, np.int32)
+        render_kernels.warm_up()
         if meshes:
             triangles = np.concatenate([m.triangles for m in meshes]).astype(np.float32)
             self._embree = rtcore_scene.EmbreeScene()
@@ -125,14 +128,34 @@ class RayCaster:
     def triangle_count(self) -> int:
         return sum(len(m.faces) for m in self.meshes)
 
-    def cast(self, origins: np.ndarray, directions: np.ndarray, normals: bool = True) -> RayHits:
+    def cast(self, origins: np.ndarray, directions: np.ndarray, normals: bool = True,
+             reference: bool = False) -> RayHits:
         """Cast rays (``origins`` (N,3) or (3,), unit ``directions`` (N,3), world frame).
 
         ``normals=False`` skips the normals (left zero), which only shading needs.
+        The hits are merged by the compiled :func:`~aerial_sim.world.render_kernels.merge_hits`;
+        ``reference=True`` (or no numba) merges them with the NumPy code it is tested against.
         """
         directions = np.ascontiguousarray(directions, dtype=np.float32)
         count = len(directions)
         origins = np.ascontiguousarray(np.broadcast_to(np.asarray(origins, np.float32), (count, 3)))
+        if self._embree is not None:
+            result = self._embree.run(origins, directions, output=1)
+            tfar, prim, ng = result["tfar"], result["primID"], result["Ng"]
+        else:
+            tfar, prim, ng = np.empty(0, np.float32), np.empty(0, np.int32), np.empty((0, 3), np.float32)
+        if reference or not render_kernels.COMPILED:
+            return self._merge_reference(origins, directions, tfar, prim, ng, normals)
+        distance = np.empty(count, np.float32)
+        surface = np.empty(count, np.int32)
+        normal = np.zeros((count, 3) if normals else (0, 3), np.float32)
+        render_kernels.merge_hits(origins, directions, tfar, prim, ng, self._surface_of_triangle,
+                                  distance, surface, normal)
+        return RayHits(distance, surface, normal)
+
+    def _merge_reference(self, origins, directions, tfar, prim, ng, normals: bool) -> RayHits:
+        """NumPy version of :func:`~aerial_sim.world.render_kernels.merge_hits` (the reference)."""
+        count = len(directions)
         distance = np.full(count, np.inf, np.float32)
         surface = np.zeros(count, np.int32)
         normal = np.zeros((count, 3) if normals else (0, 3), np.float32)
@@ -146,17 +169,14 @@ class RayCaster:
         if normals:
             normal[ground, 2] = np.where(origins[ground, 2] >= 0, 1.0, -1.0)
 
-        if self._embree is not None:
-            result = self._embree.run(origins, directions, output=1)
-            prim = result["primID"]
+        if len(prim):
             hit = prim >= 0
-            t_hit = result["tfar"]
-            closer = hit & (t_hit < distance)
-            distance[closer] = t_hit[closer]
+            closer = hit & (tfar < distance)
+            distance[closer] = tfar[closer]
             surface[closer] = self._surface_of_triangle[prim[closer]]
             if not normals:
                 return RayHits(distance, surface, normal)
-            ng = result["Ng"][closer]
+            ng = ng[closer]
             ng /= np.linalg.norm(ng, axis=1, keepdims=True)
             facing = np.einsum("ij,ij->i", ng, directions[closer]) > 0
             ng[facing] *= -1.0
