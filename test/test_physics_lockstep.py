@@ -1,12 +1,12 @@
 """Lockstep for the whole graph, the pure part (:mod:`aerial_sim.physics.lockstep`): entries, the
-awaited stamp of each participant, and the header stamp read from raw CDR bytes."""
+awaited stamp of each participant, and the gate that holds the clock."""
 
 from __future__ import annotations
 
 import pytest
 
 from aerial_sim.config import ParamsError
-from aerial_sim.physics.lockstep import LockstepGate, Participant, header_stamp_ns, parse_participants
+from aerial_sim.physics.lockstep import LockstepGate, Participant, parse_participants
 
 MS = 1_000_000
 
@@ -50,15 +50,3 @@ def test_the_gate_holds_the_clock_until_each_participant_has_answered():
     gate.observe("/camera", 36 * MS)  # rendered at the first state at or after its due time: answered
     assert gate.holdups(36 * MS) == []
 
-
-def test_the_header_stamp_is_read_from_the_serialized_bytes():
-    pytest.importorskip("rclpy")
-    from rclpy.serialization import serialize_message
-    from sensor_msgs.msg import Image
-
-    message = Image(height=2, width=3, encoding="rgb8", step=9, data=bytes(18))
-    message.header.stamp.sec, message.header.stamp.nanosec = 12, 345_678_901
-    message.header.frame_id = "drone1/camera"
-    assert header_stamp_ns(serialize_message(message)) == 12_345_678_901
-    with pytest.raises(ValueError):
-        header_stamp_ns(b"\x00\x01\x00\x00")

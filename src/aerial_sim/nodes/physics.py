@@ -72,9 +72,10 @@ from aerial_sim.nodes.common import (
     stream_qos,
     to_stamp,
 )
-from aerial_sim.physics.lockstep import LockstepGate, Participant, header_stamp_ns, parse_participants
+from aerial_sim.physics.lockstep import LockstepGate, Participant, parse_participants
 from aerial_sim.physics.rotation import rotate_inverse
 from aerial_sim.physics.world import PhysicsParams, PhysicsWorld, RunControl
+from aerial_sim.recording.recorder import cdr_header_stamp_ns
 from aerial_sim.vehicles.fleet import FleetSelection, require_vehicle_names
 from aerial_sim.vehicles.multirotor import load_vehicle
 
@@ -650,7 +651,10 @@ class LockstepOutputs:
         return self.node.create_subscription(message_type, topic, partial(self.on_output, topic), qos, raw=True)
 
     def on_output(self, topic: str, cdr: bytes) -> None:
-        self.observe(topic, header_stamp_ns(cdr))
+        stamp_ns = cdr_header_stamp_ns(cdr)
+        if stamp_ns is None:
+            raise ValueError(f"{len(cdr)} bytes: too short for a header")  # InputGuard drops it with a warning
+        self.observe(topic, stamp_ns)
 
 
 class SwarmOutputs:

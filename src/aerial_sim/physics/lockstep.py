@@ -153,18 +153,3 @@ class LockstepGate:
                     held.append(Holdup(participant, awaited, latest))
             return held
 
-
-def header_stamp_ns(cdr: bytes) -> int:
-    """The ``header.stamp`` of a CDR-serialized message whose first field is a std_msgs/Header, ns.
-
-    CDR (OMG DDS-XTypes, RTPS encapsulation): 2 bytes of representation id (``00 01`` little
-    endian, ``00 00`` big endian), 2 bytes of options, then ``int32 sec`` and ``uint32 nanosec``
-    (builtin_interfaces/Time, aligned at 4 from the start of the payload). The image itself is
-    never deserialized.
-    """
-    if len(cdr) < 12 or cdr[0] != 0 or cdr[1] not in (0, 1):
-        raise ValueError(f"not a CDR message with a header ({len(cdr)} bytes)")
-    order = "little" if cdr[1] == 1 else "big"
-    sec = int.from_bytes(cdr[4:8], order, signed=True)
-    nanosec = int.from_bytes(cdr[8:12], order, signed=False)
-    return sec * 1_000_000_000 + nanosec
