@@ -16,7 +16,7 @@ def test_entries_parse_and_print_back():
     assert entries == (Participant("/drone1/imu/data", 200.0), Participant("/drone1/gps/vel", 50.0, 0.2),
                        Participant("/drone1/lidar/points", 10.0, 0.0, 0.1))
     assert [Participant.parse(e.text()) for e in entries] == list(entries)
-    assert parse_participants("") == ()
+    assert parse_participants("") == () == parse_participants("none")
 
 
 @pytest.mark.parametrize("entry", ["imu/data@200", "/drone1/imu/data", "/a@0", "/a@-1", "/a@nan", "/a@30:x",

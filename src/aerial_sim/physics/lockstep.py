@@ -86,7 +86,9 @@ class Participant:
 
 
 def parse_participants(text: str) -> tuple[Participant, ...]:
-    """Entries separated by spaces or commas (an empty text is none)."""
+    """Entries separated by spaces or commas (an empty text, or ``none`` as launch files write it, is none)."""
+    if text.strip().lower() == "none":
+        return ()
     return tuple(Participant.parse(entry) for entry in re.split(r"[\s,]+", text.strip()) if entry)
 
 
