@@ -50,3 +50,12 @@ def test_the_gate_holds_the_clock_until_each_participant_has_answered():
     gate.observe("/camera", 36 * MS)  # rendered at the first state at or after its due time: answered
     assert gate.holdups(36 * MS) == []
 
+
+
+def test_a_bad_lockstep_participants_parameter_stops_the_physics_node_with_the_entry_named():
+    pytest.importorskip("rclpy")
+    from aerial_sim.nodes.physics import PhysicsNodeParams
+
+    assert PhysicsNodeParams(lockstep_participants="none").lockstep_participants == "none"
+    with pytest.raises(ParamsError, match="participant /drone1/depth: rate_hz"):
+        PhysicsNodeParams(lockstep_participants="/drone1/imu/data@200 /drone1/depth@0")
