@@ -436,8 +436,9 @@ class PhysicsNode(Node):
             self._publish_state()
 
     def _await_settled_subscribers(self) -> None:
-        """Lockstep: hold the first step until the graph's subscribers to /clock and ground truth have
-        stopped changing for ``lockstep_settle_s`` (wall time; at most ``lockstep_settle_max_s``).
+        """Lockstep: hold the first step until the graph's subscribers to /clock and ground truth (at
+        least one) have stopped changing for ``lockstep_settle_s`` and every known lockstep
+        participant is being read (wall time; at most ``lockstep_settle_max_s``).
 
         Lockstep paces the clock by the controllers alone. A sensor or recorder that joins after
         the first steps misses them, and its noise stream and bag then start elsewhere than in
@@ -452,7 +453,9 @@ class PhysicsNode(Node):
             current = [p.get_subscription_count() for p in publishers]
             if current != counts:
                 counts, changed = current, now
-            settled = now - changed >= params.lockstep_settle_s and self.lockstep_outputs.all_armed()
+            # Nobody yet is no graph yet: DDS discovery can take longer than lockstep_settle_s.
+            settled = (now - changed >= params.lockstep_settle_s and any(current)
+                       and self.lockstep_outputs.all_armed())
             if settled or now - start >= params.lockstep_settle_max_s:
                 break
             # No state yet: a participant answers t = 0 once, and only a reader already there hears it.
