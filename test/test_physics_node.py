@@ -131,3 +131,93 @@ def test_lockstep_runs_with_the_same_inputs_are_identical(launch, ros_node):
     assert first[0][0] == (0, 0) and first[-1][0] == (1, 596_000_000)  # one state per 4 ms period
     assert first[-1][3] > SPAWN_ALTITUDE_M + 0.2  # it really flew (climbing toward 6 m)
     assert first == second
+
+
+#: A lockstep participant that is slow: 40 ms of wall time before each 50 Hz output (sim time),
+#: stamped at its due instant k / 50 (announced on /lockstep/participants like every simulated sensor).
+SLOW_PARTICIPANT = """
+import sys, time
+from geometry_msgs.msg import PointStamped
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+from aerial_sim.nodes.common import announce_lockstep_participant, run_node, stream_qos, to_stamp
+
+class Slow(Node):
+    def __init__(self):
+        super().__init__("slow_participant")
+        self.next_index = 0
+        self.publisher = self.create_publisher(PointStamped, "/slow/points", stream_qos(True))
+        self.announcement = announce_lockstep_participant(self, "/slow/points", 50.0)
+        self.create_subscription(Odometry, "/drone1/ground_truth/odom", self.on_odom, stream_qos(True))
+        print("ready", flush=True)
+
+    def on_odom(self, message):
+        stamp_s = message.header.stamp.sec + message.header.stamp.nanosec * 1e-9
+        while self.next_index / 50.0 <= stamp_s + 1e-9:
+            time.sleep(0.04)
+            out = PointStamped()
+            out.header.stamp = to_stamp(self.next_index / 50.0)
+            out.point.z = message.pose.pose.position.z
+            self.publisher.publish(out)
+            self.next_index += 1
+
+sys.exit(run_node(Slow, sys.argv))
+"""
+
+
+def test_lockstep_waits_for_a_slow_participant_and_never_runs_ahead_of_it(launch, ros_node):
+    """Issue 11: the clock never passes a participant's next due time before its previous output.
+
+    Checked with the writers' own send times (DDS source timestamps, one machine clock): every
+    /clock value c went out after the participant's output for the last due time <= c - 4 ms, the
+    period the physics node stepped from. And every output is there, at its stamp.
+    """
+    import subprocess
+    import sys
+    import time
+
+    from geometry_msgs.msg import PointStamped
+    from nav_msgs.msg import Odometry
+    from rosgraph_msgs.msg import Clock
+    from std_msgs.msg import Float64MultiArray
+
+    from aerial_sim.nodes.common import COMMAND_QOS, stream_qos
+
+    slow = subprocess.Popen([sys.executable, "-c", SLOW_PARTICIPANT], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        # In the graph before the physics node starts (one that joins later owes only later stamps).
+        assert any(line.strip() == "ready" for line in iter(slow.stdout.readline, ""))
+        graph = launch("physics.launch.yaml", "lockstep:=true", f"spawn_z:={SPAWN_ALTITUDE_M}")
+        commands = ros_node.create_publisher(Float64MultiArray, "/drone1/motor_commands", COMMAND_QOS)
+        u_hover = [hover_control()] * 4
+        answered, clocks, outputs = set(), [], []
+
+        def on_odom(message):  # a controller that answers at once: only the participant is slow
+            stamp = (message.header.stamp.sec, message.header.stamp.nanosec)
+            if stamp not in answered:
+                answered.add(stamp)
+                commands.publish(Float64MultiArray(data=u_hover))
+
+        def sent(message, info, into):
+            into.append((info["source_timestamp"], round(stamp_seconds(message.clock if hasattr(message, "clock")
+                                                                        else message.header.stamp) * 1e9)))
+
+        ros_node.create_subscription(Odometry, "/drone1/ground_truth/odom", on_odom, stream_qos(True))
+        ros_node.create_subscription(Clock, "/clock", lambda m, i: sent(m, i, clocks), stream_qos(True))
+        ros_node.create_subscription(PointStamped, "/slow/points", lambda m, i: sent(m, i, outputs), stream_qos(True))
+        assert spin_until(ros_node, lambda: len(outputs) >= 1, timeout_s=30), graph.output()
+        wall_start = time.monotonic()
+        assert spin_until(ros_node, lambda: len(outputs) >= 11, timeout_s=30), graph.output()
+        wall_s = time.monotonic() - wall_start
+    finally:
+        slow.kill()
+    stamps = [stamp for _, stamp in outputs]
+    assert stamps[:11] == [round(k / 50 * 1e9) for k in range(11)]  # every output, at its due time
+    assert wall_s > 10 * 0.04  # the clock waited for it: 0.2 s of sim time took at least 0.4 s
+    sent_at = dict((stamp, source) for source, stamp in outputs)
+    period_ns = 4_000_000
+    for source, clock in clocks:
+        if period_ns <= clock <= 0.2e9:
+            awaited = (clock - period_ns) // 20_000_000 * 20_000_000  # last due time of the period stepped from
+            assert sent_at[awaited] < source, (clock, awaited, graph.output())

@@ -15,7 +15,13 @@ from rclpy.node import Node
 
 from aerial_sim.config import require
 from aerial_sim.environment.geodesy import HomePoint
-from aerial_sim.nodes.common import declare_params, frame_in_namespace, publish_static_mount, stream_qos
+from aerial_sim.nodes.common import (
+    announce_lockstep_participant,
+    declare_params,
+    frame_in_namespace,
+    publish_static_mount,
+    stream_qos,
+)
 from aerial_sim.sensors.common import (
     UNUSABLE_ODOMETRY,
     Resampler,
@@ -55,6 +61,12 @@ class OdometrySensorNode(Node):
         self.dt = 1.0 / self.params.rate_hz
         self.qos = stream_qos(self.options.lockstep)
         self.create_subscription(Odometry, "ground_truth/odom", self.on_truth, self.qos)
+
+    def take_part_in_lockstep(self, topic: str, first_s: float = 0.0, lag_s: float = 0.0) -> None:
+        """With ``lockstep``: ask the physics node to wait for ``topic``, one output per ``k / rate_hz``
+        (a subclass calls it with its last-published topic, once its publishers exist)."""
+        if self.options.lockstep:
+            self.lockstep_announcement = announce_lockstep_participant(self, topic, self.params.rate_hz, first_s, lag_s)
 
     def on_truth(self, msg: Odometry) -> None:
         truth = truth_from_odometry(msg)

@@ -34,7 +34,7 @@ from sensor_msgs.msg import CameraInfo, Image
 
 from aerial_sim.config import require, require_positive
 from aerial_sim.control.geometry import matrix_to_quat
-from aerial_sim.nodes.common import declare_params, frame_in_namespace, from_stamp, publish_static_mount, run_node, stream_qos
+from aerial_sim.nodes.common import announce_lockstep_participant, declare_params, frame_in_namespace, from_stamp, publish_static_mount, run_node, stream_qos
 from aerial_sim.world.camera import CameraModel, CameraParams
 from aerial_sim.world.scene import load_scene
 
@@ -91,6 +91,8 @@ class CameraNode(Node):
         self.depth_info_pub = self.create_publisher(CameraInfo, "camera/depth/camera_info", qos)
         self.color_info_pub = self.create_publisher(CameraInfo, "camera/color/camera_info", qos) if p.publish_color else None
         self.camera_info = CameraInfo(**self.model.camera_info())
+        if p.lockstep:  # depth camera_info goes out last, after the frame's images
+            self.lockstep_announcement = announce_lockstep_participant(self, "camera/depth/camera_info", p.rate_hz)
         self.create_subscription(Odometry, "ground_truth/odom", self.on_odom, qos)
         self._next_frame_s = -math.inf
         self._last_stamp_s = -math.inf

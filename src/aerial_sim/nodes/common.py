@@ -67,6 +67,29 @@ def stream_qos(lockstep: bool = False) -> QoSProfile:
     return LOCKSTEP_QOS if lockstep else qos_profile_sensor_data
 
 
+#: Lockstep participants announce themselves here (std_msgs/String, one entry per message, latched).
+LOCKSTEP_PARTICIPANTS_TOPIC = "/lockstep/participants"
+#: What the physics node reads announcements with: every announcement of every node, late joiners included.
+LOCKSTEP_ANNOUNCEMENTS_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000, reliability=ReliabilityPolicy.RELIABLE,
+                                        durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+def announce_lockstep_participant(node: Node, topic: str, rate_hz: float, first_s: float = 0.0, lag_s: float = 0.0):
+    """Tell a lockstep physics node to wait for ``topic`` (relative names resolve in the node's
+    namespace): an entry ``TOPIC@RATE_HZ:FIRST_S:LAG_S`` on ``/lockstep/participants``
+    (:mod:`aerial_sim.physics.lockstep` says what the fields mean). Latched, so a physics node
+    that starts later still hears it. Returns the publisher (keep it alive with the node)."""
+    from std_msgs.msg import String  # noqa: PLC0415 - only lockstep nodes need it
+
+    from aerial_sim.physics.lockstep import Participant  # noqa: PLC0415
+
+    entry = Participant(node.resolve_topic_name(topic), rate_hz, first_s, lag_s).text()
+    publisher = node.create_publisher(String, LOCKSTEP_PARTICIPANTS_TOPIC, LATCHED_QOS)
+    publisher.publish(String(data=entry))
+    node.get_logger().info(f"lockstep participant: {entry}")
+    return publisher
+
+
 def to_stamp(seconds: float) -> Time:
     """Simulation time in seconds -> ``builtin_interfaces/Time``."""
     nanoseconds = int(round(seconds * 1e9))

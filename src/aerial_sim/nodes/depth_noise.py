@@ -18,8 +18,8 @@ import numpy as np
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 
-from aerial_sim.config import require
-from aerial_sim.nodes.common import declare_params, run_node, stream_qos
+from aerial_sim.config import require, require_positive
+from aerial_sim.nodes.common import announce_lockstep_participant, declare_params, run_node, stream_qos
 from aerial_sim.sensors.depth_noise import DepthNoiseModel, DepthNoiseParams, materials_from_scene
 
 DEPTH_ENCODING = "32FC1"
@@ -35,10 +35,14 @@ class DepthNoiseNodeParams:
     scene: str = ""
     #: Reliable streams (lockstep runs) instead of best effort.
     lockstep: bool = False
+    #: The camera's frame rate, Hz of sim time: in lockstep the physics node waits for one noisy
+    #: frame per 1 / rate_hz (match the camera's rate_hz).
+    rate_hz: float = 30.0
     #: Frames waiting for their partner (per stream) before the oldest is dropped.
     pairing_buffer: int = 8
 
     def __post_init__(self):
+        require_positive(self, "rate_hz")
         require(self.pairing_buffer >= 1, f"pairing_buffer must be >= 1, got {self.pairing_buffer}")
 
 
@@ -68,6 +72,8 @@ class DepthNoiseNode(Node):
         self.frames_published = 0
         qos = stream_qos(self.node_params.lockstep)
         self.publisher = self.create_publisher(Image, "camera/depth/image_raw", qos)
+        if self.node_params.lockstep:
+            self.lockstep_announcement = announce_lockstep_participant(self, "camera/depth/image_raw", self.node_params.rate_hz)
         self.create_subscription(Image, "camera/depth/image_ideal", self.on_depth, qos)
         self.create_subscription(Image, "camera/segmentation/image_raw", self.on_segmentation, qos)
         self.create_subscription(CameraInfo, "camera/depth/camera_info", self.on_camera_info, qos)

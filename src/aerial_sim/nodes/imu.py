@@ -15,6 +15,7 @@ from sensor_msgs.msg import Imu as ImuMsg
 from sensor_msgs.msg import JointState
 
 from aerial_sim.nodes.common import (
+    announce_lockstep_participant,
     FleetHosting,
     declare_params,
     frame_in_namespace,
@@ -43,6 +44,8 @@ class ImuNode(Node):
         self._previous: tuple[float, np.ndarray] | None = None
         qos = stream_qos(options.lockstep)
         self.publisher = self.create_publisher(ImuMsg, "imu/data", qos)
+        if options.lockstep:
+            self.lockstep_announcement = announce_lockstep_participant(self, "imu/data", self.params.rate_hz)
         self.create_subscription(ImuMsg, "ground_truth/imu", self.on_truth, qos)
         if self.params.vibration_enabled:
             self.create_subscription(JointState, "rotors", self.on_rotors, qos)

@@ -24,7 +24,7 @@ from rclpy.qos import QoSProfile
 from sensor_msgs.msg import PointCloud2, PointField
 
 from aerial_sim.nodes._sensor import SceneOption
-from aerial_sim.nodes.common import declare_params, frame_in_namespace, publish_static_mount, run_node, stream_qos, to_stamp
+from aerial_sim.nodes.common import announce_lockstep_participant, declare_params, frame_in_namespace, publish_static_mount, run_node, stream_qos, to_stamp
 from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, SensorNodeOptions, load_preset, truth_from_odometry
 from aerial_sim.sensors.lidar import LidarModel, LidarParams, LidarScan, LidarSweeper
 from aerial_sim.sensors.pointcloud import LIDAR_POINT_DTYPE, point_fields
@@ -60,6 +60,9 @@ class LidarNode(Node):
         truth_qos = QoSProfile(history=qos.history, depth=max(qos.depth, TRUTH_QUEUE_DEPTH), reliability=qos.reliability,
                                durability=qos.durability)  # fmt: skip
         self.publisher = self.create_publisher(PointCloud2, "lidar/points", qos)
+        if options.lockstep:  # a sweep is stamped at its start and goes out once its last beam has fired
+            period = self.params.sweep_period_s
+            self.lockstep_announcement = announce_lockstep_participant(self, "lidar/points", 1.0 / period, 0.0, period)
         self.create_subscription(Odometry, "ground_truth/odom", self.on_truth, truth_qos)
         p = self.params
         self.get_logger().info(

@@ -6,7 +6,8 @@ A thin adapter around :class:`aerial_sim.physics.world.PhysicsWorld`:
   ``/<vehicle>/rotor_drag/wrench`` (external wrench in the body frame);
 - steps the world at ``rate_hz`` (1000 Hz) in a pacing thread — real time,
   ``clock_speed`` times real time, as fast as possible (``clock_speed: 0``), or
-  ``lockstep`` (each control period waits for one new command per vehicle);
+  ``lockstep`` (each control period waits for one new command per vehicle and for
+  the outputs of every lockstep participant, :class:`LockstepOutputs`);
 - publishes ``/clock``, ``ground_truth/odom``, ``ground_truth/imu`` and
   ``rotors`` once per control period (``publish_rate_hz``, 250 Hz), not on
   every 1 ms step: consumers need 250 Hz, and publishing at the step rate would
@@ -39,19 +40,22 @@ whole swarm's poses go out on ``/swarm/poses`` and vehicle-to-vehicle collisions
 
 from __future__ import annotations
 
+import importlib
 import math
 import threading
 import time
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Pose, PoseArray, PoseStamped, TransformStamped, Vector3Stamped, WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.duration import Duration
 from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Imu, JointState
-from std_msgs.msg import Float64, Float64MultiArray
+from std_msgs.msg import Float64, Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
 
 from aerial_sim.config import ParamsError, require, require_non_negative, require_positive
@@ -60,14 +64,18 @@ from aerial_sim.environment.environment import EnvironmentParams
 from aerial_sim.environment.geodesy import HomePoint
 from aerial_sim.nodes.common import (
     COMMAND_QOS,
+    LOCKSTEP_ANNOUNCEMENTS_QOS,
+    LOCKSTEP_PARTICIPANTS_TOPIC,
     declare_params,
     make_tf_broadcaster,
     run_node,
     stream_qos,
     to_stamp,
 )
+from aerial_sim.physics.lockstep import LockstepGate, Participant, parse_participants
 from aerial_sim.physics.rotation import rotate_inverse
 from aerial_sim.physics.world import PhysicsParams, PhysicsWorld, RunControl
+from aerial_sim.recording.recorder import cdr_header_stamp_ns
 from aerial_sim.vehicles.fleet import FleetSelection, require_vehicle_names
 from aerial_sim.vehicles.multirotor import load_vehicle
 
@@ -95,6 +103,10 @@ class PhysicsNodeParams:
     #: changed for this long (wall s), at most lockstep_settle_max_s: every node joins at t = 0.
     lockstep_settle_s: float = 1.5
     lockstep_settle_max_s: float = 20.0
+    #: Lockstep: more outputs to wait for, besides those announced on /lockstep/participants:
+    #: entries TOPIC@RATE_HZ[:FIRST_S[:LAG_S]] separated by spaces or commas (aerial_sim.physics.lockstep),
+    #: e.g. a real driver's "/drone1/realsense/depth/image_rect_raw@30".
+    lockstep_participants: str = ""
     #: Largest external force / torque a rotor_drag/wrench message may apply; larger ones are refused.
     max_external_force_n: float = 50.0
     max_external_torque_nm: float = 5.0
@@ -133,6 +145,7 @@ class PhysicsNodeParams:
         require(len(self.initial_positions) == 3 * count, f"initial_positions needs {3 * count} numbers (x, y, z per vehicle)")
         require(len(self.initial_yaws_rad) == count, f"initial_yaws_rad needs {count} entries (one per vehicle)")
         require(self.publish_rate_hz <= self.rate_hz, "publish_rate_hz cannot exceed rate_hz")
+        parse_participants(self.lockstep_participants)  # a ParamsError names the bad entry
 
     @property
     def steps_per_period(self) -> int:
@@ -178,7 +191,9 @@ class VehicleChannel:
         self.wrench: tuple[tuple[float, float, float], tuple[float, float, float]] | None = None
         self.wrench_received_at = -math.inf
         node.create_subscription(Float64MultiArray, f"/{name}/motor_commands", self.on_motor_commands, COMMAND_QOS)
-        node.create_subscription(WrenchStamped, f"/{name}/rotor_drag/wrench", self.on_wrench, stream_qos(lockstep))
+        self.wrench_topic = f"/{name}/rotor_drag/wrench"
+        self.wrench_subscription = node.create_subscription(WrenchStamped, self.wrench_topic, self.on_wrench,
+                                                            stream_qos(lockstep))
         node.create_subscription(PoseStamped, f"/{name}/set_pose", self.on_set_pose, COMMAND_QOS)
         self._node = node
 
@@ -209,6 +224,9 @@ class VehicleChannel:
         with self._node.inputs_lock:
             self.wrench = (force, torque)
             self.wrench_received_at = self._node.world.time_s
+        if self._node.lockstep_outputs is not None:  # stored first: a released clock applies this wrench
+            stamp = message.header.stamp
+            self._node.lockstep_outputs.observe(self.wrench_topic, stamp.sec * 1_000_000_000 + stamp.nanosec)
 
 
     def on_set_pose(self, message: PoseStamped) -> None:
@@ -259,6 +277,7 @@ class PhysicsNode(Node):
         self.world = build_world(self.params)
         self.inputs_lock = threading.Lock()
         self.command_arrived = threading.Event()
+        self.lockstep_outputs: LockstepOutputs | None = None
         self.clock_pub = self.create_publisher(Clock, "/clock", stream_qos(self.params.lockstep))
         self.vehicles = [
             VehicleChannel(self, name, len(self.world.rotor_states(name)), self.params.lockstep)
@@ -273,6 +292,9 @@ class PhysicsNode(Node):
         self.create_subscription(Vector3Stamped, "/physics/wind", self.on_wind, COMMAND_QOS)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS)
         self.swarm = SwarmOutputs(self)
+        if self.params.lockstep:
+            self.lockstep_outputs = LockstepOutputs(self)
+        self._published_at = time.monotonic()
         self.periods_done = 0
         self.exit_code = 0
         self.done = False  # set by the simulation thread when it cannot go on
@@ -388,13 +410,14 @@ class PhysicsNode(Node):
                 if params.clock_speed > 0:
                     wall_start = time.monotonic() - self.periods_done * period_s / params.clock_speed
             if params.lockstep:
-                if not self._wait_for_all_commands():
-                    # Re-send this period's state: a controller that joined late (DDS
-                    # discovery) must still get it. Controllers answer each stamp once.
-                    self._publish_state()
+                if not self._lockstep_ready():
+                    if time.monotonic() - self._published_at > 0.5:
+                        # Re-send this period's state: a controller or sensor that joined late (DDS
+                        # discovery) must still get it. Each answers a stamp once.
+                        self._publish_state()
                     if time.monotonic() - waiting_since > 5.0:
-                        names = ", ".join(f"/{v.name}/motor_commands" for v in self.vehicles)
-                        self.get_logger().info(f"lockstep: waiting for {names}", throttle_duration_sec=5.0)
+                        self.get_logger().info(f"lockstep: waiting at t = {self.world.time_s:.3f} s for "
+                                               f"{self._lockstep_awaited()}", throttle_duration_sec=5.0)
                     continue
                 waiting_since = time.monotonic()
             elif params.clock_speed > 0:
@@ -413,8 +436,9 @@ class PhysicsNode(Node):
             self._publish_state()
 
     def _await_settled_subscribers(self) -> None:
-        """Lockstep: hold the first step until the graph's subscribers to /clock and ground truth have
-        stopped changing for ``lockstep_settle_s`` (wall time; at most ``lockstep_settle_max_s``).
+        """Lockstep: hold the first step until the graph's subscribers to /clock and ground truth (at
+        least one) have stopped changing for ``lockstep_settle_s`` and every known lockstep
+        participant is being read (wall time; at most ``lockstep_settle_max_s``).
 
         Lockstep paces the clock by the controllers alone. A sensor or recorder that joins after
         the first steps misses them, and its noise stream and bag then start elsewhere than in
@@ -429,21 +453,38 @@ class PhysicsNode(Node):
             current = [p.get_subscription_count() for p in publishers]
             if current != counts:
                 counts, changed = current, now
-            if now - changed >= params.lockstep_settle_s or now - start >= params.lockstep_settle_max_s:
+            # Nobody yet is no graph yet: DDS discovery can take longer than lockstep_settle_s.
+            settled = (now - changed >= params.lockstep_settle_s and any(current)
+                       and self.lockstep_outputs.all_armed())
+            if settled or now - start >= params.lockstep_settle_max_s:
                 break
-            self._publish_state()  # the state at t = 0 for whoever is already there (answered once)
+            # No state yet: a participant answers t = 0 once, and only a reader already there hears it.
             time.sleep(0.05)
+        participants = " ".join(p.topic for p in self.lockstep_outputs.gate.participants()) or "none"
         self.get_logger().info(f"lockstep: starting with {counts[1] if counts else 0} subscribers to ground truth "
-                               f"after {time.monotonic() - start:.1f} s")
+                               f"after {time.monotonic() - start:.1f} s; participants: {participants}")
+        self.lockstep_outputs.started = True
 
-    def _wait_for_all_commands(self) -> bool:
-        """Lockstep: true once every vehicle has a new command for this period."""
-        self.command_arrived.wait(timeout=0.5)
+    def _lockstep_ready(self) -> bool:
+        """Lockstep: true once every vehicle has a new command for this period and every
+        participant has produced its output for the last due time up to now."""
+        self.command_arrived.wait(timeout=0.05)
+        self.command_arrived.clear()  # before looking: whatever arrives from now on wakes the next wait
         with self.inputs_lock:
-            ready = all(v.pending_controls is not None for v in self.vehicles)
-            if not ready:
-                self.command_arrived.clear()
-            return ready and not self._stop.is_set()
+            commands = all(v.pending_controls is not None for v in self.vehicles)
+        ready = commands and not self.lockstep_outputs.holdups(self._clock_ns())
+        return ready and not self._stop.is_set()
+
+    def _lockstep_awaited(self) -> str:
+        """Who lockstep is waiting for, for the log."""
+        with self.inputs_lock:
+            waiting = [f"/{v.name}/motor_commands" for v in self.vehicles if v.pending_controls is None]
+        waiting += [holdup.describe() + self.lockstep_outputs.why_silent(holdup.participant.topic)
+                    for holdup in self.lockstep_outputs.holdups(self._clock_ns())]
+        return ", ".join(waiting) or "nothing (released)"
+
+    def _clock_ns(self) -> int:
+        return int(round(self.world.time_s * 1e9))
 
     def _apply_inputs(self) -> None:
         self._apply_world_edits()
@@ -502,6 +543,7 @@ class PhysicsNode(Node):
             pass
 
     def _publish_state(self) -> None:
+        self._published_at = time.monotonic()
         stamp = to_stamp(self.world.time_s)
         self.clock_pub.publish(Clock(clock=stamp))
         due = self.swarm.publish(stamp, self.periods_done)
@@ -521,6 +563,101 @@ class PhysicsNode(Node):
                 transforms.append(transform_message(truth, stamp, vehicle.frame))
         if transforms:
             self.tf_broadcaster.sendTransform(transforms)
+
+
+class LockstepOutputs:
+    """Lockstep for the whole graph: the participants' outputs the clock waits for (issue 11;
+    the rule is :mod:`aerial_sim.physics.lockstep`'s).
+
+    Participants come from the ``lockstep_participants`` parameter (any node, e.g. a real
+    driver that knows nothing of this simulator) and from entries announced on
+    ``/lockstep/participants`` (std_msgs/String, latched; every simulated sensor, the camera,
+    depth noise and rotor drag announce themselves when their ``lockstep`` is true). Each
+    participant's topic is read with a raw subscription (its type from the graph, QoS
+    matching its publishers): only the header stamp is decoded from the CDR bytes, so an
+    image costs no deserialization. ``rotor_drag/wrench``, which the node reads anyway, is
+    observed in its own callback, after the wrench is stored.
+    """
+
+    #: How often topics not yet in the graph are looked for (wall s).
+    CONNECT_PERIOD_S = 0.2
+
+    def __init__(self, node: "PhysicsNode"):
+        self.node = node
+        self.gate = LockstepGate(parse_participants(node.params.lockstep_participants))
+        self.subscriptions: dict[str, object] = {v.wrench_topic: v.wrench_subscription for v in node.vehicles}
+        self.own_topics = set(self.subscriptions)
+        #: Set once the first state has gone out: a participant armed later owes only later stamps.
+        self.started = False
+        node.create_subscription(String, LOCKSTEP_PARTICIPANTS_TOPIC, self.on_announcement, LOCKSTEP_ANNOUNCEMENTS_QOS)
+        node.create_timer(self.CONNECT_PERIOD_S, self.connect_pending)
+
+    def observe(self, topic: str, stamp_ns: int) -> None:
+        self.gate.observe(topic, stamp_ns)
+        self.node.command_arrived.set()
+
+    def holdups(self, clock_ns: int):
+        return self.gate.holdups(clock_ns)
+
+    def all_armed(self) -> bool:
+        return all(self.gate.armed(p.topic) for p in self.gate.participants())
+
+    def why_silent(self, topic: str) -> str:
+        if self.gate.armed(topic):
+            return ""
+        return " [no header: unreadable]" if topic in self.subscriptions and self.subscriptions[topic] is None \
+            else " [no publisher in the graph yet]"
+
+    def on_announcement(self, message: String) -> None:
+        try:
+            participant = Participant.parse(message.data)
+        except ParamsError as error:
+            self.node.get_logger().warning(f"{LOCKSTEP_PARTICIPANTS_TOPIC}: entry refused: {error}",
+                                           throttle_duration_sec=2.0)
+            return
+        if self.gate.add(participant):
+            self.node.get_logger().info(f"lockstep: waiting for {participant.text()} from t = {self.node.world.time_s:.3f} s")
+        self.connect_pending()
+
+    def connect_pending(self) -> None:
+        """Subscribe to every participant whose topic now has a publisher, and arm those whose
+        publisher the subscription has matched (executor thread)."""
+        participants = self.gate.participants()
+        pending = [p.topic for p in participants if p.topic not in self.subscriptions]
+        types = dict(self.node.get_topic_names_and_types()) if pending else {}
+        for topic in pending:
+            publishers = self.node.get_publishers_info_by_topic(topic) if types.get(topic) else []
+            if publishers:
+                self.subscriptions[topic] = self.subscribe(topic, types[topic][0], publishers)
+        for participant in participants:
+            subscription = self.subscriptions.get(participant.topic)
+            if subscription is not None and not self.gate.armed(participant.topic) and subscription.get_publisher_count():
+                self.gate.arm(participant.topic, self.node._clock_ns() if self.started else -1)
+                self.node.command_arrived.set()
+
+    def subscribe(self, topic: str, type_name: str, publishers):
+        """A raw subscription to ``topic``; reliable when every publisher is (a best-effort
+        reader would lose outputs the clock waits for), best effort otherwise (it matches any)."""
+        package, _, name = type_name.partition("/msg/")
+        message_type = getattr(importlib.import_module(f"{package}.msg"), name)
+        fields = list(message_type.get_fields_and_field_types().items())
+        if not fields or fields[0] != ("header", "std_msgs/Header"):
+            self.node.get_logger().error(f"lockstep: {topic} ({type_name}) does not start with a std_msgs/Header: "
+                                         "its stamps cannot be read and the clock will wait for it: leave it out")
+            return None
+        reliable = all(p.qos_profile.reliability == ReliabilityPolicy.RELIABLE for p in publishers)
+        qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT)
+        if not reliable:
+            self.node.get_logger().warning(f"lockstep: {topic} is published best effort: an output lost on the way "
+                                           "would hold the clock for good (publish it reliable)")
+        self.node.get_logger().info(f"lockstep: reading stamps of {topic} ({type_name})")
+        return self.node.create_subscription(message_type, topic, partial(self.on_output, topic), qos, raw=True)
+
+    def on_output(self, topic: str, cdr: bytes) -> None:
+        stamp_ns = cdr_header_stamp_ns(cdr)
+        if stamp_ns is None:
+            raise ValueError(f"{len(cdr)} bytes: too short for a header")  # InputGuard drops it with a warning
+        self.observe(topic, stamp_ns)
 
 
 class SwarmOutputs:

@@ -20,7 +20,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
 from aerial_sim.config import require, require_positive
-from aerial_sim.nodes.common import declare_params, frame_in_namespace, from_stamp, run_node, stream_qos
+from aerial_sim.nodes.common import announce_lockstep_participant, declare_params, frame_in_namespace, from_stamp, run_node, stream_qos
 from aerial_sim.physics.rotor_drag import RotorDragModel, RotorDragParams, air_velocity_body
 from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, truth_from_odometry
 
@@ -65,6 +65,8 @@ class RotorDragNode(Node):
         self.wrenches_published = 0
         qos = stream_qos(self.node_params.lockstep)
         self.publisher = self.create_publisher(WrenchStamped, "rotor_drag/wrench", qos)
+        if self.node_params.lockstep:  # the physics node then applies the wrench of each period's own state
+            self.lockstep_announcement = announce_lockstep_participant(self, "rotor_drag/wrench", self.node_params.rate_hz)
         self.create_subscription(JointState, "rotors", self.on_rotors, qos)
         self.create_subscription(Odometry, "ground_truth/odom", self.on_odom, qos)
         form = "eq. (11), per rotor" if self.drag_params.per_rotor else "eq. (13)"

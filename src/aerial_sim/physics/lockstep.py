@@ -1,0 +1,157 @@
+"""Lockstep participants: which outputs the physics clock waits for, and until when.
+
+A *participant* is a topic whose messages start with a ``std_msgs/Header`` stamped on a
+fixed grid of simulation time: output ``k`` is stamped ``d_k = first_s + k / rate_hz``
+(``k = 0, 1, ...``) and can be produced once the simulation clock has reached
+``d_k + lag_s`` (a sensor resampling ground truth to ``k / rate_hz``: lag 0; a GPS whose
+first fix comes out ``latency_s`` after start: ``first_s = latency_s``; a lidar sweep
+stamped at its start and complete one sweep later: ``lag_s = 1 / sweeps per second``).
+A participant may stamp an output later than ``d_k`` (the camera renders at the first
+ground-truth stamp at or after ``d_k``): the rule only asks for a stamp at or after ``d_k``.
+
+The rule (issue 11, "lockstep for the whole graph"): the clock may step from ``t`` only
+when every participant's newest stamp is at or after its *awaited stamp* at ``t``, the
+last ``d_k`` with ``d_k + lag_s <= t``. So the clock never passes a participant's next
+due time before it has produced its output for the previous one, whatever the load, and
+a slow participant slows the simulation instead of losing samples.
+
+A participant counts from the moment the physics node reads its topic (*armed*): before
+that it holds the clock (a driver that never comes is waited for, and logged, not
+skipped); once armed at clock ``t_arm`` it owes the due stamps after ``t_arm`` only (an
+output sent before its reader was there is lost to it). Armed before the first state
+went out, it owes every stamp from ``first_s``.
+
+Entries are written ``TOPIC@RATE_HZ[:FIRST_S[:LAG_S]]`` (``/drone1/imu/data@200``,
+``/drone1/gps/fix@50:0.2``), the same text in the physics node's ``lockstep_participants``
+parameter and in what a node announces on ``/lockstep/participants``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from dataclasses import dataclass
+
+from aerial_sim.config import ParamsError
+
+#: Stamps within this of the awaited one count as on time (to_stamp rounds to whole ns).
+STAMP_TOLERANCE_NS = 1_000
+
+_TOPIC = re.compile(r"^/[A-Za-z0-9_/~]+$")
+
+
+@dataclass(frozen=True)
+class Participant:
+    """One awaited output stream (see the module doc for the meaning of the fields)."""
+
+    topic: str
+    rate_hz: float
+    first_s: float = 0.0
+    lag_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not _TOPIC.match(self.topic) or "//" in self.topic or self.topic.endswith("/"):
+            raise ParamsError(f"lockstep participant topic must be an absolute ROS name, got {self.topic!r}")
+        for name in ("rate_hz", "first_s", "lag_s"):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value < 0 or (name == "rate_hz" and value == 0):
+                raise ParamsError(f"lockstep participant {self.topic}: {name} must be a finite "
+                                  f"{'positive' if name == 'rate_hz' else 'non-negative'} number, got {value!r}")
+
+    @classmethod
+    def parse(cls, text: str) -> "Participant":
+        """``TOPIC@RATE_HZ[:FIRST_S[:LAG_S]]`` -> Participant; a ParamsError says what is wrong."""
+        topic, at, numbers = text.strip().partition("@")
+        fields = numbers.split(":") if at else []
+        if not at or not 1 <= len(fields) <= 3:
+            raise ParamsError(f"lockstep participant {text!r}: write TOPIC@RATE_HZ[:FIRST_S[:LAG_S]]")
+        try:
+            values = [float(f) for f in fields]
+        except ValueError:
+            raise ParamsError(f"lockstep participant {text!r}: rate, first and lag must be numbers") from None
+        return cls(topic, *values)
+
+    def text(self) -> str:
+        """The entry as written in parameters and announcements (inverse of :meth:`parse`)."""
+        return f"{self.topic}@{self.rate_hz:g}:{self.first_s:g}:{self.lag_s:g}"
+
+    def awaited_stamp_ns(self, clock_ns: int) -> int | None:
+        """The last due stamp producible at clock ``clock_ns`` (ns), or None before the first one."""
+        elapsed_s = clock_ns * 1e-9 - self.lag_s - self.first_s
+        if elapsed_s < -STAMP_TOLERANCE_NS * 1e-9:
+            return None
+        k = math.floor(elapsed_s * self.rate_hz + 1e-6)
+        return round((self.first_s + max(k, 0) / self.rate_hz) * 1e9)
+
+
+def parse_participants(text: str) -> tuple[Participant, ...]:
+    """Entries separated by spaces or commas (an empty text, or ``none`` as launch files write it, is none)."""
+    if text.strip().lower() == "none":
+        return ()
+    return tuple(Participant.parse(entry) for entry in re.split(r"[\s,]+", text.strip()) if entry)
+
+
+@dataclass(frozen=True)
+class Holdup:
+    """A participant that holds the clock: the stamp it owes and the newest it produced (None: nothing yet)."""
+
+    participant: Participant
+    awaited_ns: int
+    latest_ns: int | None
+
+    def describe(self) -> str:
+        latest = "nothing yet" if self.latest_ns is None else f"newest {self.latest_ns * 1e-9:.3f} s"
+        return f"{self.participant.topic} (stamp {self.awaited_ns * 1e-9:.3f} s; {latest})"
+
+
+class LockstepGate:
+    """The participants and their newest output stamps; thread-safe (stamps arrive in callbacks)."""
+
+    def __init__(self, participants: tuple[Participant, ...] = ()):
+        self._lock = threading.Lock()
+        self._participants: dict[str, Participant] = {}
+        self._latest_ns: dict[str, int] = {}
+        self._armed_since_ns: dict[str, int] = {}
+        for participant in participants:
+            self.add(participant)
+
+    def add(self, participant: Participant) -> bool:
+        """Await ``participant`` from now on (replacing an entry of the same topic); true when new or changed."""
+        with self._lock:
+            changed = self._participants.get(participant.topic) != participant
+            self._participants[participant.topic] = participant
+            return changed
+
+    def arm(self, topic: str, since_ns: int) -> None:
+        """``topic`` is read from now on: it owes the due stamps after ``since_ns`` (-1: all)."""
+        with self._lock:
+            self._armed_since_ns.setdefault(topic, since_ns)
+
+    def armed(self, topic: str) -> bool:
+        with self._lock:
+            return topic in self._armed_since_ns
+
+    def participants(self) -> list[Participant]:
+        with self._lock:
+            return list(self._participants.values())
+
+    def observe(self, topic: str, stamp_ns: int) -> None:
+        """``topic`` produced an output stamped ``stamp_ns``."""
+        with self._lock:
+            if stamp_ns > self._latest_ns.get(topic, -1):
+                self._latest_ns[topic] = stamp_ns
+
+    def holdups(self, clock_ns: int) -> list[Holdup]:
+        """The participants that have not yet produced their awaited output at clock ``clock_ns``."""
+        with self._lock:
+            held = []
+            for topic, participant in self._participants.items():
+                awaited = participant.awaited_stamp_ns(clock_ns)
+                latest = self._latest_ns.get(topic)
+                if awaited is None or awaited <= self._armed_since_ns.get(topic, -math.inf):
+                    continue
+                if latest is None or latest < awaited - STAMP_TOLERANCE_NS:
+                    held.append(Holdup(participant, awaited, latest))
+            return held
+

@@ -1,0 +1,61 @@
+"""Lockstep for the whole graph, the pure part (:mod:`aerial_sim.physics.lockstep`): entries, the
+awaited stamp of each participant, and the gate that holds the clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from aerial_sim.config import ParamsError
+from aerial_sim.physics.lockstep import LockstepGate, Participant, parse_participants
+
+MS = 1_000_000
+
+
+def test_entries_parse_and_print_back():
+    entries = parse_participants(" /drone1/imu/data@200, /drone1/gps/vel@50:0.2  /drone1/lidar/points@10:0:0.1 ")
+    assert entries == (Participant("/drone1/imu/data", 200.0), Participant("/drone1/gps/vel", 50.0, 0.2),
+                       Participant("/drone1/lidar/points", 10.0, 0.0, 0.1))
+    assert [Participant.parse(e.text()) for e in entries] == list(entries)
+    assert parse_participants("") == () == parse_participants("none")
+
+
+@pytest.mark.parametrize("entry", ["imu/data@200", "/drone1/imu/data", "/a@0", "/a@-1", "/a@nan", "/a@30:x",
+                                   "/a@30:0:0:0", "/a/@30"])
+def test_bad_entries_are_refused_with_the_entry_named(entry):
+    with pytest.raises(ParamsError, match="lockstep participant"):
+        parse_participants(entry)
+
+
+def test_the_awaited_stamp_is_the_last_due_one_producible_now():
+    imu = Participant("/imu", 200.0)  # due every 5 ms; the clock moves in 4 ms periods
+    assert [imu.awaited_stamp_ns(t * MS) for t in (0, 4, 8, 12, 20)] == [0, 0, 5 * MS, 10 * MS, 20 * MS]
+    gps = Participant("/gps", 50.0, first_s=0.2)  # nothing before its first fix at 0.2 s
+    assert gps.awaited_stamp_ns(196 * MS) is None and gps.awaited_stamp_ns(200 * MS) == 200 * MS
+    lidar = Participant("/lidar", 10.0, lag_s=0.1)  # the sweep stamped 0 is done at 0.1 s
+    assert lidar.awaited_stamp_ns(96 * MS) is None and lidar.awaited_stamp_ns(300 * MS) == 200 * MS
+
+
+def test_the_gate_holds_the_clock_until_each_participant_has_answered():
+    camera, imu = Participant("/camera", 30.0), Participant("/imu", 200.0)
+    gate = LockstepGate((camera, imu))
+    assert {h.participant for h in gate.holdups(0)} == {camera, imu}
+    gate.observe("/camera", 0)
+    gate.observe("/imu", 0)
+    assert [h.awaited_ns for h in gate.holdups(32 * MS)] == [30 * MS]  # the IMU owes 30 ms; the camera, nothing
+    gate.observe("/imu", 30 * MS)
+    assert gate.holdups(32 * MS) == []  # next camera frame due at 33.3 ms
+    gate.observe("/imu", 35 * MS)
+    held = gate.holdups(36 * MS)
+    assert [h.participant for h in held] == [camera] and held[0].awaited_ns == 33_333_333
+    gate.observe("/camera", 36 * MS)  # rendered at the first state at or after its due time: answered
+    assert gate.holdups(36 * MS) == []
+
+
+
+def test_a_bad_lockstep_participants_parameter_stops_the_physics_node_with_the_entry_named():
+    pytest.importorskip("rclpy")
+    from aerial_sim.nodes.physics import PhysicsNodeParams
+
+    assert PhysicsNodeParams(lockstep_participants="none").lockstep_participants == "none"
+    with pytest.raises(ParamsError, match="participant /drone1/depth: rate_hz"):
+        PhysicsNodeParams(lockstep_participants="/drone1/imu/data@200 /drone1/depth@0")
