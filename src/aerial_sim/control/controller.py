@@ -37,6 +37,20 @@ from aerial_sim.control.mixer import SEA_LEVEL_DENSITY_KG_M3, Mixer
 
 STANDARD_GRAVITY_M_S2 = 9.80665
 
+#: Lowest rate of fresh state (odometry) at which the cascade with the default gains keeps its
+#: 250 Hz behaviour, Hz; the physics node never lowers ground truth below it. The controller runs
+#: every 4 ms but acts on the latest odometry: a state refreshed every T s, with commands reaching
+#: the rotors L s late, makes the body-rate loop a delayed sampled one (proportional gain
+#: rate_p = 25 1/s; with a zero-order hold alone it is stable only for K T < 2, T < 80 ms, less
+#: with the motor lag and integrator). Flown in the pure core (quad_x, 2 m take-off then a 10 m
+#: step, the loop of test/test_control_closed_loop.py), the worst-case state age T + L decides:
+#: up to about 50 ms the step is unchanged (peak 9.97 m; 250 Hz: 3.3 rad/s peak body rate,
+#: 25 Hz: 4.3, 25 Hz + 20 ms: 6.4, 50 Hz + 20 ms: 5.4), at 60 ms it rings (50 Hz + 40 ms:
+#: 11 % overshoot, 9 rad/s; 11.4 Hz: 8.4 rad/s) and at 80 ms and more the vehicle is lost
+#: (25 Hz + 40 ms, 50 Hz + 60 ms, 10.4 Hz). 50 Hz (T = 20 ms) leaves 30 ms for transport and
+#: scheduling on a loaded machine; 25 Hz would leave 10.
+STABLE_STATE_RATE_HZ = 50.0
+
 
 @dataclass(frozen=True)
 class ControllerParams:
