@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from aerial_sim.config import ParamsError
-from aerial_sim.control.controller import STABLE_STATE_RATE_HZ, ControllerParams, VehicleState
+from aerial_sim.control.controller import STABLE_STATE_RATE_HZ, ControllerParams, StatePeriodMonitor, VehicleState
 from aerial_sim.control.geometry import yaw_of
 from aerial_sim.control.mission import MissionParams, load_mission, pattern_path
 from aerial_sim.control.supervisor import CommandRejected, FlightSupervisor, Mode, SupervisorParams
@@ -232,3 +232,15 @@ def test_ground_truth_at_10_hz_loses_the_vehicle():
     """Why the floor exists: fed 10 Hz odometry, the same controller cannot fly the same step."""
     peak, error, rate = lateral_step(Flight(state_every=25))
     assert error > 1.0 or rate > 10.0
+
+
+def test_the_state_period_monitor_flags_a_sustained_slow_stream_not_one_late_message():
+    """What the flight controller node warns on: odometry slower than the rate it is known to fly at."""
+    monitor = StatePeriodMonitor()
+    stamps = [0.004 * k for k in range(200)]  # 250 Hz
+    assert not any(monitor.update(t) for t in stamps)
+    assert not monitor.update(stamps[-1] + 0.1)  # one message 100 ms late (lost ones before it)
+    floor_period = 1.0 / STABLE_STATE_RATE_HZ
+    assert not any(monitor.update(1.0 + floor_period * k) for k in range(200))  # at the floor: fine
+    assert [monitor.update(6.0 + 0.1 * k) for k in range(100)][-1]  # 10 Hz for 10 s: flagged
+    assert monitor.period_s == pytest.approx(0.1, rel=0.01)

@@ -52,6 +52,28 @@ STANDARD_GRAVITY_M_S2 = 9.80665
 STABLE_STATE_RATE_HZ = 50.0
 
 
+class StatePeriodMonitor:
+    """Running average of the period at which fresh state arrives (from its stamps, sim time),
+    and whether it is slower than the controller is known to fly at (1.5 / STABLE_STATE_RATE_HZ:
+    30 ms; a single late or lost message does not trip it, a sustained slow stream does)."""
+
+    #: Weight of the newest period (about the last 20 messages).
+    AVERAGING = 0.05
+
+    def __init__(self, stable_rate_hz: float = STABLE_STATE_RATE_HZ):
+        self.limit_s = 1.5 / stable_rate_hz
+        self.period_s = 0.0
+        self._last_stamp = -math.inf
+
+    def update(self, stamp_s: float) -> bool:
+        """Note a state stamped ``stamp_s``; True while the average period is above the limit."""
+        gap = stamp_s - self._last_stamp
+        self._last_stamp = stamp_s
+        if 0.0 < gap < 1.0:  # not the first message, a reset or a pause
+            self.period_s += self.AVERAGING * (gap - self.period_s)
+        return self.period_s > self.limit_s
+
+
 @dataclass(frozen=True)
 class ControllerParams:
     """Gains and limits of the cascade (defaults tuned for config/vehicles quad_x and hexa_x)."""
