@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from aerial_sim.config import ParamsError
-from aerial_sim.control.controller import ControllerParams, VehicleState
+from aerial_sim.control.controller import STABLE_STATE_RATE_HZ, ControllerParams, StatePeriodMonitor, VehicleState
 from aerial_sim.control.geometry import yaw_of
 from aerial_sim.control.mission import MissionParams, load_mission, pattern_path
 from aerial_sim.control.supervisor import CommandRejected, FlightSupervisor, Mode, SupervisorParams
@@ -20,14 +20,23 @@ TAKEOFF_M = 2.0
 
 
 class Flight:
-    """A vehicle in a PhysicsWorld with the flight supervisor closing the loop every control period."""
+    """A vehicle in a PhysicsWorld with the flight supervisor closing the loop every control period.
 
-    def __init__(self, vehicle_name="quad_x"):
+    As in the launched graph under load, the controller may see a state refreshed only every
+    ``state_every`` control periods (the physics node's ground-truth stride) and its motor
+    commands may reach the vehicle ``command_lag`` periods late (transport and scheduling).
+    """
+
+    def __init__(self, vehicle_name="quad_x", state_every=1, command_lag=0):
         self.world = PhysicsWorld(PhysicsParams())
         vehicle = load_vehicle(vehicle_name)
         self.world.add_vehicle("uav", vehicle)
         self.fc = FlightSupervisor(SupervisorParams(takeoff_altitude=TAKEOFF_M), ControllerParams(), vehicle)
         self.log = []
+        self.state_every, self.command_lag = state_every, command_lag
+        self._periods = 0
+        self._seen: VehicleState | None = None
+        self._in_flight: list = []  # commands on their way to the vehicle
         self.fly(0.2)  # settle on the ground
 
     @property
@@ -38,10 +47,15 @@ class Flight:
         """Run ``seconds`` of closed loop; returns the logged (t, x, y, z, vx, vy, vz) rows as an array."""
         rows = []
         for _ in range(int(round(seconds / PERIOD_S))):
-            state = self.state
+            if self._periods % self.state_every == 0:
+                self._seen = self.state
+            self._periods += 1
+            state = self._seen
             if before_each:
                 before_each(self.world.time_s, state)
-            self.world.set_controls("uav", self.fc.update(self.world.time_s, state, PERIOD_S))
+            self._in_flight.append(self.fc.update(self.world.time_s, state, PERIOD_S))
+            if len(self._in_flight) > self.command_lag:
+                self.world.set_controls("uav", self._in_flight.pop(0))
             self.world.step(4)
             rows.append((self.world.time_s, *self.state.position, *self.state.velocity_world))
         return np.array(rows)
@@ -190,3 +204,43 @@ def test_paper_missions_stay_within_the_papers_hausdorff_distance(mission_name, 
     assert trajectory.speeds.max() == pytest.approx(mission.speed_m_s)
     assert metrics.hausdorff_m < paper_hausdorff_m
     assert metrics.rms_cross_track_m < metrics.hausdorff_m
+
+
+def lateral_step(flight, metres=4.0, seconds=6.0):
+    """Take off (5 s), then a ``metres`` step along x: (peak x, final error, largest body rate) of the step."""
+    flight.fc.arm(True)
+    flight.fc.takeoff()
+    flight.fly(5.0)
+    start = np.array(flight.state.position)
+    flight.fc.command_pose(flight.world.time_s, start + [metres, 0.0, 0.0], 0.0)
+    rates = []
+    log = flight.fly(seconds, lambda t, s: rates.append(np.abs(flight.state.angular_velocity_body).max()))
+    return log[:, 1].max() - start[0], abs(log[-1, 1] - start[0] - metres), max(rates)
+
+
+def test_ground_truth_at_the_floor_rate_with_late_commands_flies_like_full_rate():
+    """The physics node never lowers ground truth below STABLE_STATE_RATE_HZ: at that rate, with
+    commands 20 ms late as well, a 4 m step is flown as at 250 Hz (overshoot, settling, body rates)."""
+    stride = round(1.0 / (PERIOD_S * STABLE_STATE_RATE_HZ))
+    peak, error, rate = lateral_step(Flight(state_every=stride, command_lag=5))
+    assert peak < 4.4  # at most 10 % overshoot
+    assert error < 0.1
+    assert rate < 6.0  # 250 Hz without lag: about 3 rad/s; a ringing loop reaches 9 and more
+
+
+def test_ground_truth_at_10_hz_loses_the_vehicle():
+    """Why the floor exists: fed 10 Hz odometry, the same controller cannot fly the same step."""
+    peak, error, rate = lateral_step(Flight(state_every=25))
+    assert error > 1.0 or rate > 10.0
+
+
+def test_the_state_period_monitor_flags_a_sustained_slow_stream_not_one_late_message():
+    """What the flight controller node warns on: odometry slower than the rate it is known to fly at."""
+    monitor = StatePeriodMonitor()
+    stamps = [0.004 * k for k in range(200)]  # 250 Hz
+    assert not any(monitor.update(t) for t in stamps)
+    assert not monitor.update(stamps[-1] + 0.1)  # one message 100 ms late (lost ones before it)
+    floor_period = 1.0 / STABLE_STATE_RATE_HZ
+    assert not any(monitor.update(1.0 + floor_period * k) for k in range(200))  # at the floor: fine
+    assert [monitor.update(6.0 + 0.1 * k) for k in range(100)][-1]  # 10 Hz for 10 s: flagged
+    assert monitor.period_s == pytest.approx(0.1, rel=0.01)

@@ -37,6 +37,42 @@ from aerial_sim.control.mixer import SEA_LEVEL_DENSITY_KG_M3, Mixer
 
 STANDARD_GRAVITY_M_S2 = 9.80665
 
+#: Lowest rate of fresh state (odometry) at which the cascade with the default gains keeps its
+#: 250 Hz behaviour, Hz; the physics node never lowers ground truth below it. The controller runs
+#: every 4 ms but acts on the latest odometry: a state refreshed every T s, with commands reaching
+#: the rotors L s late, makes the body-rate loop a delayed sampled one (proportional gain
+#: rate_p = 25 1/s; with a zero-order hold alone it is stable only for K T < 2, T < 80 ms, less
+#: with the motor lag and integrator). Flown in the pure core (quad_x, 2 m take-off then a 10 m
+#: step, the loop of test/test_control_closed_loop.py), the worst-case state age T + L decides:
+#: up to about 50 ms the step is unchanged (peak 9.97 m; 250 Hz: 3.3 rad/s peak body rate,
+#: 25 Hz: 4.3, 25 Hz + 20 ms: 6.4, 50 Hz + 20 ms: 5.4), at 60 ms it rings (50 Hz + 40 ms:
+#: 11 % overshoot, 9 rad/s; 11.4 Hz: 8.4 rad/s) and at 80 ms and more the vehicle is lost
+#: (25 Hz + 40 ms, 50 Hz + 60 ms, 10.4 Hz). 50 Hz (T = 20 ms) leaves 30 ms for transport and
+#: scheduling on a loaded machine; 25 Hz would leave 10.
+STABLE_STATE_RATE_HZ = 50.0
+
+
+class StatePeriodMonitor:
+    """Running average of the period at which fresh state arrives (from its stamps, sim time),
+    and whether it is slower than the controller is known to fly at (1.5 / STABLE_STATE_RATE_HZ:
+    30 ms; a single late or lost message does not trip it, a sustained slow stream does)."""
+
+    #: Weight of the newest period (about the last 20 messages).
+    AVERAGING = 0.05
+
+    def __init__(self, stable_rate_hz: float = STABLE_STATE_RATE_HZ):
+        self.limit_s = 1.5 / stable_rate_hz
+        self.period_s = 0.0
+        self._last_stamp = -math.inf
+
+    def update(self, stamp_s: float) -> bool:
+        """Note a state stamped ``stamp_s``; True while the average period is above the limit."""
+        gap = stamp_s - self._last_stamp
+        self._last_stamp = stamp_s
+        if 0.0 < gap < 1.0:  # not the first message, a reset or a pause
+            self.period_s += self.AVERAGING * (gap - self.period_s)
+        return self.period_s > self.limit_s
+
 
 @dataclass(frozen=True)
 class ControllerParams:

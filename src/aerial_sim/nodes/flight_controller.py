@@ -47,7 +47,7 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
 
 from aerial_sim.config import require_positive
-from aerial_sim.control.controller import ControllerParams, VehicleState
+from aerial_sim.control.controller import STABLE_STATE_RATE_HZ, ControllerParams, StatePeriodMonitor, VehicleState
 from aerial_sim.control.geometry import yaw_of
 from aerial_sim.control.supervisor import CommandRejected, FlightSupervisor, Mode, SupervisorParams
 from aerial_sim.nodes.common import COMMAND_QOS, FleetHosting, declare_params, from_stamp, run_node, stream_qos, to_stamp
@@ -94,6 +94,7 @@ class FlightControllerNode(Node):
 
         self._odom_state: VehicleState | None = None
         self._odom_time = -math.inf
+        self.odometry_period = StatePeriodMonitor()
         self._imu: tuple | None = None
         self._answered_time = -math.inf
         self._pending_time: float | None = None
@@ -142,12 +143,29 @@ class FlightControllerNode(Node):
         self._odom_state = VehicleState(truth.position, orientation, truth.velocity_world, rates)
         self.fc.observe(self._odom_state)
         stamp = from_stamp(message.header.stamp)
+        self.note_odometry_period(stamp)
         self._odom_time = stamp
         if self.params.lockstep and stamp > self._answered_time:
             if self._pending_time is None:
                 self._pending_since = time.monotonic()
             self._pending_time = stamp
             self.try_step()
+
+    def note_odometry_period(self, stamp_s: float) -> None:
+        """Warn (throttled) while odometry arrives slower than the controller is known to fly at.
+
+        The controller acts on the latest odometry; below STABLE_STATE_RATE_HZ it is not known to be
+        stable (the physics node never lowers ground truth below that on its own; a user's
+        ground_truth_min_rate_hz, or messages lost on a loaded machine, can).
+        """
+        if self.odometry_period.update(stamp_s) and not self.params.lockstep:
+            period = self.odometry_period.period_s
+            self.get_logger().warning(
+                f"ground_truth/odom arrives every {period * 1e3:.0f} ms of sim time ({1.0 / period:.0f} Hz), "
+                f"below the {STABLE_STATE_RATE_HZ:g} Hz this controller is known to fly at: expect oscillation "
+                "or a lost vehicle (lower the load, or use lockstep)",
+                throttle_duration_sec=10.0,
+            )
 
     def on_imu(self, message: Imu) -> None:
         q = message.orientation

@@ -33,7 +33,9 @@ the loop) says why on ``/diagnostics`` and in the log, and the node exits 1.
 Many vehicles (:class:`SwarmOutputs`): the vehicles come from ``vehicle_names`` or a
 fleet (``fleet`` file or ``vehicles`` count, :mod:`aerial_sim.vehicles.fleet`);
 ground truth goes out at ``ground_truth_rate_hz`` per vehicle, lowered at start to
-what the node can publish and still keep real time (it logs what it chose); the
+what the node can publish and still keep real time (it logs what it chose), never below
+``ground_truth_min_rate_hz`` (50 Hz: the controllers' stable rate; a warning says when load
+forces that floor); the
 whole swarm's poses go out on ``/swarm/poses`` and vehicle-to-vehicle collisions on
 ``<vehicle>/collisions``.
 """
@@ -59,6 +61,7 @@ from std_msgs.msg import Float64, Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
 
 from aerial_sim.config import ParamsError, require, require_non_negative, require_positive
+from aerial_sim.control.controller import STABLE_STATE_RATE_HZ
 from aerial_sim.environment.atmosphere import MAX_ALTITUDE_M, MIN_ALTITUDE_M
 from aerial_sim.environment.environment import EnvironmentParams
 from aerial_sim.environment.geodesy import HomePoint
@@ -125,13 +128,26 @@ class PhysicsNodeParams:
     #: Ground truth (odom, imu, rotors, TF) per vehicle, Hz; 0 = publish_rate_hz. Lowered at start
     #: to what keeps real time (a whole number of control periods apart). /clock keeps publish_rate_hz.
     ground_truth_rate_hz: float = 0.0
+    #: Never lower ground truth below this, Hz, whatever the load: the flight controllers act on
+    #: the latest odometry, and the cascade (control.controller.STABLE_STATE_RATE_HZ) rings once
+    #: that odometry plus the command's transport are about 60 ms old and loses the vehicle at 80.
+    #: When load would need less, the node publishes at this rate and runs slower than real time.
+    #: 0 disables the floor (no controller flies).
+    ground_truth_min_rate_hz: float = STABLE_STATE_RATE_HZ
     #: Share of one core the node may spend (physics + publishing) when it chooses that rate.
     cpu_budget: float = 0.8
     #: Physics path: auto (scalar for one vehicle, batched arrays for more), scalar or batched.
     stepping: str = "auto"
 
     def __post_init__(self):
-        require_non_negative(self, "ground_truth_rate_hz")
+        require_non_negative(self, "ground_truth_rate_hz", "ground_truth_min_rate_hz")
+        require(self.ground_truth_min_rate_hz <= self.publish_rate_hz,
+                f"ground_truth_min_rate_hz ({self.ground_truth_min_rate_hz:g}) cannot exceed publish_rate_hz "
+                f"({self.publish_rate_hz:g})")
+        require(self.ground_truth_rate_hz == 0.0 or self.ground_truth_rate_hz >= self.ground_truth_min_rate_hz,
+                f"ground_truth_rate_hz ({self.ground_truth_rate_hz:g}) is below ground_truth_min_rate_hz "
+                f"({self.ground_truth_min_rate_hz:g}), the rate the flight controllers are stable at; "
+                "set ground_truth_min_rate_hz lower too if no controller flies these vehicles")
         require(0.0 < self.cpu_budget <= 1.0, f"cpu_budget must be in (0, 1], got {self.cpu_budget!r}")
         require(self.vehicles >= 0, f"vehicles must be >= 0, got {self.vehicles!r}")
         require_positive(self, "rate_hz", "publish_rate_hz", "wrench_timeout_s", "max_external_force_n",
@@ -668,7 +684,10 @@ class SwarmOutputs:
     the periods (vehicle i in periods ``p`` with ``(p + i) % stride == 0``) so the cost is even.
     At start the stride is the smallest that keeps physics plus publishing within
     ``cpu_budget`` of a core at ``clock_speed`` (measured on a copy of the world and on one
-    full publication); lockstep always publishes every period (the controllers answer each stamp).
+    full publication), but never below ``ground_truth_min_rate_hz`` (the flight controllers act
+    on the latest odometry and lose stability at low rates): when load would need less, the
+    floor holds, one warning says so, and the node runs slower than real time. Lockstep always
+    publishes every period (the controllers answer each stamp).
 
     Collisions are ``diagnostic_msgs/DiagnosticArray`` on ``<vehicle>/collisions``, one status
     per other party and control period (the deepest contact of the period): a standard message
@@ -694,7 +713,6 @@ class SwarmOutputs:
         """Control periods between two ground-truth messages of one vehicle (see the class doc)."""
         node, params = self.node, self.node.params
         requested = params.ground_truth_rate_hz or params.publish_rate_hz
-        stride = max(1, round(self.period_hz / requested))
         probe = hovering_copy(params)
         start = time.perf_counter()
         for _ in range(self.PROBE_PERIODS):
@@ -706,16 +724,23 @@ class SwarmOutputs:
         publish_s = (time.perf_counter() - start) / len(node.vehicles)  # per vehicle-message set
         budget = params.cpu_budget / params.clock_speed if params.clock_speed > 0 else math.inf
         count = len(node.vehicles)
-        while stride < 10_000 and physics_s + count * publish_s * self.period_hz / stride > budget:
-            stride += 1
-        chosen = self.period_hz / stride
+        choice = ground_truth_stride(self.period_hz, requested, params.ground_truth_min_rate_hz,
+                                     physics_s, publish_s, count, budget)
+        chosen = self.period_hz / choice.stride
         node.get_logger().info(
             f"{count} vehicles, {'batched' if node.world.batched else 'scalar'} physics "
             f"({physics_s * 1e3:.0f} ms per simulated second); ground truth {chosen:g} Hz per vehicle "
             f"(asked {requested:g} Hz; one vehicle's messages cost {publish_s * 1e6:.0f} us, "
             f"budget {params.cpu_budget:g} core at clock_speed {params.clock_speed:g})"
         )
-        return stride
+        if choice.floored:
+            node.get_logger().warning(
+                f"load forces the ground-truth floor: {chosen:g} Hz per vehicle (ground_truth_min_rate_hz "
+                f"{params.ground_truth_min_rate_hz:g}, below which the flight controllers lose stability); "
+                f"real time would need {self.period_hz / choice.needed_stride:g} Hz, so this node expects to run at "
+                f"about {choice.expected_speed(budget):.2f}x the asked clock_speed"
+            )
+        return choice.stride
 
     def publish(self, stamp, period: int) -> list:
         """Poses (on ground-truth periods) and pending collisions; returns the vehicles due for ground truth."""
@@ -758,6 +783,48 @@ class SwarmOutputs:
             message.header.stamp = stamp
             message.status = [collision_status(record) for record in records]
             self.collision_pubs[vehicle].publish(message)
+
+
+@dataclass(frozen=True)
+class StrideChoice:
+    """The ground-truth stride chosen for a load (see :func:`ground_truth_stride`)."""
+
+    stride: int
+    #: The stride real time would have needed (larger than ``stride`` when the floor held).
+    needed_stride: int
+    #: Core-seconds per simulated second at ``stride``.
+    cost_s: float
+
+    @property
+    def floored(self) -> bool:
+        return self.needed_stride > self.stride
+
+    def expected_speed(self, budget_s: float) -> float:
+        """Fraction of the asked clock speed the budget allows at this stride."""
+        return min(1.0, budget_s / self.cost_s) if self.cost_s > 0 else 1.0
+
+
+def ground_truth_stride(period_hz: float, requested_hz: float, floor_hz: float, physics_s: float,
+                        publish_s: float, count: int, budget_s: float, max_stride: int = 10_000) -> StrideChoice:
+    """Control periods between two ground-truth messages of one vehicle.
+
+    Cost per simulated second: ``physics_s + count * publish_s * period_hz / stride`` core-seconds
+    (``publish_s``: one vehicle's message set). The stride starts at the requested rate and grows
+    until the cost fits ``budget_s`` (cpu_budget / clock_speed), but never past the floor
+    ``floor_hz`` (0: none): ground truth is never published below the rate the flight controllers
+    stay stable at, even when that costs real time.
+    """
+
+    def cost(stride: int) -> float:
+        return physics_s + count * publish_s * period_hz / stride
+
+    stride = max(1, round(period_hz / requested_hz))
+    while stride < max_stride and cost(stride) > budget_s:
+        stride += 1
+    needed = stride
+    if floor_hz > 0:
+        stride = min(stride, max(1, math.floor(period_hz / floor_hz + 1e-9)))
+    return StrideChoice(stride=stride, needed_stride=needed, cost_s=cost(stride))
 
 
 def hovering_copy(params: PhysicsNodeParams) -> PhysicsWorld:
