@@ -390,17 +390,28 @@ sys.exit(run_node(Stuck, sys.argv))
 """
 
 
+def node_script(source: str, first_line: str):
+    """Start ``python -c source`` (a node under run_node) and wait for its ``first_line``."""
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-c", source], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    try:
+        assert process.stdout.readline().strip() == first_line
+    except BaseException:
+        process.kill()
+        raise
+    return process
+
+
 @requires_ros
 @pytest.mark.ros
 def test_a_node_stuck_in_a_callback_leaves_on_the_launchers_sigterm_not_its_sigkill():
     import signal
-    import subprocess
-    import sys
 
-    process = subprocess.Popen([sys.executable, "-c", STUCK_NODE], stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
+    process = node_script(STUCK_NODE, "hanging")
     try:
-        assert process.stdout.readline().strip() == "hanging"
         process.send_signal(signal.SIGINT)
         time.sleep(1.5)
         assert process.poll() is None  # the callback never returns: the polite stop cannot finish
@@ -436,13 +447,9 @@ def test_a_stop_signal_while_the_node_is_being_built_waits_for_the_build_then_ex
     # Ending half-built (os._exit with DDS threads running) could leave a shared-memory lock held
     # for a sibling that was starting at the same time; the stop is kept until the node exists.
     import signal
-    import subprocess
-    import sys
 
-    process = subprocess.Popen([sys.executable, "-c", SLOW_START_NODE], stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
+    process = node_script(SLOW_START_NODE, "building")
     try:
-        assert process.stdout.readline().strip() == "building"
         sent = time.monotonic()
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=10) == 0

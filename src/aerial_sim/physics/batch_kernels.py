@@ -23,17 +23,7 @@ import math
 
 import numpy as np
 
-try:
-    from numba import njit
-
-    COMPILED = True
-except ImportError:  # pragma: no cover - numba is a declared dependency
-    COMPILED = False
-
-    def njit(*args, **kwargs):
-        if args and callable(args[0]):
-            return args[0]
-        return lambda function: function
+from aerial_sim.jit import COMPILED, njit
 
 
 # Columns of the per-vehicle state array (one row per vehicle, float64).

@@ -33,17 +33,7 @@ import math
 
 import numpy as np
 
-try:
-    from numba import njit
-
-    COMPILED = True
-except ImportError:  # pragma: no cover - numba is a declared dependency
-    COMPILED = False
-
-    def njit(*args, **kwargs):
-        if args and callable(args[0]):
-            return args[0]
-        return lambda function: function
+from aerial_sim.jit import COMPILED, njit
 
 
 # error_model="numpy": x / 0 gives inf or nan as in NumPy (the ground test of a horizontal ray).
