@@ -655,7 +655,12 @@ class LockstepOutputs:
         """A raw subscription to ``topic``; reliable when every publisher is (a best-effort
         reader would lose outputs the clock waits for), best effort otherwise (it matches any)."""
         package, _, name = type_name.partition("/msg/")
-        message_type = getattr(importlib.import_module(f"{package}.msg"), name)
+        try:
+            message_type = getattr(importlib.import_module(f"{package}.msg"), name)
+        except (ImportError, AttributeError, ValueError):
+            self.node.get_logger().error(f"lockstep: {topic} has type {type_name}, which is not installed here: its "
+                                         "stamps cannot be read and the clock will wait for it: leave it out")
+            return None
         fields = list(message_type.get_fields_and_field_types().items())
         if not fields or fields[0] != ("header", "std_msgs/Header"):
             self.node.get_logger().error(f"lockstep: {topic} ({type_name}) does not start with a std_msgs/Header: "
