@@ -459,3 +459,17 @@ def test_a_stop_signal_while_the_node_is_being_built_waits_for_the_build_then_ex
     output = process.stdout.read()
     assert output.splitlines() == ["built"], output  # built, destroyed, no traceback, nothing else
     assert 0.5 < waited < 5.0, waited
+
+
+def test_a_crash_in_native_code_prints_the_nodes_python_stack():
+    # A node process killed by SIGSEGV (seen once in a DDS start-up) said only "killed by SIGSEGV";
+    # the stack of every thread now comes first, on stderr, which both launchers show.
+    import signal
+    import subprocess
+    import sys
+
+    crash = ("from aerial_sim.nodes import _process\n_process.start_node_process()\n"
+             "import ctypes\ndef build_the_node():\n    ctypes.string_at(0)\nbuild_the_node()\n")
+    done = subprocess.run([sys.executable, "-c", crash], capture_output=True, text=True, timeout=30)
+    assert done.returncode == -signal.SIGSEGV
+    assert "Segmentation fault" in done.stderr and "in build_the_node" in done.stderr, done.stderr

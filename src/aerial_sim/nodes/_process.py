@@ -29,7 +29,8 @@ Rules (README, "Stopping"):
   under ``ros2 launch`` a Ctrl-C in the first ~0.4 s, while Python itself is
   still starting, can still end it with Python's own message.
 - Output is line-buffered, so lines reach the launcher as they are printed
-  (neither launcher needs PYTHONUNBUFFERED).
+  (neither launcher needs PYTHONUNBUFFERED). A crash in native code prints the
+  Python stack of every thread first (``faulthandler``).
 
 rclpy's own signal handlers are not installed (they raise KeyboardInterrupt in
 arbitrary places on a second Ctrl-C); :func:`aerial_sim.nodes.common.run_node`
@@ -39,6 +40,7 @@ polls :func:`stop_requested` instead.
 from __future__ import annotations
 
 import ctypes
+import faulthandler
 import os
 import signal
 import sys
@@ -83,6 +85,9 @@ def start_node_process() -> None:
     if _State.phase is not None:
         return
     _State.phase = "importing"
+    # A crash in native code (DDS, a compiled extension) prints every thread's Python stack to
+    # stderr, which the launcher shows and logs, instead of only "killed by SIGSEGV".
+    faulthandler.enable()
     for signum in STOP_SIGNALS:
         signal.signal(signum, _on_stop_signal)
     # aerial_sim launch starts nodes with these signals blocked, so one sent during interpreter
