@@ -33,10 +33,20 @@ from aerial_sim.recording.digest import shared_messages
 
 pytestmark = [requires_ros, pytest.mark.ros]
 
+#: A hop shorter than config/missions/hop_1m.yaml (about 8 s of sim time instead of 13).
+SHORT_HOP = """name: short_hop
+takeoff_altitude_m: 0.6
+pattern: square
+size_m: 0.4
+speed_m_s: 1.0
+acceleration_m_s2: 2.0
+hold_s: 0.0
+land: true
+"""
 #: A short flight with the IMU and the recorder: the smallest graph that still makes a dataset.
 BASE = {
     "scene": "empty",
-    "mission": "hop_1m",
+    "mission": "short_hop.yaml",  # written next to each sweep file, its path set by write_sweep
     "use_camera": False,
     "use_depth_noise": False,
     "use_gps": False,
@@ -49,7 +59,10 @@ METRICS = ("hausdorff_m", "rms_cross_track_m", "max_cross_track_m")
 
 def write_sweep(folder: Path, name: str, grid: dict, run: dict | None = None, base: dict | None = None) -> Path:
     path = folder / f"{name}.yaml"
-    document = {"name": name, "base": {**BASE, **(base or {})}, "grid": grid, "run": {"timeout_s": 240, "retries": 1, **(run or {})}}
+    mission = folder / "short_hop.yaml"
+    mission.write_text(SHORT_HOP)
+    document = {"name": name, "base": {**BASE, "mission": str(mission), **(base or {})}, "grid": grid,
+                "run": {"timeout_s": 240, "retries": 1, **(run or {})}}
     path.write_text(yaml.safe_dump(document, sort_keys=False))
     return path
 
@@ -122,7 +135,7 @@ def test_four_run_sweep_on_two_workers_writes_manifest_bags_datasets_and_plot(fo
         assert (out / row["bag"] / "metadata.yaml").is_file() and (run / "metrics.json").is_file()
         assert (out / row["dataset"] / "dataset.yaml").is_file()
         imu_rows = (out / row["dataset"] / "sensors" / "drone1" / "imu" / "data.csv").read_text().count("\n") - 1
-        assert 5 <= float(row["sim_s"]) < 40 and imu_rows >= 200 * float(row["sim_s"]) * 0.5
+        assert 4 <= float(row["sim_s"]) < 40 and imu_rows >= 200 * float(row["sim_s"]) * 0.5
         assert 0 < float(row["hausdorff_m"]) < 0.5 and float(row["rms_cross_track_m"]) <= float(row["hausdorff_m"])
         # Lockstep waits only for motor commands today: a node that falls more than its 200-deep reliable
         # history behind (a loaded machine) loses samples, and the digest's gap count shows them.
