@@ -35,27 +35,29 @@ def test_node_publishes_drag_opposing_the_flight_in_the_body_frame(ros_node, tmp
                              and ros_node.count_publishers("/drone1/rotor_drag/wrench"))
         assert spin_until(ros_node, connected, timeout_s=20), log_path.read_text()
 
-        thrust = 2.5
-        rotors = JointState(name=[f"rotor_{i}" for i in range(4)], effort=[thrust] * 4)
-        rotors.header.stamp.sec = 1
-        rotors_pub.publish(rotors)  # thrusts first: the two topics are not ordered with each other
-        spin_until(ros_node, lambda: False, timeout_s=0.5)
+        def thrust(step: int) -> float:
+            return 2.5 + 0.1 * step
+
         for step in range(10):  # 250 Hz of sim time: at 100 Hz the node answers every 3rd odometry
             odom = Odometry()
             odom.header.stamp.sec, odom.header.stamp.nanosec = 1, step * 4_000_000
             odom.pose.pose.orientation.w = 1.0
             odom.twist.twist.linear.x, odom.twist.twist.linear.y, odom.twist.twist.linear.z = 6.0, -2.0, 1.0
-            odom_pub.publish(odom)
+            rotors = JointState(name=[f"rotor_{i}" for i in range(4)], effort=[thrust(step)] * 4)
+            rotors.header.stamp = odom.header.stamp
+            odom_pub.publish(odom)  # as the physics node does: a period's odometry, then its thrusts
+            rotors_pub.publish(rotors)
         assert spin_until(ros_node, lambda: len(received) >= 4, timeout_s=10), log_path.read_text()
         spin_until(ros_node, lambda: False, timeout_s=0.5)
 
         stamps_ms = [(m.header.stamp.nanosec // 1_000_000) for m in received]
         assert stamps_ms == [0, 12, 24, 36]  # every 3rd of the 4 ms odometry: at most 100 Hz
         p = RotorDragParams()
-        gain = (p.k * 4 * thrust + p.b) * p.c_d1
-        force = received[0].wrench.force
         assert received[0].header.frame_id == "drone1/base_link"
-        assert (force.x, force.y, force.z) == pytest.approx((-gain * 6.0, gain * 2.0, 0.0), rel=1e-9)
+        for wrench in received:  # in lockstep each wrench uses its own period's thrusts, never the previous ones
+            gain = (p.k * 4 * thrust(wrench.header.stamp.nanosec // 4_000_000) + p.b) * p.c_d1
+            force = wrench.wrench.force
+            assert (force.x, force.y, force.z) == pytest.approx((-gain * 6.0, gain * 2.0, 0.0), rel=1e-9)
     finally:
         node.terminate()
         node.wait(timeout=10)

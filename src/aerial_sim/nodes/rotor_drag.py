@@ -4,7 +4,8 @@ Subscribes ``rotors`` (JointState, effort = thrust N) and ``ground_truth/odom``
 (twist in the body frame) and publishes ``rotor_drag/wrench`` (WrenchStamped,
 ``<ns>/base_link``) with :class:`aerial_sim.physics.rotor_drag.RotorDragModel`
 (seed 004, eq. (13), or eq. (11) rotor by rotor), at most ``rate_hz`` in sim
-time and stamped with the odometry it was computed from. The physics node adds
+time and stamped with the odometry it was computed from (in lockstep, with the
+thrusts of that same stamp, whichever of the two arrives first). The physics node adds
 the wrench to the body and holds it until a newer one arrives; run it with
 ``linear_drag_enabled: false`` to fly on rotor drag alone.
 """
@@ -61,6 +62,9 @@ class RotorDragNode(Node):
         self.period_s = 1.0 / self.node_params.rate_hz
         self.thrusts: tuple[float, ...] | None = None
         self.thrusts_time_s = -math.inf
+        #: Lockstep: odometry and thrusts by stamp, each waiting for the other of its own period.
+        self.odometry_waiting: dict[float, Odometry] = {}
+        self.thrusts_waiting: dict[float, tuple[float, ...]] = {}
         self.last_publish_s = -math.inf
         self.wrenches_published = 0
         qos = stream_qos(self.node_params.lockstep)
@@ -88,14 +92,34 @@ class RotorDragNode(Node):
             return
         self.thrusts = thrusts
         self.thrusts_time_s = from_stamp(message.header.stamp)
+        if self.node_params.lockstep:
+            odometry = self.odometry_waiting.pop(self.thrusts_time_s, None)
+            if odometry is None:
+                remember(self.thrusts_waiting, self.thrusts_time_s, thrusts)
+            else:
+                self.publish_wrench(odometry, thrusts)
 
     def on_odom(self, message: Odometry) -> None:
+        if not self.node_params.lockstep:
+            self.publish_wrench(message, self.thrusts)
+            return
+        # Lockstep pairs each odometry with its own period's thrusts, whichever arrives first: with
+        # the latest thrusts instead (arrival order), two runs of the same inputs would differ.
+        stamp_s = from_stamp(message.header.stamp)
+        thrusts = self.thrusts_waiting.pop(stamp_s, None)
+        if thrusts is None:
+            remember(self.odometry_waiting, stamp_s, message)
+        else:
+            self.publish_wrench(message, thrusts)
+
+    def publish_wrench(self, message: Odometry, thrusts: tuple[float, ...] | None) -> None:
+        """The drag wrench for ``message``'s state and ``thrusts``, at most ``rate_hz`` in sim time."""
         now_s = from_stamp(message.header.stamp)
         if now_s < self.last_publish_s:  # simulation restarted
             self.last_publish_s = -math.inf
-        if self.thrusts is None or now_s - self.last_publish_s < self.period_s - 1e-9:
+        if thrusts is None or now_s - self.last_publish_s < self.period_s - 1e-9:
             return
-        if abs(now_s - self.thrusts_time_s) > self.node_params.max_input_age_s:
+        if not self.node_params.lockstep and abs(now_s - self.thrusts_time_s) > self.node_params.max_input_age_s:
             self.get_logger().warning("rotors: no recent thrusts; no drag published", throttle_duration_sec=5)
             return
         if truth_from_odometry(message) is None:
@@ -105,7 +129,7 @@ class RotorDragNode(Node):
         velocity_body = (twist.linear.x, twist.linear.y, twist.linear.z)
         rates_body = (twist.angular.x, twist.angular.y, twist.angular.z)
         orientation = (pose.orientation.w, pose.orientation.x, pose.orientation.y, pose.orientation.z)
-        force, torque = self.model.wrench(self.thrusts, air_velocity_body(velocity_body, orientation, self.wind), rates_body)
+        force, torque = self.model.wrench(thrusts, air_velocity_body(velocity_body, orientation, self.wind), rates_body)
         out = WrenchStamped()
         out.header.stamp = message.header.stamp
         out.header.frame_id = self.frame_id
@@ -114,6 +138,17 @@ class RotorDragNode(Node):
         self.publisher.publish(out)
         self.last_publish_s = now_s
         self.wrenches_published += 1
+
+
+#: Unpaired messages kept per topic in lockstep (a few periods; older ones have lost their partner).
+PAIRING_DEPTH = 64
+
+
+def remember(waiting: dict, stamp_s: float, value) -> None:
+    """Keep ``value`` under ``stamp_s``, forgetting the oldest beyond :data:`PAIRING_DEPTH`."""
+    waiting[stamp_s] = value
+    while len(waiting) > PAIRING_DEPTH:
+        del waiting[next(iter(waiting))]
 
 
 def main(args=None):
