@@ -20,7 +20,7 @@ def test_entries_parse_and_print_back():
 
 
 @pytest.mark.parametrize("entry", ["imu/data@200", "/drone1/imu/data", "/a@0", "/a@-1", "/a@nan", "/a@30:x",
-                                   "/a@30:0:0:0", "/a/@30"])
+                                   "/a@30:0:0:0", "/a/@30", "/a@1e300", "/a@30:1e300", "/a@30:0:1e300"])
 def test_bad_entries_are_refused_with_the_entry_named(entry):
     with pytest.raises(ParamsError, match="lockstep participant"):
         parse_participants(entry)

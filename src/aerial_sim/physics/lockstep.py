@@ -37,6 +37,10 @@ from aerial_sim.config import ParamsError
 
 #: Stamps within this of the awaited one count as on time (to_stamp rounds to whole ns).
 STAMP_TOLERANCE_NS = 1_000
+#: Bounds of an entry (an announcement is a message anyone can send: 1e300 Hz must not overflow the
+#: stamp arithmetic in the simulation loop). No participant outputs faster than physics steps.
+MAX_RATE_HZ = 10_000.0
+MAX_OFFSET_S = 1e6
 
 _TOPIC = re.compile(r"^/[A-Za-z0-9_/~]+$")
 
@@ -58,6 +62,9 @@ class Participant:
             if not math.isfinite(value) or value < 0 or (name == "rate_hz" and value == 0):
                 raise ParamsError(f"lockstep participant {self.topic}: {name} must be a finite "
                                   f"{'positive' if name == 'rate_hz' else 'non-negative'} number, got {value!r}")
+            limit = MAX_RATE_HZ if name == "rate_hz" else MAX_OFFSET_S
+            if value > limit:
+                raise ParamsError(f"lockstep participant {self.topic}: {name} must be at most {limit:g}, got {value!r}")
 
     @classmethod
     def parse(cls, text: str) -> "Participant":
