@@ -89,8 +89,12 @@ def test_expected_rates_name_streams_whose_publisher_has_no_rate_parameter():
     assert parse_rate_table("none") == {}
     with pytest.raises(ParamsError, match="TOPIC=HZ"):
         RecorderParams(expected_rates="/drone1/imu/data")
-    with pytest.raises(ParamsError, match="> 0"):
-        RecorderParams(expected_rates="/drone1/imu/data=0")
+    for bad in ("0", "inf", "nan", "fast"):
+        with pytest.raises(ParamsError, match="must be a"):
+            RecorderParams(expected_rates=f"/drone1/imu/data={bad}")
+    # a publisher answering an infinite or NaN rate parameter leaves its stream unrated
+    assert configured_rate_hz("/drone1/imu/data", {"rate_hz": float("inf")}) is None
+    assert configured_rate_hz("/drone1/imu/data", {"rate_hz": float("nan"), "publish_rate_hz": 50.0}) == 50.0
 
 
 def test_run_report_flags_a_stream_below_the_rate_the_recorder_stored(tmp_path):

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping
@@ -81,9 +82,12 @@ def parse_rate_table(text: str) -> dict[str, float]:
         pattern, sep, value = token.rpartition("=")
         if not sep or not pattern:
             raise ValueError(f"expected_rates: '{token}' is not TOPIC=HZ")
-        hz = float(value)
-        if not hz > 0:
-            raise ValueError(f"expected_rates: '{token}': the rate must be > 0 Hz")
+        try:
+            hz = float(value)
+        except ValueError:
+            raise ValueError(f"expected_rates: '{token}': the rate must be a number of Hz") from None
+        if not (math.isfinite(hz) and hz > 0):
+            raise ValueError(f"expected_rates: '{token}': the rate must be a finite number > 0 Hz")
         table["/" + pattern.lstrip("/")] = hz
     return table
 
@@ -193,4 +197,4 @@ def parameter_number(value) -> float | None:
 
 
 def _positive(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
