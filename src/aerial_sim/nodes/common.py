@@ -253,10 +253,15 @@ def build_fleet_nodes(node_factory: Callable[..., Node], hosting: FleetHosting, 
     A probe node (named and namespaced as launch asked, so it receives exactly the
     parameters meant for this process) reads the fleet selection; it stays as the
     process's only node when no vehicle needs one (it then idles instead of ending the launch).
+    The probe is never destroyed while the process starts: destroying a node right after
+    creating it, while DDS discovery runs, segfaulted in rclpy's ``destroy_node`` (seen twice
+    in full-suite runs, an IMU and a barometer). It has no parameter services and no rosout,
+    so it answers nothing in the name of the node(s) built after it; it is destroyed with them.
     """
     from aerial_sim.vehicles.fleet import FleetSelection, FleetVehicle
 
-    probe = Node(hosting.name, allow_undeclared_parameters=True, automatically_declare_parameters_from_overrides=True)
+    probe = Node(hosting.name, allow_undeclared_parameters=True, automatically_declare_parameters_from_overrides=True,
+                 start_parameter_services=False, enable_rosout=False)
     nodes.append(probe)
     given = probe.get_parameters_by_prefix("")
     value = {name: parameter.value for name, parameter in given.items()}
@@ -266,9 +271,7 @@ def build_fleet_nodes(node_factory: Callable[..., Node], hosting: FleetHosting, 
     fleet_file = FleetSelection(fleet=str(value.get("fleet") or ""), vehicles=count).fleet_file
     listed = [str(n) for n in value.get("namespaces") or () if str(n)]
     if not fleet_file and count == 0 and not listed:
-        nodes.remove(probe)
-        probe.destroy_node()
-        nodes.append(node_factory())  # the single-vehicle node, exactly as without hosting
+        nodes.insert(0, node_factory())  # the single-vehicle node, exactly as without hosting
         return
     if fleet_file or count:
         vehicle_type = str(value.get(hosting.type_parameter, "quad_x")) if hosting.type_parameter else "quad_x"
@@ -284,7 +287,6 @@ def build_fleet_nodes(node_factory: Callable[..., Node], hosting: FleetHosting, 
     node_name, parent = probe.get_name(), probe.get_namespace().rstrip("/")
     common = [p for n, p in given.items() if n not in FleetHosting.SELECTION and not n.startswith(FleetHosting.OVERRIDE_PREFIX)]
     nodes.remove(probe)
-    probe.destroy_node()
     for index, vehicle in served:
         overrides = list(common)
         if hosting.seeded:
@@ -301,6 +303,7 @@ def build_fleet_nodes(node_factory: Callable[..., Node], hosting: FleetHosting, 
     share_clock(nodes)
     nodes[0].get_logger().info(
         f"serving {len(nodes)} vehicles in one process: {', '.join(n.get_namespace().strip('/') for n in nodes)}")
+    nodes.append(probe)  # kept, idle, until the process stops (see above)
 
 
 def share_clock(nodes: list[Node]) -> None:
