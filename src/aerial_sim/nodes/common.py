@@ -257,6 +257,8 @@ def build_fleet_nodes(node_factory: Callable[..., Node], hosting: FleetHosting, 
     creating it, while DDS discovery runs, segfaulted in rclpy's ``destroy_node`` (seen twice
     in full-suite runs, an IMU and a barometer). It has no parameter services and no rosout,
     so it answers nothing in the name of the node(s) built after it; it is destroyed with them.
+    Its clock follows the first node's ``/clock`` subscription (:func:`share_clock`): an idle
+    probe reading ``/clock`` on its own cost a sensor process a third of its callbacks.
     """
     from aerial_sim.vehicles.fleet import FleetSelection, FleetVehicle
 
@@ -272,6 +274,7 @@ def build_fleet_nodes(node_factory: Callable[..., Node], hosting: FleetHosting, 
     listed = [str(n) for n in value.get("namespaces") or () if str(n)]
     if not fleet_file and count == 0 and not listed:
         nodes.insert(0, node_factory())  # the single-vehicle node, exactly as without hosting
+        share_clock(nodes)  # the idle probe reads no /clock of its own
         return
     if fleet_file or count:
         vehicle_type = str(value.get(hosting.type_parameter, "quad_x")) if hosting.type_parameter else "quad_x"
@@ -300,10 +303,10 @@ def build_fleet_nodes(node_factory: Callable[..., Node], hosting: FleetHosting, 
         overrides += [Parameter(n[len(prefix):], value=p.value) for n, p in given.items() if n.startswith(prefix)]
         cli = ["--ros-args", "-r", f"__node:={node_name}", "-r", f"__ns:={parent}/{vehicle.name}"]
         nodes.append(node_factory(cli_args=cli, use_global_arguments=False, parameter_overrides=overrides))
-    share_clock(nodes)
     nodes[0].get_logger().info(
         f"serving {len(nodes)} vehicles in one process: {', '.join(n.get_namespace().strip('/') for n in nodes)}")
     nodes.append(probe)  # kept, idle, until the process stops (see above)
+    share_clock(nodes)
 
 
 def share_clock(nodes: list[Node]) -> None:
