@@ -17,9 +17,13 @@ A thin adapter around :class:`aerial_sim.control.supervisor.FlightSupervisor`
   rates FLU; ``linear.z`` = altitude or throttle, chosen by the frame in the
   same way) and ``cmd_motors`` (Float64MultiArray, u_i in [0, 1], passed to
   ``motor_commands`` unchanged);
-- publishes ``motor_commands`` (Float64MultiArray, reliable) at ``rate_hz`` of
-  simulation time, or in ``lockstep`` exactly one per new odometry stamp, and
-  ``/diagnostics`` (armed, mode, last command age).
+- publishes ``motor_commands`` (Float64MultiArray, reliable) as each new
+  odometry stamp arrives, at most ``rate_hz`` of simulation time (so at the
+  ground-truth rate: 250 Hz for one vehicle, the physics node's choice for a
+  fleet), or in ``lockstep`` exactly one per new odometry stamp, and
+  ``/diagnostics`` (armed, mode, last command age). Driven by odometry rather
+  than a sim-time timer: a command is computed from the freshest state as soon
+  as it arrives, and a fleet's 50 Hz vehicles cost 50 steps/s each, not 250.
 
 Lockstep with a streaming client (``lockstep_wait_for_client``): for runs that
 repeat bit for bit, the answer to odometry stamp t_k waits until the client has
@@ -54,6 +58,9 @@ from aerial_sim.nodes.common import COMMAND_QOS, FleetHosting, declare_params, f
 from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, truth_from_odometry
 from aerial_sim.vehicles.multirotor import load_vehicle
 
+#: Odometry stamps are whole nanoseconds: a period measured between two of them may fall short by this much.
+STAMP_TOLERANCE_S = 1e-6
+
 
 @dataclass(frozen=True)
 class FlightControllerNodeParams(SupervisorParams):
@@ -61,9 +68,10 @@ class FlightControllerNodeParams(SupervisorParams):
 
     #: Vehicle config (config/vehicles/<name>.yaml or a path): the mixer is built from its rotors.
     vehicle: str = "quad_x"
-    #: Control rate in simulation time, Hz (the physics node's 250 Hz control period).
+    #: Highest control rate in simulation time, Hz (the physics node's 250 Hz control period): one
+    #: step per new odometry stamp, skipping stamps less than 1 / rate_hz after the last step.
     rate_hz: float = 250.0
-    #: One motor command per received odometry message instead of a timer.
+    #: One motor command per received odometry stamp, each waited for by the physics node.
     lockstep: bool = False
     lockstep_wait_for_client: bool = False
     #: Wall-clock seconds a lockstep step waits for a streaming client before giving up on it.
@@ -97,6 +105,7 @@ class FlightControllerNode(Node):
         self.odometry_period = StatePeriodMonitor()
         self._imu: tuple | None = None
         self._answered_time = -math.inf
+        self._stepped_time = -math.inf
         self._pending_time: float | None = None
         self._pending_since = 0.0
         self._gate = params.lockstep and params.lockstep_wait_for_client
@@ -122,11 +131,9 @@ class FlightControllerNode(Node):
         self.create_service(Trigger, "land", self.on_land)
         if params.lockstep:
             self.create_timer(0.05, self.check_client_timeout, clock=Clock(clock_type=ClockType.STEADY_TIME))
-        else:
-            self.create_timer(self.period_s, self.on_timer)
         self.get_logger().info(
             f"flight controller for '{vehicle.name}' ({self.fc.rotor_count} rotors), "
-            + ("lockstep" + (" (waits for its client)" if self._gate else "") if params.lockstep else f"{params.rate_hz:g} Hz")
+            + ("lockstep" + (" (waits for its client)" if self._gate else "") if params.lockstep else f"on each odometry stamp, at most {params.rate_hz:g} Hz")
             + f", attitude from {params.attitude_source}"
         )
 
@@ -150,6 +157,8 @@ class FlightControllerNode(Node):
                 self._pending_since = time.monotonic()
             self._pending_time = stamp
             self.try_step()
+        elif not self.params.lockstep:
+            self.step_if_due(stamp)
 
     def note_odometry_period(self, stamp_s: float) -> None:
         """Warn (throttled) while odometry arrives slower than the controller is known to fly at.
@@ -179,9 +188,13 @@ class FlightControllerNode(Node):
 
     # -- the control step ------------------------------------------------------
 
-    def on_timer(self) -> None:
-        if self._odom_state is not None:
-            self.step(self.get_clock().now().nanoseconds * 1e-9)
+    def step_if_due(self, stamp: float) -> None:
+        """Step on this odometry unless the last step is less than one control period ago (ground
+        truth faster than ``rate_hz``); a stamp earlier than the last step (a simulation reset) steps."""
+        since = stamp - self._stepped_time
+        if since < 0.0 or since >= self.period_s - STAMP_TOLERANCE_S:
+            self._stepped_time = stamp
+            self.step(stamp)
 
     def try_step(self) -> None:
         """Lockstep: answer the pending odometry stamp unless the streaming client still owes its request."""
