@@ -33,7 +33,7 @@ def test_node_pairs_frames_by_stamp_and_publishes_noisy_depth_with_the_same_head
     log = open(tmp_path / "depth_noise.log", "w")
     node = subprocess.Popen(
         [sys.executable, "-m", "aerial_sim.nodes.depth_noise", "--ros-args", "-r", "__ns:=/drone1",
-         "-p", "lockstep:=true", "-p", "seed:=4", "-p", "fill_rate_error:=0.02"],
+         "-p", "lockstep:=true", "-p", "seed:=4", "-p", "fill_rate_error:=0.02", "-p", "use_sim_time:=true"],
         stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
     )
     try:
@@ -57,6 +57,8 @@ def test_node_pairs_frames_by_stamp_and_publishes_noisy_depth_with_the_same_head
         assert spin_until(ros_node, lambda: len(received) >= 2, timeout_s=10)
         spin_until(ros_node, lambda: False, timeout_s=1.0)
         assert node.poll() is None, "the node died on a bad pair"
+        # Sim time from the stamps it is given (InputStampClock), not from a /clock subscription of its own.
+        assert ros_node.count_subscribers("/clock") == 0
 
         assert [m.header.stamp.sec for m in received] == [1, 2]
         for message in received:

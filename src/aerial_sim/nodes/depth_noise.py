@@ -19,7 +19,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 
 from aerial_sim.config import require, require_positive
-from aerial_sim.nodes.common import announce_lockstep_participant, declare_params, run_node, stream_qos
+from aerial_sim.nodes.common import InputStampClock, announce_lockstep_participant, declare_params, run_node, stream_qos
 from aerial_sim.sensors.depth_noise import DepthNoiseModel, DepthNoiseParams, materials_from_scene
 
 DEPTH_ENCODING = "32FC1"
@@ -77,6 +77,7 @@ class DepthNoiseNode(Node):
         self.create_subscription(Image, "camera/depth/image_ideal", self.on_depth, qos)
         self.create_subscription(Image, "camera/segmentation/image_raw", self.on_segmentation, qos)
         self.create_subscription(CameraInfo, "camera/depth/camera_info", self.on_camera_info, qos)
+        self.sim_clock = InputStampClock(self)
         self.get_logger().info(
             f"depth noise: std = {self.noise_params.noise_coefficient_m:g} m * exp(m d), "
             f"{len(materials)} materials from scene '{self.node_params.scene or '(none)'}', "
@@ -84,6 +85,7 @@ class DepthNoiseNode(Node):
         )
 
     def on_depth(self, message: Image) -> None:
+        self.sim_clock.advance(stamp_key(message))
         self._pair(message, self._depth, self._segmentation)
 
     def on_segmentation(self, message: Image) -> None:

@@ -14,7 +14,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2, PointField
 
 from aerial_sim.config import require
-from aerial_sim.nodes.common import declare_params, run_node, stream_qos
+from aerial_sim.nodes.common import InputStampClock, declare_params, run_node, stream_qos
 from aerial_sim.recording.export import image_to_array
 from aerial_sim.viewer.depth_points import depth_to_points, intrinsics_from_k
 
@@ -58,6 +58,7 @@ class DepthToPoints(Node):
         self.create_subscription(CameraInfo, "camera/depth/camera_info", self.on_info, qos)
         self.create_subscription(Image, "camera/depth/image_raw", self.on_depth, qos)
         self.publisher = self.create_publisher(PointCloud2, "camera/depth/points", qos)
+        self.sim_clock = InputStampClock(self)
 
     def on_info(self, msg: CameraInfo) -> None:
         fx, fy, cx, cy = intrinsics_from_k(msg.k)
@@ -67,6 +68,7 @@ class DepthToPoints(Node):
         self.intrinsics = (fx, fy, cx, cy)
 
     def on_depth(self, msg: Image) -> None:
+        self.sim_clock.advance(msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec)
         if self.intrinsics is None:
             self.get_logger().warning("no camera_info yet: depth image skipped", throttle_duration_sec=5)
             return

@@ -17,7 +17,7 @@ from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
 from aerial_sim.config import require
-from aerial_sim.nodes.common import LATCHED_QOS, declare_params, run_node
+from aerial_sim.nodes.common import LATCHED_QOS, InputStampClock, declare_params, run_node
 from aerial_sim.viewer.scene_view import Primitive, scene_primitives
 from aerial_sim.world.scene import load_scene
 
@@ -63,6 +63,7 @@ class SceneMarkers(Node):
         )
         self.publisher = self.create_publisher(MarkerArray, "scene_markers", LATCHED_QOS)
         self.publisher.publish(self.markers)
+        InputStampClock(self)  # stamped 0 ("latest"): this node needs no /clock at all
         self.get_logger().info(f"scene '{scene.name}': {len(primitives)} markers on {self.publisher.topic_name}")
 
 
