@@ -145,7 +145,7 @@ def decode_joint_state(data: bytes) -> JointStateFields:
     frame_id, offset = read_string(data, 12, order)
     count, offset = read_count(data, offset, order, "name")
     names = []
-    for _ in range(count):
+    for _ in range(count):  # not used by any node, but they come before the values
         name, offset = read_string(data, offset, order)
         names.append(name)
     position, offset = read_float64_sequence(data, offset, order, "position")
