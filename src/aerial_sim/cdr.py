@@ -4,7 +4,7 @@ A raw subscription (``create_subscription(..., raw=True)``) hands the callback t
 message; decoding the handful of fields a node reads costs 7-9 us per nav_msgs/Odometry here,
 where rclpy builds the whole message object in 134-188 us (``deserialize_message``, on the slow
 development machine; ``tools/dev.sh bench cdr``). A barometer node fed 250 Hz odometry went from
-0.18-0.20 to 0.14-0.16 cores (``tools/dev.sh bench executor --before``).
+0.16-0.20 to 0.11-0.16 cores (``tools/dev.sh bench executor --before``, two interleaved runs).
 :func:`aerial_sim.nodes.common.subscribe_odometry` and its siblings create such subscriptions.
 
 What is implemented: the OMG CDR rules (CORBA 3.0, 15.3 "CDR Transfer Syntax"; DDS-XTYPES 1.3,
