@@ -12,9 +12,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def start_node(module: str, *ros_args: str) -> subprocess.Popen:
-    """``python -m aerial_sim.nodes.<module>`` in namespace /drone1, lockstep (reliable) QoS."""
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), AERIAL_SIM_SHARE=str(REPO),
+def start_node(module: str, *ros_args: str, source: Path | None = None) -> subprocess.Popen:
+    """``python -m aerial_sim.nodes.<module>`` in namespace /drone1, lockstep (reliable) QoS.
+
+    ``source``: another checkout's ``src`` to run the node from (a before/after comparison)."""
+    env = dict(os.environ, PYTHONPATH=str(source or REPO / "src"), AERIAL_SIM_SHARE=str(REPO),
                ROS_DOMAIN_ID=os.environ.get("ROS_DOMAIN_ID", str(150 + os.getpid() % 80)),
                ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
     os.environ.update({k: env[k] for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE")})

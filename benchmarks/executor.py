@@ -7,6 +7,10 @@ executor's own per-message overhead dominates) twice, once with each executor
 (``AERIAL_SIM_EXECUTOR=single|events``, :func:`aerial_sim.nodes.common.make_executor`), while
 this process publishes 250 Hz odometry in real time; prints the node's CPU (cores) and its
 output rate for both, side by side.
+
+    tools/dev.sh bench executor --executors events --before OTHER_CHECKOUT/src
+
+compares this checkout's node with another's (e.g. main's, before a change), interleaved.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from _node_rate import start_node, stop_node  # noqa: E402
 from graph import cpu_seconds  # noqa: E402
 
 
-def run(executor: str, seconds: float) -> tuple[float, float]:
+def run(executor: str, seconds: float, source: Path | None = None) -> tuple[float, float]:
     import rclpy
     from nav_msgs.msg import Odometry
     from rclpy.node import Node
@@ -34,7 +38,7 @@ def run(executor: str, seconds: float) -> tuple[float, float]:
     from aerial_sim.nodes.common import LOCKSTEP_QOS, to_stamp
 
     os.environ["AERIAL_SIM_EXECUTOR"] = executor
-    process = start_node("barometer")
+    process = start_node("barometer", source=source)
     context = rclpy.context.Context()
     rclpy.init(context=context)
     node = Node("executor_bench", context=context)
@@ -74,12 +78,18 @@ def run(executor: str, seconds: float) -> tuple[float, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--executors", default="single,events", help="comma-separated: single, events")
+    parser.add_argument("--before", type=Path, help="another checkout's src: its node runs too, interleaved")
     options = parser.parse_args()
+    executors = options.executors.split(",")
+    sources = [("this", None)] + ([("before", options.before.resolve())] if options.before else [])
     print(f"barometer node fed 250 Hz odometry for {options.seconds:g} s per executor")
-    print(f"{'executor':<10}{'cores':>8}{'out Hz':>9}")
-    for executor in ("single", "events", "single", "events"):  # interleaved: drift hits both alike
-        cores, rate = run(executor, options.seconds)
-        print(f"{executor:<10}{cores:>8.3f}{rate:>9.1f}", flush=True)
+    print(f"{'executor':<10}{'source':<8}{'cores':>8}{'out Hz':>9}")
+    for _ in range(2):  # interleaved: drift hits every variant alike
+        for executor in executors:
+            for label, source in sources:
+                cores, rate = run(executor, options.seconds, source)
+                print(f"{executor:<10}{label:<8}{cores:>8.3f}{rate:>9.1f}", flush=True)
     return 0
 
 

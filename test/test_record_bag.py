@@ -16,10 +16,11 @@ import numpy as np
 import pytest
 import yaml
 
+from aerial_sim.cdr import cdr_header_stamp_ns
 from aerial_sim.config import ParamsError
 from aerial_sim.recording.bag import BagWriter, BagWriterParams, mcap_is_complete, recover
 from aerial_sim.recording.msgdefs import dependencies, message_definition
-from aerial_sim.recording.recorder import TopicSelection, cdr_header_stamp_ns, has_header, split_patterns
+from aerial_sim.recording.recorder import TopicSelection, has_header, split_patterns
 from aerial_sim.recording.summary import summarize, write_run_report
 
 SRC = Path(__file__).resolve().parents[1] / "src"

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from nav_msgs.msg import Odometry
 from rclpy.node import Node
 
+from aerial_sim.cdr import OdometryFields
 from aerial_sim.config import require
 from aerial_sim.environment.geodesy import HomePoint
 from aerial_sim.nodes.common import (
@@ -21,6 +21,7 @@ from aerial_sim.nodes.common import (
     frame_in_namespace,
     publish_static_mount,
     stream_qos,
+    subscribe_odometry,
 )
 from aerial_sim.sensors.common import (
     UNUSABLE_ODOMETRY,
@@ -60,7 +61,7 @@ class OdometrySensorNode(Node):
         self.resampler = Resampler(self.params.rate_hz, self.options.interpolation)
         self.dt = 1.0 / self.params.rate_hz
         self.qos = stream_qos(self.options.lockstep)
-        self.create_subscription(Odometry, "ground_truth/odom", self.on_truth, self.qos)
+        subscribe_odometry(self, "ground_truth/odom", self.on_truth, self.qos)
 
     def take_part_in_lockstep(self, topic: str, first_s: float = 0.0, lag_s: float = 0.0) -> None:
         """With ``lockstep``: ask the physics node to wait for ``topic``, one output per ``k / rate_hz``
@@ -68,8 +69,8 @@ class OdometrySensorNode(Node):
         if self.options.lockstep:
             self.lockstep_announcement = announce_lockstep_participant(self, topic, self.params.rate_hz, first_s, lag_s)
 
-    def on_truth(self, msg: Odometry) -> None:
-        truth = truth_from_odometry(msg)
+    def on_truth(self, odom: OdometryFields) -> None:
+        truth = truth_from_odometry(odom)
         if truth is None:
             self.get_logger().warning(UNUSABLE_ODOMETRY, throttle_duration_sec=5)
             return

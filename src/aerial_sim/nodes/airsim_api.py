@@ -35,10 +35,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, TwistStamped, Vector3Stamped
-from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import FluidPressure, Imu, JointState, MagneticField, NavSatFix, NavSatStatus, PointCloud2, Range
+from sensor_msgs.msg import FluidPressure, MagneticField, NavSatFix, NavSatStatus, PointCloud2, Range
 from std_msgs.msg import Float64, Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
 
@@ -58,12 +57,14 @@ from aerial_sim.airsim.graph import (
 )
 from aerial_sim.airsim.images import CameraRig
 from aerial_sim.airsim.rpc import MsgpackRpcServer
+from aerial_sim.cdr import ImuFields, JointStateFields, OdometryFields
 from aerial_sim.config import require, require_positive
 from aerial_sim.control.geometry import quat_from_yaw, quat_to_matrix
 from aerial_sim.environment.geodesy import HomePoint
 from aerial_sim.environment.gravity import normal_gravity
 from aerial_sim.sensors.common import truth_from_odometry
-from aerial_sim.nodes.common import COMMAND_QOS, declare_params, from_stamp, is_finite_sequence, run_node, stream_qos, to_stamp
+from aerial_sim.nodes.common import (COMMAND_QOS, declare_params, from_stamp, is_finite_sequence, run_node, stream_qos,
+                                     subscribe_imu, subscribe_joint_state, subscribe_odometry, to_stamp)
 from aerial_sim.vehicles.fleet import require_vehicle_names
 from aerial_sim.vehicles.multirotor import load_vehicle
 from aerial_sim.world.camera import CameraParams
@@ -110,10 +111,10 @@ class RosVehicleLink:
         ns = f"/{name}"
         qos = stream_qos(lockstep)
         sub = node.create_subscription
-        sub(Odometry, f"{ns}/ground_truth/odom", self.on_odom, qos)
-        sub(Imu, f"{ns}/ground_truth/imu", self.on_truth_imu, qos)
-        sub(JointState, f"{ns}/rotors", self.on_rotors, qos)
-        sub(Imu, f"{ns}/imu/data", self.on_imu, qos)
+        subscribe_odometry(node, f"{ns}/ground_truth/odom", self.on_odom, qos)
+        subscribe_imu(node, f"{ns}/ground_truth/imu", self.on_truth_imu, qos)
+        subscribe_joint_state(node, f"{ns}/rotors", self.on_rotors, qos)
+        subscribe_imu(node, f"{ns}/imu/data", self.on_imu, qos)
         sub(FluidPressure, f"{ns}/air_pressure", self.on_pressure, qos)
         sub(MagneticField, f"{ns}/magnetic_field", self.on_magnetic, qos)
         sub(NavSatFix, f"{ns}/gps/fix", self.on_gps, qos)
@@ -134,8 +135,8 @@ class RosVehicleLink:
         self.body_frame = f"{name}/base_link"
 
     # -- state in (executor thread; each reading is replaced whole, so readers never see half of one) --
-    def on_odom(self, message: Odometry) -> None:
-        truth = truth_from_odometry(message)
+    def on_odom(self, odom: OdometryFields) -> None:
+        truth = truth_from_odometry(odom)
         if truth is None or sum(q * q for q in truth.orientation) < 0.5:
             self.node.get_logger().warning(f"{self.name}/ground_truth/odom with NaN or a zero quaternion: ignored",
                                            throttle_duration_sec=5)
@@ -152,25 +153,22 @@ class RosVehicleLink:
                                             truth.velocity_world, tuple(truth.angular_velocity_body),
                                             tuple(float(a) for a in accel), angular_accel)
 
-    def on_truth_imu(self, message: Imu) -> None:
-        a = message.linear_acceleration
-        if is_finite_sequence((a.x, a.y, a.z)):
-            self._specific_force = (a.x, a.y, a.z)
+    def on_truth_imu(self, imu: ImuFields) -> None:
+        if is_finite_sequence(imu.linear_acceleration):
+            self._specific_force = imu.linear_acceleration
 
-    def on_rotors(self, message: JointState) -> None:
-        if len(message.velocity) == len(message.effort) and is_finite_sequence(list(message.velocity) + list(message.effort)):
-            self.rotors = RotorReading(from_stamp(message.header.stamp), tuple(message.velocity), tuple(message.effort))
+    def on_rotors(self, rotors: JointStateFields) -> None:
+        if len(rotors.velocity) == len(rotors.effort) and is_finite_sequence(rotors.velocity + rotors.effort):
+            self.rotors = RotorReading(rotors.time_s, rotors.velocity, rotors.effort)
 
-    def on_imu(self, message: Imu) -> None:
-        q, w, a = message.orientation, message.angular_velocity, message.linear_acceleration
-        values = (q.w, q.x, q.y, q.z, w.x, w.y, w.z, a.x, a.y, a.z)
-        if not is_finite_sequence(values):
+    def on_imu(self, imu: ImuFields) -> None:
+        if not is_finite_sequence(imu.orientation_wxyz + imu.angular_velocity + imu.linear_acceleration):
             return
-        orientation = (q.w, q.x, q.y, q.z)
-        if message.orientation_covariance[0] == -1.0 or sum(c * c for c in orientation) < 0.5:
+        orientation = imu.orientation_wxyz
+        if imu.orientation_covariance[0] == -1.0 or sum(c * c for c in orientation) < 0.5:
             truth = self.kinematics  # an IMU without orientation (MPU-6000): AirSim reports the estimate
             orientation = truth.orientation if truth is not None else (1.0, 0.0, 0.0, 0.0)
-        self.imu = ImuReading(from_stamp(message.header.stamp), orientation, (w.x, w.y, w.z), (a.x, a.y, a.z))
+        self.imu = ImuReading(imu.time_s, orientation, imu.angular_velocity, imu.linear_acceleration)
 
     def on_pressure(self, message: FluidPressure) -> None:
         if math.isfinite(message.fluid_pressure):

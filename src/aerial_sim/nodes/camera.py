@@ -28,13 +28,14 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 
+from aerial_sim.cdr import OdometryFields
 from aerial_sim.config import require, require_positive
 from aerial_sim.control.geometry import matrix_to_quat
-from aerial_sim.nodes.common import announce_lockstep_participant, declare_params, frame_in_namespace, from_stamp, publish_static_mount, run_node, stream_qos
+from aerial_sim.nodes.common import (announce_lockstep_participant, declare_params, frame_in_namespace, publish_static_mount,
+                                     run_node, stamp_from_fields, stream_qos, subscribe_odometry)
 from aerial_sim.world.camera import CameraModel, CameraParams
 from aerial_sim.world.scene import load_scene
 
@@ -93,7 +94,7 @@ class CameraNode(Node):
         self.camera_info = CameraInfo(**self.model.camera_info())
         if p.lockstep:  # depth camera_info goes out last, after the frame's images
             self.lockstep_announcement = announce_lockstep_participant(self, "camera/depth/camera_info", p.rate_hz)
-        self.create_subscription(Odometry, "ground_truth/odom", self.on_odom, qos)
+        subscribe_odometry(self, "ground_truth/odom", self.on_odom, qos)
         self._next_frame_s = -math.inf
         self._last_stamp_s = -math.inf
         self.get_logger().info(
@@ -102,23 +103,21 @@ class CameraNode(Node):
             f"hfov {self.camera_params.hfov_deg:g} deg, {self.camera_params.depth_mode} depth"
         )
 
-    def on_odom(self, message: Odometry) -> None:
-        stamp_s = from_stamp(message.header.stamp)
+    def on_odom(self, odom: OdometryFields) -> None:
+        stamp_s = odom.time_s
         if stamp_s < self._last_stamp_s:  # simulation restarted
             self._next_frame_s = -math.inf
         self._last_stamp_s = stamp_s
         if stamp_s < self._next_frame_s - 1e-9:
             return
-        pose = message.pose.pose
-        position = (pose.position.x, pose.position.y, pose.position.z)
-        orientation = (pose.orientation.w, pose.orientation.x, pose.orientation.y, pose.orientation.z)
+        position, orientation = odom.position, odom.orientation_wxyz
         if not all(math.isfinite(v) for v in position + orientation) or sum(q * q for q in orientation) < 1e-6:
             self.get_logger().warning("ground_truth/odom with a non-finite pose or zero quaternion: skipped",
                                       throttle_duration_sec=5)
             return
         rate = self.node_params.rate_hz
         self._next_frame_s = (math.floor(stamp_s * rate + 1e-6) + 1) / rate
-        self.publish_frame(position, orientation, message.header.stamp)
+        self.publish_frame(position, orientation, stamp_from_fields(odom))
 
     def publish_frame(self, position, orientation, stamp) -> None:
         frame = self.model.render(

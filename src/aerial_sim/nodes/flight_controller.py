@@ -43,7 +43,6 @@ from typing import Literal
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped, TwistStamped
-from nav_msgs.msg import Odometry
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from sensor_msgs.msg import Imu
@@ -54,7 +53,8 @@ from aerial_sim.config import require_positive
 from aerial_sim.control.controller import STABLE_STATE_RATE_HZ, ControllerParams, StatePeriodMonitor, VehicleState
 from aerial_sim.control.geometry import yaw_of
 from aerial_sim.control.supervisor import CommandRejected, FlightSupervisor, Mode, SupervisorParams
-from aerial_sim.nodes.common import COMMAND_QOS, FleetHosting, declare_params, from_stamp, run_node, stream_qos, to_stamp
+from aerial_sim.nodes.common import (COMMAND_QOS, FleetHosting, declare_params, from_stamp, run_node, stream_qos,
+                                     subscribe_odometry, to_stamp)
 from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, truth_from_odometry
 from aerial_sim.vehicles.multirotor import load_vehicle
 
@@ -117,7 +117,7 @@ class FlightControllerNode(Node):
         self.motor_pub = self.create_publisher(Float64MultiArray, "motor_commands", COMMAND_QOS)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS)
         qos = stream_qos(params.lockstep)
-        self.create_subscription(Odometry, "ground_truth/odom", self.on_odom, qos)
+        subscribe_odometry(self, "ground_truth/odom", self.on_odom, qos)
         if params.attitude_source == "imu":
             self.create_subscription(Imu, "imu/data", self.on_imu, qos)
         self.create_subscription(PoseStamped, "cmd_pose", self.on_cmd_pose, COMMAND_QOS)
@@ -139,8 +139,8 @@ class FlightControllerNode(Node):
 
     # -- state in --------------------------------------------------------------
 
-    def on_odom(self, message: Odometry) -> None:
-        truth = truth_from_odometry(message)
+    def on_odom(self, odom) -> None:
+        truth = truth_from_odometry(odom)
         if truth is None:
             self.get_logger().warning(UNUSABLE_ODOMETRY, throttle_duration_sec=5)
             return
@@ -149,7 +149,7 @@ class FlightControllerNode(Node):
             orientation, rates = self._imu
         self._odom_state = VehicleState(truth.position, orientation, truth.velocity_world, rates)
         self.fc.observe(self._odom_state)
-        stamp = from_stamp(message.header.stamp)
+        stamp = odom.time_s
         self.note_odometry_period(stamp)
         self._odom_time = stamp
         if self.params.lockstep and stamp > self._answered_time:

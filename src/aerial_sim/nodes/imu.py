@@ -12,18 +12,19 @@ from __future__ import annotations
 import numpy as np
 from rclpy.node import Node
 from sensor_msgs.msg import Imu as ImuMsg
-from sensor_msgs.msg import JointState
 
+from aerial_sim.cdr import ImuFields, JointStateFields
 from aerial_sim.nodes.common import (
     announce_lockstep_participant,
     FleetHosting,
     declare_params,
     frame_in_namespace,
-    from_stamp,
     is_finite_sequence,
     publish_static_mount,
     run_node,
     stream_qos,
+    subscribe_imu,
+    subscribe_joint_state,
     to_stamp,
 )
 from aerial_sim.sensors.common import Resampler, SensorNodeOptions, TruthSample, load_preset, resample_for
@@ -46,22 +47,21 @@ class ImuNode(Node):
         self.publisher = self.create_publisher(ImuMsg, "imu/data", qos)
         if options.lockstep:
             self.lockstep_announcement = announce_lockstep_participant(self, "imu/data", self.params.rate_hz)
-        self.create_subscription(ImuMsg, "ground_truth/imu", self.on_truth, qos)
+        subscribe_imu(self, "ground_truth/imu", self.on_truth, qos)
         if self.params.vibration_enabled:
-            self.create_subscription(JointState, "rotors", self.on_rotors, qos)
+            subscribe_joint_state(self, "rotors", self.on_rotors, qos)
         self.get_logger().info(f"IMU at {self.params.rate_hz:g} Hz in {self.frame_id} (preset '{options.preset}')")
 
-    def on_rotors(self, msg: JointState) -> None:
-        if is_finite_sequence(msg.velocity):
-            self.rotor_speeds = tuple(msg.velocity)
+    def on_rotors(self, rotors: JointStateFields) -> None:
+        if is_finite_sequence(rotors.velocity):
+            self.rotor_speeds = rotors.velocity
 
-    def on_truth(self, msg: ImuMsg) -> None:
-        q, w, a = msg.orientation, msg.angular_velocity, msg.linear_acceleration
-        values = (q.w, q.x, q.y, q.z, w.x, w.y, w.z, a.x, a.y, a.z)
+    def on_truth(self, imu: ImuFields) -> None:
+        values = imu.orientation_wxyz + imu.angular_velocity + imu.linear_acceleration
         if not is_finite_sequence(values):
             self.get_logger().warning("ground_truth/imu with non-finite values ignored", throttle_duration_sec=5)
             return
-        time_s = from_stamp(msg.header.stamp)
+        time_s = imu.time_s
         omega = np.array(values[4:7])
         alpha = (0.0, 0.0, 0.0)  # angular acceleration by finite difference, for the lever-arm term
         if self._previous is not None and time_s > self._previous[0]:

@@ -18,13 +18,14 @@ organized cloud (height = rings). Parameters: the device ``preset``
 
 from __future__ import annotations
 
-from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import PointCloud2, PointField
 
+from aerial_sim.cdr import OdometryFields
 from aerial_sim.nodes._sensor import SceneOption
-from aerial_sim.nodes.common import announce_lockstep_participant, declare_params, frame_in_namespace, publish_static_mount, run_node, stream_qos, to_stamp
+from aerial_sim.nodes.common import (announce_lockstep_participant, declare_params, frame_in_namespace, publish_static_mount, run_node,
+                                     stream_qos, subscribe_odometry, to_stamp)
 from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, SensorNodeOptions, load_preset, truth_from_odometry
 from aerial_sim.sensors.lidar import LidarModel, LidarParams, LidarScan, LidarSweeper
 from aerial_sim.sensors.pointcloud import LIDAR_POINT_DTYPE, point_fields
@@ -63,15 +64,15 @@ class LidarNode(Node):
         if options.lockstep:  # a sweep is stamped at its start and goes out once its last beam has fired
             period = self.params.sweep_period_s
             self.lockstep_announcement = announce_lockstep_participant(self, "lidar/points", 1.0 / period, 0.0, period)
-        self.create_subscription(Odometry, "ground_truth/odom", self.on_truth, truth_qos)
+        subscribe_odometry(self, "ground_truth/odom", self.on_truth, truth_qos)
         p = self.params
         self.get_logger().info(
             f"lidar '{options.preset}' in {self.frame_id}: {p.scan_pattern}, {p.channels} channels, "
             f"{p.points_per_second} points/s, {p.rotations_per_second:g} sweeps/s, scene '{scene.name}'"
         )
 
-    def on_truth(self, msg: Odometry) -> None:
-        truth = truth_from_odometry(msg)
+    def on_truth(self, odom: OdometryFields) -> None:
+        truth = truth_from_odometry(odom)
         if truth is None:
             self.get_logger().warning(UNUSABLE_ODOMETRY, throttle_duration_sec=5)
             return

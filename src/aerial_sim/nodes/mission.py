@@ -23,16 +23,17 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, TwistStamped
-from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from std_srvs.srv import SetBool, Trigger
 
+from aerial_sim.cdr import OdometryFields
 from aerial_sim.config import require_positive
 from aerial_sim.control.geometry import quat_from_yaw, quat_to_matrix, yaw_of
 from aerial_sim.control.mission import load_mission, pattern_path
 from aerial_sim.control.track import TrackRecorder, compare_tracks, summary_text, write_plots
 from aerial_sim.control.trajectory import PathFollower, Trajectory
-from aerial_sim.nodes.common import COMMAND_QOS, declare_params, from_stamp, run_folder_parameter, run_node, stream_qos, to_stamp
+from aerial_sim.nodes.common import (COMMAND_QOS, declare_params, from_stamp, run_folder_parameter, run_node, stream_qos,
+                                     subscribe_odometry, to_stamp)
 
 #: The AirSim paper's sim-vs-real Hausdorff distances (FSR 2017, sec. 4), shown beside ours.
 PAPER_HAUSDORFF_M = {"square_5m": 0.65, "circle_10m": 1.47}
@@ -88,7 +89,7 @@ class MissionNode(Node):
         self.arm_client = self.create_client(SetBool, "arm")
         self.takeoff_client = self.create_client(Trigger, "takeoff")
         self.land_client = self.create_client(Trigger, "land")
-        self.create_subscription(Odometry, "ground_truth/odom", self.on_odom, stream_qos(self.params.lockstep))
+        subscribe_odometry(self, "ground_truth/odom", self.on_odom, stream_qos(self.params.lockstep))
         self.create_subscription(DiagnosticArray, "/diagnostics", self.on_diagnostics, COMMAND_QOS)
         m = self.mission
         self.get_logger().info(
@@ -103,16 +104,15 @@ class MissionNode(Node):
 
     # -- driven by odometry ----------------------------------------------------
 
-    def on_odom(self, message: Odometry) -> None:
-        stamp = from_stamp(message.header.stamp)
+    def on_odom(self, odom: OdometryFields) -> None:
+        stamp = odom.time_s
         repeated = stamp == self.last_stamp and self.phase == "wait"  # lockstep re-sends while it waits for us
         if (stamp <= self.last_stamp and not repeated) or self.exit_code is not None:
             return
         self.last_stamp = stamp
-        pose, twist = message.pose.pose, message.twist.twist
-        position = np.array([pose.position.x, pose.position.y, pose.position.z])
-        orientation = (pose.orientation.w, pose.orientation.x, pose.orientation.y, pose.orientation.z)
-        velocity = quat_to_matrix(orientation) @ np.array([twist.linear.x, twist.linear.y, twist.linear.z])
+        position = np.array(odom.position)
+        orientation = odom.orientation_wxyz
+        velocity = quat_to_matrix(orientation) @ np.array(odom.linear_velocity)
         if not repeated:
             self.recorder.add(stamp, position, velocity, self.phase, self.reference)
         sample = (stamp, position, orientation, velocity)

@@ -60,6 +60,7 @@ from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64, Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
 
+from aerial_sim.cdr import cdr_header_stamp_ns
 from aerial_sim.config import ParamsError, require, require_non_negative, require_positive
 from aerial_sim.control.controller import STABLE_STATE_RATE_HZ
 from aerial_sim.environment.atmosphere import MAX_ALTITUDE_M, MIN_ALTITUDE_M
@@ -78,7 +79,6 @@ from aerial_sim.nodes.common import (
 from aerial_sim.physics.lockstep import LockstepGate, Participant, parse_participants
 from aerial_sim.physics.rotation import rotate_inverse
 from aerial_sim.physics.world import PhysicsParams, PhysicsWorld, RunControl
-from aerial_sim.recording.recorder import cdr_header_stamp_ns
 from aerial_sim.vehicles.fleet import FleetSelection, require_vehicle_names
 from aerial_sim.vehicles.multirotor import load_vehicle
 

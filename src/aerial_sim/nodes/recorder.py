@@ -34,6 +34,7 @@ from rclpy.event_handler import SubscriptionEventCallbacks, UnsupportedEventType
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
+from aerial_sim.cdr import cdr_header_stamp_ns
 from aerial_sim.nodes.common import InputStampClock, declare_params, run_folder_parameter, run_node
 from aerial_sim.recording.bag import BagWriter, qos_profile_dict
 from aerial_sim.recording.msgdefs import UnknownMessageType, message_definition
@@ -51,7 +52,6 @@ from aerial_sim.recording.rates import (
 )
 from aerial_sim.recording.recorder import (
     RecorderParams,
-    cdr_header_stamp_ns,
     has_header,
     progress_text,
 )

@@ -16,12 +16,12 @@ import math
 from dataclasses import dataclass
 
 from geometry_msgs.msg import WrenchStamped
-from nav_msgs.msg import Odometry
 from rclpy.node import Node
-from sensor_msgs.msg import JointState
 
+from aerial_sim.cdr import JointStateFields, OdometryFields
 from aerial_sim.config import require, require_positive
-from aerial_sim.nodes.common import announce_lockstep_participant, declare_params, frame_in_namespace, from_stamp, run_node, stream_qos
+from aerial_sim.nodes.common import (announce_lockstep_participant, declare_params, frame_in_namespace, run_node, stamp_from_fields,
+                                     stream_qos, subscribe_joint_state, subscribe_odometry)
 from aerial_sim.physics.rotor_drag import RotorDragModel, RotorDragParams, air_velocity_body
 from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, truth_from_odometry
 
@@ -63,7 +63,7 @@ class RotorDragNode(Node):
         self.thrusts: tuple[float, ...] | None = None
         self.thrusts_time_s = -math.inf
         #: Lockstep: odometry and thrusts by stamp, each waiting for the other of its own period.
-        self.odometry_waiting: dict[float, Odometry] = {}
+        self.odometry_waiting: dict[float, OdometryFields] = {}
         self.thrusts_waiting: dict[float, tuple[float, ...]] = {}
         self.last_publish_s = -math.inf
         self.wrenches_published = 0
@@ -71,16 +71,16 @@ class RotorDragNode(Node):
         self.publisher = self.create_publisher(WrenchStamped, "rotor_drag/wrench", qos)
         if self.node_params.lockstep:  # the physics node then applies the wrench of each period's own state
             self.lockstep_announcement = announce_lockstep_participant(self, "rotor_drag/wrench", self.node_params.rate_hz)
-        self.create_subscription(JointState, "rotors", self.on_rotors, qos)
-        self.create_subscription(Odometry, "ground_truth/odom", self.on_odom, qos)
+        subscribe_joint_state(self, "rotors", self.on_rotors, qos)
+        subscribe_odometry(self, "ground_truth/odom", self.on_odom, qos)
         form = "eq. (11), per rotor" if self.drag_params.per_rotor else "eq. (13)"
         self.get_logger().info(
             f"rotor drag {form}: k={self.drag_params.k:g}, b={self.drag_params.b:g}, "
             f"c_d1={self.drag_params.c_d1:g}, wind {self.wind} m/s, up to {self.node_params.rate_hz:g} Hz"
         )
 
-    def on_rotors(self, message: JointState) -> None:
-        thrusts = tuple(float(t) for t in message.effort)
+    def on_rotors(self, rotors: JointStateFields) -> None:
+        thrusts = rotors.effort
         if not thrusts or not all(math.isfinite(t) for t in thrusts):
             self.get_logger().warning("rotors: effort (thrust) missing or not finite; ignored", throttle_duration_sec=5)
             return
@@ -91,7 +91,7 @@ class RotorDragNode(Node):
             )
             return
         self.thrusts = thrusts
-        self.thrusts_time_s = from_stamp(message.header.stamp)
+        self.thrusts_time_s = rotors.time_s
         if self.node_params.lockstep:
             odometry = self.odometry_waiting.pop(self.thrusts_time_s, None)
             if odometry is None:
@@ -99,22 +99,22 @@ class RotorDragNode(Node):
             else:
                 self.publish_wrench(odometry, thrusts)
 
-    def on_odom(self, message: Odometry) -> None:
+    def on_odom(self, odom: OdometryFields) -> None:
         if not self.node_params.lockstep:
-            self.publish_wrench(message, self.thrusts)
+            self.publish_wrench(odom, self.thrusts)
             return
         # Lockstep pairs each odometry with its own period's thrusts, whichever arrives first: with
         # the latest thrusts instead (arrival order), two runs of the same inputs would differ.
-        stamp_s = from_stamp(message.header.stamp)
+        stamp_s = odom.time_s
         thrusts = self.thrusts_waiting.pop(stamp_s, None)
         if thrusts is None:
-            remember(self.odometry_waiting, stamp_s, message)
+            remember(self.odometry_waiting, stamp_s, odom)
         else:
-            self.publish_wrench(message, thrusts)
+            self.publish_wrench(odom, thrusts)
 
-    def publish_wrench(self, message: Odometry, thrusts: tuple[float, ...] | None) -> None:
-        """The drag wrench for ``message``'s state and ``thrusts``, at most ``rate_hz`` in sim time."""
-        now_s = from_stamp(message.header.stamp)
+    def publish_wrench(self, odom: OdometryFields, thrusts: tuple[float, ...] | None) -> None:
+        """The drag wrench for ``odom``'s state and ``thrusts``, at most ``rate_hz`` in sim time."""
+        now_s = odom.time_s
         if now_s < self.last_publish_s:  # simulation restarted
             self.last_publish_s = -math.inf
         if thrusts is None or now_s - self.last_publish_s < self.period_s - 1e-9:
@@ -122,16 +122,13 @@ class RotorDragNode(Node):
         if not self.node_params.lockstep and abs(now_s - self.thrusts_time_s) > self.node_params.max_input_age_s:
             self.get_logger().warning("rotors: no recent thrusts; no drag published", throttle_duration_sec=5)
             return
-        if truth_from_odometry(message) is None:
+        if truth_from_odometry(odom) is None:
             self.get_logger().warning(UNUSABLE_ODOMETRY, throttle_duration_sec=5)
             return
-        twist, pose = message.twist.twist, message.pose.pose
-        velocity_body = (twist.linear.x, twist.linear.y, twist.linear.z)
-        rates_body = (twist.angular.x, twist.angular.y, twist.angular.z)
-        orientation = (pose.orientation.w, pose.orientation.x, pose.orientation.y, pose.orientation.z)
-        force, torque = self.model.wrench(thrusts, air_velocity_body(velocity_body, orientation, self.wind), rates_body)
+        velocity_body, rates_body = odom.linear_velocity, odom.angular_velocity
+        force, torque = self.model.wrench(thrusts, air_velocity_body(velocity_body, odom.orientation_wxyz, self.wind), rates_body)
         out = WrenchStamped()
-        out.header.stamp = message.header.stamp
+        out.header.stamp = stamp_from_fields(odom)
         out.header.frame_id = self.frame_id
         out.wrench.force.x, out.wrench.force.y, out.wrench.force.z = force
         out.wrench.torque.x, out.wrench.torque.y, out.wrench.torque.z = torque

@@ -32,11 +32,11 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
-from nav_msgs.msg import Odometry
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from std_srvs.srv import SetBool, Trigger
 
+from aerial_sim.cdr import OdometryFields
 from aerial_sim.config import ParamsError, require, require_positive
 from aerial_sim.control.formation import (
     FormationPlan,
@@ -52,7 +52,8 @@ from aerial_sim.control.formation import (
     summary_text,
 )
 from aerial_sim.control.geometry import quat_from_yaw, yaw_of
-from aerial_sim.nodes.common import COMMAND_QOS, declare_params, from_stamp, run_folder_parameter, run_node, stream_qos, to_stamp
+from aerial_sim.nodes.common import (COMMAND_QOS, declare_params, run_folder_parameter, run_node, stream_qos,
+                                     subscribe_odometry, to_stamp)
 from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, truth_from_odometry
 from aerial_sim.vehicles.fleet import FleetSelection, require_vehicle_names
 
@@ -121,7 +122,7 @@ class SwarmVehicle:
         self.arm_client = node.create_client(SetBool, f"/{name}/arm")
         self.takeoff_client = node.create_client(Trigger, f"/{name}/takeoff")
         self.land_client = node.create_client(Trigger, f"/{name}/land")
-        node.create_subscription(Odometry, f"/{name}/ground_truth/odom", self.on_odom, qos)
+        subscribe_odometry(node, f"/{name}/ground_truth/odom", self.on_odom, qos)
         self._node = node
 
     @property
@@ -131,8 +132,8 @@ class SwarmVehicle:
     def services_ready(self) -> bool:
         return all(c.service_is_ready() for c in (self.arm_client, self.takeoff_client, self.land_client))
 
-    def on_odom(self, message: Odometry) -> None:
-        truth = truth_from_odometry(message)
+    def on_odom(self, odom: OdometryFields) -> None:
+        truth = truth_from_odometry(odom)
         if truth is None:
             self._node.get_logger().warning(f"{self.name}: {UNUSABLE_ODOMETRY}", throttle_duration_sec=5)
             return
@@ -141,7 +142,7 @@ class SwarmVehicle:
             self.yaw = yaw_of(truth.orientation)
         self.position, self.speed = position, float(np.linalg.norm(truth.velocity_world))
         ref = self.target if self.target is not None else (math.nan,) * 3
-        self.track.append((from_stamp(message.header.stamp), *map(float, position), self._node.phase, *map(float, ref)))
+        self.track.append((odom.time_s, *map(float, position), self._node.phase, *map(float, ref)))
 
     def send_pose(self, stamp: float, position) -> None:
         self.target = np.asarray(position, dtype=float)

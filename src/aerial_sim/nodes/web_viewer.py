@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from geometry_msgs.msg import PoseArray
-from nav_msgs.msg import Odometry
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from sensor_msgs.msg import Image, PointCloud2
 
+from aerial_sim.cdr import OdometryFields
 from aerial_sim.config import require
-from aerial_sim.nodes.common import declare_params, from_stamp, run_node, stream_qos
+from aerial_sim.nodes.common import declare_params, from_stamp, run_node, stream_qos, subscribe_odometry
 from aerial_sim.recording.export import image_to_array
 from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, Mount, PoseTrack, truth_from_odometry
 from aerial_sim.sensors.lidar import LidarParams, points_to_world
@@ -81,7 +81,7 @@ class WebViewerNode(Node):
         self.R_base_optical, self.t_base_optical = optical_to_base(mount)
         self.poses: deque = deque(maxlen=500)  # (t, position, orientation) for placing clouds
         qos = stream_qos(self.params.lockstep)
-        self.create_subscription(Odometry, "ground_truth/odom", self.on_odom, qos)
+        subscribe_odometry(self, "ground_truth/odom", self.on_odom, qos)
         self.create_subscription(PoseArray, "/swarm/poses", self.on_swarm, qos)
         self.create_subscription(PointCloud2, "camera/depth/points", self.on_cloud, qos)
         self.create_subscription(PointCloud2, "lidar/points", self.on_lidar, qos)
@@ -92,8 +92,8 @@ class WebViewerNode(Node):
         self._tick_timer = self.create_timer(1.0 / self.params.viewer.update_rate_hz, self.tick, clock=steady)
         print(f"[web_viewer] open {self.viewer.url} in a browser (scene '{scene.name}')", flush=True)
 
-    def on_odom(self, msg: Odometry) -> None:
-        truth = truth_from_odometry(msg)
+    def on_odom(self, odom: OdometryFields) -> None:
+        truth = truth_from_odometry(odom)
         if truth is None:
             self.get_logger().warning(UNUSABLE_ODOMETRY, throttle_duration_sec=5)
             return

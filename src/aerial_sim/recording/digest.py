@@ -32,8 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from aerial_sim.cdr import cdr_header_stamp_ns
 from aerial_sim.recording.reader import open_bag
-from aerial_sim.recording.recorder import cdr_header_stamp_ns
 
 EXCLUDED_TOPICS = ("/rosout", "/parameter_events")
 #: Types published at a fixed rate by a sensor or the physics node, whose stamp gaps are drops.

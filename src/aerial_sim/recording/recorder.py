@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import struct
 from dataclasses import dataclass, field
 
 from aerial_sim.config import require, require_positive
@@ -111,19 +110,6 @@ def has_header(definition: MessageDefinition) -> bool:
         if line:
             return line.split()[0] in ("std_msgs/Header", "Header", "std_msgs/msg/Header")
     return False
-
-
-def cdr_header_stamp_ns(data: bytes) -> int | None:
-    """``header.stamp`` of a CDR-serialized message whose first field is a Header, in ns.
-
-    CDR: 4-byte encapsulation header (byte 1 = 0x01 little endian, 0x00 big endian),
-    then ``int32 sec``, ``uint32 nanosec``.
-    """
-    if len(data) < 12:
-        return None
-    order = "<" if data[1] & 1 else ">"
-    sec, nanosec = struct.unpack_from(f"{order}iI", data, 4)
-    return sec * 1_000_000_000 + nanosec
 
 
 def progress_text(info: BagInfo, elapsed_s: float, previous: BagInfo | None = None, dt_s: float = 0.0) -> str:

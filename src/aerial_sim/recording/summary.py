@@ -26,6 +26,7 @@ from typing import Mapping
 import numpy as np
 import yaml
 
+from aerial_sim.cdr import cdr_header_stamp_ns
 from aerial_sim.recording.digest import EXCLUDED_TOPICS, begins_with_stamp
 from aerial_sim.recording.rates import (
     CONFIGURED_KEY,
@@ -37,7 +38,6 @@ from aerial_sim.recording.rates import (
     stream_health,
 )
 from aerial_sim.recording.reader import find_bag, open_bag, stamp_ns
-from aerial_sim.recording.recorder import cdr_header_stamp_ns
 
 ODOMETRY = "nav_msgs/msg/Odometry"
 

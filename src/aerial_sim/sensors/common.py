@@ -30,6 +30,7 @@ from typing import Any, Literal, Protocol, TypeVar
 
 import numpy as np
 
+from aerial_sim.cdr import OdometryFields
 from aerial_sim.config import ParamsError, load_yaml_params, require, require_positive
 from aerial_sim.control.geometry import quat_conjugate
 from aerial_sim.paths import resolve_config
@@ -100,7 +101,8 @@ def as_truth_sample(truth: GroundTruthLike) -> TruthSample:
 
 
 def truth_from_odometry(msg: Any) -> TruthSample | None:
-    """A :class:`TruthSample` from a nav_msgs/Odometry-shaped object (read by attribute, no ROS import).
+    """A :class:`TruthSample` from odometry: :class:`aerial_sim.cdr.OdometryFields` (what the nodes'
+    raw subscriptions decode) or a nav_msgs/Odometry-shaped object (read by attribute, no ROS import).
 
     Pose is in ``map`` (ENU), twist in the body frame (nav_msgs convention), so the
     linear velocity is rotated into the world. Returns None (log :data:`UNUSABLE_ODOMETRY`)
@@ -108,9 +110,8 @@ def truth_from_odometry(msg: Any) -> TruthSample | None:
     no rotation, or the state is beyond the ``MAX_TRUTH_*`` bounds. A quaternion that is not
     of unit length is normalised.
     """
-    p, q = msg.pose.pose.position, msg.pose.pose.orientation
-    v, w = msg.twist.twist.linear, msg.twist.twist.angular
-    values = (p.x, p.y, p.z, q.w, q.x, q.y, q.z, v.x, v.y, v.z, w.x, w.y, w.z)
+    odom = msg if isinstance(msg, OdometryFields) else OdometryFields.from_message(msg)
+    values = odom.position + odom.orientation_wxyz + odom.linear_velocity + odom.angular_velocity
     if not all(math.isfinite(x) for x in values) or sum(x * x for x in values[3:7]) < MIN_QUATERNION_NORM2:
         return None
     if (math.hypot(*values[0:3]) > MAX_TRUTH_POSITION_M or math.hypot(*values[7:10]) > MAX_TRUTH_SPEED_M_S
@@ -121,9 +122,8 @@ def truth_from_odometry(msg: Any) -> TruthSample | None:
     if abs(norm - 1.0) > 1e-6:
         orientation = tuple(x / norm for x in orientation)
     velocity_world = rotation_matrix(orientation) @ np.asarray(values[7:10])
-    stamp = msg.header.stamp
     return TruthSample(
-        time_s=stamp.sec + stamp.nanosec * 1e-9,
+        time_s=odom.time_s,
         position=values[0:3],
         orientation=orientation,
         velocity_world=tuple(map(float, velocity_world)),

@@ -1,0 +1,279 @@
+"""Reading ground-truth messages straight from CDR bytes (aerial_sim.cdr): the same values rclpy
+deserializes, for either byte order, and a ValueError (never a crash) for bytes that are not one.
+
+The reference is rclpy's own ``serialize_message``; big-endian bytes come from a small CDR writer
+here, checked first to write exactly rclpy's little-endian bytes.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import struct
+
+import pytest
+from conftest import requires_ros
+
+from aerial_sim.cdr import (
+    OdometryFields,
+    cdr_header_stamp_ns,
+    decode_imu,
+    decode_joint_state,
+    decode_odometry,
+)
+from aerial_sim.sensors.common import truth_from_odometry
+
+
+class CdrWriter:
+    """XCDR1 bytes of a plain ROS message, in either byte order (alignment from the payload start)."""
+
+    def __init__(self, order: str):
+        self.order = order
+        self.payload = bytearray()
+        self.padding: list[int] = []  # payload offsets of alignment bytes (rclpy leaves them uninitialised)
+
+    def align(self, size: int) -> None:
+        count = -len(self.payload) % size
+        self.padding += range(len(self.payload), len(self.payload) + count)
+        self.payload += b"\0" * count
+
+    def u32(self, value: int) -> None:
+        self.align(4)
+        self.payload += struct.pack(self.order + "I", value)
+
+    def header(self, sec: int, nanosec: int, frame_id: str) -> None:
+        self.align(4)
+        self.payload += struct.pack(self.order + "iI", sec, nanosec)
+        self.string(frame_id)
+
+    def string(self, text: str) -> None:
+        data = text.encode() + b"\0"
+        self.u32(len(data))
+        self.payload += data
+
+    def doubles(self, values) -> None:
+        if values:
+            self.align(8)
+            self.payload += struct.pack(f"{self.order}{len(values)}d", *values)
+
+    def bytes(self) -> bytes:
+        return (b"\0\1" if self.order == "<" else b"\0\0") + b"\0\0" + bytes(self.payload)
+
+    def matches(self, data: bytes) -> bool:
+        """True when ``data`` starts with what this writer wrote, alignment bytes aside (rclpy's
+        bytes may go on after the message: up to 8 bytes of whatever the buffer held)."""
+        payload = bytearray(data[4:4 + len(self.payload)])
+        for offset in self.padding:
+            payload[offset] = 0
+        return data[:4] == self.bytes()[:4] and payload == self.payload and len(data) - len(self.bytes()) <= 8
+
+
+def random_text(rng: random.Random, length: int) -> str:
+    return "".join(rng.choice("abcxyz_/019") for _ in range(length))
+
+
+def random_odometry(rng: random.Random, frame_length: int, child_length: int):
+    from nav_msgs.msg import Odometry
+
+    message = Odometry()
+    message.header.stamp.sec, message.header.stamp.nanosec = rng.randrange(-2**31, 2**31), rng.randrange(10**9)
+    message.header.frame_id = random_text(rng, frame_length)
+    message.child_frame_id = random_text(rng, child_length)
+    pose, twist = message.pose, message.twist
+    p, q, v, w = pose.pose.position, pose.pose.orientation, twist.twist.linear, twist.twist.angular
+    p.x, p.y, p.z, q.x, q.y, q.z, q.w, v.x, v.y, v.z, w.x, w.y, w.z = (rng.uniform(-1e3, 1e3) for _ in range(13))
+    pose.covariance = [rng.random() for _ in range(36)]
+    twist.covariance = [rng.random() for _ in range(36)]
+    return message
+
+
+def odometry_writer(message, order: str) -> CdrWriter:
+    writer = CdrWriter(order)
+    writer.header(message.header.stamp.sec, message.header.stamp.nanosec, message.header.frame_id)
+    writer.string(message.child_frame_id)
+    p, q = message.pose.pose.position, message.pose.pose.orientation
+    v, w = message.twist.twist.linear, message.twist.twist.angular
+    writer.doubles([p.x, p.y, p.z, q.x, q.y, q.z, q.w, *message.pose.covariance])
+    writer.doubles([v.x, v.y, v.z, w.x, w.y, w.z, *message.twist.covariance])
+    return writer
+
+
+def random_imu(rng: random.Random, frame_length: int):
+    from sensor_msgs.msg import Imu
+
+    message = Imu()
+    message.header.stamp.sec, message.header.stamp.nanosec = rng.randrange(2**31), rng.randrange(10**9)
+    message.header.frame_id = random_text(rng, frame_length)
+    for vector in (message.orientation, message.angular_velocity, message.linear_acceleration):
+        for axis in "xyz":
+            setattr(vector, axis, rng.uniform(-50.0, 50.0))
+    message.orientation.w = rng.uniform(-1.0, 1.0)
+    message.orientation_covariance = [rng.random() for _ in range(9)]
+    message.angular_velocity_covariance = [rng.random() for _ in range(9)]
+    message.linear_acceleration_covariance = [rng.random() for _ in range(9)]
+    return message
+
+
+def imu_writer(message, order: str) -> CdrWriter:
+    writer = CdrWriter(order)
+    writer.header(message.header.stamp.sec, message.header.stamp.nanosec, message.header.frame_id)
+    q = message.orientation
+    writer.doubles([q.x, q.y, q.z, q.w, *message.orientation_covariance])
+    for vector, covariance in ((message.angular_velocity, message.angular_velocity_covariance),
+                               (message.linear_acceleration, message.linear_acceleration_covariance)):
+        writer.doubles([vector.x, vector.y, vector.z, *covariance])
+    return writer
+
+
+def random_joint_state(rng: random.Random, frame_length: int):
+    from sensor_msgs.msg import JointState
+
+    message = JointState()
+    message.header.stamp.sec, message.header.stamp.nanosec = rng.randrange(2**31), rng.randrange(10**9)
+    message.header.frame_id = random_text(rng, frame_length)
+    count = rng.randrange(6)
+    message.name = [random_text(rng, rng.randrange(7)) for _ in range(count)]
+    message.position = [rng.uniform(-5.0, 5.0) for _ in range(rng.choice((0, count)))]
+    message.velocity = [rng.uniform(0.0, 2000.0) for _ in range(count)]
+    message.effort = [rng.uniform(0.0, 20.0) for _ in range(rng.choice((0, count)))]
+    return message
+
+
+def joint_state_writer(message, order: str) -> CdrWriter:
+    writer = CdrWriter(order)
+    writer.header(message.header.stamp.sec, message.header.stamp.nanosec, message.header.frame_id)
+    writer.u32(len(message.name))
+    for name in message.name:
+        writer.string(name)
+    for values in (message.position, message.velocity, message.effort):
+        writer.u32(len(values))
+        writer.doubles(list(values))
+    return writer
+
+
+def expected_odometry(message) -> OdometryFields:
+    return OdometryFields.from_message(message)
+
+
+@requires_ros
+@pytest.mark.parametrize("order", ["<", ">"])
+def test_odometry_decodes_to_rclpys_values_for_every_string_alignment_and_both_byte_orders(order):
+    from rclpy.serialization import deserialize_message, serialize_message
+    from nav_msgs.msg import Odometry
+
+    rng = random.Random(11)
+    for frame_length in range(10):
+        for child_length in range(10):
+            message = random_odometry(rng, frame_length, child_length)
+            data = serialize_message(message)
+            assert odometry_writer(message, "<").matches(data)  # the writer writes what rclpy writes
+            if order == ">":
+                data = odometry_writer(message, ">").bytes()
+            decoded = decode_odometry(data)
+            assert decoded == expected_odometry(deserialize_message(serialize_message(message), Odometry))
+            assert decoded.stamp_ns == message.header.stamp.sec * 10**9 + message.header.stamp.nanosec
+            assert cdr_header_stamp_ns(data) == decoded.stamp_ns
+
+
+@requires_ros
+@pytest.mark.parametrize("order", ["<", ">"])
+def test_imu_and_joint_state_decode_to_rclpys_values_in_both_byte_orders(order):
+    from rclpy.serialization import serialize_message
+
+    rng = random.Random(14)
+    for frame_length in range(10):
+        imu = random_imu(rng, frame_length)
+        data = serialize_message(imu)
+        assert imu_writer(imu, "<").matches(data)
+        decoded = decode_imu(imu_writer(imu, order).bytes() if order == ">" else data)
+        q = imu.orientation
+        assert decoded.time_s == imu.header.stamp.sec + imu.header.stamp.nanosec * 1e-9
+        assert decoded.frame_id == imu.header.frame_id
+        assert decoded.orientation_wxyz == (q.w, q.x, q.y, q.z)
+        assert decoded.angular_velocity == (imu.angular_velocity.x, imu.angular_velocity.y, imu.angular_velocity.z)
+        assert decoded.linear_acceleration == (imu.linear_acceleration.x, imu.linear_acceleration.y,
+                                               imu.linear_acceleration.z)
+        assert decoded.orientation_covariance == tuple(imu.orientation_covariance)
+        assert decoded.angular_velocity_covariance == tuple(imu.angular_velocity_covariance)
+        assert decoded.linear_acceleration_covariance == tuple(imu.linear_acceleration_covariance)
+
+        joints = random_joint_state(rng, frame_length)
+        data = serialize_message(joints)
+        assert joint_state_writer(joints, "<").matches(data)
+        decoded = decode_joint_state(joint_state_writer(joints, order).bytes() if order == ">" else data)
+        assert (decoded.stamp_sec, decoded.stamp_nanosec) == (joints.header.stamp.sec, joints.header.stamp.nanosec)
+        assert decoded.name == tuple(joints.name)
+        assert decoded.position == tuple(joints.position)
+        assert decoded.velocity == tuple(joints.velocity)
+        assert decoded.effort == tuple(joints.effort)
+
+
+@requires_ros
+def test_nan_is_passed_on_and_the_truth_of_decoded_odometry_equals_the_typed_messages():
+    from rclpy.serialization import serialize_message
+
+    rng = random.Random(3)
+    message = random_odometry(rng, 3, 16)
+    message.pose.pose.orientation.w, message.pose.pose.orientation.x = 0.8, 0.6
+    message.pose.pose.orientation.y = message.pose.pose.orientation.z = 0.0
+    message.pose.pose.position.x = message.pose.pose.position.y = 5.0
+    message.twist.twist.linear.x = 7.5
+    message.twist.twist.angular.z = 1.25
+    decoded = decode_odometry(serialize_message(message))
+    assert truth_from_odometry(decoded) == truth_from_odometry(message)  # the models' inputs, bit for bit
+    message.twist.twist.linear.y = math.nan
+    decoded = decode_odometry(serialize_message(message))
+    assert math.isnan(decoded.linear_velocity[1])
+    assert truth_from_odometry(decoded) is None
+
+
+@requires_ros
+def test_every_truncation_and_a_foreign_encapsulation_raise_value_error():
+    from sensor_msgs.msg import JointState
+
+    rng = random.Random(5)
+    rotors = JointState(name=["rotor_0", "rotor_1"], position=[0.5, 1.5], velocity=[800.0, 810.0], effort=[4.0, 4.1])
+    cases = [
+        (decode_odometry, odometry_writer(random_odometry(rng, 5, 16), "<").bytes()),
+        (decode_imu, imu_writer(random_imu(rng, 8), ">").bytes()),
+        (decode_joint_state, joint_state_writer(rotors, "<").bytes()),
+    ]
+    for decode, data in cases:
+        decode(data)
+        for length in range(len(data)):
+            with pytest.raises(ValueError):
+                decode(data[:length])
+        for encapsulation in (b"\x00\x02", b"\x00\x03", b"\x00\x07", b"\x01\x01", b"\xff\xff"):
+            with pytest.raises(ValueError, match="encapsulation"):
+                decode(encapsulation + data[2:])
+    odometry = cases[0][1]
+    too_long = odometry[:12] + struct.pack("<I", 10**6) + odometry[16:]
+    with pytest.raises(ValueError, match="past the end"):
+        decode_odometry(too_long)
+    with pytest.raises(ValueError):  # a frame id that is no UTF-8
+        decode_odometry(odometry[:16] + b"\xff" + odometry[17:])
+
+
+def test_the_header_stamp_reader_stays_lenient():
+    stamp = struct.pack("<iI", 12, 345_678_901)
+    assert cdr_header_stamp_ns(b"\x00\x01\x00\x00" + stamp) == 12_345_678_901
+    assert cdr_header_stamp_ns(b"\x00\x01\x00\x00" + stamp[:7]) is None
+
+
+@requires_ros
+def test_a_raw_subscription_reports_undecodable_bytes_through_the_input_guard(ros_node):
+    from rclpy.serialization import serialize_message
+
+    from aerial_sim.nodes.common import InputGuard, stream_qos, subscribe_odometry
+
+    received, warnings = [], []
+    subscription = subscribe_odometry(ros_node, "/drone1/ground_truth/odom", received.append, stream_qos())
+    guard = InputGuard(ros_node)
+    guard.report = lambda topic, type_name, error: warnings.append((topic, type_name, str(error)))
+    guard.guard_all()
+    good = serialize_message(random_odometry(random.Random(1), 3, 16))
+    subscription.callback(good[:100])
+    subscription.callback(good)
+    assert received == [decode_odometry(good)]
+    assert len(warnings) == 1 and warnings[0][:2] == ("/drone1/ground_truth/odom", "Odometry")
+    assert "truncated" in warnings[0][2]
