@@ -50,7 +50,8 @@ def test_arm_takeoff_hold_refusals_and_land(launch, ros_node):
     pose_pub = ros_node.create_publisher(PoseStamped, "/drone1/cmd_pose", COMMAND_QOS)
     vel_pub = ros_node.create_publisher(TwistStamped, "/drone1/cmd_vel", COMMAND_QOS)
 
-    assert spin_until(ros_node, lambda: odom, 20.0), physics.output() + control.output()
+    # The controller's first diagnostics come from its first step: it has a vehicle state by then.
+    assert spin_until(ros_node, lambda: odom and diagnostics, 20.0), physics.output() + control.output()
     refused = call(ros_node, takeoff, Trigger.Request())
     assert not refused.success and "arm first" in refused.message
     assert call(ros_node, arm, SetBool.Request(data=True)).success

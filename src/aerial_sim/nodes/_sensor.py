@@ -15,14 +15,8 @@ from rclpy.node import Node
 from aerial_sim.cdr import OdometryFields
 from aerial_sim.config import require
 from aerial_sim.environment.geodesy import HomePoint
-from aerial_sim.nodes.common import (
-    announce_lockstep_participant,
-    declare_params,
-    frame_in_namespace,
-    publish_static_mount,
-    stream_qos,
-    subscribe_odometry,
-)
+from aerial_sim.nodes.common import (InputStampClock, announce_lockstep_participant, declare_params, frame_in_namespace,
+                                     publish_static_mount, stream_qos, subscribe_odometry)
 from aerial_sim.sensors.common import (
     UNUSABLE_ODOMETRY,
     Resampler,
@@ -61,7 +55,7 @@ class OdometrySensorNode(Node):
         self.resampler = Resampler(self.params.rate_hz, self.options.interpolation)
         self.dt = 1.0 / self.params.rate_hz
         self.qos = stream_qos(self.options.lockstep)
-        subscribe_odometry(self, "ground_truth/odom", self.on_truth, self.qos)
+        subscribe_odometry(self, "ground_truth/odom", self.on_truth, self.qos, clock=InputStampClock(self))
 
     def take_part_in_lockstep(self, topic: str, first_s: float = 0.0, lag_s: float = 0.0) -> None:
         """With ``lockstep``: ask the physics node to wait for ``topic``, one output per ``k / rate_hz``

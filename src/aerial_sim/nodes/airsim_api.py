@@ -63,8 +63,8 @@ from aerial_sim.control.geometry import quat_from_yaw, quat_to_matrix
 from aerial_sim.environment.geodesy import HomePoint
 from aerial_sim.environment.gravity import normal_gravity
 from aerial_sim.sensors.common import truth_from_odometry
-from aerial_sim.nodes.common import (COMMAND_QOS, declare_params, from_stamp, is_finite_sequence, run_node, stream_qos,
-                                     subscribe_imu, subscribe_joint_state, subscribe_odometry, to_stamp)
+from aerial_sim.nodes.common import (COMMAND_QOS, InputStampClock, declare_params, from_stamp, is_finite_sequence, run_node,
+                                     stream_qos, subscribe_imu, subscribe_joint_state, subscribe_odometry, to_stamp)
 from aerial_sim.vehicles.fleet import require_vehicle_names
 from aerial_sim.vehicles.multirotor import load_vehicle
 from aerial_sim.world.camera import CameraParams
@@ -285,6 +285,7 @@ class AirSimApiNode(Node):
         self.vehicles = {name: RosVehicleLink(self, name, kind, params.lockstep)
                          for name, kind in zip(params.vehicle_names, params.vehicle_types)}
         self.create_subscription(Clock, "/clock", self.on_clock, stream_qos(params.lockstep))
+        self.sim_clock = InputStampClock(self)  # set from on_clock: one /clock subscription, not two
         self.create_subscription(DiagnosticArray, "/diagnostics", self.on_diagnostics, COMMAND_QOS)
         self.pause_client = self.create_client(SetBool, "/physics/pause")
         self.reset_client = self.create_client(Trigger, "/physics/reset")
@@ -325,6 +326,7 @@ class AirSimApiNode(Node):
 
     # -- Graph ------------------------------------------------------------------------------
     def on_clock(self, message: Clock) -> None:
+        self.sim_clock.advance(message.clock.sec * 1_000_000_000 + message.clock.nanosec)
         self.loop.call_soon_threadsafe(self.clock.advance, from_stamp(message.clock))
 
     def on_diagnostics(self, message: DiagnosticArray) -> None:

@@ -34,8 +34,8 @@ from sensor_msgs.msg import CameraInfo, Image
 from aerial_sim.cdr import OdometryFields
 from aerial_sim.config import require, require_positive
 from aerial_sim.control.geometry import matrix_to_quat
-from aerial_sim.nodes.common import (announce_lockstep_participant, declare_params, frame_in_namespace, publish_static_mount,
-                                     run_node, stamp_from_fields, stream_qos, subscribe_odometry)
+from aerial_sim.nodes.common import (InputStampClock, announce_lockstep_participant, declare_params, frame_in_namespace,
+                                     publish_static_mount, run_node, stamp_from_fields, stream_qos, subscribe_odometry)
 from aerial_sim.world.camera import CameraModel, CameraParams
 from aerial_sim.world.scene import load_scene
 
@@ -94,7 +94,7 @@ class CameraNode(Node):
         self.camera_info = CameraInfo(**self.model.camera_info())
         if p.lockstep:  # depth camera_info goes out last, after the frame's images
             self.lockstep_announcement = announce_lockstep_participant(self, "camera/depth/camera_info", p.rate_hz)
-        subscribe_odometry(self, "ground_truth/odom", self.on_odom, qos)
+        subscribe_odometry(self, "ground_truth/odom", self.on_odom, qos, clock=InputStampClock(self))
         self._next_frame_s = -math.inf
         self._last_stamp_s = -math.inf
         self.get_logger().info(

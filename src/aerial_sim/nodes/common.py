@@ -93,26 +93,37 @@ def announce_lockstep_participant(node: Node, topic: str, rate_hz: float, first_
 
 
 def subscribe_decoded(node: Node, message_type: type, decode: Callable[[bytes], Any], topic: str,
-                      callback: Callable[[Any], None], qos: QoSProfile):
+                      callback: Callable[[Any], None], qos: QoSProfile, clock: "InputStampClock | None" = None):
     """A raw (CDR bytes) subscription whose ``callback`` gets ``decode(bytes)``: the few fields a node
     reads, without rclpy building the message object (:mod:`aerial_sim.cdr`; a quarter of a 250 Hz
     subscriber's CPU). Bytes ``decode`` refuses raise ``ValueError`` out of the callback, which the
-    node's :class:`InputGuard` reports (topic, type, reason) and drops, as any bad message."""
-    return node.create_subscription(message_type, topic, lambda data: callback(decode(data)), qos, raw=True)
+    node's :class:`InputGuard` reports (topic, type, reason) and drops, as any bad message. With
+    ``clock``, each message's stamp sets the node's sim time first (:class:`InputStampClock`)."""
+    if clock is None:
+        def on_bytes(data: bytes) -> None:
+            callback(decode(data))
+    else:
+        def on_bytes(data: bytes) -> None:
+            fields = decode(data)
+            clock.advance(fields.stamp_sec * 1_000_000_000 + fields.stamp_nanosec)
+            callback(fields)
+    return node.create_subscription(message_type, topic, on_bytes, qos, raw=True)
 
 
-def subscribe_odometry(node: Node, topic: str, callback: Callable[[cdr.OdometryFields], None], qos: QoSProfile):
+def subscribe_odometry(node: Node, topic: str, callback: Callable[[cdr.OdometryFields], None], qos: QoSProfile,
+                       clock: "InputStampClock | None" = None):
     """Subscribe to nav_msgs/Odometry; ``callback`` gets :class:`aerial_sim.cdr.OdometryFields`."""
     from nav_msgs.msg import Odometry  # noqa: PLC0415 - not every node reads odometry
 
-    return subscribe_decoded(node, Odometry, cdr.decode_odometry, topic, callback, qos)
+    return subscribe_decoded(node, Odometry, cdr.decode_odometry, topic, callback, qos, clock)
 
 
-def subscribe_imu(node: Node, topic: str, callback: Callable[[cdr.ImuFields], None], qos: QoSProfile):
+def subscribe_imu(node: Node, topic: str, callback: Callable[[cdr.ImuFields], None], qos: QoSProfile,
+                  clock: "InputStampClock | None" = None):
     """Subscribe to sensor_msgs/Imu; ``callback`` gets :class:`aerial_sim.cdr.ImuFields`."""
     from sensor_msgs.msg import Imu  # noqa: PLC0415
 
-    return subscribe_decoded(node, Imu, cdr.decode_imu, topic, callback, qos)
+    return subscribe_decoded(node, Imu, cdr.decode_imu, topic, callback, qos, clock)
 
 
 def subscribe_joint_state(node: Node, topic: str, callback: Callable[[cdr.JointStateFields], None], qos: QoSProfile):
@@ -355,7 +366,10 @@ class InputStampClock:
     ``/clock`` subscription still cost a whole callback per physics period: 250 messages/s
     and about 0.05-0.09 cores per node on this machine (an idle subscriber's CPU), for a
     time its input already carries, since the physics node stamps ground truth with the
-    very ``/clock`` value it publishes with it. With ``use_sim_time`` true this drops the
+    very ``/clock`` value it publishes with it. Used by the sensors, the flight controller, the
+    mission runner, camera, depth noise, depth points, lidar, rotor drag, the web viewer and
+    scene markers (through :func:`subscribe_odometry`'s ``clock``, or by hand), and by the
+    recorder and the AirSim server, which read ``/clock`` anyway. With ``use_sim_time`` true this drops the
     subscription and sets the node's ROS time from :meth:`advance` (the stamp of the input
     just handled; a simulation reset sends it back, as ``/clock`` would); with
     ``use_sim_time`` false it does nothing (wall time, as before).

@@ -53,8 +53,8 @@ from aerial_sim.config import require_positive
 from aerial_sim.control.controller import STABLE_STATE_RATE_HZ, ControllerParams, StatePeriodMonitor, VehicleState
 from aerial_sim.control.geometry import yaw_of
 from aerial_sim.control.supervisor import CommandRejected, FlightSupervisor, Mode, SupervisorParams
-from aerial_sim.nodes.common import (COMMAND_QOS, FleetHosting, declare_params, from_stamp, run_node, stream_qos,
-                                     subscribe_odometry, to_stamp)
+from aerial_sim.nodes.common import (COMMAND_QOS, FleetHosting, InputStampClock, declare_params, from_stamp, run_node,
+                                     stream_qos, subscribe_odometry, to_stamp)
 from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, truth_from_odometry
 from aerial_sim.vehicles.multirotor import load_vehicle
 
@@ -117,7 +117,7 @@ class FlightControllerNode(Node):
         self.motor_pub = self.create_publisher(Float64MultiArray, "motor_commands", COMMAND_QOS)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS)
         qos = stream_qos(params.lockstep)
-        subscribe_odometry(self, "ground_truth/odom", self.on_odom, qos)
+        subscribe_odometry(self, "ground_truth/odom", self.on_odom, qos, clock=InputStampClock(self))
         if params.attitude_source == "imu":
             self.create_subscription(Imu, "imu/data", self.on_imu, qos)
         self.create_subscription(PoseStamped, "cmd_pose", self.on_cmd_pose, COMMAND_QOS)

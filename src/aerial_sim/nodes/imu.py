@@ -14,19 +14,9 @@ from rclpy.node import Node
 from sensor_msgs.msg import Imu as ImuMsg
 
 from aerial_sim.cdr import ImuFields, JointStateFields
-from aerial_sim.nodes.common import (
-    announce_lockstep_participant,
-    FleetHosting,
-    declare_params,
-    frame_in_namespace,
-    is_finite_sequence,
-    publish_static_mount,
-    run_node,
-    stream_qos,
-    subscribe_imu,
-    subscribe_joint_state,
-    to_stamp,
-)
+from aerial_sim.nodes.common import (FleetHosting, InputStampClock, announce_lockstep_participant, declare_params,
+                                     frame_in_namespace, is_finite_sequence, publish_static_mount, run_node, stream_qos,
+                                     subscribe_imu, subscribe_joint_state, to_stamp)
 from aerial_sim.sensors.common import Resampler, SensorNodeOptions, TruthSample, load_preset, resample_for
 from aerial_sim.sensors.imu import Imu, ImuParams
 
@@ -47,7 +37,7 @@ class ImuNode(Node):
         self.publisher = self.create_publisher(ImuMsg, "imu/data", qos)
         if options.lockstep:
             self.lockstep_announcement = announce_lockstep_participant(self, "imu/data", self.params.rate_hz)
-        subscribe_imu(self, "ground_truth/imu", self.on_truth, qos)
+        subscribe_imu(self, "ground_truth/imu", self.on_truth, qos, clock=InputStampClock(self))
         if self.params.vibration_enabled:
             subscribe_joint_state(self, "rotors", self.on_rotors, qos)
         self.get_logger().info(f"IMU at {self.params.rate_hz:g} Hz in {self.frame_id} (preset '{options.preset}')")

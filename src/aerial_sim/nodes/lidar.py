@@ -24,8 +24,8 @@ from sensor_msgs.msg import PointCloud2, PointField
 
 from aerial_sim.cdr import OdometryFields
 from aerial_sim.nodes._sensor import SceneOption
-from aerial_sim.nodes.common import (announce_lockstep_participant, declare_params, frame_in_namespace, publish_static_mount, run_node,
-                                     stream_qos, subscribe_odometry, to_stamp)
+from aerial_sim.nodes.common import (InputStampClock, announce_lockstep_participant, declare_params, frame_in_namespace,
+                                     publish_static_mount, run_node, stream_qos, subscribe_odometry, to_stamp)
 from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, SensorNodeOptions, load_preset, truth_from_odometry
 from aerial_sim.sensors.lidar import LidarModel, LidarParams, LidarScan, LidarSweeper
 from aerial_sim.sensors.pointcloud import LIDAR_POINT_DTYPE, point_fields
@@ -64,7 +64,7 @@ class LidarNode(Node):
         if options.lockstep:  # a sweep is stamped at its start and goes out once its last beam has fired
             period = self.params.sweep_period_s
             self.lockstep_announcement = announce_lockstep_participant(self, "lidar/points", 1.0 / period, 0.0, period)
-        subscribe_odometry(self, "ground_truth/odom", self.on_truth, truth_qos)
+        subscribe_odometry(self, "ground_truth/odom", self.on_truth, truth_qos, clock=InputStampClock(self))
         p = self.params
         self.get_logger().info(
             f"lidar '{options.preset}' in {self.frame_id}: {p.scan_pattern}, {p.channels} channels, "

@@ -32,8 +32,8 @@ from aerial_sim.control.geometry import quat_from_yaw, quat_to_matrix, yaw_of
 from aerial_sim.control.mission import load_mission, pattern_path
 from aerial_sim.control.track import TrackRecorder, compare_tracks, summary_text, write_plots
 from aerial_sim.control.trajectory import PathFollower, Trajectory
-from aerial_sim.nodes.common import (COMMAND_QOS, declare_params, from_stamp, run_folder_parameter, run_node, stream_qos,
-                                     subscribe_odometry, to_stamp)
+from aerial_sim.nodes.common import (COMMAND_QOS, InputStampClock, declare_params, from_stamp, run_folder_parameter,
+                                     run_node, stream_qos, subscribe_odometry, to_stamp)
 
 #: The AirSim paper's sim-vs-real Hausdorff distances (FSR 2017, sec. 4), shown beside ours.
 PAPER_HAUSDORFF_M = {"square_5m": 0.65, "circle_10m": 1.47}
@@ -89,7 +89,8 @@ class MissionNode(Node):
         self.arm_client = self.create_client(SetBool, "arm")
         self.takeoff_client = self.create_client(Trigger, "takeoff")
         self.land_client = self.create_client(Trigger, "land")
-        subscribe_odometry(self, "ground_truth/odom", self.on_odom, stream_qos(self.params.lockstep))
+        subscribe_odometry(self, "ground_truth/odom", self.on_odom, stream_qos(self.params.lockstep),
+                           clock=InputStampClock(self))
         self.create_subscription(DiagnosticArray, "/diagnostics", self.on_diagnostics, COMMAND_QOS)
         m = self.mission
         self.get_logger().info(

@@ -20,8 +20,8 @@ from rclpy.node import Node
 
 from aerial_sim.cdr import JointStateFields, OdometryFields
 from aerial_sim.config import require, require_positive
-from aerial_sim.nodes.common import (announce_lockstep_participant, declare_params, frame_in_namespace, run_node, stamp_from_fields,
-                                     stream_qos, subscribe_joint_state, subscribe_odometry)
+from aerial_sim.nodes.common import (InputStampClock, announce_lockstep_participant, declare_params, frame_in_namespace,
+                                     run_node, stamp_from_fields, stream_qos, subscribe_joint_state, subscribe_odometry)
 from aerial_sim.physics.rotor_drag import RotorDragModel, RotorDragParams, air_velocity_body
 from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, truth_from_odometry
 
@@ -72,7 +72,7 @@ class RotorDragNode(Node):
         if self.node_params.lockstep:  # the physics node then applies the wrench of each period's own state
             self.lockstep_announcement = announce_lockstep_participant(self, "rotor_drag/wrench", self.node_params.rate_hz)
         subscribe_joint_state(self, "rotors", self.on_rotors, qos)
-        subscribe_odometry(self, "ground_truth/odom", self.on_odom, qos)
+        subscribe_odometry(self, "ground_truth/odom", self.on_odom, qos, clock=InputStampClock(self))
         form = "eq. (11), per rotor" if self.drag_params.per_rotor else "eq. (13)"
         self.get_logger().info(
             f"rotor drag {form}: k={self.drag_params.k:g}, b={self.drag_params.b:g}, "

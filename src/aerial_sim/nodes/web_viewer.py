@@ -23,7 +23,8 @@ from sensor_msgs.msg import Image, PointCloud2
 
 from aerial_sim.cdr import OdometryFields
 from aerial_sim.config import require
-from aerial_sim.nodes.common import declare_params, from_stamp, run_node, stream_qos, subscribe_odometry
+from aerial_sim.nodes.common import (InputStampClock, declare_params, from_stamp, run_node, stream_qos,
+                                     subscribe_odometry)
 from aerial_sim.recording.export import image_to_array
 from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, Mount, PoseTrack, truth_from_odometry
 from aerial_sim.sensors.lidar import LidarParams, points_to_world
@@ -81,7 +82,7 @@ class WebViewerNode(Node):
         self.R_base_optical, self.t_base_optical = optical_to_base(mount)
         self.poses: deque = deque(maxlen=500)  # (t, position, orientation) for placing clouds
         qos = stream_qos(self.params.lockstep)
-        subscribe_odometry(self, "ground_truth/odom", self.on_odom, qos)
+        subscribe_odometry(self, "ground_truth/odom", self.on_odom, qos, clock=InputStampClock(self))
         self.create_subscription(PoseArray, "/swarm/poses", self.on_swarm, qos)
         self.create_subscription(PointCloud2, "camera/depth/points", self.on_cloud, qos)
         self.create_subscription(PointCloud2, "lidar/points", self.on_lidar, qos)
