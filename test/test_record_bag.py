@@ -287,3 +287,17 @@ def test_recording_core_does_not_import_rclpy():
         imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
         assert "rclpy" not in imported, path.name
+
+
+def test_real_time_factor_span_leaves_out_the_wait_before_the_start_and_the_messages_after_the_stop():
+    from aerial_sim.recording.recorder import WallSpan
+
+    span, s = WallSpan(), 1_000_000_000
+    for wall in range(0, 4 * s, s // 4):  # 4 s of /clock repeating t = 0 (lockstep settling)
+        span.observe(0, wall)
+    for k in range(1, 13):  # then 12 s simulated in 12 s of wall clock
+        span.observe(k * s, 4 * s + k * s)
+    for wall in (17 * s, 19 * s):  # log lines after the simulation stopped, still at t = 12 s
+        span.observe(12 * s, wall)
+    assert (span.start_ns, span.end_ns) == (int(3.75 * s), 16 * s)
+    assert 12 * s / (span.end_ns - span.start_ns) == pytest.approx(12 / 12.25)

@@ -54,9 +54,11 @@ def recorded_flight(tmp_path_factory):
     try:
         flight = FlightPublisher(node)
         assert flight.wait_for_subscribers(20.0), (tmp / "recorder.log").read_text()
-        flight.run(FLIGHT_S)
         import time
 
+        started = time.monotonic()
+        flown_s = flight.run(FLIGHT_S)
+        flight.real_time_factor = flown_s / (time.monotonic() - started)  # below 1 when the publisher lags (load)
         time.sleep(1.0)  # let the last messages reach the recorder
         code = stop(recorder)
     finally:
@@ -65,7 +67,7 @@ def recorded_flight(tmp_path_factory):
         rclpy.shutdown(context=context)
     log = (tmp / "recorder.log").read_text()
     assert code == 0, log
-    return run_dir, dict(flight.counts), log
+    return run_dir, dict(flight.counts, real_time_factor=flight.real_time_factor), log
 
 
 def read_bag(bag_dir):
@@ -121,7 +123,8 @@ def test_run_summary_reports_the_distance_flown(recorded_flight):
     distance = float(line.split(":")[1].split()[0])
     assert distance == pytest.approx(expected, rel=0.02)
     rtf = float(next(l for l in text.splitlines() if l.startswith("real-time factor")).split(":")[1])
-    assert 0.85 < rtf < 1.05  # the publisher runs in real time
+    # The publisher paces itself to real time; a loaded machine slows it, and the summary must say so.
+    assert rtf == pytest.approx(published["real_time_factor"], rel=0.05)
     plot = np.asarray(PilImage.open(run_dir / "trajectory.png").convert("L"))
     assert plot.shape[0] > 200 and plot.std() > 5  # a drawn figure, not a blank canvas
 

@@ -50,11 +50,7 @@ from aerial_sim.recording.rates import (
     parse_rate_table,
     rate_from_table,
 )
-from aerial_sim.recording.recorder import (
-    RecorderParams,
-    has_header,
-    progress_text,
-)
+from aerial_sim.recording.recorder import RecorderParams, WallSpan, has_header, progress_text
 
 
 #: Discovery rounds a publisher's parameter service is waited for before its rates are given up.
@@ -85,7 +81,7 @@ class Recorder(Node):
         self._lost: dict[str, int] = {}
         self.run_dir = run_folder_parameter(self.params.output_dir)
         self.writer = BagWriter(self.run_dir / "bag", self.params.bag)
-        self._wall_first_ns = self._wall_last_ns = 0  # wall-clock times of the first/last message (RTF)
+        self._wall_span = WallSpan()  # wall-clock span of the simulated one (real-time factor)
         self._recorded: dict[str, object] = {}
         self._skipped: set[str] = set()
         self._header_first: dict[str, bool] = {}
@@ -266,10 +262,9 @@ class Recorder(Node):
             if sets_clock:
                 self.sim_clock.advance(cdr_header_stamp_ns(data) or 0)  # the stamp leads a Clock's payload
             now_ns = self.get_clock().now().nanoseconds
-            self._wall_last_ns = time.time_ns()
-            self._wall_first_ns = self._wall_first_ns or self._wall_last_ns
             if now_ns == 0 and header_first:
                 now_ns = cdr_header_stamp_ns(data) or 0
+            self._wall_span.observe(now_ns, time.time_ns())
             if not self.writer.write(topic, data, now_ns):
                 self._report_stop()
 
@@ -301,8 +296,8 @@ class Recorder(Node):
         """Close the bag (final metadata.yaml) and write the run summary and plot."""
         if self.writer.closed:
             return
-        self.writer.custom_data["wall_start_ns"] = str(self._wall_first_ns)
-        self.writer.custom_data["wall_end_ns"] = str(self._wall_last_ns)
+        self.writer.custom_data["wall_start_ns"] = str(self._wall_span.start_ns)
+        self.writer.custom_data["wall_end_ns"] = str(self._wall_span.end_ns)
         info = self.writer.close()
         print(f"[recorder] bag closed: {info.path} ({info.message_count} msgs, {info.bytes_written / 1e6:.1f} MB)", flush=True)
         if self.params.write_report and info.message_count:

@@ -112,6 +112,35 @@ def has_header(definition: MessageDefinition) -> bool:
     return False
 
 
+class WallSpan:
+    """The wall-clock interval that matches a recording's simulated span, for its real-time factor.
+
+    The run summary's real-time factor is simulated duration (first to last receive stamp) over
+    this interval. It starts at the last message received while sim time still stood at its
+    first value, and ends at the first message received at the last sim time. So the wait before
+    a simulation starts (lockstep settling, a publisher not running yet, while ``/clock`` repeats
+    its first stamp) and the messages after it stopped (log lines, latched topics, the final
+    flush) count neither as simulated nor as wall time; counting them read a real-time run as
+    0.75x (12 s simulated, 16 s of wall clock from the first ``/rosout`` line to the last).
+    """
+
+    def __init__(self) -> None:
+        self.start_ns = self.end_ns = 0
+        self._first_sim_ns: int | None = None
+        self._latest_sim_ns = 0
+
+    def observe(self, sim_ns: int, wall_ns: int) -> None:
+        """A message received at sim time ``sim_ns`` and wall time ``wall_ns`` (both ns)."""
+        if self._first_sim_ns is None:
+            self._first_sim_ns = self._latest_sim_ns = sim_ns
+            self.start_ns = self.end_ns = wall_ns
+        elif sim_ns > self._latest_sim_ns:
+            self._latest_sim_ns = sim_ns
+            self.end_ns = wall_ns
+        elif self._latest_sim_ns == self._first_sim_ns:
+            self.start_ns = self.end_ns = wall_ns  # sim time has not moved yet: the run starts later
+
+
 def progress_text(info: BagInfo, elapsed_s: float, previous: BagInfo | None = None, dt_s: float = 0.0) -> str:
     """One progress report: totals, current throughput, and per-topic counts."""
     megabytes = info.bytes_written / 1e6
