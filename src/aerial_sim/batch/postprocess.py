@@ -1,6 +1,6 @@
 """``python -m aerial_sim.batch.postprocess RUN_DIR [--export]``: a finished run's figures, in their own process.
 
-Reads the run's bag with the recorder's summary (:mod:`aerial_sim.recording.summary`:
+Reads the run's bag once, for the recorder's summary (:mod:`aerial_sim.recording.summary`:
 simulated duration, real-time factor, message counts) and the content digest
 (:mod:`aerial_sim.recording.digest`: per-topic digests, drops), optionally
 exports it with :func:`aerial_sim.recording.export.export_bag` into
@@ -21,11 +21,25 @@ DATASET_DIR = "dataset"
 
 
 def bag_report(run_dir: Path, export: bool) -> dict:
-    from aerial_sim.recording.digest import bag_content
-    from aerial_sim.recording.summary import summarize
+    """The run's bag report; the summary, the digest and the export share one read of the bag."""
+    from aerial_sim.recording.digest import ContentCollector
+    from aerial_sim.recording.reader import find_bag, read_once
+    from aerial_sim.recording.summary import SummaryCollector
 
-    summary = summarize(run_dir)
-    content = bag_content(run_dir)
+    bag = find_bag(run_dir)
+    summarizer, digester = SummaryCollector(bag), ContentCollector()
+    consumers = [summarizer, digester]
+    if export:
+        from aerial_sim.recording.export import ExportCollector
+
+        exporter = ExportCollector(bag, run_dir / DATASET_DIR)
+        consumers.append(exporter)
+    try:
+        read_once(bag, consumers)
+    finally:
+        if export:
+            exporter.close()
+    summary, content = summarizer.result(), digester.result()
     report = {
         "sim_s": summary.duration_s,
         "flight_wall_s": summary.wall_duration_s,
@@ -45,9 +59,7 @@ def bag_report(run_dir: Path, export: bool) -> dict:
         },
     }
     if export:
-        from aerial_sim.recording.export import export_bag
-
-        export_bag(summary.bag, run_dir / DATASET_DIR, progress=False)
+        exporter.result()
         report["dataset"] = DATASET_DIR
     return report
 
