@@ -121,7 +121,7 @@ def _attempt(run, folder: Path, number: int, launch_file: Path, options: RunOpti
         environment = _environment(lease.domain_id, folder, number)
         began = time.monotonic()
         with open(log_path, "w", encoding="utf-8") as log:
-            log.write(f"# ROS_DOMAIN_ID={lease.domain_id}\n# {' '.join(command)}\n")
+            log.write(f"# ROS_DOMAIN_ID={lease.domain_id}\n# {' '.join(command)}\n# launch started at {time.time():.3f}\n")
             log.flush()
             launcher = subprocess.Popen(
                 guarded_command(command), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -130,6 +130,8 @@ def _attempt(run, folder: Path, number: int, launch_file: Path, options: RunOpti
             (folder / LAUNCHER_FILE).write_text(f"{launcher.pid}\n")
             kind = _watch(launcher, str(folder), options, cancelled)
         wall_s = time.monotonic() - began
+        with open(log_path, "a", encoding="utf-8") as log:
+            log.write(f"# launch ended ({kind}) at {time.time():.3f}, after {wall_s:.2f} s\n")
         if kind == "exited":
             code = launcher.returncode
             if code != 0:
@@ -171,6 +173,7 @@ def _postprocess(folder: Path, options: RunOptions, log_path: Path) -> tuple[dic
                                   timeout=POSTPROCESS_TIMEOUT_S).returncode
         except subprocess.TimeoutExpired:
             return None, f"post-processing took over {POSTPROCESS_TIMEOUT_S:g} s"
+        log.write(f"# post-processing ended at {time.time():.3f}\n")
     report = _read_json(folder / REPORT_FILE)
     if code != 0 or report is None:
         return None, f"post-processing failed (exit {code}){_last_error(log_path)}"
