@@ -4,7 +4,9 @@ Reads the run's bag once, for the recorder's summary (:mod:`aerial_sim.recording
 simulated duration, real-time factor, message counts) and the content digest
 (:mod:`aerial_sim.recording.digest`: per-topic digests, drops), optionally
 exports it with :func:`aerial_sim.recording.export.export_bag` into
-``RUN_DIR/dataset``, and writes everything to ``RUN_DIR/bag_report.json``.
+``RUN_DIR/dataset``, and writes everything to ``RUN_DIR/bag_report.json``, and
+the recorder's ``recording.txt`` and ``trajectory.png`` when the recorder left them
+out (a batch run's recorder does: :data:`aerial_sim.batch.execute.BATCH_NODE_DEFAULTS`).
 Run as a separate process so a bad bag can only fail its own run, and so
 several runs' post-processing use several cores.
 """
@@ -61,7 +63,19 @@ def bag_report(run_dir: Path, export: bool) -> dict:
     if export:
         exporter.result()
         report["dataset"] = DATASET_DIR
+    _write_run_report(summary, run_dir)
     return report
+
+
+def _write_run_report(summary, run_dir: Path) -> None:
+    """``recording.txt`` and ``trajectory.png``, when the recorder left them to us (a batch run's default)."""
+    from aerial_sim.recording.summary import REPORT_NAME, plot_trajectory
+
+    if (run_dir / REPORT_NAME).exists():
+        return
+    (run_dir / REPORT_NAME).write_text(summary.text())
+    if summary.trajectories:
+        plot_trajectory(summary, run_dir / "trajectory.png")
 
 
 def main(argv: list[str]) -> int:
