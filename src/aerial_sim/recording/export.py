@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import operator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -101,40 +102,50 @@ def flatten_message(msg: Any, prefix: str = "", row: dict[str, Any] | None = Non
 
     Arrays up to ``MAX_ARRAY_COLUMNS`` long become ``name.0``, ``name.1`` ...; longer
     ones (image data, point data) are left out. ``row``: a dict to add the columns to
-    (returned). The field names of each message class are looked up once (a run's
-    export flattens tens of thousands of messages of a dozen classes).
+    (returned). Each message class's fields are sorted once into nested messages,
+    arrays and scalars (:func:`_field_plan`): a run's export flattens tens of thousands
+    of messages of a dozen classes.
     """
     row = {} if row is None else row
-    for name in _field_names(type(msg)):
+    for name, kind in _field_plan(msg):
         value = getattr(msg, name)
         key = prefix + name
-        if hasattr(type(value), "__dataclass_fields__"):
+        if kind == _SCALAR:
+            row[key] = value.item() if isinstance(value, np.generic) else value
+        elif kind == _MESSAGE:
             flatten_message(value, key + ".", row)
         elif isinstance(value, np.ndarray):
             if len(value) <= MAX_ARRAY_COLUMNS:
                 for i, item in enumerate(value.tolist()):
                     row[f"{key}.{i}"] = item
-        elif isinstance(value, (list, tuple)):
-            if len(value) > MAX_ARRAY_COLUMNS:
-                continue
+        elif len(value) <= MAX_ARRAY_COLUMNS:
             for i, item in enumerate(value):
                 if hasattr(type(item), "__dataclass_fields__"):
                     flatten_message(item, f"{key}.{i}.", row)
                 else:
                     row[f"{key}.{i}"] = item.item() if isinstance(item, np.generic) else item
-        else:
-            row[key] = value.item() if isinstance(value, np.generic) else value
     return row
 
 
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_SCALAR, _MESSAGE, _SEQUENCE = 0, 1, 2
+_FIELD_PLANS: dict[type, tuple[tuple[str, int], ...]] = {}
 
 
-def _field_names(cls: type) -> tuple[str, ...]:
-    names = _FIELD_NAMES.get(cls)
-    if names is None:
-        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
-    return names
+def _field_plan(msg: Any) -> tuple[tuple[str, int], ...]:
+    """(field name, kind) of ``msg``'s class, from its first instance (a field's kind is fixed by its type)."""
+    plan = _FIELD_PLANS.get(type(msg))
+    if plan is None:
+        kinds = []
+        for f in dataclasses.fields(msg):
+            value = getattr(msg, f.name)
+            if hasattr(type(value), "__dataclass_fields__"):
+                kinds.append((f.name, _MESSAGE))
+            elif isinstance(value, (np.ndarray, list, tuple)):
+                kinds.append((f.name, _SEQUENCE))
+            else:
+                kinds.append((f.name, _SCALAR))
+        plan = _FIELD_PLANS[type(msg)] = tuple(kinds)
+    return plan
 
 
 def quaternion_slerp(q0: np.ndarray, q1: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -219,19 +230,26 @@ def _pose_topic_for(topic: str, odometry_topics: list[str]) -> str | None:
 
 
 class _CsvSink:
-    """One CSV file per topic, columns fixed by the first row."""
+    """One CSV file per topic, columns fixed by the first row (later rows: missing columns empty, extra ones left out)."""
 
     def __init__(self, path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file = open(path, "w", newline="")
-        self._writer: csv.DictWriter | None = None
+        self._writer = csv.writer(self._file)
+        self._columns: list[str] | None = None
+        self._values = None
         self.rows = 0
 
     def write(self, row: dict[str, Any]) -> None:
-        if self._writer is None:
-            self._writer = csv.DictWriter(self._file, fieldnames=list(row), extrasaction="ignore")
-            self._writer.writeheader()
-        self._writer.writerow(row)
+        if self._columns is None:
+            self._columns = list(row)
+            self._values = operator.itemgetter(*self._columns)
+            self._writer.writerow(self._columns)
+        try:
+            values = self._values(row)
+        except KeyError:  # a shorter variable-length array than the first row's
+            values = [row.get(column, "") for column in self._columns]
+        self._writer.writerow(values if len(self._columns) > 1 else (values,))
         self.rows += 1
 
     def close(self) -> None:
