@@ -16,6 +16,11 @@ A failed attempt is retried while attempts are left (:func:`should_retry`);
 its log stays in ``logs/attempt-<n>.log``, everything else of it is cleared
 before the next attempt. Used by both backends: a local worker thread and a
 Ray task call :func:`execute_run` the same way.
+
+``launch_slots`` (the local backend's ``--workers``): a semaphore held from the
+domain lease to the end of the launch only, so a finished run's post-processing
+(a few CPU seconds) overlaps the next run's start-up, which mostly waits (DDS
+discovery, lockstep settling).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +67,8 @@ class Attempt:
     postprocess_s: float = 0.0
     report: dict | None = None
     metrics: dict | None = None
+    launched_at: float | None = None  # wall clock (time.time()) when the launch started
+    launch_ended_at: float | None = None  # ... and when it ended
 
 
 def should_retry(attempt: Attempt, attempt_number: int, options: RunOptions) -> bool:
@@ -75,6 +83,7 @@ def execute_run(
     options: RunOptions,
     pool: DomainPool,
     cancelled: Callable[[], bool] = lambda: False,
+    launch_slots: threading.Semaphore | None = None,
 ) -> dict[str, Any]:
     """Run ``run`` with retries and return its entry (written to ``result.json`` unless interrupted)."""
     folder = run_dir(out_dir, run)
@@ -84,7 +93,9 @@ def execute_run(
     attempt, number = None, 0
     while True:
         number += 1
-        attempt = _attempt(run, folder, number, launch_file, options, pool, cancelled)
+        attempt = _attempt(run, folder, number, launch_file, options, pool, cancelled, launch_slots)
+        if number == 1 and attempt.launched_at is not None:
+            started = attempt.launched_at
         if not attempt.ok:
             errors.append(f"attempt {number}: {attempt.message}")
         if not should_retry(attempt, number, options):
@@ -106,11 +117,29 @@ def stop_leftover(folder: Path) -> None:
         kill_session(session_id, str(folder))
 
 
-def _attempt(run, folder: Path, number: int, launch_file: Path, options: RunOptions, pool: DomainPool, cancelled) -> Attempt:
+def _attempt(run, folder: Path, number: int, launch_file: Path, options: RunOptions, pool: DomainPool, cancelled,
+             launch_slots: threading.Semaphore | None = None) -> Attempt:
     logs = folder / LOGS_DIR
     _clear_outputs(folder)
     logs.mkdir(parents=True, exist_ok=True)
     log_path = logs / f"attempt-{number}.log"
+    if launch_slots is None:
+        return _launch_and_postprocess(run, folder, number, launch_file, options, pool, cancelled, log_path)
+    while not launch_slots.acquire(timeout=0.2):
+        if cancelled():
+            log_path.write_text("batch interrupted before the launch\n")
+            return Attempt(False, INTERRUPTED, "batch interrupted", log_path)
+    held = [launch_slots]
+    try:
+        return _launch_and_postprocess(run, folder, number, launch_file, options, pool, cancelled, log_path, held)
+    finally:
+        if held:
+            held.pop().release()
+
+
+def _launch_and_postprocess(run, folder: Path, number: int, launch_file: Path, options: RunOptions, pool: DomainPool,
+                            cancelled, log_path: Path, held: list | None = None) -> Attempt:
+    """One attempt; ``held`` (the launch slot) is released as soon as the launch has ended."""
     try:
         lease = pool.acquire(cancelled=cancelled)
     except NoDomainAvailable as error:
@@ -119,9 +148,9 @@ def _attempt(run, folder: Path, number: int, launch_file: Path, options: RunOpti
     with lease:
         command = _launch_command(run, folder, number, launch_file)
         environment = _environment(lease.domain_id, folder, number)
-        began = time.monotonic()
+        began, launched_at = time.monotonic(), time.time()
         with open(log_path, "w", encoding="utf-8") as log:
-            log.write(f"# ROS_DOMAIN_ID={lease.domain_id}\n# {' '.join(command)}\n")
+            log.write(f"# ROS_DOMAIN_ID={lease.domain_id}\n# {' '.join(command)}\n# launch started at {launched_at:.3f}\n")
             log.flush()
             launcher = subprocess.Popen(
                 guarded_command(command), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -129,23 +158,28 @@ def _attempt(run, folder: Path, number: int, launch_file: Path, options: RunOpti
             )
             (folder / LAUNCHER_FILE).write_text(f"{launcher.pid}\n")
             kind = _watch(launcher, str(folder), options, cancelled)
-        wall_s = time.monotonic() - began
+        wall_s, ended_at = time.monotonic() - began, time.time()
+        with open(log_path, "a", encoding="utf-8") as log:
+            log.write(f"# launch ended ({kind}) at {ended_at:.3f}, after {wall_s:.2f} s\n")
+        times = {"launched_at": launched_at, "launch_ended_at": ended_at}
         if kind == "exited":
             code = launcher.returncode
             if code != 0:
-                return Attempt(False, "crashed", f"launch exited with code {code}{_last_error(log_path)}", log_path, lease.domain_id, wall_s)
+                return Attempt(False, "crashed", f"launch exited with code {code}{_last_error(log_path)}", log_path, lease.domain_id, wall_s, **times)
         elif kind == "timeout":
-            return Attempt(False, "timeout", f"no landing within {options.timeout_s:g} s (stopped)", log_path, lease.domain_id, wall_s)
+            return Attempt(False, "timeout", f"no landing within {options.timeout_s:g} s (stopped)", log_path, lease.domain_id, wall_s, **times)
         else:
-            return Attempt(False, INTERRUPTED, "batch interrupted", log_path, lease.domain_id, wall_s)
+            return Attempt(False, INTERRUPTED, "batch interrupted", log_path, lease.domain_id, wall_s, **times)
+    if held:
+        held.pop().release()  # the next run may start while this one is post-processed
     metrics = _read_json(folder / METRICS_FILE)
     if metrics is None:
-        return Attempt(False, "no_metrics", f"the launch ended without {METRICS_FILE}", log_path, lease.domain_id, wall_s)
+        return Attempt(False, "no_metrics", f"the launch ended without {METRICS_FILE}", log_path, lease.domain_id, wall_s, **times)
     began = time.monotonic()
     report, message = _postprocess(folder, options, log_path)
     if report is None:
-        return Attempt(False, "postprocess", message, log_path, lease.domain_id, wall_s)
-    return Attempt(True, OK, "", log_path, lease.domain_id, wall_s, time.monotonic() - began, report, metrics)
+        return Attempt(False, "postprocess", message, log_path, lease.domain_id, wall_s, **times)
+    return Attempt(True, OK, "", log_path, lease.domain_id, wall_s, time.monotonic() - began, report, metrics, **times)
 
 
 def _watch(launcher: subprocess.Popen, marker: str, options: RunOptions, cancelled) -> str:
@@ -171,6 +205,7 @@ def _postprocess(folder: Path, options: RunOptions, log_path: Path) -> tuple[dic
                                   timeout=POSTPROCESS_TIMEOUT_S).returncode
         except subprocess.TimeoutExpired:
             return None, f"post-processing took over {POSTPROCESS_TIMEOUT_S:g} s"
+        log.write(f"# post-processing ended at {time.time():.3f}\n")
     report = _read_json(folder / REPORT_FILE)
     if code != 0 or report is None:
         return None, f"post-processing failed (exit {code}){_last_error(log_path)}"
@@ -180,6 +215,10 @@ def _postprocess(folder: Path, options: RunOptions, log_path: Path) -> tuple[dic
 #: Launch arguments a batch run gets unless its sweep sets them (where the launch file has them): no
 #: AirSim server (no client would talk to it, and concurrent runs would compete for its one port).
 HEADLESS_DEFAULTS = {"airsim_api": "false"}
+#: Node parameters a batch run gets unless its sweep sets them: the recorder leaves ``recording.txt`` and
+#: ``trajectory.png`` to the post-processing, which has the bag's summary from its one read anyway (the
+#: recorder would read the bag again and import matplotlib after closing it, holding the launch's end).
+BATCH_NODE_DEFAULTS = {"recorder": {"write_report": False}}
 
 
 def _launch_command(run: RunSpec, folder: Path, number: int, launch_file: Path) -> list[str]:
@@ -190,8 +229,10 @@ def _launch_command(run: RunSpec, folder: Path, number: int, launch_file: Path) 
     command = [sys.executable, "-m", "aerial_sim", "launch", "--strict", str(launch_file),
                *(f"{k}:={v}" for k, v in arguments.items()),
                "--log-dir", str(folder / LOGS_DIR / f"attempt-{number}")]
-    if run.node_parameters:
-        command += ["--params-file", str(write_params_file(run.node_parameters, folder / PARAMS_FILE))]
+    node_parameters = {node: dict(values) for node, values in run.node_parameters.items()}
+    for node, defaults in BATCH_NODE_DEFAULTS.items():
+        node_parameters[node] = {**defaults, **node_parameters.get(node, {})}
+    command += ["--params-file", str(write_params_file(node_parameters, folder / PARAMS_FILE))]
     return command
 
 
@@ -231,6 +272,7 @@ def _entry(run: RunSpec, folder: Path, out_dir: Path, attempt: Attempt, attempts
         "attempts": attempts,
         "domain_id": attempt.domain_id,
         "started_at": started,
+        "launch_ended_at": attempt.launch_ended_at,
         "finished_at": time.time(),
         "wall_s": round(attempt.wall_s, 3),
         "postprocess_s": round(attempt.postprocess_s, 3),

@@ -1,8 +1,10 @@
-"""Local backend: ``--workers N`` threads on this machine, each running one run at a time.
+"""Local backend: ``--workers N`` runs' launches at a time on this machine.
 
-The threads only start and watch processes (every run and its post-processing
-is its own process tree), so N runs use up to N cores' worth of processes.
-Results come back to the caller's thread, which writes the manifest.
+Worker threads only start and watch processes (every run and its post-processing
+is its own process tree). There are 2N threads but N launch slots: a run's
+post-processing (its own process, a few CPU seconds) overlaps the next run's
+launch, whose start-up mostly waits (discovery, lockstep settling). Results come
+back to the caller's thread, which writes the manifest.
 """
 
 from __future__ import annotations
@@ -32,9 +34,10 @@ def run_local(
     Setting ``stop`` (Ctrl-C, SIGTERM) stops the running runs and starts no more.
     """
     pool = pool or DomainPool()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="run") as executor:
+    slots = threading.Semaphore(workers)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2 * workers, thread_name_prefix="run") as executor:
         futures = {
-            executor.submit(_guarded, run, out_dir, launch_file, options, pool, stop): run for run in runs
+            executor.submit(_guarded, run, out_dir, launch_file, options, pool, stop, slots): run for run in runs
         }
         pending = set(futures)
         try:
@@ -49,7 +52,7 @@ def run_local(
             raise
 
 
-def _guarded(run, out_dir, launch_file, options, pool, stop: threading.Event) -> dict:
+def _guarded(run, out_dir, launch_file, options, pool, stop: threading.Event, slots: threading.Semaphore) -> dict:
     if stop.is_set():
         return {"run_id": run.run_id, "status": "interrupted", "attempts": 0}
-    return execute_run(run, out_dir, launch_file, options, pool, cancelled=stop.is_set)
+    return execute_run(run, out_dir, launch_file, options, pool, cancelled=stop.is_set, launch_slots=slots)

@@ -1,10 +1,12 @@
 """``python -m aerial_sim.batch.postprocess RUN_DIR [--export]``: a finished run's figures, in their own process.
 
-Reads the run's bag with the recorder's summary (:mod:`aerial_sim.recording.summary`:
+Reads the run's bag once, for the recorder's summary (:mod:`aerial_sim.recording.summary`:
 simulated duration, real-time factor, message counts) and the content digest
 (:mod:`aerial_sim.recording.digest`: per-topic digests, drops), optionally
 exports it with :func:`aerial_sim.recording.export.export_bag` into
-``RUN_DIR/dataset``, and writes everything to ``RUN_DIR/bag_report.json``.
+``RUN_DIR/dataset``, and writes everything to ``RUN_DIR/bag_report.json``, and
+the recorder's ``recording.txt`` and ``trajectory.png`` when the recorder left them
+out (a batch run's recorder does: :data:`aerial_sim.batch.execute.BATCH_NODE_DEFAULTS`).
 Run as a separate process so a bad bag can only fail its own run, and so
 several runs' post-processing use several cores.
 """
@@ -21,11 +23,25 @@ DATASET_DIR = "dataset"
 
 
 def bag_report(run_dir: Path, export: bool) -> dict:
-    from aerial_sim.recording.digest import bag_content
-    from aerial_sim.recording.summary import summarize
+    """The run's bag report; the summary, the digest and the export share one read of the bag."""
+    from aerial_sim.recording.digest import ContentCollector
+    from aerial_sim.recording.reader import find_bag, read_once
+    from aerial_sim.recording.summary import SummaryCollector
 
-    summary = summarize(run_dir)
-    content = bag_content(run_dir)
+    bag = find_bag(run_dir)
+    summarizer, digester = SummaryCollector(bag), ContentCollector()
+    consumers = [summarizer, digester]
+    if export:
+        from aerial_sim.recording.export import ExportCollector
+
+        exporter = ExportCollector(bag, run_dir / DATASET_DIR)
+        consumers.append(exporter)
+    try:
+        read_once(bag, consumers)
+    finally:
+        if export:
+            exporter.close()
+    summary, content = summarizer.result(), digester.result()
     report = {
         "sim_s": summary.duration_s,
         "flight_wall_s": summary.wall_duration_s,
@@ -45,11 +61,21 @@ def bag_report(run_dir: Path, export: bool) -> dict:
         },
     }
     if export:
-        from aerial_sim.recording.export import export_bag
-
-        export_bag(summary.bag, run_dir / DATASET_DIR, progress=False)
+        exporter.result()
         report["dataset"] = DATASET_DIR
+    _write_run_report(summary, run_dir)
     return report
+
+
+def _write_run_report(summary, run_dir: Path) -> None:
+    """``recording.txt`` and ``trajectory.png``, when the recorder left them to us (a batch run's default)."""
+    from aerial_sim.recording.summary import REPORT_NAME, plot_trajectory
+
+    if (run_dir / REPORT_NAME).exists():
+        return
+    (run_dir / REPORT_NAME).write_text(summary.text())
+    if summary.trajectories:
+        plot_trajectory(summary, run_dir / "trajectory.png")
 
 
 def main(argv: list[str]) -> int:

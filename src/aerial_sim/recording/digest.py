@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from aerial_sim.cdr import cdr_header_stamp_ns
-from aerial_sim.recording.reader import open_bag
+from aerial_sim.recording.reader import open_bag, read_once
 
 EXCLUDED_TOPICS = ("/rosout", "/parameter_events")
 #: Types published at a fixed rate by a sensor or the physics node, whose stamp gaps are drops.
@@ -85,32 +85,47 @@ class BagContent:
 
 def bag_content(path: str | Path, exclude: tuple[str, ...] = EXCLUDED_TOPICS) -> BagContent:
     """Read the bag at ``path`` (bag dir or run dir) once and digest it per topic."""
-    hashes: dict[str, set[bytes]] = {}
-    counts: dict[str, int] = {}
-    stamps: dict[str, list[int]] = {}
-    types: dict[str, str] = {}
-    with open_bag(path) as reader:
+    collector = ContentCollector(exclude)
+    read_once(path, [collector])
+    return collector.result()
+
+
+class ContentCollector:
+    """:func:`bag_content` as a consumer of :func:`aerial_sim.recording.reader.read_once` (one pass shared with others)."""
+
+    def __init__(self, exclude: tuple[str, ...] = EXCLUDED_TOPICS):
+        self.exclude = exclude
+        self.hashes: dict[str, set[bytes]] = {}
+        self.counts: dict[str, int] = {}
+        self.stamps: dict[str, list[int]] = {}
+        self.types: dict[str, str] = {}
+
+    def begin(self, reader) -> None:
         for connection in reader.connections:
-            if connection.topic not in exclude:
-                types[connection.topic] = connection.msgtype
-                hashes.setdefault(connection.topic, set())
-                counts.setdefault(connection.topic, 0)
-        for connection, _, raw in reader.messages():
-            topic = connection.topic
-            if topic in exclude:
-                continue
-            data = bytes(raw)
-            counts[topic] += 1
-            hashes[topic].add(hashlib.sha256(data).digest())
-            if connection.msgtype in PERIODIC_TYPES:
-                stamp = cdr_header_stamp_ns(data)
-                if stamp is not None:
-                    stamps.setdefault(topic, []).append(stamp)
-    content = BagContent()
-    for topic in sorted(types):
-        digest = hashlib.sha256(b"".join(sorted(hashes[topic]))).hexdigest()
-        content.topics[topic] = TopicContent(topic, types[topic], counts[topic], digest, missing_samples(stamps.get(topic, [])))
-    return content
+            if connection.topic not in self.exclude:
+                self.types[connection.topic] = connection.msgtype
+                self.hashes.setdefault(connection.topic, set())
+                self.counts.setdefault(connection.topic, 0)
+
+    def message(self, connection, t_ns: int, raw, decode) -> None:
+        topic = connection.topic
+        if topic in self.exclude:
+            return
+        data = bytes(raw)
+        self.counts[topic] += 1
+        self.hashes[topic].add(hashlib.sha256(data).digest())
+        if connection.msgtype in PERIODIC_TYPES:
+            stamp = cdr_header_stamp_ns(data)
+            if stamp is not None:
+                self.stamps.setdefault(topic, []).append(stamp)
+
+    def result(self) -> BagContent:
+        content = BagContent()
+        for topic in sorted(self.types):
+            digest = hashlib.sha256(b"".join(sorted(self.hashes[topic]))).hexdigest()
+            content.topics[topic] = TopicContent(topic, self.types[topic], self.counts[topic], digest,
+                                                 missing_samples(self.stamps.get(topic, [])))
+        return content
 
 
 #: Stamped types without a std_msgs/Header (the stamp leads their CDR payload all the same).

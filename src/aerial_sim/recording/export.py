@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import operator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -44,7 +45,7 @@ from typing import Any, Iterator
 import numpy as np
 import yaml
 
-from aerial_sim.recording.reader import find_bag, open_bag, stamp_ns
+from aerial_sim.recording.reader import find_bag, read_once, stamp_ns
 
 IMAGE = "sensor_msgs/msg/Image"
 POINT_CLOUD = "sensor_msgs/msg/PointCloud2"
@@ -96,29 +97,55 @@ def depth_to_png_mm(depth_m: np.ndarray) -> np.ndarray:
     return np.clip(millimetres, 0, 65535).astype(np.uint16)
 
 
-def flatten_message(msg: Any, prefix: str = "") -> dict[str, Any]:
+def flatten_message(msg: Any, prefix: str = "", row: dict[str, Any] | None = None) -> dict[str, Any]:
     """A deserialized message -> flat ``{'pose.pose.position.x': 1.0, ...}`` for one CSV row.
 
     Arrays up to ``MAX_ARRAY_COLUMNS`` long become ``name.0``, ``name.1`` ...; longer
-    ones (image data, point data) are left out.
+    ones (image data, point data) are left out. ``row``: a dict to add the columns to
+    (returned). Each message class's fields are sorted once into nested messages,
+    arrays and scalars (:func:`_field_plan`): a run's export flattens tens of thousands
+    of messages of a dozen classes.
     """
-    row: dict[str, Any] = {}
-    for f in dataclasses.fields(msg):
-        value = getattr(msg, f.name)
-        name = f"{prefix}{f.name}"
-        if dataclasses.is_dataclass(value):
-            row.update(flatten_message(value, f"{name}."))
-        elif isinstance(value, (np.ndarray, list, tuple)):
-            if len(value) > MAX_ARRAY_COLUMNS:
-                continue
+    row = {} if row is None else row
+    for name, kind in _field_plan(msg):
+        value = getattr(msg, name)
+        key = prefix + name
+        if kind == _SCALAR:
+            row[key] = value.item() if isinstance(value, np.generic) else value
+        elif kind == _MESSAGE:
+            flatten_message(value, key + ".", row)
+        elif isinstance(value, np.ndarray):
+            if len(value) <= MAX_ARRAY_COLUMNS:
+                for i, item in enumerate(value.tolist()):
+                    row[f"{key}.{i}"] = item
+        elif len(value) <= MAX_ARRAY_COLUMNS:
             for i, item in enumerate(value):
-                if dataclasses.is_dataclass(item):
-                    row.update(flatten_message(item, f"{name}.{i}."))
+                if hasattr(type(item), "__dataclass_fields__"):
+                    flatten_message(item, f"{key}.{i}.", row)
                 else:
-                    row[f"{name}.{i}"] = item.item() if isinstance(item, np.generic) else item
-        else:
-            row[name] = value.item() if isinstance(value, np.generic) else value
+                    row[f"{key}.{i}"] = item.item() if isinstance(item, np.generic) else item
     return row
+
+
+_SCALAR, _MESSAGE, _SEQUENCE = 0, 1, 2
+_FIELD_PLANS: dict[type, tuple[tuple[str, int], ...]] = {}
+
+
+def _field_plan(msg: Any) -> tuple[tuple[str, int], ...]:
+    """(field name, kind) of ``msg``'s class, from its first instance (a field's kind is fixed by its type)."""
+    plan = _FIELD_PLANS.get(type(msg))
+    if plan is None:
+        kinds = []
+        for f in dataclasses.fields(msg):
+            value = getattr(msg, f.name)
+            if hasattr(type(value), "__dataclass_fields__"):
+                kinds.append((f.name, _MESSAGE))
+            elif isinstance(value, (np.ndarray, list, tuple)):
+                kinds.append((f.name, _SEQUENCE))
+            else:
+                kinds.append((f.name, _SCALAR))
+        plan = _FIELD_PLANS[type(msg)] = tuple(kinds)
+    return plan
 
 
 def quaternion_slerp(q0: np.ndarray, q1: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -203,19 +230,26 @@ def _pose_topic_for(topic: str, odometry_topics: list[str]) -> str | None:
 
 
 class _CsvSink:
-    """One CSV file per topic, columns fixed by the first row."""
+    """One CSV file per topic, columns fixed by the first row (later rows: missing columns empty, extra ones left out)."""
 
     def __init__(self, path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file = open(path, "w", newline="")
-        self._writer: csv.DictWriter | None = None
+        self._writer = csv.writer(self._file)
+        self._columns: list[str] | None = None
+        self._values = None
         self.rows = 0
 
     def write(self, row: dict[str, Any]) -> None:
-        if self._writer is None:
-            self._writer = csv.DictWriter(self._file, fieldnames=list(row), extrasaction="ignore")
-            self._writer.writeheader()
-        self._writer.writerow(row)
+        if self._columns is None:
+            self._columns = list(row)
+            self._values = operator.itemgetter(*self._columns)
+            self._writer.writerow(self._columns)
+        try:
+            values = self._values(row)
+        except KeyError:  # a shorter variable-length array than the first row's
+            values = [row.get(column, "") for column in self._columns]
+        self._writer.writerow(values if len(self._columns) > 1 else (values,))
         self.rows += 1
 
     def close(self) -> None:
@@ -224,71 +258,97 @@ class _CsvSink:
 
 def export_bag(bag: str | Path, out_dir: str | Path, progress: bool = True, png_compression: int = 1) -> ExportResult:
     """Export the bag at ``bag`` into ``out_dir`` (layout in the module docstring)."""
-    from PIL import Image as PilImage
-    from tqdm import tqdm
+    collector = ExportCollector(bag, out_dir, progress, png_compression)
+    try:
+        read_once(collector.bag, [collector])
+    finally:
+        collector.close()
+    return collector.result()
 
-    bag = find_bag(bag)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    result = ExportResult(out_dir)
-    frames: dict[str, list[_ImageFrame]] = {}
-    scans: dict[str, list[_Scan]] = {}
-    odometry: dict[str, list[tuple[int, tuple[float, ...]]]] = {}
-    sinks: dict[str, _CsvSink] = {}
-    calibrations: dict[str, dict[str, Any]] = {}
-    with open_bag(bag) as reader:
-        types = {c.topic: c.msgtype for c in reader.connections}
-        bar = tqdm(total=reader.message_count, unit="msg", desc="export", disable=not progress)
-        try:
-            for connection, t_ns, raw in reader.messages():
-                bar.update(1)
-                topic, msgtype = connection.topic, connection.msgtype
-                msg = reader.deserialize(raw, msgtype)
-                stamp = stamp_ns(msg, t_ns)
-                if msgtype == IMAGE:
-                    directory = out_dir / "images" / topic_path(topic)
-                    directory.mkdir(parents=True, exist_ok=True)
-                    index = len(frames.setdefault(topic, []))
-                    files = _write_image(msg, directory, index, PilImage, png_compression)
-                    frames[topic].append(
-                        _ImageFrame(index, stamp, files, msg.width, msg.height, msg.encoding, msg.header.frame_id)
-                    )
-                    continue
-                if msgtype == POINT_CLOUD:
-                    directory = out_dir / "clouds" / topic_path(topic)
-                    directory.mkdir(parents=True, exist_ok=True)
-                    topic_scans = scans.setdefault(topic, [])
-                    topic_scans.append(_write_scan(msg, directory, len(topic_scans), stamp))
-                    continue
-                if msgtype == CAMERA_INFO and topic not in calibrations:
-                    calibrations[topic] = _calibration(msg)
-                if msgtype == ODOMETRY:
-                    p, q = msg.pose.pose.position, msg.pose.pose.orientation
-                    odometry.setdefault(topic, []).append((stamp, (p.x, p.y, p.z, q.w, q.x, q.y, q.z)))
-                if topic not in sinks:
-                    sinks[topic] = _CsvSink(out_dir / "sensors" / topic_path(topic).with_suffix(".csv"))
-                sinks[topic].write({"bag_time_ns": t_ns, "stamp_ns": stamp, **flatten_message(msg)})
-        finally:
-            bar.close()
-            for sink in sinks.values():
-                sink.close()
-    result.sensors = {topic: sink.rows for topic, sink in sinks.items()}
-    for topic, calibration in calibrations.items():
-        path = out_dir / "camera_info" / topic_path(topic).with_suffix(".yaml")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump(calibration, sort_keys=False))
-    for topic, topic_frames in frames.items():
-        pose_topic = _pose_topic_for(topic, sorted(odometry))
-        result.pose_topics[topic] = pose_topic
-        result.images[topic] = len(topic_frames)
-        _write_frames_csv(out_dir / "images" / topic_path(topic) / "frames.csv", topic_frames, odometry.get(pose_topic))
-    for topic, topic_scans in scans.items():
-        pose_topic = _pose_topic_for(topic, sorted(odometry))
-        result.pose_topics[topic] = pose_topic
-        result.clouds[topic] = len(topic_scans)
-        _write_scans_csv(out_dir / "clouds" / topic_path(topic) / "scans.csv", topic_scans, odometry.get(pose_topic))
-    _write_manifest(out_dir, bag, types, result)
-    return result
+
+class ExportCollector:
+    """:func:`export_bag` as a consumer of :func:`aerial_sim.recording.reader.read_once` (one pass shared with others).
+
+    ``close()`` (always) closes the files; ``result()`` then writes the pose-aligned tables and ``dataset.yaml``.
+    """
+
+    def __init__(self, bag: str | Path, out_dir: str | Path, progress: bool = False, png_compression: int = 1):
+        from PIL import Image as PilImage
+
+        self.bag = find_bag(bag)
+        self.out_dir = Path(out_dir)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.progress, self.png_compression, self.pil = progress, png_compression, PilImage
+        self.frames: dict[str, list[_ImageFrame]] = {}
+        self.scans: dict[str, list[_Scan]] = {}
+        self.odometry: dict[str, list[tuple[int, tuple[float, ...]]]] = {}
+        self.sinks: dict[str, _CsvSink] = {}
+        self.calibrations: dict[str, dict[str, Any]] = {}
+        self.types: dict[str, str] = {}
+        self.bar = None
+
+    def begin(self, reader) -> None:
+        from tqdm import tqdm
+
+        self.types = {c.topic: c.msgtype for c in reader.connections}
+        self.bar = tqdm(total=reader.message_count, unit="msg", desc="export", disable=not self.progress)
+
+    def message(self, connection, t_ns: int, raw, decode) -> None:
+        self.bar.update(1)
+        out_dir = self.out_dir
+        topic, msgtype = connection.topic, connection.msgtype
+        msg = decode()
+        stamp = stamp_ns(msg, t_ns)
+        if msgtype == IMAGE:
+            directory = out_dir / "images" / topic_path(topic)
+            directory.mkdir(parents=True, exist_ok=True)
+            index = len(self.frames.setdefault(topic, []))
+            files = _write_image(msg, directory, index, self.pil, self.png_compression)
+            self.frames[topic].append(_ImageFrame(index, stamp, files, msg.width, msg.height, msg.encoding, msg.header.frame_id))
+            return
+        if msgtype == POINT_CLOUD:
+            directory = out_dir / "clouds" / topic_path(topic)
+            directory.mkdir(parents=True, exist_ok=True)
+            topic_scans = self.scans.setdefault(topic, [])
+            topic_scans.append(_write_scan(msg, directory, len(topic_scans), stamp))
+            return
+        if msgtype == CAMERA_INFO and topic not in self.calibrations:
+            self.calibrations[topic] = _calibration(msg)
+        if msgtype == ODOMETRY:
+            p, q = msg.pose.pose.position, msg.pose.pose.orientation
+            self.odometry.setdefault(topic, []).append((stamp, (p.x, p.y, p.z, q.w, q.x, q.y, q.z)))
+        sink = self.sinks.get(topic)
+        if sink is None:
+            sink = self.sinks[topic] = _CsvSink(out_dir / "sensors" / topic_path(topic).with_suffix(".csv"))
+        row = {"bag_time_ns": t_ns, "stamp_ns": stamp}
+        sink.write(flatten_message(msg, row=row))
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        for sink in self.sinks.values():
+            sink.close()
+
+    def result(self) -> ExportResult:
+        out_dir, odometry = self.out_dir, self.odometry
+        result = ExportResult(out_dir)
+        result.sensors = {topic: sink.rows for topic, sink in self.sinks.items()}
+        for topic, calibration in self.calibrations.items():
+            path = out_dir / "camera_info" / topic_path(topic).with_suffix(".yaml")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(yaml.safe_dump(calibration, sort_keys=False))
+        for topic, topic_frames in self.frames.items():
+            pose_topic = _pose_topic_for(topic, sorted(odometry))
+            result.pose_topics[topic] = pose_topic
+            result.images[topic] = len(topic_frames)
+            _write_frames_csv(out_dir / "images" / topic_path(topic) / "frames.csv", topic_frames, odometry.get(pose_topic))
+        for topic, topic_scans in self.scans.items():
+            pose_topic = _pose_topic_for(topic, sorted(odometry))
+            result.pose_topics[topic] = pose_topic
+            result.clouds[topic] = len(topic_scans)
+            _write_scans_csv(out_dir / "clouds" / topic_path(topic) / "scans.csv", topic_scans, odometry.get(pose_topic))
+        _write_manifest(out_dir, self.bag, self.types, result)
+        return result
 
 
 def _write_image(msg, directory: Path, index: int, pil, compression: int) -> dict[str, str]:

@@ -45,3 +45,29 @@ def stamp_ns(message, fallback_ns: int) -> int:
     if header is None:
         return int(fallback_ns)
     return int(header.stamp.sec) * 1_000_000_000 + int(header.stamp.nanosec)
+
+
+def read_once(path: str | Path, consumers) -> None:
+    """Read the bag at ``path`` once and hand every message to each of ``consumers``.
+
+    A consumer has ``begin(reader)`` (the connections are known), ``message(connection,
+    t_ns, raw, decode)`` (``decode()`` deserializes the message; the first call per message
+    does the work, later consumers get the same object) and nothing else is asked of it.
+    One pass instead of one per consumer: opening a bag parses its ``metadata.yaml`` and
+    MCAP index, and iterating decompresses every chunk, each a sizeable part of a short
+    run's post-processing.
+    """
+    with open_bag(path) as reader:
+        for consumer in consumers:
+            consumer.begin(reader)
+        deserialize = reader.deserialize
+        for connection, t_ns, raw in reader.messages():
+            decoded = []
+
+            def decode(raw=raw, msgtype=connection.msgtype, decoded=decoded):
+                if not decoded:
+                    decoded.append(deserialize(raw, msgtype))
+                return decoded[0]
+
+            for consumer in consumers:
+                consumer.message(connection, t_ns, raw, decode)

@@ -37,7 +37,7 @@ from aerial_sim.recording.rates import (
     decode_table,
     stream_health,
 )
-from aerial_sim.recording.reader import find_bag, open_bag, stamp_ns
+from aerial_sim.recording.reader import find_bag, read_once, stamp_ns
 
 ODOMETRY = "nav_msgs/msg/Odometry"
 
@@ -121,58 +121,66 @@ def summarize(path: str | Path, configured_rates: Mapping[str, float] | None = N
 
     ``configured_rates`` (topic -> Hz) adds to, and overrides, the rates the recorder stored in the bag.
     """
-    bag = find_bag(path)
-    custom = _custom_data(bag)
-    configured = {**decode_table(custom.get(CONFIGURED_KEY)), **dict(configured_rates or {})}
-    lost = decode_table(custom.get(LOST_KEY))
-    times: dict[str, list[int]] = {}
-    first: dict[str, int] = {}
-    last: dict[str, int] = {}
-    counts: dict[str, int] = {}
-    samples: dict[str, list[tuple[float, float, float, float]]] = {}
-    with open_bag(bag) as reader:
-        types = {c.topic: c.msgtype for c in reader.connections}
-        odometry = {c.topic for c in reader.connections if c.msgtype == ODOMETRY}
-        rated = {c.topic: begins_with_stamp(c) for c in reader.connections
-                 if c.msgtype in RATED_TYPES and c.topic not in EXCLUDED_TOPICS}
+    collector = SummaryCollector(find_bag(path), configured_rates)
+    read_once(collector.bag, [collector])
+    return collector.result()
+
+
+class SummaryCollector:
+    """:func:`summarize` as a consumer of :func:`aerial_sim.recording.reader.read_once` (one pass shared with others)."""
+
+    def __init__(self, bag: Path, configured_rates: Mapping[str, float] | None = None):
+        self.bag = bag
+        self.custom = _custom_data(bag)
+        self.configured = {**decode_table(self.custom.get(CONFIGURED_KEY)), **dict(configured_rates or {})}
+        self.lost = decode_table(self.custom.get(LOST_KEY))
+        self.times: dict[str, list[int]] = {}
+        self.first: dict[str, int] = {}
+        self.last: dict[str, int] = {}
+        self.counts: dict[str, int] = {}
+        self.samples: dict[str, list[tuple[float, float, float, float]]] = {}
+
+    def begin(self, reader) -> None:
+        self.types = {c.topic: c.msgtype for c in reader.connections}
+        self.odometry = {c.topic for c in reader.connections if c.msgtype == ODOMETRY}
+        self.rated = {c.topic: begins_with_stamp(c) for c in reader.connections
+                      if c.msgtype in RATED_TYPES and c.topic not in EXCLUDED_TOPICS}
         for connection in reader.connections:
-            counts.setdefault(connection.topic, 0)
+            self.counts.setdefault(connection.topic, 0)
+
+    def message(self, connection, t_ns: int, raw, decode) -> None:
         # Counting needs no deserialization; only odometry is decoded.
-        for connection, t_ns, raw in reader.messages():
-            topic = connection.topic
-            counts[topic] += 1
-            first.setdefault(topic, t_ns)
-            last[topic] = t_ns
-            if topic in rated:
-                stamp = cdr_header_stamp_ns(bytes(raw[:12])) if rated[topic] else None
-                times.setdefault(topic, []).append(t_ns if stamp is None else stamp)
-            if topic in odometry:
-                msg = reader.deserialize(raw, connection.msgtype)
-                p = msg.pose.pose.position
-                samples.setdefault(topic, []).append((stamp_ns(msg, t_ns) * 1e-9, p.x, p.y, p.z))
-    start = min(first.values(), default=0)
-    end = max(last.values(), default=0)
-    topics = [
-        TopicStats(
-            topic,
-            types[topic],
-            counts[topic],
-            _rate(counts[topic], first.get(topic, 0), last.get(topic, 0)),
+        topic = connection.topic
+        self.counts[topic] += 1
+        self.first.setdefault(topic, t_ns)
+        self.last[topic] = t_ns
+        if topic in self.rated:
+            stamp = cdr_header_stamp_ns(bytes(raw[:12])) if self.rated[topic] else None
+            self.times.setdefault(topic, []).append(t_ns if stamp is None else stamp)
+        if topic in self.odometry:
+            msg = decode()
+            p = msg.pose.pose.position
+            self.samples.setdefault(topic, []).append((stamp_ns(msg, t_ns) * 1e-9, p.x, p.y, p.z))
+
+    def result(self) -> RunSummary:
+        counts, first, last = self.counts, self.first, self.last
+        start = min(first.values(), default=0)
+        end = max(last.values(), default=0)
+        topics = [TopicStats(topic, self.types[topic], counts[topic], _rate(counts[topic], first.get(topic, 0), last.get(topic, 0)))
+                  for topic in sorted(counts)]
+        wall = None
+        if "wall_start_ns" in self.custom and "wall_end_ns" in self.custom:
+            wall = (int(self.custom["wall_end_ns"]) - int(self.custom["wall_start_ns"])) * 1e-9
+        return RunSummary(
+            bag=self.bag,
+            duration_s=(end - start) * 1e-9,
+            wall_duration_s=wall,
+            topics=topics,
+            trajectories={k: np.asarray(v, dtype=float) for k, v in self.samples.items()},
+            health={topic: stream_health(topic, self.times.get(topic, []), self.configured.get(topic),
+                                         int(self.lost.get(topic, 0)), stamped)
+                    for topic, stamped in sorted(self.rated.items())},
         )
-        for topic in sorted(counts)
-    ]
-    wall = None
-    if "wall_start_ns" in custom and "wall_end_ns" in custom:
-        wall = (int(custom["wall_end_ns"]) - int(custom["wall_start_ns"])) * 1e-9
-    return RunSummary(
-        bag=bag,
-        duration_s=(end - start) * 1e-9,
-        wall_duration_s=wall,
-        topics=topics,
-        trajectories={k: np.asarray(v, dtype=float) for k, v in samples.items()},
-        health={topic: stream_health(topic, times.get(topic, []), configured.get(topic), int(lost.get(topic, 0)), stamped)
-                for topic, stamped in sorted(rated.items())},
-    )
 
 
 def plot_trajectory(summary: RunSummary, path: str | Path) -> Path:
@@ -183,6 +191,8 @@ def plot_trajectory(summary: RunSummary, path: str | Path) -> Path:
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(10, 4.5), dpi=100)
+    # Fixed margins instead of tight_layout: the layout pass is a good part of the plot's time.
+    figure.subplots_adjust(left=0.07, right=0.98, bottom=0.11, top=0.92, wspace=0.25)
     top, height = figure.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.3]})
     for topic, data in summary.trajectories.items():
         label = topic.rsplit("/ground_truth", 1)[0] or topic
@@ -199,7 +209,6 @@ def plot_trajectory(summary: RunSummary, path: str | Path) -> Path:
         top.legend(loc="best", fontsize=8)
     else:
         top.text(0.5, 0.5, "no odometry recorded", ha="center", va="center", transform=top.transAxes)
-    figure.tight_layout()
     path = Path(path)
     figure.savefig(path)
     return path
