@@ -124,6 +124,19 @@ def test_quaternion_stays_unit_while_tumbling_under_torque():
     assert abs(world.ground_truth("d").angular_velocity_body[0]) > 1.0
 
 
+def test_a_teleport_with_an_overflowing_quaternion_is_normalised_and_a_zero_one_changes_nothing():
+    world = make_world()
+    world.add_vehicle("d", QUAD, position=(0.0, 0.0, 500.0))
+    world.set_kinematics("d", position=(1.0, 2.0, 30.0), orientation=(1e200, 0.0, 0.0, 1e200))  # |q|^2 overflows
+    world.step(250)
+    w, x, y, z = world.ground_truth("d").orientation
+    assert abs(w * w + x * x + y * y + z * z - 1.0) < 1e-12 and abs(z) == pytest.approx(math.sqrt(0.5), abs=1e-3)
+    before = world.ground_truth("d")
+    with pytest.raises(ValueError, match="cannot normalise"):
+        world.set_kinematics("d", position=(9.0, 9.0, 9.0), orientation=(0.0, 0.0, 0.0, 0.0))
+    assert world.ground_truth("d").position == before.position  # refused as a whole: nothing moved
+
+
 def test_motor_lag_is_first_order_with_the_configured_time_constant():
     world = make_world(drag=False)
     world.add_vehicle("d", QUAD, position=(0.0, 0.0, 100.0))

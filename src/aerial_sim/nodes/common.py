@@ -384,8 +384,9 @@ class InputStampClock:
         self._last_ns = 0
 
     def advance(self, stamp_ns: int) -> None:
-        """Set the node's time to ``stamp_ns`` (sim time, ns)."""
-        if self.active and stamp_ns != self._last_ns:
+        """Set the node's time to ``stamp_ns`` (sim time, ns); a negative stamp is no sim time and is
+        left to the node's own checks of the message."""
+        if self.active and stamp_ns != self._last_ns and stamp_ns >= 0:
             self._last_ns = stamp_ns
             self._clock.set_ros_time_override(rclpy.time.Time(nanoseconds=stamp_ns, clock_type=self._clock.clock_type))
 

@@ -383,7 +383,10 @@ class PhysicsNode(Node):
         with self.inputs_lock:
             edits, self._world_edits = self._world_edits, []
         for edit in edits:
-            edit(self.world)
+            try:
+                edit(self.world)
+            except ValueError as error:  # a request its checks let through and the world refuses: dropped
+                self.get_logger().warning(f"world edit refused: {error}", throttle_duration_sec=2.0)
         return bool(edits)
 
     # -- the simulation loop (its own thread; callbacks run in the executor) --

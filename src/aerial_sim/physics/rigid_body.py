@@ -139,12 +139,15 @@ class RigidBody:
         self.reported_angular_acceleration = self.angular_acceleration
 
     def set_kinematics(self, position=None, orientation=None, velocity=None, angular_velocity=None) -> None:
-        """Place the body (teleport); accelerations are recomputed from gravity and Euler's equation."""
+        """Place the body (teleport); accelerations are recomputed from gravity and Euler's equation.
+        A quaternion that cannot be normalised raises ``ValueError`` before anything is changed."""
+        if orientation is not None:
+            orientation = quat_normalize(tuple(float(v) for v in orientation))
         self._rest = None
         if position is not None:
             self.position = tuple(float(v) for v in position)
         if orientation is not None:
-            self.orientation = quat_normalize(tuple(float(v) for v in orientation))
+            self.orientation = orientation
         if velocity is not None:
             self.velocity = tuple(float(v) for v in velocity)
         if angular_velocity is not None:

@@ -62,10 +62,17 @@ def quat_multiply(p: Quaternion, q: Quaternion) -> Quaternion:
 
 
 def quat_normalize(q: Quaternion) -> Quaternion:
+    """``q / |q|``; ``ValueError`` for a zero or non-finite ``q``. Components so large (or small) that
+    their squares overflow (underflow) are scaled by the largest first, instead of dividing by an
+    infinite length into a zero quaternion."""
     w, x, y, z = q
     length = math.sqrt(w * w + x * x + y * y + z * z)
-    if not length > 0.0:
-        raise ValueError(f"cannot normalise quaternion {q!r}")
+    if not 0.0 < length < math.inf:
+        scale = max(abs(w), abs(x), abs(y), abs(z))
+        if not (0.0 < scale < math.inf and all(math.isfinite(c) for c in q)):
+            raise ValueError(f"cannot normalise quaternion {q!r}")
+        w, x, y, z = w / scale, x / scale, y / scale, z / scale
+        length = math.sqrt(w * w + x * x + y * y + z * z)
     return (w / length, x / length, y / length, z / length)
 
 
