@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field, fields
-from typing import Literal
+from typing import Callable, Literal
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped, TwistStamped
@@ -60,6 +60,9 @@ from aerial_sim.vehicles.multirotor import load_vehicle
 
 #: Odometry stamps are whole nanoseconds: a period measured between two of them may fall short by this much.
 STAMP_TOLERANCE_S = 1e-6
+#: Lockstep: setpoints stamped ahead of this node's odometry wait for it (FlightControllerNode.is_early), within bounds.
+MAX_EARLY_S = 1.0
+MAX_EARLY_SETPOINTS = 64
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,7 @@ class FlightControllerNode(Node):
         self._gate = params.lockstep and params.lockstep_wait_for_client
         self._client_stamp = -math.inf
         self._service_release = False
+        self._early_setpoints: list[tuple[float, Callable[[], None]]] = []
         self._last_diagnostics = -math.inf
         self._refused_at: dict[str, float] = {}
 
@@ -152,6 +156,7 @@ class FlightControllerNode(Node):
         stamp = odom.time_s
         self.note_odometry_period(stamp)
         self._odom_time = stamp
+        self.apply_early_setpoints()
         if self.params.lockstep and stamp > self._answered_time:
             if self._pending_time is None:
                 self._pending_since = time.monotonic()
@@ -226,6 +231,8 @@ class FlightControllerNode(Node):
     # -- requests --------------------------------------------------------------
 
     def on_cmd_pose(self, message: PoseStamped) -> None:
+        if self.is_early(message.header.stamp, lambda: self.on_cmd_pose(message)):
+            return
         if message.header.frame_id != "map":
             self.refuse(f"cmd_pose refused: frame '{message.header.frame_id}' is not 'map'")
         else:
@@ -238,6 +245,8 @@ class FlightControllerNode(Node):
         self.client_message(message.header.stamp)
 
     def on_cmd_vel(self, message: TwistStamped) -> None:
+        if self.is_early(message.header.stamp, lambda: self.on_cmd_vel(message)):
+            return
         frame = message.header.frame_id
         if frame != "map" and frame not in self.body_frames:
             self.refuse(
@@ -250,6 +259,8 @@ class FlightControllerNode(Node):
         self.client_message(message.header.stamp)
 
     def on_cmd_attitude(self, message: PoseStamped) -> None:
+        if self.is_early(message.header.stamp, lambda: self.on_cmd_attitude(message)):
+            return
         vertical = self.vertical_channel("cmd_attitude", message.header.frame_id, message.pose.position.z)
         if vertical is not None:
             q = message.pose.orientation
@@ -257,6 +268,8 @@ class FlightControllerNode(Node):
         self.client_message(message.header.stamp)
 
     def on_cmd_rates(self, message: TwistStamped) -> None:
+        if self.is_early(message.header.stamp, lambda: self.on_cmd_rates(message)):
+            return
         vertical = self.vertical_channel("cmd_rates", message.header.frame_id, message.twist.linear.z)
         if vertical is not None:
             w = message.twist.angular
@@ -265,6 +278,29 @@ class FlightControllerNode(Node):
 
     def on_cmd_motors(self, message: Float64MultiArray) -> None:
         self.apply(lambda now: self.fc.command_motors(now, list(message.data)))
+
+    def is_early(self, stamp, apply: Callable[[], None]) -> bool:
+        """Lockstep: a setpoint stamped after the newest odometry this node has answers a state it has
+        not received yet (the client read that odometry first). Keep it (``apply`` replays it) until
+        that odometry is in, so that it meets the same vehicle state in every run: a velocity command
+        takes its heading from the state when it switches modes, and which state that was decided
+        between two identical runs (seen in a CI run of two concurrent batches). At most
+        ``MAX_EARLY_SETPOINTS`` are kept, none stamped more than ``MAX_EARLY_S`` ahead (those are applied now)."""
+        if not self.params.lockstep:
+            return False
+        stamp_s = from_stamp(stamp)
+        if not 0.0 < stamp_s - self._odom_time <= MAX_EARLY_S or len(self._early_setpoints) >= MAX_EARLY_SETPOINTS:
+            return False
+        self._early_setpoints.append((stamp_s, apply))
+        return True
+
+    def apply_early_setpoints(self) -> None:
+        """Apply the kept setpoints whose odometry has now arrived, in the order they came."""
+        due = [apply for stamp_s, apply in self._early_setpoints if stamp_s <= self._odom_time]
+        if due:
+            self._early_setpoints = [(s, a) for s, a in self._early_setpoints if s > self._odom_time]
+            for apply in due:
+                apply()
 
     def vertical_channel(self, topic: str, frame: str, value: float):
         """(altitude, throttle) from a stream's frame: ``map`` -> altitude, base_link -> throttle; None if unknown."""
