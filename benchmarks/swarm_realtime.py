@@ -2,6 +2,7 @@
 
     tools/dev.sh bench swarm_realtime [--parts core,fleet] [--core-start 1000] [--fleet-start 4]
                                       [--fleet-max 200] [--seconds 10] [--warmup 20] [--min-factor 0.97]
+                                      [--ground-truth-hz 50]
 
 Each part grows N by doubling until a trial falls below real time, then bisects between the
 last N that held and the first that did not (to ``--core-tolerance`` / ``--fleet-tolerance``
@@ -15,7 +16,8 @@ of N), printing every trial. The answer is the largest N seen to hold.
 - fleet: ``sim.launch.yaml vehicles:=N scene:=empty mission:=none use_camera:=false
   viewer:=false airsim_api:=false record:=false`` (physics, one process per sensor type and
   one flight-controller process for all N, as in README's fleet table; the vehicles wait on the
-  ground, disarmed). After ``--warmup`` s from the first ``/clock``, the real-time factor from
+  ground, disarmed), the physics node's ``ground_truth_rate_hz`` set to ``--ground-truth-hz``
+  (50, issue 14's figure; 0 = the node's own choice). After ``--warmup`` s from the first ``/clock``, the real-time factor from
   ``/clock`` over ``--seconds`` s, the last vehicle's ground-truth rate per simulated second,
   the physics node's own choice (its log line) and the CPU of every launched process. Holds:
   factor >= ``--min-factor`` (a paced clock cannot exceed 1; the window's noise is about 1 %)
@@ -126,10 +128,16 @@ def core_part(args) -> int | None:
 # -- launched fleet ----------------------------------------------------------------------------
 
 
-def launch_fleet(count: int, log) -> subprocess.Popen:
+def launch_fleet(count: int, log, ground_truth_hz: float = 0.0) -> subprocess.Popen:
+    """``ground_truth_hz`` > 0 sets the physics node's ``ground_truth_rate_hz`` (a params file for ``physics``)."""
     run_dir = Path(tempfile.mkdtemp(prefix="swarm_realtime_"))
-    command = [sys.executable, "-m", "aerial_sim", "launch", "sim.launch.yaml", f"vehicles:={count}", *FLEET_ARGS,
-               f"run_dir:={run_dir}"]
+    extra = []
+    if ground_truth_hz > 0:
+        params = run_dir / "ground_truth_rate.yaml"
+        params.write_text(f"physics:\n  ros__parameters:\n    ground_truth_rate_hz: {float(ground_truth_hz)}\n")
+        extra = ["--params-file", str(params)]
+    command = [sys.executable, "-m", "aerial_sim", "launch", *extra, "sim.launch.yaml", f"vehicles:={count}",
+               *FLEET_ARGS, f"run_dir:={run_dir}"]
     return subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
@@ -144,7 +152,8 @@ def stop_fleet(launcher: subprocess.Popen) -> None:
         launcher.wait()
 
 
-def fleet_trial(node, executor, count: int, warmup_s: float, seconds: float, start_timeout_s: float) -> dict:
+def fleet_trial(node, executor, count: int, warmup_s: float, seconds: float, start_timeout_s: float,
+                ground_truth_hz: float = 0.0) -> dict:
     """Launch N vehicles, measure, stop: real-time factor, ground-truth rate, chosen rate, CPU per process."""
     from graph import cpu_seconds, node_processes
     from nav_msgs.msg import Odometry
@@ -161,7 +170,7 @@ def fleet_trial(node, executor, count: int, warmup_s: float, seconds: float, sta
                                  lambda m: odom.append(from_stamp(m.header.stamp)), stream_qos()),
     ]
     log = tempfile.TemporaryFile(mode="w+")
-    launcher = launch_fleet(count, log)
+    launcher = launch_fleet(count, log, ground_truth_hz)
     result = {"factor": 0.0, "odom_hz": 0.0, "chosen": "?", "floored": False, "cores": {}}
     try:
         deadline = time.monotonic() + start_timeout_s
@@ -216,13 +225,14 @@ def fleet_part(args) -> int | None:
     node = rclpy.create_node(f"swarm_realtime_bench_{os.getpid()}")
     executor = SingleThreadedExecutor()
     executor.add_node(node)
-    print(f"fleet: sim.launch.yaml vehicles:=N {' '.join(FLEET_ARGS)}; warm-up {args.warmup:g} s, "
+    asked = f"ground_truth_rate_hz {args.ground_truth_hz:g}" if args.ground_truth_hz > 0 else "physics' own ground-truth rate"
+    print(f"fleet: sim.launch.yaml vehicles:=N {' '.join(FLEET_ARGS)}, {asked}; warm-up {args.warmup:g} s, "
           f"measure {args.seconds:g} s; holds: real-time factor >= {args.min_factor:g} with ground truth "
           f">= {FLOOR_HZ:g} Hz per vehicle; ROS_DOMAIN_ID {os.environ['ROS_DOMAIN_ID']}", flush=True)
     trials = {}
 
     def holds(count: int) -> bool:
-        figures = fleet_trial(node, executor, count, args.warmup, args.seconds, args.start_timeout)
+        figures = fleet_trial(node, executor, count, args.warmup, args.seconds, args.start_timeout, args.ground_truth_hz)
         trials[count] = figures
         ok = figures["factor"] >= args.min_factor and figures["odom_hz"] >= 0.9 * FLOOR_HZ
         total = sum(c for c in figures["cores"].values() if not math.isnan(c))
@@ -273,6 +283,8 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=20.0, help="wall s after the first /clock")
     parser.add_argument("--start-timeout", type=float, default=120.0)
     parser.add_argument("--min-factor", type=float, default=0.97)
+    parser.add_argument("--ground-truth-hz", type=float, default=50.0,
+                        help="physics ground_truth_rate_hz per vehicle (issue 14 asks for 50 Hz); 0 = the node's own choice")
     args = parser.parse_args()
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     unknown = set(parts) - {"core", "fleet"}
