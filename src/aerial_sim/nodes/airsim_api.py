@@ -63,8 +63,9 @@ from aerial_sim.control.geometry import quat_from_yaw, quat_to_matrix
 from aerial_sim.environment.geodesy import HomePoint
 from aerial_sim.environment.gravity import normal_gravity
 from aerial_sim.sensors.common import truth_from_odometry
-from aerial_sim.nodes.common import (COMMAND_QOS, InputStampClock, declare_params, from_stamp, is_finite_sequence, run_node,
-                                     stream_qos, subscribe_imu, subscribe_joint_state, subscribe_odometry, to_stamp)
+from aerial_sim.nodes.common import (COMMAND_QOS, InputStampClock, declare_params, from_stamp, is_finite_sequence,
+                                     run_node, stream_qos, subscribe_imu, subscribe_joint_state, subscribe_odometry,
+                                     to_stamp)
 from aerial_sim.vehicles.fleet import require_vehicle_names
 from aerial_sim.vehicles.multirotor import load_vehicle
 from aerial_sim.world.camera import CameraParams

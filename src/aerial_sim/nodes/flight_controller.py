@@ -135,11 +135,10 @@ class FlightControllerNode(Node):
         self.create_service(Trigger, "land", self.on_land)
         if params.lockstep:
             self.create_timer(0.05, self.check_client_timeout, clock=Clock(clock_type=ClockType.STEADY_TIME))
-        self.get_logger().info(
-            f"flight controller for '{vehicle.name}' ({self.fc.rotor_count} rotors), "
-            + ("lockstep" + (" (waits for its client)" if self._gate else "") if params.lockstep else f"on each odometry stamp, at most {params.rate_hz:g} Hz")
-            + f", attitude from {params.attitude_source}"
-        )
+        pacing = (("lockstep" + (" (waits for its client)" if self._gate else "")) if params.lockstep
+                  else f"on each odometry stamp, at most {params.rate_hz:g} Hz")
+        self.get_logger().info(f"flight controller for '{vehicle.name}' ({self.fc.rotor_count} rotors), {pacing}, "
+                               f"attitude from {params.attitude_source}")
 
     # -- state in --------------------------------------------------------------
 
