@@ -36,7 +36,7 @@ from aerial_sim.config import require, require_positive
 from aerial_sim.control.geometry import matrix_to_quat
 from aerial_sim.nodes.common import (InputStampClock, announce_lockstep_participant, declare_params, frame_in_namespace,
                                      publish_static_mount, run_node, stamp_from_fields, stream_qos, subscribe_odometry)
-from aerial_sim.sensors.common import MAX_TRUTH_POSITION_M
+from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, truth_from_odometry
 from aerial_sim.world.camera import CameraModel, CameraParams
 from aerial_sim.world.scene import load_scene
 
@@ -111,13 +111,10 @@ class CameraNode(Node):
         self._last_stamp_s = stamp_s
         if stamp_s < self._next_frame_s - 1e-9:
             return
-        position, orientation = odom.position, odom.orientation_wxyz
-        if (not all(math.isfinite(v) for v in position + orientation) or sum(q * q for q in orientation) < 1e-6
-                or math.hypot(*position) > MAX_TRUTH_POSITION_M):
-            self.get_logger().warning(
-                f"ground_truth/odom with a non-finite pose, a zero quaternion or |p| > {MAX_TRUTH_POSITION_M:g} m: "
-                "skipped", throttle_duration_sec=5)
+        if truth_from_odometry(odom) is None:  # the checks every consumer of ground truth makes
+            self.get_logger().warning(UNUSABLE_ODOMETRY, throttle_duration_sec=5)
             return
+        position, orientation = odom.position, odom.orientation_wxyz
         rate = self.node_params.rate_hz
         self._next_frame_s = (math.floor(stamp_s * rate + 1e-6) + 1) / rate
         self.publish_frame(position, orientation, stamp_from_fields(odom))
