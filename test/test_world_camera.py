@@ -168,20 +168,51 @@ def test_colour_follows_lambert_shading_and_sky(tmp_path):
 
 @pytest.mark.parametrize("scene_name", ["urban", "corridor", "empty"])
 def test_compiled_renderer_gives_the_numpy_reference_images(scene_name):
-    """The numba kernels (render_kernels) against the NumPy code they replaced: depth and segmentation
-    identical, colour within one level (the reference's n.s is a BLAS product, summed in another order)."""
+    """The compiled path (rasteriser and numba shading) against the Embree ray caster and NumPy shading it
+    replaced: the same surface at every pixel but those within rounding of a silhouette edge, the same
+    depth to float32 rounding of the plane intersection, colour within one level but on facet edges."""
     camera = CameraModel(CameraParams(width=96, height=64), load_scene(scene_name))
     poses = [((0.0, 0.0, 2.0), LEVEL), ((5.9, 0.0, 1.5), yaw_pitch_quaternion(0.4, 0.3)),
              ((3.0, -2.0, 15.0), (0.92, 0.1, 0.3, 0.2)), ((1.0, 1.0, -0.5), yaw_pitch_quaternion(2.0, -0.6))]
     for position, orientation in poses:  # the last one looks at the ground from below
         compiled = camera.render(position, orientation)
         reference = camera.render(position, orientation, reference=True)
-        np.testing.assert_array_equal(compiled.depth, reference.depth)
-        np.testing.assert_array_equal(compiled.segmentation, reference.segmentation)
-        assert np.abs(compiled.color.astype(int) - reference.color).max() <= 1
-        assert (compiled.color != reference.color).mean() < 1e-3
-        depth_only = camera.render(position, orientation, segmentation=False, color=False)  # no normals cast
-        np.testing.assert_array_equal(depth_only.depth, reference.depth)
+        same = compiled.segmentation == reference.segmentation
+        assert same.mean() > 0.999
+        assert_same_depth(compiled.depth[same], reference.depth[same])
+        assert (np.abs(compiled.color.astype(int) - reference.color) > 1).any(axis=-1).mean() < 2e-3
+        depth_only = camera.render(position, orientation, segmentation=False, color=False)  # no normals
+        np.testing.assert_array_equal(depth_only.depth, compiled.depth)
     hits = camera.caster.cast((0.0, 0.0, 2.0), camera._unit_rays_optical)
     expected = camera.caster.cast((0.0, 0.0, 2.0), camera._unit_rays_optical, reference=True)
     np.testing.assert_array_equal(hits.normal, expected.normal)
+
+
+def assert_same_depth(depth, expected):
+    """Equal infinities, finite depths within a few float32 roundings (relative 1e-5)."""
+    finite = np.isfinite(expected)
+    np.testing.assert_array_equal(depth[~finite], expected[~finite])
+    np.testing.assert_allclose(depth[finite], expected[finite], rtol=1e-5)
+
+
+@pytest.mark.parametrize("yaw_deg, pitch_deg", [(0.0, 0.0), (37.0, 21.0), (-80.0, -40.0)])
+def test_camera_inside_a_box_sees_its_walls_at_their_distance_in_every_direction(tmp_path, yaw_deg, pitch_deg):
+    """Every wall triangle crosses the camera's plane here, so each is clipped at the near plane before it is
+    drawn: no pixel may show the sky or a gap, and depth must be the analytic distance to the nearest wall."""
+    scene = scene_from(tmp_path, """
+        - {name: room, shape: box, size: [8.0, 6.0, 4.0], position: [0.0, 0.0, 3.0], segmentation_id: 5}
+    """)
+    camera = CameraModel(CameraParams(width=120, height=90, depth_mode="perspective", max_range_m=50.0), scene)
+    position = np.array([0.7, -0.4, 2.6])
+    orientation = yaw_pitch_quaternion(math.radians(yaw_deg), math.radians(pitch_deg))
+    frame = camera.render(position, orientation)
+    assert (frame.segmentation == 5).all()
+    R_world_optical, origin = camera.optical_pose(position, orientation)
+    rays = camera._unit_rays_optical.astype(float) @ R_world_optical.T
+    low, high = np.array([-4.0, -3.0, 1.0]), np.array([4.0, 3.0, 5.0])
+    with np.errstate(divide="ignore"):
+        exits = np.where(rays > 0, (high - origin) / rays, (low - origin) / rays)
+    expected = exits.min(axis=1).reshape(frame.depth.shape)
+    np.testing.assert_allclose(frame.depth, expected, rtol=1e-5)
+    reference = camera.render(position, orientation, reference=True)
+    assert_same_depth(frame.depth, reference.depth)

@@ -139,10 +139,11 @@ class CameraModel:
     def render(self, position: Sequence[float], orientation: Sequence[float],
                depth: bool = True, segmentation: bool = True, color: bool = True,
                reference: bool = False) -> CameraFrame:
-        """Cast one ray per pixel from the camera at this base_link pose and build the asked images.
+        """Find the first hit of each pixel's ray from the camera at this base_link pose and build the asked images.
 
-        Hits and colours come from the compiled kernels of :mod:`aerial_sim.world.render_kernels`;
-        ``reference=True`` (or no numba) uses the NumPy code they are tested against.
+        Hits come from the compiled rasteriser (:class:`~aerial_sim.world.geometry.PinholeRasterizer`),
+        colours from :mod:`aerial_sim.world.render_kernels`; ``reference=True`` (or no numba) casts
+        the rays with Embree and shades with the NumPy code they are tested against.
         """
         if not (depth or segmentation or color):
             return CameraFrame(None, None, None)
@@ -150,7 +151,12 @@ class CameraModel:
         R_world_optical, origin = self.optical_pose(position, orientation)
         directions = self._unit_rays_optical @ R_world_optical.T.astype(np.float32)
         reference = reference or not render_kernels.COMPILED
-        hits = self.caster.cast(origin, directions, normals=color, reference=reference)
+        if reference:
+            hits = self.caster.cast(origin, directions, normals=color, reference=True)
+        else:
+            p = self.params
+            hits = self.caster.rasterizer.hits(origin, R_world_optical, (self.fx, self.fy, self.cx, self.cy),
+                                               (p.width, p.height), directions, self._unit_rays_optical, normals=color)
         depth_image = segmentation_image = color_image = None
         if depth:
             depth_image = self._depth(hits.distance).reshape(shape)

@@ -23,7 +23,7 @@ from embreex import rtcore_scene
 from embreex.mesh_construction import TriangleMesh
 
 from aerial_sim.config import ParamsError
-from aerial_sim.world import render_kernels
+from aerial_sim.world import raster_kernels, render_kernels
 
 if TYPE_CHECKING:
     from aerial_sim.world.scene import Scene, SceneObject
@@ -123,10 +123,18 @@ class RayCaster:
             counts = [len(m.faces) for m in meshes]
             # Embree reports a primitive (triangle) id; map it to 2 + object index.
             self._surface_of_triangle = np.repeat(np.arange(len(meshes), dtype=np.int32) + 2, counts)
+        self._rasterizer: PinholeRasterizer | None = None
 
     @property
     def triangle_count(self) -> int:
         return sum(len(m.faces) for m in self.meshes)
+
+    @property
+    def rasterizer(self) -> PinholeRasterizer:
+        """A :class:`PinholeRasterizer` over the same triangles (built once, on first use)."""
+        if self._rasterizer is None:
+            self._rasterizer = PinholeRasterizer(self.meshes, self._surface_of_triangle)
+        return self._rasterizer
 
     def cast(self, origins: np.ndarray, directions: np.ndarray, normals: bool = True,
              reference: bool = False) -> RayHits:
@@ -181,4 +189,59 @@ class RayCaster:
             facing = np.einsum("ij,ij->i", ng, directions[closer]) > 0
             ng[facing] *= -1.0
             normal[closer] = ng
+        return RayHits(distance, surface, normal)
+
+
+class PinholeRasterizer:
+    """First hits of a pinhole camera's pixel rays, found by rasterising the scene's triangles.
+
+    Gives what :meth:`RayCaster.cast` gives for rays that share the camera's origin and pass
+    through its pixel centres, at a fraction of the cost (the kernels and their method:
+    :mod:`aerial_sim.world.raster_kernels`). Surfaces nearer than :attr:`NEAR_PLANE_M` to the
+    camera centre are not seen (the ray caster would report them as too near anyway).
+    """
+
+    NEAR_PLANE_M = 1e-3
+
+    def __init__(self, meshes: Sequence[trimesh.Trimesh], surface_of_triangle: np.ndarray):
+        if meshes:
+            self.triangles = np.concatenate([m.triangles for m in meshes]).astype(np.float64)
+        else:
+            self.triangles = np.empty((0, 3, 3))
+        normals = np.cross(self.triangles[:, 1] - self.triangles[:, 0], self.triangles[:, 2] - self.triangles[:, 0])
+        lengths = np.linalg.norm(normals, axis=1)
+        visible = lengths > 0  # a degenerate triangle covers no pixel and has no plane
+        self.triangles = np.ascontiguousarray(self.triangles[visible])
+        self.surface_of_triangle = np.ascontiguousarray(np.asarray(surface_of_triangle, np.int32)[visible])
+        self.world_normals = normals[visible] / lengths[visible, None]
+        self.world_normals32 = self.world_normals.astype(np.float32)
+        raster_kernels.warm_up()
+
+    def hits(self, origin: np.ndarray, R_world_optical: np.ndarray, intrinsics: tuple[float, float, float, float],
+             size: tuple[int, int], directions: np.ndarray, rays_optical: np.ndarray, normals: bool = True) -> RayHits:
+        """Hits of the rays through every pixel centre (row-major), as :meth:`RayCaster.cast` reports them.
+
+        ``origin`` camera centre (world), ``R_world_optical`` its optical frame, ``intrinsics``
+        (f_x, f_y, c_x, c_y), ``size`` (width, height); ``directions`` and ``rays_optical`` (W H, 3)
+        float32: the unit pixel rays in the world and in the optical frame.
+        """
+        width, height = size
+        origin32 = np.asarray(origin, np.float32)  # the ray caster's float32 ray origin
+        count = len(self.triangles)
+        vertices, plane_normals, plane_offsets = np.empty((count, 3, 3)), np.empty((count, 3)), np.empty(count)
+        raster_kernels.to_optical(self.triangles, self.world_normals, origin32.astype(np.float64),
+                                  np.ascontiguousarray(R_world_optical, np.float64), vertices, plane_normals,
+                                  plane_offsets)
+        inverse_depth = np.zeros(width * height)
+        triangle_of_pixel = np.full(width * height, -1, np.int32)
+        fx, fy, cx, cy = intrinsics
+        raster_kernels.rasterize(vertices, width, height, fx, fy, cx, cy, self.NEAR_PLANE_M,
+                                 inverse_depth, triangle_of_pixel)
+        pixels = width * height
+        distance = np.empty(pixels, np.float32)
+        surface = np.empty(pixels, np.int32)
+        normal = np.zeros((pixels, 3) if normals else (0, 3), np.float32)
+        raster_kernels.resolve_hits(origin32, directions, rays_optical, triangle_of_pixel, plane_normals,
+                                    plane_offsets, self.world_normals32, self.surface_of_triangle,
+                                    distance, surface, normal)
         return RayHits(distance, surface, normal)
