@@ -172,6 +172,32 @@ def test_setpoints_cannot_cancel_a_landing_but_takeoff_aborts_it():
     assert log[-1, 3] > ground + TAKEOFF_M
 
 
+def test_land_holds_where_the_vehicle_is_at_the_next_step_whether_its_state_came_before_or_after():
+    """In lockstep a land request and the odometry of the step it belongs to race each other; the
+    landing target (and so every motor command after it) must not depend on which one won."""
+    flight = Flight()
+    flight.take_off()
+    flight.fc.command_velocity(flight.world.time_s, (1.0, 0.0, 0.0), 0.0)
+    flight.fly(1.0)  # moving at about 1 m/s: consecutive states differ by about 4 mm
+    before = flight.state
+    flight.world.step(4)
+    after = flight.state
+    outputs = []
+    for state_first in (True, False):
+        fc = FlightSupervisor(SupervisorParams(takeoff_altitude=TAKEOFF_M), ControllerParams(), load_vehicle("quad_x"))
+        fc.observe(before)
+        fc.arm(True)
+        fc.takeoff()
+        fc.update(0.0, before, PERIOD_S)
+        if state_first:
+            fc.observe(after)
+        fc.land()
+        outputs.append(fc.update(PERIOD_S, after, PERIOD_S))
+        assert fc.mode is Mode.LANDING
+        assert np.allclose(fc._target_position[:2], after.position[:2])
+    assert outputs[0] == outputs[1]
+
+
 def test_mixer_refuses_a_vehicle_that_cannot_hover():
     heavy = load_vehicle("quad_x").__class__(**{**load_vehicle("quad_x").__dict__, "mass_kg": 3.0})
     with pytest.raises(ParamsError, match="cannot hover"):

@@ -121,6 +121,12 @@ class FlightSupervisor:
     state; call the command methods whenever a request arrives. Every command
     method raises :class:`CommandRejected` for a request it refuses, and leaves
     the current mode unchanged in that case.
+
+    ``takeoff`` and ``land`` hold where the vehicle is: at the state of the next
+    :meth:`update`, the first control step the command takes part in, not at the
+    state last observed when it arrived. A request that arrives just before or
+    just after the odometry of a step then gives the same target, so lockstep
+    runs repeat exactly whichever came first.
     """
 
     def __init__(self, params: SupervisorParams, controller_params: ControllerParams, vehicle):
@@ -137,6 +143,7 @@ class FlightSupervisor:
         self._last_time_s: float | None = None
         self._still_since_s: float | None = None
         self._state: VehicleState | None = None
+        self._climb_from_next_state: float | None = None  # takeoff/land: hold this far above the next state
         self.last_output: ControlOutput | None = None
         self.events: list[str] = []
 
@@ -177,8 +184,7 @@ class FlightSupervisor:
             raise CommandRejected("takeoff refused: not armed (call arm first)")
         if self.mode not in (Mode.IDLE, Mode.LANDING):
             raise CommandRejected(f"takeoff refused: already flying (mode {self.mode.value})")
-        x, y, z = state.position
-        self._hold(np.array([x, y, z + self.params.takeoff_altitude]), yaw_of(state.orientation))
+        self._hold_above(state, self.params.takeoff_altitude)
         self._set_mode(Mode.TAKEOFF, f"taking off to z = {self._target_position[2]:.2f} m")
         return f"taking off to {self.params.takeoff_altitude:g} m above the start"
 
@@ -186,8 +192,7 @@ class FlightSupervisor:
         state = self._require_state()
         if not self.flying:
             raise CommandRejected(f"land refused: not flying (mode {self.mode.value})")
-        x, y, z = state.position
-        self._hold(np.array([x, y, z]), yaw_of(state.orientation))
+        self._hold_above(state, 0.0)
         self._still_since_s = None
         self._set_mode(Mode.LANDING, "landing")
         return "landing"
@@ -294,6 +299,9 @@ class FlightSupervisor:
     def update(self, time_s: float, state: VehicleState, nominal_dt: float) -> tuple[float, ...]:
         """Rotor inputs for this control period; ``nominal_dt`` is used on the first call."""
         self._state = state
+        if self._climb_from_next_state is not None:
+            self._hold_above(state, self._climb_from_next_state)
+            self._climb_from_next_state = None
         dt = nominal_dt if self._last_time_s is None else time_s - self._last_time_s
         self._last_time_s = time_s
         if not (0.0 < dt <= 0.1):  # clock jump (reset, pause): use the nominal period
@@ -364,7 +372,14 @@ class FlightSupervisor:
 
     # -- helpers ---------------------------------------------------------------
 
+    def _hold_above(self, state: VehicleState, climb_m: float) -> None:
+        """Hold ``climb_m`` above ``state``'s position with its heading, and again above the next update's state."""
+        x, y, z = state.position
+        self._hold(np.array([x, y, z + climb_m]), yaw_of(state.orientation))
+        self._climb_from_next_state = climb_m
+
     def _hold(self, position: np.ndarray, yaw: float) -> None:
+        self._climb_from_next_state = None  # a new target replaces a takeoff/land target still to be anchored
         self._target_position = np.array(position, dtype=float)
         self._target_yaw = float(yaw)
         self._target_velocity = np.zeros(3)

@@ -98,6 +98,7 @@ class CameraNode(Node):
         subscribe_odometry(self, "ground_truth/odom", self.on_odom, qos, clock=InputStampClock(self))
         self._next_frame_s = -math.inf
         self._last_stamp_s = -math.inf
+        self._last_frame = None  # (position, orientation, stamp ns) of the last frame published
         self.get_logger().info(
             f"camera: scene '{self.scene.name}' ({self.scene.ray_caster.triangle_count} triangles), "
             f"{self.camera_params.width}x{self.camera_params.height} at {p.rate_hz:g} Hz sim time, "
@@ -106,6 +107,12 @@ class CameraNode(Node):
 
     def on_odom(self, odom: OdometryFields) -> None:
         stamp_s = odom.time_s
+        if stamp_s == self._last_stamp_s and self._last_frame is not None and self._last_frame[2] == odom.stamp_ns:
+            if self.node_params.lockstep:
+                # The physics node re-sends a state while lockstep waits: a reader of this frame that
+                # joined late (DDS discovery; depth noise, the recorder) gets it now, with every image it reads.
+                self.publish_frame(*self._last_frame[:2], stamp_from_fields(odom))
+            return
         if stamp_s < self._last_stamp_s:  # simulation restarted
             self._next_frame_s = -math.inf
         self._last_stamp_s = stamp_s
@@ -117,6 +124,7 @@ class CameraNode(Node):
         position, orientation = odom.position, odom.orientation_wxyz
         rate = self.node_params.rate_hz
         self._next_frame_s = (math.floor(stamp_s * rate + 1e-6) + 1) / rate
+        self._last_frame = (position, orientation, odom.stamp_ns)
         self.publish_frame(position, orientation, stamp_from_fields(odom))
 
     def publish_frame(self, position, orientation, stamp) -> None:

@@ -70,6 +70,7 @@ class DepthNoiseNode(Node):
         self._depth: OrderedDict[int, Image] = OrderedDict()
         self._segmentation: OrderedDict[int, Image] = OrderedDict()
         self.frames_published = 0
+        self._processed_key: int | None = None  # stamp of the last pair processed: each gets one noise draw
         qos = stream_qos(self.node_params.lockstep)
         self.publisher = self.create_publisher(Image, "camera/depth/image_raw", qos)
         if self.node_params.lockstep:
@@ -99,6 +100,8 @@ class DepthNoiseNode(Node):
     def _pair(self, message: Image, own: OrderedDict, other: OrderedDict) -> None:
         """Process the pair once both images of a stamp are here; otherwise keep this one a while."""
         key = stamp_key(message)
+        if key == self._processed_key:  # a frame sent again (lockstep re-send): its noise is already out
+            return
         partner = other.pop(key, None)
         if partner is None:
             own[key] = message
@@ -110,6 +113,7 @@ class DepthNoiseNode(Node):
             for stale in [k for k in buffer if k < key]:
                 del buffer[stale]
         depth, segmentation = (message, partner) if own is self._depth else (partner, message)
+        self._processed_key = key
         self._process(depth, segmentation)
 
     def _process(self, depth_msg: Image, segmentation_msg: Image) -> None:

@@ -456,8 +456,9 @@ class PhysicsNode(Node):
 
     def _await_settled_subscribers(self) -> None:
         """Lockstep: hold the first step until the graph's subscribers to /clock and ground truth (at
-        least one) have stopped changing for ``lockstep_settle_s`` and every known lockstep
-        participant is being read (wall time; at most ``lockstep_settle_max_s``).
+        least one), and every topic's publisher and subscriber counts, have stopped changing for
+        ``lockstep_settle_s`` and every known lockstep participant is being read (wall time; at
+        most ``lockstep_settle_max_s``).
 
         Lockstep paces the clock by the controllers alone. A sensor or recorder that joins after
         the first steps misses them, and its noise stream and bag then start elsewhere than in
@@ -466,12 +467,13 @@ class PhysicsNode(Node):
         params = self.params
         publishers = [self.clock_pub] + [p for v in self.vehicles for p in (v.odom_pub, v.imu_pub, v.rotors_pub)]
         start = changed = time.monotonic()
-        counts = None
+        counts = last_graph = None
         while not self._stop.is_set() and self.context.ok():
             now = time.monotonic()
             current = [p.get_subscription_count() for p in publishers]
-            if current != counts:
-                counts, changed = current, now
+            graph = self._graph_snapshot()
+            if (current, graph) != (counts, last_graph):
+                counts, last_graph, changed = current, graph, now
             # Nobody yet is no graph yet: DDS discovery can take longer than lockstep_settle_s.
             settled = (now - changed >= params.lockstep_settle_s and any(current)
                        and self.lockstep_outputs.all_armed())
@@ -483,6 +485,16 @@ class PhysicsNode(Node):
         self.get_logger().info(f"lockstep: starting with {counts[1] if counts else 0} subscribers to ground truth "
                                f"after {time.monotonic() - start:.1f} s; participants: {participants}")
         self.lockstep_outputs.started = True
+
+    def _graph_snapshot(self) -> list[tuple[str, int, int]]:
+        """Every topic in the graph with its publisher and subscriber counts.
+
+        Lockstep starts once this stops changing too: nodes that subscribe to each other's outputs
+        (depth noise to the camera, the recorder to every topic it discovers) must be connected
+        before the first outputs go out, or one run's bag starts with frames another run's lacks.
+        """
+        return sorted((name, self.count_publishers(name), self.count_subscribers(name))
+                      for name, _ in self.get_topic_names_and_types())
 
     def _lockstep_ready(self) -> bool:
         """Lockstep: true once every vehicle has a new command for this period and every
