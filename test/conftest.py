@@ -33,6 +33,8 @@ def private_domain_id() -> int:
 
 
 os.environ["ROS_DOMAIN_ID"] = str(private_domain_id())
+#: A second private domain, for a test that runs two graphs side by side (above both ranges above).
+SECOND_DOMAIN_ID = private_domain_id() + 101
 os.environ.setdefault("AERIAL_SIM_DOMAIN_RANGE", "51-101")  # batch runs never share a test's domain
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("AERIAL_SIM_SHARE", str(REPO))
@@ -92,15 +94,17 @@ def spin_until(node, condition, timeout_s: float, period_s: float = 0.01) -> boo
 class LaunchedGraph:
     """A running ``aerial_sim launch`` process group (see the ``launch`` fixture)."""
 
-    def __init__(self, launch_file: str, args: list[str], log_path: Path):
+    def __init__(self, launch_file: str, args: list[str], log_path: Path, domain_id: int | None = None):
         self.log_path = log_path
         self._log = open(log_path, "w")
+        environment = None if domain_id is None else {**os.environ, "ROS_DOMAIN_ID": str(domain_id)}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "aerial_sim", "launch", launch_file, *args],
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
             cwd=REPO,
+            env=environment,
         )
 
     def output(self) -> str:
@@ -126,11 +130,13 @@ class LaunchedGraph:
 
 @pytest.fixture
 def launch(tmp_path):
-    """Start launch files as separate processes: ``graph = launch('sim.launch.yaml', 'gui:=false')``."""
+    """Start launch files as separate processes: ``graph = launch('sim.launch.yaml', 'gui:=false')``.
+
+    ``domain_id=SECOND_DOMAIN_ID`` runs a graph beside the test's own without seeing it."""
     graphs: list[LaunchedGraph] = []
 
-    def start(launch_file: str, *args: str) -> LaunchedGraph:
-        graph = LaunchedGraph(launch_file, list(args), tmp_path / f"launch_{len(graphs)}.log")
+    def start(launch_file: str, *args: str, domain_id: int | None = None) -> LaunchedGraph:
+        graph = LaunchedGraph(launch_file, list(args), tmp_path / f"launch_{len(graphs)}.log", domain_id)
         graphs.append(graph)
         return graph
 

@@ -1,7 +1,7 @@
 """Lockstep with every node on: two runs of the same mission and seed record the same bag (issue 11).
 
 Physics, IMU, barometer, magnetometer, GPS, camera, depth noise, point cloud, lidar, rangefinder,
-flight controller, mission and recorder, launched twice from ``sim.launch.yaml`` (about 60 s in all).
+flight controller, mission and recorder, launched twice from ``sim.launch.yaml``, side by side.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import requires_ros
+from conftest import SECOND_DOMAIN_ID, requires_ros
 
 pytestmark = [requires_ros, pytest.mark.ros]
 
@@ -21,14 +21,18 @@ SMALL_SQUARE = ("name: small_square\ntakeoff_altitude_m: 0.6\npattern: square\ns
                 "speed_m_s: 1.0\nacceleration_m_s2: 2.0\nhold_s: 0.0\n")
 
 
-def fly_in_lockstep(launch, mission, run_dir) -> float:
-    """Run the whole graph in lockstep until the mission has landed; the disarm's sim time (s)."""
-    graph = launch("sim.launch.yaml", "lockstep:=true", "viewer:=false", "airsim_api:=false", "use_lidar:=true",
-                   "use_distance:=true", f"mission:={mission}", f"run_dir:={run_dir}")
-    deadline = time.monotonic() + 150.0  # about 25 s on a quiet machine; lockstep slows down, never drops
+def start_lockstep_flight(launch, mission, run_dir, domain_id=None):
+    """The whole graph in lockstep, flying ``mission`` into ``run_dir``."""
+    return launch("sim.launch.yaml", "lockstep:=true", "viewer:=false", "airsim_api:=false", "use_lidar:=true",
+                  "use_distance:=true", f"mission:={mission}", f"run_dir:={run_dir}", domain_id=domain_id)
+
+
+def landing_time(graph, run_dir) -> float:
+    """Wait for the launched flight to end; the disarm's sim time (s)."""
+    deadline = time.monotonic() + 180.0  # about 25 s on a quiet machine; lockstep slows down, never drops
     while graph.alive() and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not graph.alive(), "mission did not finish in 150 s:\n" + graph.output()[-5000:]
+    assert not graph.alive(), "mission did not finish in 180 s:\n" + graph.output()[-5000:]
     landed = re.search(r"landed and disarmed at t = ([0-9.]+) s", graph.output())
     assert landed, graph.output()[-5000:]
     for name in ("track.csv", "summary.txt", "metrics.json", "recording.txt"):
@@ -42,7 +46,10 @@ def test_two_lockstep_runs_with_every_node_record_identical_bags(launch, tmp_pat
     mission = tmp_path / "small_square.yaml"
     mission.write_text(SMALL_SQUARE)
     runs = [tmp_path / "run0", tmp_path / "run1"]
-    landed_at = [fly_in_lockstep(launch, mission, run) for run in runs]
+    # Side by side, each in its own domain: each run also meets the other's load, as batch workers do.
+    graphs = [start_lockstep_flight(launch, mission, runs[0]),
+              start_lockstep_flight(launch, mission, runs[1], domain_id=SECOND_DOMAIN_ID)]
+    landed_at = [landing_time(graph, run) for graph, run in zip(graphs, runs)]
     assert landed_at[0] == landed_at[1]
     # The mission's track ends at the disarm's own stamp: the whole flight repeats, bit for bit. (Its
     # phase column says which phase the runner was in when a sample came, which a service answer's
