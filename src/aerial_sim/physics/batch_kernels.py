@@ -74,27 +74,29 @@ COS_2, COS_4, COS_6, COS_8 = 1.0 / 2.0, 1.0 / 24.0, 1.0 / 720.0, 1.0 / 40320.0
 SINC_2, SINC_4, SINC_6, SINC_8 = 1.0 / 6.0, 1.0 / 120.0, 1.0 / 5040.0, 1.0 / 362880.0
 
 
-def half_angle_series(rate, dt):
-    """``cos(x)`` and ``sin(x) / rate`` for the half-angle ``x = rate dt / 2`` of one step's rotation.
+def half_angle_series(rate_squared, dt):
+    """``cos(x)`` and ``sin(x) / rate`` for the half-angle ``x = rate dt / 2`` of one step's rotation,
+    from the squared body rate.
 
     Both paths take these terms from here (this plain-Python function in the scalar path,
     :func:`half_angle_terms`, its compiled twin, in :func:`advance_free`), so they stay equal
     to the last bit: a one-ulp difference grows to 5e-8 m in 10 s of tumbling flight.
 
-    For ``x <= SERIES_HALF_ANGLE`` (1/16) from their Taylor series to x^8 in Horner form,
-    ``sin(x) / rate = (sin(x) / x) dt / 2``. The first term left out is at most
-    ``x^10 / 10! = 2.5e-19`` (cos) and ``x^10 / 11! = 2.3e-20`` (sin(x)/x), both values being
-    near 1: below 1/400 of the spacing of doubles there (2.2e-16), so the result is the exact
-    value up to the rounding of the few operations, an ulp or two, as from libm. Above it,
-    libm. No call and no division for the body rates of flight: the compiled step keeps its
-    values in registers.
+    For ``x <= SERIES_HALF_ANGLE`` (1/16) from their Taylor series to x^8 in Horner form, in
+    ``x^2 = rate^2 dt^2 / 4`` (no square root), and ``sin(x) / rate = (sin(x) / x) dt / 2``.
+    The first term left out is at most ``x^10 / 10! = 2.5e-19`` (cos) and ``x^10 / 11! =
+    2.3e-20`` (sin(x)/x), both values being near 1: below 1/400 of the spacing of doubles
+    there (2.2e-16), so the result is the exact value up to the rounding of the few
+    operations, an ulp or two, as from libm. Above it, libm. No call, square root or
+    division for the body rates of flight: the compiled step keeps its values in registers.
     """
-    x = 0.5 * rate * dt
-    if x <= SERIES_HALF_ANGLE:
-        x2 = x * x
+    x2 = rate_squared * (0.25 * dt * dt)
+    if x2 <= SERIES_HALF_ANGLE * SERIES_HALF_ANGLE:
         cw = 1.0 - x2 * (COS_2 - x2 * (COS_4 - x2 * (COS_6 - x2 * COS_8)))
         sinc = 1.0 - x2 * (SINC_2 - x2 * (SINC_4 - x2 * (SINC_6 - x2 * SINC_8)))
         return cw, sinc * (0.5 * dt)
+    rate = math.sqrt(rate_squared)
+    x = 0.5 * rate * dt
     return math.cos(x), math.sin(x) / rate
 
 
@@ -160,9 +162,9 @@ def advance_free(indices, steps_left, state, const, rotor_const, commands, filte
             hx = wx + bx * half_dt
             hy = wy + by * half_dt
             hz = wz + bz * half_dt
-            rate = math.sqrt(hx * hx + hy * hy + hz * hz)
-            if rate > 1e-12:
-                cw, sn = half_angle_terms(rate, dt)
+            rate_squared = hx * hx + hy * hy + hz * hz
+            if rate_squared > 1e-24:  # a body rate over 1e-12 rad/s
+                cw, sn = half_angle_terms(rate_squared, dt)
                 dx = hx * sn
                 dy = hy * sn
                 dz = hz * sn

@@ -273,9 +273,9 @@ class RigidBody:
             hx = wx + bx * half_dt
             hy = wy + by * half_dt
             hz = wz + bz * half_dt
-            rate = math.sqrt(hx * hx + hy * hy + hz * hz)
-            if rate > 1e-12:
-                cw, s = half_angle_series(rate, dt)  # the batched path's terms, bit for bit
+            rate_squared = hx * hx + hy * hy + hz * hz
+            if rate_squared > 1e-24:  # a body rate over 1e-12 rad/s
+                cw, s = half_angle_series(rate_squared, dt)  # the batched path's terms, bit for bit
                 dx = hx * s
                 dy = hy * s
                 dz = hz * s
