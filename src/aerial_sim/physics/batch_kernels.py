@@ -10,8 +10,12 @@ Contacts (ground, scene, other vehicles) are not handled here: those vehicles
 step through the scalar reference path (see :mod:`aerial_sim.physics.batched`).
 
 The arithmetic follows the scalar step operation by operation (no fast-math,
-so no reassociation or fused multiply-add): one vehicle stepped here agrees
-with the scalar path to round-off.
+so no reassociation or fused multiply-add; ``error_model="numpy"`` only drops
+the division-by-zero checks): one vehicle stepped here agrees with the scalar
+path to round-off. Two shortcuts keep that: a diagonal inertia skips its zero
+products (:func:`product`), and the step's half-angle terms come from one
+function both paths call (:func:`half_angle_series`, a series with no libm
+call for the body rates of flight).
 
 Without numba the functions run as plain Python (correct, slow); the world
 then keeps the scalar path (:data:`COMPILED`).
@@ -44,7 +48,7 @@ ROTOR_COLUMNS = 7
 @njit(cache=True)
 def is_diagonal(const, i):
     """Whether vehicle ``i``'s inertia and inverse inertia have no off-diagonal terms (AirSim's
-    box-and-motors inertia of a symmetric multirotor: every vehicle shipped)."""
+    box-and-motors inertia of a symmetric multirotor: quad_x and hexa_x)."""
     for row in range(3):
         for column in range(3):
             if row != column and (const[i, INERTIA + 3 * row + column] != 0.0
