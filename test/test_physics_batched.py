@@ -200,6 +200,20 @@ def test_a_vehicle_hitting_a_hovering_one_passes_on_its_momentum():
     assert world.ground_truth("b").linear_acceleration_world[0] == pytest.approx(0.0, abs=1.0)  # the jolt is over
 
 
+def test_a_vehicle_teleported_into_another_between_control_periods_collides_at_once():
+    """The broad phase is planned for several control periods; a teleport in between must drop
+    that plan: the collision is found in the period it happens, not when the plan runs out."""
+    world = head_on(0.0, 0.0, separation=20.0)
+    world.step(4)  # far apart: a plan that could serve the next two periods
+    touching_x = -10.0 + 2.0 * world.body("a").half_extents[0]
+    world.set_kinematics("b", position=(touching_x + 0.005, 0.0, 5.0), velocity_world=(-3.0, 0.0, 0.0))
+    start = world.time_s
+    world.step(4)
+    records = world.take_collisions()
+    assert {r.vehicle for r in records} == {"a", "b"}
+    assert min(r.time_s for r in records) <= start + 0.004 and max(r.depth_m for r in records) < 0.01
+
+
 def test_the_scalar_path_keeps_vehicles_apart_only_when_asked_for_batched():
     world = make_world("scalar")
     for name, x, speed in (("a", -1.0, 2.0), ("b", 1.0, -2.0)):

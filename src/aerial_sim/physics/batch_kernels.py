@@ -10,8 +10,12 @@ Contacts (ground, scene, other vehicles) are not handled here: those vehicles
 step through the scalar reference path (see :mod:`aerial_sim.physics.batched`).
 
 The arithmetic follows the scalar step operation by operation (no fast-math,
-so no reassociation or fused multiply-add): one vehicle stepped here agrees
-with the scalar path to round-off.
+so no reassociation or fused multiply-add; ``error_model="numpy"`` only drops
+the division-by-zero checks): one vehicle stepped here agrees with the scalar
+path to round-off. Two shortcuts keep that: a diagonal inertia skips its zero
+products (:func:`product`), and the step's half-angle terms come from one
+function both paths call (:func:`half_angle_series`, a series with no libm
+call for the body rates of flight).
 
 Without numba the functions run as plain Python (correct, slow); the world
 then keeps the scalar path (:data:`COMPILED`).
@@ -42,6 +46,68 @@ ROTOR_COLUMNS = 7
 
 
 @njit(cache=True)
+def is_diagonal(const, i):
+    """Whether vehicle ``i``'s inertia and inverse inertia have no off-diagonal terms (AirSim's
+    box-and-motors inertia of a symmetric multirotor: quad_x and hexa_x)."""
+    for row in range(3):
+        for column in range(3):
+            if row != column and (const[i, INERTIA + 3 * row + column] != 0.0
+                                  or const[i, INV_INERTIA + 3 * row + column] != 0.0):
+                return False
+    return True
+
+
+@njit(cache=True)
+def product(diagonal, m00, m01, m02, m10, m11, m12, m20, m21, m22, x, y, z):
+    """The 3x3 matrix times (x, y, z), row by row left to right; only the diagonal where the
+    matrix is ``diagonal``.
+
+    The zero terms left out change nothing but, where a row's sum is zero, its sign
+    (``-0.0 + 0.0`` is ``+0.0``): equal values, so the scalar path's full product agrees.
+    """
+    if diagonal:
+        return m00 * x, m11 * y, m22 * z
+    return (m00 * x + m01 * y + m02 * z, m10 * x + m11 * y + m12 * z, m20 * x + m21 * y + m22 * z)
+
+
+#: Largest half-angle (rad) of one step's rotation that :func:`half_angle_series` takes from the
+#: Taylor series; above it (a body rate over 125 rad/s at 1000 Hz) the terms come from libm.
+SERIES_HALF_ANGLE = 0.0625
+#: Taylor coefficients of cos x and of sin(x) / x in x^2 (1/(2k)! and 1/(2k+1)!, k = 1..4).
+COS_2, COS_4, COS_6, COS_8 = 1.0 / 2.0, 1.0 / 24.0, 1.0 / 720.0, 1.0 / 40320.0
+SINC_2, SINC_4, SINC_6, SINC_8 = 1.0 / 6.0, 1.0 / 120.0, 1.0 / 5040.0, 1.0 / 362880.0
+
+
+def half_angle_series(rate_squared, dt):
+    """``cos(x)`` and ``sin(x) / rate`` for the half-angle ``x = rate dt / 2`` of one step's rotation,
+    from the squared body rate.
+
+    Both paths take these terms from here (this plain-Python function in the scalar path,
+    :func:`half_angle_terms`, its compiled twin, in :func:`advance_free`), so they stay equal
+    to the last bit: a one-ulp difference grows to 5e-8 m in 10 s of tumbling flight.
+
+    For ``x <= SERIES_HALF_ANGLE`` (1/16) from their Taylor series to x^8 in Horner form, in
+    ``x^2 = rate^2 dt^2 / 4`` (no square root), and ``sin(x) / rate = (sin(x) / x) dt / 2``.
+    The first term left out is at most ``x^10 / 10! = 2.5e-19`` (cos) and ``x^10 / 11! =
+    2.3e-20`` (sin(x)/x), both values being near 1: below 1/400 of the spacing of doubles
+    there (2.2e-16), so the result is the exact value up to the rounding of the few
+    operations, an ulp or two, as from libm. Above it, libm. No call, square root or
+    division for the body rates of flight: the compiled step keeps its values in registers.
+    """
+    x2 = rate_squared * (0.25 * dt * dt)
+    if x2 <= SERIES_HALF_ANGLE * SERIES_HALF_ANGLE:
+        cw = 1.0 - x2 * (COS_2 - x2 * (COS_4 - x2 * (COS_6 - x2 * COS_8)))
+        sinc = 1.0 - x2 * (SINC_2 - x2 * (SINC_4 - x2 * (SINC_6 - x2 * SINC_8)))
+        return cw, sinc * (0.5 * dt)
+    rate = math.sqrt(rate_squared)
+    x = 0.5 * rate * dt
+    return math.cos(x), math.sin(x) / rate
+
+
+half_angle_terms = njit(cache=True, error_model="numpy")(half_angle_series)
+
+
+@njit(cache=True, error_model="numpy")
 def advance_free(indices, steps_left, state, const, rotor_const, commands, filtered, rotor_count,
                  wind, gravity_poly, dt, band, stop_up):
     """Advance each vehicle in ``indices`` by ``steps_left[i]`` contact-free steps, in place.
@@ -60,34 +126,30 @@ def advance_free(indices, steps_left, state, const, rotor_const, commands, filte
         n = steps_left[i]
         if n <= 0:
             continue
-        s = state[i]
-        c = const[i]
-        px, py, pz = s[P], s[P + 1], s[P + 2]
-        qw, qx, qy, qz = s[Q], s[Q + 1], s[Q + 2], s[Q + 3]
-        vx, vy, vz = s[V], s[V + 1], s[V + 2]
-        wx, wy, wz = s[W], s[W + 1], s[W + 2]
-        ax, ay, az = s[A], s[A + 1], s[A + 2]
-        bx, by, bz = s[B], s[B + 1], s[B + 2]
-        ptx, pty, ptz = s[TAU], s[TAU + 1], s[TAU + 2]
-        g = s[GRAVITY]
-        rho = s[DENSITY]
-        anchor_up, anchor_rho, slope = s[ANCHOR_UP], s[ANCHOR_DENSITY], s[DENSITY_SLOPE]
-        efx, efy, efz = s[EXT_FORCE], s[EXT_FORCE + 1], s[EXT_FORCE + 2]
-        etx, ety, etz = s[EXT_TORQUE], s[EXT_TORQUE + 1], s[EXT_TORQUE + 2]
-        inv_mass = c[INV_MASS]
-        i00, i01, i02 = c[INERTIA], c[INERTIA + 1], c[INERTIA + 2]
-        i10, i11, i12 = c[INERTIA + 3], c[INERTIA + 4], c[INERTIA + 5]
-        i20, i21, i22 = c[INERTIA + 6], c[INERTIA + 7], c[INERTIA + 8]
-        j00, j01, j02 = c[INV_INERTIA], c[INV_INERTIA + 1], c[INV_INERTIA + 2]
-        j10, j11, j12 = c[INV_INERTIA + 3], c[INV_INERTIA + 4], c[INV_INERTIA + 5]
-        j20, j21, j22 = c[INV_INERTIA + 6], c[INV_INERTIA + 7], c[INV_INERTIA + 8]
-        area_x, area_y, area_z = c[AREAS], c[AREAS + 1], c[AREAS + 2]
-        lin_c = c[LIN_DRAG]
-        kdx, kdy, kdz = c[ANG_DRAG], c[ANG_DRAG + 1], c[ANG_DRAG + 2]
+        px, py, pz = state[i, P], state[i, P + 1], state[i, P + 2]
+        qw, qx, qy, qz = state[i, Q], state[i, Q + 1], state[i, Q + 2], state[i, Q + 3]
+        vx, vy, vz = state[i, V], state[i, V + 1], state[i, V + 2]
+        wx, wy, wz = state[i, W], state[i, W + 1], state[i, W + 2]
+        ax, ay, az = state[i, A], state[i, A + 1], state[i, A + 2]
+        bx, by, bz = state[i, B], state[i, B + 1], state[i, B + 2]
+        ptx, pty, ptz = state[i, TAU], state[i, TAU + 1], state[i, TAU + 2]
+        g = state[i, GRAVITY]
+        rho = state[i, DENSITY]
+        anchor_up, anchor_rho, slope = state[i, ANCHOR_UP], state[i, ANCHOR_DENSITY], state[i, DENSITY_SLOPE]
+        efx, efy, efz = state[i, EXT_FORCE], state[i, EXT_FORCE + 1], state[i, EXT_FORCE + 2]
+        etx, ety, etz = state[i, EXT_TORQUE], state[i, EXT_TORQUE + 1], state[i, EXT_TORQUE + 2]
+        inv_mass = const[i, INV_MASS]
+        i00, i01, i02 = const[i, INERTIA], const[i, INERTIA + 1], const[i, INERTIA + 2]
+        i10, i11, i12 = const[i, INERTIA + 3], const[i, INERTIA + 4], const[i, INERTIA + 5]
+        i20, i21, i22 = const[i, INERTIA + 6], const[i, INERTIA + 7], const[i, INERTIA + 8]
+        j00, j01, j02 = const[i, INV_INERTIA], const[i, INV_INERTIA + 1], const[i, INV_INERTIA + 2]
+        j10, j11, j12 = const[i, INV_INERTIA + 3], const[i, INV_INERTIA + 4], const[i, INV_INERTIA + 5]
+        j20, j21, j22 = const[i, INV_INERTIA + 6], const[i, INV_INERTIA + 7], const[i, INV_INERTIA + 8]
+        area_x, area_y, area_z = const[i, AREAS], const[i, AREAS + 1], const[i, AREAS + 2]
+        lin_c = const[i, LIN_DRAG]
+        kdx, kdy, kdz = const[i, ANG_DRAG], const[i, ANG_DRAG + 1], const[i, ANG_DRAG + 2]
         rotors = rotor_count[i]
-        rc = rotor_const[i]
-        cmd = commands[i]
-        uf = filtered[i]
+        diagonal = is_diagonal(const, i)
         done = 0
         while done < n:
             # 1. position (velocity Verlet); stop first if it leaves the density band
@@ -104,11 +166,9 @@ def advance_free(indices, steps_left, state, const, rotor_const, commands, filte
             hx = wx + bx * half_dt
             hy = wy + by * half_dt
             hz = wz + bz * half_dt
-            rate = math.sqrt(hx * hx + hy * hy + hz * hz)
-            if rate > 1e-12:
-                half_angle = 0.5 * rate * dt
-                cw = math.cos(half_angle)
-                sn = math.sin(half_angle) / rate
+            rate_squared = hx * hx + hy * hy + hz * hz
+            if rate_squared > 1e-24:  # a body rate over 1e-12 rad/s
+                cw, sn = half_angle_terms(rate_squared, dt)
                 dx = hx * sn
                 dy = hy * sn
                 dz = hz * sn
@@ -148,15 +208,15 @@ def advance_free(indices, steps_left, state, const, rotor_const, commands, filte
             # rotors: first-order motor lag, then the wrench per unit density
             fx = fy = fz = tx = ty = tz = 0.0
             for k in range(rotors):
-                u = uf[k]
-                u += rc[k, 0] * (cmd[k] - u)
-                uf[k] = u
-                fx += u * rc[k, 1]
-                fy += u * rc[k, 2]
-                fz += u * rc[k, 3]
-                tx += u * rc[k, 4]
-                ty += u * rc[k, 5]
-                tz += u * rc[k, 6]
+                u = filtered[i, k]
+                u += rotor_const[i, k, 0] * (commands[i, k] - u)
+                filtered[i, k] = u
+                fx += u * rotor_const[i, k, 1]
+                fy += u * rotor_const[i, k, 2]
+                fz += u * rotor_const[i, k, 3]
+                tx += u * rotor_const[i, k, 4]
+                ty += u * rotor_const[i, k, 5]
+                tz += u * rotor_const[i, k, 6]
             fx = fx * rho + efx
             fy = fy * rho + efy
             fz = fz * rho + efz
@@ -190,42 +250,37 @@ def advance_free(indices, steps_left, state, const, rotor_const, commands, filte
             vy += (ay + nay) * half_dt
             vz += (az + naz) * half_dt
             ax, ay, az = nax, nay, naz
-            lx = i00 * wx + i01 * wy + i02 * wz + ptx * half_dt
-            ly = i10 * wx + i11 * wy + i12 * wz + pty * half_dt
-            lz = i20 * wx + i21 * wy + i22 * wz + ptz * half_dt
+            lx, ly, lz = product(diagonal, i00, i01, i02, i10, i11, i12, i20, i21, i22, wx, wy, wz)
+            lx += ptx * half_dt
+            ly += pty * half_dt
+            lz += ptz * half_dt
             cx = dy * lz - dz * ly
             cy = dz * lx - dx * lz
             cz = dx * ly - dy * lx
             lx += 2.0 * (dy * cz - dz * cy - cw * cx) + tx * half_dt
             ly += 2.0 * (dz * cx - dx * cz - cw * cy) + ty * half_dt
             lz += 2.0 * (dx * cy - dy * cx - cw * cz) + tz * half_dt
-            wx = j00 * lx + j01 * ly + j02 * lz
-            wy = j10 * lx + j11 * ly + j12 * lz
-            wz = j20 * lx + j21 * ly + j22 * lz
+            wx, wy, wz = product(diagonal, j00, j01, j02, j10, j11, j12, j20, j21, j22, lx, ly, lz)
             ptx, pty, ptz = tx, ty, tz
-            lx = i00 * wx + i01 * wy + i02 * wz
-            ly = i10 * wx + i11 * wy + i12 * wz
-            lz = i20 * wx + i21 * wy + i22 * wz
+            lx, ly, lz = product(diagonal, i00, i01, i02, i10, i11, i12, i20, i21, i22, wx, wy, wz)
             mx = tx - (wy * lz - wz * ly)
             my = ty - (wz * lx - wx * lz)
             mz = tz - (wx * ly - wy * lx)
-            bx = j00 * mx + j01 * my + j02 * mz
-            by = j10 * mx + j11 * my + j12 * mz
-            bz = j20 * mx + j21 * my + j22 * mz
+            bx, by, bz = product(diagonal, j00, j01, j02, j10, j11, j12, j20, j21, j22, mx, my, mz)
             done += 1
         steps_left[i] = n - done
         if done > 0:
-            s[P], s[P + 1], s[P + 2] = px, py, pz
-            s[Q], s[Q + 1], s[Q + 2], s[Q + 3] = qw, qx, qy, qz
-            s[V], s[V + 1], s[V + 2] = vx, vy, vz
-            s[W], s[W + 1], s[W + 2] = wx, wy, wz
-            s[A], s[A + 1], s[A + 2] = ax, ay, az
-            s[B], s[B + 1], s[B + 2] = bx, by, bz
-            s[TAU], s[TAU + 1], s[TAU + 2] = ptx, pty, ptz
-            s[RA], s[RA + 1], s[RA + 2] = ax, ay, az
-            s[RB], s[RB + 1], s[RB + 2] = bx, by, bz
-            s[GRAVITY] = g
-            s[DENSITY] = rho
+            state[i, P], state[i, P + 1], state[i, P + 2] = px, py, pz
+            state[i, Q], state[i, Q + 1], state[i, Q + 2], state[i, Q + 3] = qw, qx, qy, qz
+            state[i, V], state[i, V + 1], state[i, V + 2] = vx, vy, vz
+            state[i, W], state[i, W + 1], state[i, W + 2] = wx, wy, wz
+            state[i, A], state[i, A + 1], state[i, A + 2] = ax, ay, az
+            state[i, B], state[i, B + 1], state[i, B + 2] = bx, by, bz
+            state[i, TAU], state[i, TAU + 1], state[i, TAU + 2] = ptx, pty, ptz
+            state[i, RA], state[i, RA + 1], state[i, RA + 2] = ax, ay, az
+            state[i, RB], state[i, RB + 1], state[i, RB + 2] = bx, by, bz
+            state[i, GRAVITY] = g
+            state[i, DENSITY] = rho
     return stopped
 
 
@@ -276,7 +331,7 @@ def near_colliders(state, radii, lows, highs):
 CELL_PER_RADIUS = 8.0
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def close_pairs(positions, radii):
     """Pairs (i < j) whose spheres overlap: ``|p_i - p_j| < r_i + r_j``, in near-linear time.
 
@@ -294,6 +349,7 @@ def close_pairs(positions, radii):
     cell = CELL_PER_RADIUS * largest
     if not cell > 0.0:
         return pairs[:0]
+    per_cell = 1.0 / cell  # binning and look-up both use floor(x * per_cell): one monotone map
     buckets = 1
     while buckets < 2 * count:
         buckets *= 2
@@ -302,7 +358,7 @@ def close_pairs(positions, radii):
     keys = np.empty(count, dtype=np.int64)
     for i in range(count):
         for k in range(3):
-            cells[i, k] = np.int64(math.floor(positions[i, k] / cell))
+            cells[i, k] = np.int64(math.floor(positions[i, k] * per_cell))
         keys[i] = _bucket(cells[i, 0], cells[i, 1], cells[i, 2], mask)
     starts = np.zeros(buckets + 1, dtype=np.int64)
     for i in range(count):
@@ -314,24 +370,22 @@ def close_pairs(positions, radii):
     for i in range(count):
         members[fill[keys[i]]] = i
         fill[keys[i]] += 1
-    low = np.empty(3, dtype=np.int64)
-    high = np.empty(3, dtype=np.int64)
     for i in range(count):
         reach = radii[i] + largest
-        for k in range(3):
-            low[k] = np.int64(math.floor((positions[i, k] - reach) / cell))
-            high[k] = np.int64(math.floor((positions[i, k] + reach) / cell))
-        for nx in range(low[0], high[0] + 1):
-            for ny in range(low[1], high[1] + 1):
-                for nz in range(low[2], high[2] + 1):
+        x, y, z = positions[i, 0], positions[i, 1], positions[i, 2]
+        low_x, high_x = np.int64(math.floor((x - reach) * per_cell)), np.int64(math.floor((x + reach) * per_cell))
+        low_y, high_y = np.int64(math.floor((y - reach) * per_cell)), np.int64(math.floor((y + reach) * per_cell))
+        low_z, high_z = np.int64(math.floor((z - reach) * per_cell)), np.int64(math.floor((z + reach) * per_cell))
+        for nx in range(low_x, high_x + 1):
+            for ny in range(low_y, high_y + 1):
+                for nz in range(low_z, high_z + 1):
                     b = _bucket(nx, ny, nz, mask)
                     for m in range(starts[b], starts[b + 1]):
                         j = members[m]
                         if j <= i or cells[j, 0] != nx or cells[j, 1] != ny or cells[j, 2] != nz:
                             continue
                         limit = radii[i] + radii[j]
-                        d2 = ((positions[i, 0] - positions[j, 0]) ** 2 + (positions[i, 1] - positions[j, 1]) ** 2
-                              + (positions[i, 2] - positions[j, 2]) ** 2)
+                        d2 = (x - positions[j, 0]) ** 2 + (y - positions[j, 1]) ** 2 + (z - positions[j, 2]) ** 2
                         if d2 < limit * limit:
                             if found == pairs.shape[0]:
                                 grown = np.empty((2 * found, 2), dtype=np.int64)

@@ -43,6 +43,7 @@ from typing import Sequence
 
 from aerial_sim.environment.environment import Environment
 from aerial_sim.environment.gravity import STANDARD_GRAVITY_M_S2
+from aerial_sim.physics.batch_kernels import half_angle_series
 from aerial_sim.physics.contact import Contact
 from aerial_sim.physics.drag import angular_drag_constants
 from aerial_sim.physics.forces import RotorArray
@@ -272,11 +273,9 @@ class RigidBody:
             hx = wx + bx * half_dt
             hy = wy + by * half_dt
             hz = wz + bz * half_dt
-            rate = math.sqrt(hx * hx + hy * hy + hz * hz)
-            if rate > 1e-12:
-                half_angle = 0.5 * rate * dt
-                cw = math.cos(half_angle)
-                s = math.sin(half_angle) / rate
+            rate_squared = hx * hx + hy * hy + hz * hz
+            if rate_squared > 1e-24:  # a body rate over 1e-12 rad/s
+                cw, s = half_angle_series(rate_squared, dt)  # the batched path's terms, bit for bit
                 dx = hx * s
                 dy = hy * s
                 dz = hz * s
