@@ -290,11 +290,12 @@ def test_images_of_every_supported_type_decode_as_an_airsim_client_would():
     async def script(api, graph):
         requests = [{"camera_name": "front_center", "image_type": kind, "pixels_as_float": as_float, "compress": compress}
                     for kind, as_float, compress in ((0, False, True), (0, False, False), (1, True, False),
-                                                     (2, True, False), (3, False, True), (5, False, False))]
+                                                     (2, True, False), (3, False, True), (5, False, False),
+                                                     (5, False, True))]
         responses = await call(api, "simGetImages", requests, "")  # cosys's 2-argument form
-        assert [r["image_type"] for r in responses] == [0, 0, 1, 2, 3, 5]
+        assert [r["image_type"] for r in responses] == [0, 0, 1, 2, 3, 5, 5]
         packed = msgpack_roundtrip(responses)
-        scene_png, scene_raw, planar, perspective, vis, seg = packed
+        scene_png, scene_raw, planar, perspective, vis, seg, seg_png = packed
         png = np.asarray(Image.open(io.BytesIO(scene_png["image_data_uint8"])))
         raw = np.frombuffer(scene_raw["image_data_uint8"], np.uint8).reshape(48, 64, 3)
         assert np.array_equal(raw[:, :, ::-1], png)  # uncompressed is BGR, the PNG is RGB
@@ -305,6 +306,8 @@ def test_images_of_every_supported_type_decode_as_an_airsim_client_would():
         assert np.all(perspective[ground] >= planar[ground] - 1e-4)
         assert np.allclose(perspective[24, 31], planar[24, 31], rtol=1e-3)  # on the optical axis they agree
         assert len(vis["image_data_uint8"]) > 0 and len(seg["image_data_uint8"]) == 48 * 64 * 3
+        seg_raw = np.frombuffer(seg["image_data_uint8"], np.uint8).reshape(48, 64, 3)
+        assert np.array_equal(seg_raw[:, :, ::-1], np.asarray(Image.open(io.BytesIO(seg_png["image_data_uint8"]))))
         with pytest.raises(RpcError, match=r"image type 7 \(Infrared\) is not rendered"):
             await call(api, "simGetImages", [{"camera_name": "0", "image_type": 7}], "", False)
         with pytest.raises(RpcError, match="no camera named 'nose'"):

@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import colorsys
 import dataclasses
-import io
 import math
 import re
+import struct
+import zlib
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -103,7 +104,10 @@ class CameraRig:
         self.mounts = default_mounts(params.mount_position_m)
         self._cameras: dict[tuple[str, str], Camera] = {}
         self._overrides: dict[tuple[str, str], dict] = {}
-        self._palette = segmentation_palette()
+        palette = segmentation_palette()
+        # One 3-byte item per id, RGB (PNG) and BGR (raw bytes): np.take of these gives the image bytes in one pass.
+        self._palette_rgb = palette.view("V3").ravel()
+        self._palette_bgr = np.ascontiguousarray(palette[:, ::-1]).view("V3").ravel()
         self.object_ids = {obj.name: obj.segmentation_id for obj in scene.objects}
         self._surface_ids: dict[int, int] = {}  # surface index -> segmentation id set by the API
 
@@ -207,7 +211,7 @@ class CameraRig:
         height, width = camera.model.params.height, camera.model.params.width
         floats, pixels = None, None
         if image_type == SCENE:
-            pixels = frame.color if compress else frame.color[:, :, ::-1]
+            pixels = frame.color if compress else frame.color[:, :, ::-1]  # BGR: tobytes copies it once
             floats = frame.color.astype(np.float32).mean(axis=2) if as_float else None
         elif image_type in (DEPTH_PLANAR, DEPTH_PERSPECTIVE):
             depth = frame.depth * camera.planar_factor if image_type == DEPTH_PLANAR else frame.depth
@@ -219,12 +223,12 @@ class CameraRig:
             pixels = None if as_float else depth_vis(depth)
         else:  # SEGMENTATION
             floats = frame.segmentation.astype(np.float32) if as_float else None
-            colors = self._palette[frame.segmentation]
-            pixels = None if as_float else (colors if compress else colors[:, :, ::-1])
+            if not as_float:
+                pixels = np.take(self._palette_rgb if compress else self._palette_bgr, frame.segmentation)
         if floats is not None:
             data_uint8, data_float = b"", Prepacked(pack_float32_array(floats))
         else:
-            data_uint8 = encode_png(pixels) if compress else np.ascontiguousarray(pixels).tobytes()
+            data_uint8 = encode_png(pixels.tobytes(), width, height) if compress else pixels.tobytes()
             data_float = []
         cam_position, cam_orientation = self.camera_pose(camera, position, orientation)
         return {
@@ -276,13 +280,24 @@ def depth_vis(depth: np.ndarray) -> np.ndarray:
     return np.repeat(grey[:, :, None], 3, axis=2)
 
 
-def encode_png(pixels: np.ndarray) -> bytes:
-    """PNG bytes of an H x W x 3 RGB image (zlib level 1: several times faster than the default, same pixels)."""
-    from PIL import Image
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
-    buffer = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(pixels)).save(buffer, format="PNG", compress_level=1)
-    return buffer.getvalue()
+
+def encode_png(rgb: bytes, width: int, height: int) -> bytes:
+    """PNG (RFC 2083 / ISO 15948) of ``height`` rows of ``width`` RGB8 pixels: filter 0 (None) on every row,
+    one zlib level-1 IDAT. Lossless like any PNG, so every decoder gives back the same pixels; 2-4x faster
+    than Pillow's level 1 (which also runs the adaptive row filters) for ~10% more bytes (issue 13)."""
+    rows = np.empty((height, 3 * width + 1), dtype=np.uint8)
+    rows[:, 0] = 0  # filter type None
+    rows[:, 1:] = np.frombuffer(rgb, dtype=np.uint8).reshape(height, 3 * width)
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8-bit truecolour, no interlace
+    return PNG_SIGNATURE + _png_chunk(b"IHDR", header) + _png_chunk(b"IDAT", zlib.compress(rows, 1)) + \
+        _png_chunk(b"IEND", b"")
+
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    """length, type, data, CRC-32 of type + data (PNG spec section 5.3)."""
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(data, zlib.crc32(kind)))
 
 
 def pack_float32_array(values: np.ndarray) -> bytes:

@@ -49,15 +49,29 @@ class Prepacked:
 
 def pack_value(value: Any, packer: msgpack.Packer) -> bytes:
     """Pack ``value``, splicing in :class:`Prepacked` parts (only responses that hold one pay for the walk)."""
+    parts: list[bytes] = []
+    _pack_into(value, packer, parts)
+    return b"".join(parts)
+
+
+def _pack_into(value: Any, packer: msgpack.Packer, parts: list) -> None:
+    """Append ``value``'s msgpack pieces to ``parts``: the megabyte image payloads are copied once, by the
+    caller's single join (nested joins copied each payload once per level, ~10 ms a 460x320 image batch)."""
     if isinstance(value, Prepacked):
-        return value.data
-    if isinstance(value, dict):
-        return packer.pack_map_header(len(value)) + b"".join(
-            packer.pack(k) + pack_value(v, packer) for k, v in value.items()
-        )
-    if isinstance(value, (list, tuple)):
-        return packer.pack_array_header(len(value)) + b"".join(pack_value(v, packer) for v in value)
-    return packer.pack(value)
+        parts.append(value.data)
+    elif isinstance(value, bytes) and len(value) > 0xFFFF:  # bin 32, what msgpack writes, without its copy
+        parts += (b"\xc6" + len(value).to_bytes(4, "big"), value)
+    elif isinstance(value, dict):
+        parts.append(packer.pack_map_header(len(value)))
+        for key, item in value.items():
+            parts.append(packer.pack(key))
+            _pack_into(item, packer, parts)
+    elif isinstance(value, (list, tuple)):
+        parts.append(packer.pack_array_header(len(value)))
+        for item in value:
+            _pack_into(item, packer, parts)
+    else:
+        parts.append(packer.pack(value))
 
 
 class ContainsPrepacked(list):
@@ -67,8 +81,9 @@ class ContainsPrepacked(list):
 def encode_response(msgid: int, error: Any, result: Any) -> bytes:
     packer = msgpack.Packer(use_bin_type=True, autoreset=True)
     if isinstance(result, ContainsPrepacked):
-        return packer.pack_array_header(4) + packer.pack(RESPONSE) + packer.pack(msgid) + packer.pack(error) + \
-            pack_value(result, packer)
+        parts = [packer.pack_array_header(4), packer.pack(RESPONSE), packer.pack(msgid), packer.pack(error)]
+        _pack_into(result, packer, parts)
+        return b"".join(parts)
     return packer.pack([RESPONSE, msgid, error, result])
 
 
