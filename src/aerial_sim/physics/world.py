@@ -19,20 +19,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import TYPE_CHECKING, Literal, Sequence
 
 import numpy as np
 
 from aerial_sim.config import ParamsError, require, require_non_negative, require_positive
 from aerial_sim.environment.environment import Environment, EnvironmentParams
-from aerial_sim.physics import batch_kernels
-from aerial_sim.physics.batched import BatchedBodies
 from aerial_sim.physics.contact import Collider, GroundPlane
 from aerial_sim.physics.rigid_body import RigidBody
 from aerial_sim.physics.rotation import quat_from_yaw
 from aerial_sim.physics.state import GroundTruth, RotorState
 from aerial_sim.physics.vehicle_contact import CollisionRecord
 from aerial_sim.vehicles.multirotor import MultirotorParams
+
+if TYPE_CHECKING:
+    from aerial_sim.physics.batched import BatchedBodies
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,7 @@ class PhysicsWorld:
         """Whether the vehicles step as arrays (see ``PhysicsParams.stepping``)."""
         stepping = self.params.stepping
         if stepping == "auto":
-            return batch_kernels.COMPILED and len(self.bodies) >= self.params.batched_min_vehicles
+            return len(self.bodies) >= self.params.batched_min_vehicles and _kernels().COMPILED
         return stepping == "batched"
 
     @property
@@ -254,6 +255,8 @@ class PhysicsWorld:
             self._retire_batch()
             return None
         if self._batch is None and self.bodies:
+            from aerial_sim.physics.batched import BatchedBodies
+
             self._batch = BatchedBodies(list(self.bodies), list(self.bodies.values()), self.environment,
                                         self.params.linear_drag_enabled, self._density_lines)
         return self._batch
@@ -265,7 +268,8 @@ class PhysicsWorld:
             return {}
         for index in range(len(batch.bodies)):
             batch.body(index)
-        return {name: tuple(batch.state[i, batch_kernels.ANCHOR_UP : batch_kernels.ANCHOR_UP + 3].tolist())
+        anchor_up = _kernels().ANCHOR_UP
+        return {name: tuple(batch.state[i, anchor_up : anchor_up + 3].tolist())
                 for i, name in enumerate(batch.names)}
 
     def _body(self, name: str) -> RigidBody:
@@ -273,6 +277,14 @@ class PhysicsWorld:
             return self.bodies[name]
         except KeyError:
             raise UnknownVehicleError(f"no vehicle named '{name}' (have: {', '.join(self.bodies) or 'none'})") from None
+
+
+def _kernels():
+    """The batched path's compiled kernels, imported on first need: importing numba costs about 0.6 s of
+    CPU, which a one-vehicle world (every single-vehicle launch's physics node) never needs."""
+    from aerial_sim.physics import batch_kernels
+
+    return batch_kernels
 
 
 class RunControl:

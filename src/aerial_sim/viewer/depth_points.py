@@ -11,12 +11,12 @@ fill-rate zeros), NaN or inf give no point.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from aerial_sim.world.camera import R_LINK_OPTICAL, CameraParams
-from aerial_sim.world.geometry import rpy_to_matrix
+if TYPE_CHECKING:
+    from aerial_sim.world.camera import CameraParams
 
 
 def intrinsics_from_k(k: Sequence[float]) -> tuple[float, float, float, float]:
@@ -40,6 +40,11 @@ def depth_to_points(depth_m: np.ndarray, fx: float, fy: float, cx: float, cy: fl
 
 def optical_to_base(params: CameraParams) -> tuple[np.ndarray, np.ndarray]:
     """Rotation and translation taking optical-frame points to ``base_link`` (FLU) for a camera mount."""
+    # Imported here: the camera module pulls in trimesh, scipy and numba (about 1.5 s of CPU), which the
+    # depth_to_points node, started by every sim.launch.yaml, never needs.
+    from aerial_sim.world.camera import R_LINK_OPTICAL
+    from aerial_sim.world.geometry import rpy_to_matrix
+
     roll, pitch, yaw = (math.radians(a) for a in params.mount_rpy_deg)
     rotation = rpy_to_matrix(roll, pitch, yaw) @ R_LINK_OPTICAL
     return rotation, np.asarray(params.mount_position_m, dtype=float)
