@@ -14,7 +14,7 @@ so no reassociation or fused multiply-add; ``error_model="numpy"`` only drops
 the division-by-zero checks): one vehicle stepped here agrees with the scalar
 path to round-off. Two shortcuts keep that: a diagonal inertia skips its zero
 products (:func:`product`), and the step's half-angle terms come from one
-function both paths call (:func:`half_angle_series`, a series with no libm
+function both paths call (:func:`~aerial_sim.physics.rotation.half_angle_series`, a series with no libm
 call for the body rates of flight).
 
 Without numba the functions run as plain Python (correct, slow); the world
@@ -28,6 +28,7 @@ import math
 import numpy as np
 
 from aerial_sim.jit import COMPILED, njit
+from aerial_sim.physics.rotation import half_angle_series
 
 
 # Columns of the per-vehicle state array (one row per vehicle, float64).
@@ -70,40 +71,9 @@ def product(diagonal, m00, m01, m02, m10, m11, m12, m20, m21, m22, x, y, z):
     return (m00 * x + m01 * y + m02 * z, m10 * x + m11 * y + m12 * z, m20 * x + m21 * y + m22 * z)
 
 
-#: Largest half-angle (rad) of one step's rotation that :func:`half_angle_series` takes from the
-#: Taylor series; above it (a body rate over 125 rad/s at 1000 Hz) the terms come from libm.
-SERIES_HALF_ANGLE = 0.0625
-#: Taylor coefficients of cos x and of sin(x) / x in x^2 (1/(2k)! and 1/(2k+1)!, k = 1..4).
-COS_2, COS_4, COS_6, COS_8 = 1.0 / 2.0, 1.0 / 24.0, 1.0 / 720.0, 1.0 / 40320.0
-SINC_2, SINC_4, SINC_6, SINC_8 = 1.0 / 6.0, 1.0 / 120.0, 1.0 / 5040.0, 1.0 / 362880.0
-
-
-def half_angle_series(rate_squared, dt):
-    """``cos(x)`` and ``sin(x) / rate`` for the half-angle ``x = rate dt / 2`` of one step's rotation,
-    from the squared body rate.
-
-    Both paths take these terms from here (this plain-Python function in the scalar path,
-    :func:`half_angle_terms`, its compiled twin, in :func:`advance_free`), so they stay equal
-    to the last bit: a one-ulp difference grows to 5e-8 m in 10 s of tumbling flight.
-
-    For ``x <= SERIES_HALF_ANGLE`` (1/16) from their Taylor series to x^8 in Horner form, in
-    ``x^2 = rate^2 dt^2 / 4`` (no square root), and ``sin(x) / rate = (sin(x) / x) dt / 2``.
-    The first term left out is at most ``x^10 / 10! = 2.5e-19`` (cos) and ``x^10 / 11! =
-    2.3e-20`` (sin(x)/x), both values being near 1: below 1/400 of the spacing of doubles
-    there (2.2e-16), so the result is the exact value up to the rounding of the few
-    operations, an ulp or two, as from libm. Above it, libm. No call, square root or
-    division for the body rates of flight: the compiled step keeps its values in registers.
-    """
-    x2 = rate_squared * (0.25 * dt * dt)
-    if x2 <= SERIES_HALF_ANGLE * SERIES_HALF_ANGLE:
-        cw = 1.0 - x2 * (COS_2 - x2 * (COS_4 - x2 * (COS_6 - x2 * COS_8)))
-        sinc = 1.0 - x2 * (SINC_2 - x2 * (SINC_4 - x2 * (SINC_6 - x2 * SINC_8)))
-        return cw, sinc * (0.5 * dt)
-    rate = math.sqrt(rate_squared)
-    x = 0.5 * rate * dt
-    return math.cos(x), math.sin(x) / rate
-
-
+# Compiled into advance_free. numba's cache of advance_free does not notice edits to
+# rotation.half_angle_series: after changing it, delete physics/__pycache__/*.nb[ic] (the
+# batched-vs-scalar agreement tests catch a stale kernel).
 half_angle_terms = njit(cache=True, error_model="numpy")(half_angle_series)
 
 

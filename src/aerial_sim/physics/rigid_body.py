@@ -43,7 +43,6 @@ from typing import Sequence
 
 from aerial_sim.environment.environment import Environment
 from aerial_sim.environment.gravity import STANDARD_GRAVITY_M_S2
-from aerial_sim.physics.batch_kernels import half_angle_series
 from aerial_sim.physics.contact import Contact
 from aerial_sim.physics.drag import angular_drag_constants
 from aerial_sim.physics.forces import RotorArray
@@ -52,6 +51,7 @@ from aerial_sim.physics.rotation import (
     add_scaled,
     cross,
     dot,
+    half_angle_series,
     invert3,
     matrix_vector,
     norm,
