@@ -11,6 +11,10 @@ while every sensor, the camera and the recorder run, so the window is steady), w
   best-effort subscriptions counted in this process; its own CPU is printed too);
 - the real-time factor (sim seconds per wall second, from ``/clock``).
 
+Streams made only for a listener (``camera/depth/points``: depth_to_points converts only while
+something subscribes) are not probed unless ``--probe-all``: probing them would make the graph do
+the work a user's graph (no browser connected) does not do.
+
 Variants: default (everything on), no_viewer, no_recorder, no_camera, lockstep (everything on, in
 lockstep: the real-time factor is as fast as the slowest participant allows) and lockstep_no_camera
 (not run unless asked: ``--variants lockstep,lockstep_no_camera``). Rows are printed side by
@@ -53,6 +57,8 @@ CONFIGURED_HZ = {
     "/drone1/gps/fix": 10.0, "/drone1/camera/depth/image_raw": 30.0, "/drone1/camera/color/image_raw": 30.0,
     "/drone1/camera/segmentation/image_raw": 30.0, "/drone1/camera/depth/points": 30.0,
 }
+#: Streams published only while something subscribes (probed with --probe-all only).
+ON_DEMAND = ("/drone1/camera/depth/points",)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -82,7 +88,7 @@ def node_processes(launcher_pid: int) -> dict[str, int]:
     return found
 
 
-def measure_variant(args: list[str], warmup_s: float, seconds: float) -> dict:
+def measure_variant(args: list[str], warmup_s: float, seconds: float, skip: tuple[str, ...] = ()) -> dict:
     from aerial_sim.cli.topics import _survey
 
     run_dir = Path(tempfile.mkdtemp(prefix="graph_bench_"))
@@ -96,7 +102,7 @@ def measure_variant(args: list[str], warmup_s: float, seconds: float) -> dict:
         before = {name: cpu_seconds(pid) for name, pid in nodes.items()}
         probe_before = resource.getrusage(resource.RUSAGE_SELF)
         wall_start = time.monotonic()
-        rows, speed = _survey(seconds, None, 0.5)
+        rows, speed = _survey(seconds, None, 0.5, skip)
         wall = time.monotonic() - wall_start
         probe_after = resource.getrusage(resource.RUSAGE_SELF)
         cores = {}
@@ -150,6 +156,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--warmup", type=float, default=12.0)
     parser.add_argument("--variants", default="default,no_viewer,no_recorder,no_camera")
+    parser.add_argument("--probe-all", action="store_true",
+                        help=f"also probe the streams made only for a listener ({', '.join(ON_DEMAND)})")
     options = parser.parse_args()
     chosen = [v.strip() for v in options.variants.split(",") if v.strip()]
     unknown = [v for v in chosen if v not in VARIANTS]
@@ -159,7 +167,8 @@ def main() -> int:
     for index, variant in enumerate(chosen, 1):
         print(f"[{index}/{len(chosen)}] {variant}: warm-up {options.warmup:g} s, measuring {options.seconds:g} s...",
               flush=True)
-        results[variant] = measure_variant(VARIANTS[variant], options.warmup, options.seconds)
+        skip = () if options.probe_all else ON_DEMAND
+        results[variant] = measure_variant(VARIANTS[variant], options.warmup, options.seconds, skip)
     print(f"\nos: {os.cpu_count()} cores; sim.launch.yaml mission:=none airsim_api:=false scene:=urban")
     print_tables(results)
     return 0

@@ -198,8 +198,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _survey(duration_s: float, namespace: str | None, discovery_s: float) -> tuple[list[TopicRow], float | None]:
-    """Discover, subscribe, count for ``duration_s``; returns the rows and the sim speed."""
+def _survey(duration_s: float, namespace: str | None, discovery_s: float,
+            skip: tuple[str, ...] = ()) -> tuple[list[TopicRow], float | None]:
+    """Discover, subscribe, count for ``duration_s``; returns the rows and the sim speed. Topics in ``skip``
+    are not subscribed (a benchmark leaves out streams that are made only for a listener)."""
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
@@ -236,7 +238,7 @@ def _survey(duration_s: float, namespace: str | None, discovery_s: float) -> tup
                     lambda msg: clock.record(time.monotonic(), msg.clock.sec + msg.clock.nanosec * 1e-9),
                     qos,
                 ))
-            if not in_namespace(name, namespace):
+            if not in_namespace(name, namespace) or name in skip:
                 continue
             types_of[name] = list(types)
             cls = message_class(types[0]) if types else None

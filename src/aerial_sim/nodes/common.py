@@ -458,12 +458,16 @@ class InputGuard:
         self.interval_s = interval_s
         self._dropped: dict[str, int] = {}
         self._reported_at: dict[str, float] = {}
-        self._guarded_count = 0
+        self._guarded_key: tuple = (0, None, 0)
 
     def guard_all(self) -> None:
-        """Wrap every callback not wrapped yet (cheap when there is none)."""
-        entities = list(self.node.subscriptions) + list(self.node.services)
-        if len(entities) == self._guarded_count:
+        """Wrap every callback not wrapped yet (cheap when there is none).
+
+        New entities are spotted by the count and the last one: a node that destroys and recreates
+        subscriptions (the web viewer, as browsers come and go) can end at the same count."""
+        subscriptions, services = list(self.node.subscriptions), list(self.node.services)
+        key = (len(subscriptions), subscriptions[-1] if subscriptions else None, len(services))
+        if key == self._guarded_key:
             return
         for subscription in self.node.subscriptions:
             if not hasattr(subscription.callback, "input_guard"):
@@ -472,7 +476,7 @@ class InputGuard:
         for service in self.node.services:
             if not hasattr(service.callback, "input_guard"):
                 service.callback = self._guarded_service(service.callback, service.srv_name)
-        self._guarded_count = len(entities)
+        self._guarded_key = key
 
     def _guarded(self, callback, topic: str, type_name: str, callback_type: str):
         # Keep the callback's arity: rclpy passes the message info only to two-argument callbacks.

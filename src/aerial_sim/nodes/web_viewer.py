@@ -8,6 +8,13 @@ with the vehicle pose nearest its stamp and the camera mount), ``/swarm/poses``
 deskewed, and the lidar mount; coloured by height) and the camera images, and hands them to :class:`aerial_sim.viewer.web.WebViewer`, which
 pushes them to browsers at ``update_rate_hz`` (wall clock). Prints the URL at
 start-up. Binds to 127.0.0.1 only.
+
+The images and clouds (30 Hz streams, decoded and placed here) are subscribed only while at least
+one browser is connected: the ``update_rate_hz`` timer, on the executor's thread, compares the
+server's client count (kept by the server's own thread) with the subscriptions held, subscribes on
+the first browser and destroys the subscriptions when the last one leaves. With nobody watching, the
+camera streams cost the viewer nothing and ``depth_to_points`` (which converts only for a listener)
+nothing either. Odometry and ``/swarm/poses`` stay subscribed (the trail needs the whole flight).
 """
 
 from __future__ import annotations
@@ -81,13 +88,10 @@ class WebViewerNode(Node):
                              mount_rpy_deg=self.params.camera_mount_rpy_deg)  # fmt: skip
         self.R_base_optical, self.t_base_optical = optical_to_base(mount)
         self.poses: deque = deque(maxlen=500)  # (t, position, orientation) for placing clouds
-        qos = stream_qos(self.params.lockstep)
-        subscribe_odometry(self, "ground_truth/odom", self.on_odom, qos, clock=InputStampClock(self))
-        self.create_subscription(PoseArray, "/swarm/poses", self.on_swarm, qos)
-        self.create_subscription(PointCloud2, "camera/depth/points", self.on_cloud, qos)
-        self.create_subscription(PointCloud2, "lidar/points", self.on_lidar, qos)
-        for topic, label in IMAGES.items():
-            self.create_subscription(Image, topic, lambda msg, label=label: self.on_image(label, msg), qos)
+        self.qos = stream_qos(self.params.lockstep)
+        subscribe_odometry(self, "ground_truth/odom", self.on_odom, self.qos, clock=InputStampClock(self))
+        self.create_subscription(PoseArray, "/swarm/poses", self.on_swarm, self.qos)
+        self._watched: list = []  # the image and cloud subscriptions, held while a browser is connected
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._latest_images: dict[str, Image] = {}
         self._tick_timer = self.create_timer(1.0 / self.params.viewer.update_rate_hz, self.tick, clock=steady)
@@ -143,7 +147,24 @@ class WebViewerNode(Node):
     def on_image(self, label: str, msg: Image) -> None:
         self._latest_images[label] = msg  # converted at the (lower) update rate, in tick()
 
+    def follow_browsers(self) -> None:
+        """Subscribe to the images and clouds on the first browser, destroy them when the last one leaves."""
+        watched = self.viewer.has_clients()
+        if watched and not self._watched:
+            self._watched = [
+                self.create_subscription(PointCloud2, "camera/depth/points", self.on_cloud, self.qos),
+                self.create_subscription(PointCloud2, "lidar/points", self.on_lidar, self.qos),
+                *(self.create_subscription(Image, topic, lambda msg, label=label: self.on_image(label, msg), self.qos)
+                  for topic, label in IMAGES.items()),
+            ]
+        elif not watched and self._watched:
+            for subscription in self._watched:
+                self.destroy_subscription(subscription)
+            self._watched = []
+            self._latest_images.clear()
+
     def tick(self) -> None:
+        self.follow_browsers()
         images, self._latest_images = self._latest_images, {}
         for label, msg in images.items():
             self.show_image(label, msg)

@@ -120,6 +120,10 @@ class WebViewer:
         self.status = self.server.gui.add_markdown("waiting for ground_truth/odom ...")
         self.follow = self.server.gui.add_checkbox("follow vehicle", initial_value=params.follow)
 
+    def has_clients(self) -> bool:
+        """Whether a browser is connected (one that has sent its camera; safe from any thread)."""
+        return not self.closed and bool(self.server.get_clients())
+
     @property
     def url(self) -> str:
         return f"http://{HOST}:{self.port}"
