@@ -17,7 +17,8 @@ the work a user's graph (no browser connected) does not do.
 
 Variants: default (everything on), no_viewer, no_recorder, no_camera, lockstep (everything on, in
 lockstep: the real-time factor is as fast as the slowest participant allows) and lockstep_no_camera
-(not run unless asked: ``--variants lockstep,lockstep_no_camera``). Rows are printed side by
+(not run unless asked: ``--variants lockstep,lockstep_no_camera``); ``lockstep_strict`` and
+``lockstep_no_camera_strict`` are the same with ``lockstep_slack:=0``. Rows are printed side by
 side, so ratios come from one run on one (noisy) machine. Not a test: it prints figures.
 """
 
@@ -49,6 +50,9 @@ VARIANTS = {
     # depth noise; the figure is how fast that is, and every stream should be at its rate.
     "lockstep": ["lockstep:=true"],
     "lockstep_no_camera": ["lockstep:=true", "use_camera:=false"],
+    # The same with lockstep_slack:=0: the clock waits at every participant's due time (before the slack).
+    "lockstep_strict": ["lockstep:=true", "lockstep_slack:=0"],
+    "lockstep_no_camera_strict": ["lockstep:=true", "use_camera:=false", "lockstep_slack:=0"],
 }
 #: Streams and their configured rates (Hz of sim time) in the default graph, to flag shortfalls.
 CONFIGURED_HZ = {

@@ -426,6 +426,49 @@ def test_a_node_stuck_in_a_callback_leaves_on_the_launchers_sigterm_not_its_sigk
     assert "SIGTERM: exiting now" in output and "Traceback" not in output, output
 
 
+#: A node whose callback is stuck inside a C call that signals do not end (a lock that is never
+#: released, as in a DDS deadlock): its main thread never comes back to the interpreter.
+STUCK_IN_C_NODE = """
+import ctypes, sys
+from rclpy.node import Node
+from aerial_sim.nodes.common import run_node
+
+class StuckInC(Node):
+    def __init__(self):
+        super().__init__("stuck_in_c")
+        self.create_timer(0.05, self.lock_twice)
+
+    def lock_twice(self):
+        libc = ctypes.CDLL(None)
+        mutex = ctypes.create_string_buffer(64)  # zeroed: PTHREAD_MUTEX_INITIALIZER, a normal mutex
+        libc.pthread_mutex_lock(mutex)
+        print("locked", flush=True)
+        libc.pthread_mutex_lock(mutex)  # relocking a normal mutex: waits for ever, EINTR or not
+
+sys.exit(run_node(StuckInC, sys.argv))
+"""
+
+
+@requires_ros
+@pytest.mark.ros
+def test_a_node_stuck_inside_a_c_call_still_leaves_on_the_launchers_sigterm():
+    # Python signal handlers run only when the main thread returns to the interpreter; this one
+    # never does. The stop signals reach the process's own signal thread instead (_process).
+    import signal
+
+    process = node_script(STUCK_IN_C_NODE, "locked")
+    try:
+        process.send_signal(signal.SIGINT)
+        time.sleep(1.5)
+        assert process.poll() is None
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=5) == 0
+    finally:
+        process.kill()
+    output = process.stdout.read()
+    assert "SIGTERM: exiting now" in output and "the main thread in lock_twice (<string>:" in output, output
+
+
 SLOW_START_NODE = """
 import sys, time
 from rclpy.node import Node

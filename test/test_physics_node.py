@@ -166,11 +166,12 @@ sys.exit(run_node(Slow, sys.argv))
 
 
 def test_lockstep_waits_for_a_slow_participant_and_never_runs_ahead_of_it(launch, ros_node):
-    """Issue 11: the clock never passes a participant's next due time before its previous output.
+    """Issue 11: the clock never passes a participant's next due time, plus the physics node's
+    ``lockstep_slack_s``, before its previous output.
 
     Checked with the writers' own send times (DDS source timestamps, one machine clock): every
-    /clock value c went out after the participant's output for the last due time <= c - 4 ms, the
-    period the physics node stepped from. And every output is there, at its stamp.
+    /clock value c went out after the participant's output for the last due time <= c - 4 ms - slack,
+    the period the physics node stepped from. And every output is there, at its stamp.
     """
     import subprocess
     import sys
@@ -216,8 +217,19 @@ def test_lockstep_waits_for_a_slow_participant_and_never_runs_ahead_of_it(launch
     assert stamps[:11] == [round(k / 50 * 1e9) for k in range(11)]  # every output, at its due time
     assert wall_s > 10 * 0.04  # the clock waited for it: 0.2 s of sim time took at least 0.4 s
     sent_at = dict((stamp, source) for source, stamp in outputs)
-    period_ns = 4_000_000
+    period_ns, slack_ns = 4_000_000, round(configured_physics_parameter("lockstep_slack_s") * 1e9)
     for source, clock in clocks:
-        if period_ns <= clock <= 0.2e9:
-            awaited = (clock - period_ns) // 20_000_000 * 20_000_000  # last due time of the period stepped from
+        if period_ns + slack_ns <= clock <= 0.2e9 + slack_ns:
+            awaited = (clock - period_ns - slack_ns) // 20_000_000 * 20_000_000  # last due time of the period stepped from
             assert sent_at[awaited] < source, (clock, awaited, graph.output())
+    # ... and within the slack it did run ahead: some clock went out before the output it had passed.
+    assert slack_ns == 0 or any(source < sent_at[stamp] for source, clock in clocks for stamp in sent_at
+                                if stamp + period_ns < clock), "the clock waited at every due time"
+
+
+def configured_physics_parameter(name: str):
+    import yaml
+
+    from aerial_sim.paths import config_path
+
+    return yaml.safe_load(config_path("physics.yaml").read_text())["physics"]["ros__parameters"][name]

@@ -32,6 +32,17 @@ Rules (README, "Stopping"):
   (neither launcher needs PYTHONUNBUFFERED). A crash in native code prints the
   Python stack of every thread first (``faulthandler``).
 
+How the signals arrive: Python's C-level handler, in whichever thread the kernel
+picks, writes each signal's number to a pipe (``signal.set_wakeup_fd``), and one
+thread of ours, ``stop-signals``, reads the pipe and acts on it. A Python signal
+handler runs only when the main thread comes back to the interpreter, and a main
+thread stuck inside a C call (a DDS lock, an executor that does not return) never
+does: the flight controller of a batch run once ignored SIGINT and SIGTERM that
+way until SIGKILL. The ``stop-signals`` thread needs no help from the main thread,
+so the launcher's escalating SIGTERM ends such a process with status 0, naming
+the call the main thread is stuck in. (Should the main thread hold the GIL while
+stuck, no Python runs at all and the launcher's SIGKILL remains the way out.)
+
 rclpy's own signal handlers are not installed (they raise KeyboardInterrupt in
 arbitrary places on a second Ctrl-C); :func:`aerial_sim.nodes.common.run_node`
 polls :func:`stop_requested` instead.
@@ -44,6 +55,7 @@ import faulthandler
 import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -88,10 +100,9 @@ def start_node_process() -> None:
     # A crash in native code (DDS, a compiled extension) prints every thread's Python stack to
     # stderr, which the launcher shows and logs, instead of only "killed by SIGSEGV".
     faulthandler.enable()
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, _on_stop_signal)
+    _start_stop_signals_thread()
     # aerial_sim launch starts nodes with these signals blocked, so one sent during interpreter
-    # start-up waits for the handlers above instead of killing Python half-started.
+    # start-up waits for the stop-signals thread instead of killing Python half-started.
     signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     _die_with_parent()
     for stream in (sys.stdout, sys.stderr):
@@ -130,7 +141,39 @@ def exit_now(code: int) -> None:
     os._exit(code)
 
 
-def _on_stop_signal(signum, frame) -> None:
+def _start_stop_signals_thread() -> None:
+    """Route SIGINT/SIGTERM through a wake-up pipe to the ``stop-signals`` thread (module docstring)."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    for signum in STOP_SIGNALS:
+        # A Python handler must be installed for the C handler to write the pipe; the work is the
+        # thread's, so the main thread's share is nothing (and never KeyboardInterrupt).
+        signal.signal(signum, _leave_to_the_stop_signals_thread)
+    signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    threading.Thread(target=_take_stop_signals, args=(read_end,), name="stop-signals", daemon=True).start()
+
+
+def _leave_to_the_stop_signals_thread(signum, frame) -> None:
+    pass
+
+
+def _take_stop_signals(read_end: int) -> None:
+    """The ``stop-signals`` thread: read signal numbers from the wake-up pipe and act on each stop signal."""
+    while True:
+        for signum in os.read(read_end, 64):
+            if signum in STOP_SIGNALS:
+                _on_stop_signal(signum)
+
+
+def _main_thread_call() -> str:
+    """Where the main thread is now, as ``function (file:line)``, for the escalation's warning line."""
+    frame = sys._current_frames().get(threading.main_thread().ident)
+    if frame is None:
+        return "an unknown call"
+    return f"{frame.f_code.co_name} ({Path(frame.f_code.co_filename).name}:{frame.f_lineno})"
+
+
+def _on_stop_signal(signum: int) -> None:
     first = _State.stop_signal is None
     if first:
         _State.stop_signal = signum
@@ -149,8 +192,8 @@ def _on_stop_signal(signum, frame) -> None:
         # sigterm_timeout (a callback or a library call that does not return). Leave now, with one
         # line, rather than be SIGKILLed a few seconds later.
         print(f"[WARN] [{Path(sys.argv[0]).name}:{os.getpid()}]: still stopping "
-              f"{time.monotonic() - _State.stop_at:.1f} s after the stop signal; SIGTERM: exiting now",
-              file=sys.stderr)
+              f"{time.monotonic() - _State.stop_at:.1f} s after the stop signal, the main thread in "
+              f"{_main_thread_call()}; SIGTERM: exiting now", file=sys.stderr)
         exit_now(0)
     # running: the spin loop polls stop_requested(); stopping: further SIGINTs are ignored.
 

@@ -70,6 +70,7 @@ from aerial_sim.nodes.common import (
     COMMAND_QOS,
     LOCKSTEP_ANNOUNCEMENTS_QOS,
     LOCKSTEP_PARTICIPANTS_TOPIC,
+    LOCKSTEP_QOS,
     declare_params,
     make_tf_broadcaster,
     run_node,
@@ -110,6 +111,13 @@ class PhysicsNodeParams:
     #: entries TOPIC@RATE_HZ[:FIRST_S[:LAG_S]] separated by spaces or commas (aerial_sim.physics.lockstep),
     #: e.g. a real driver's "/drone1/realsense/depth/image_rect_raw@30".
     lockstep_participants: str = ""
+    #: Lockstep: how far (sim s) the clock may run ahead of a participant's due output before it
+    #: waits for it. Each output must still come, in order and none lost (reliable, depth
+    #: LOCKSTEP_QOS), and outputs depend only on their inputs, so bags are the same for any value;
+    #: the slack lets sensors and the camera work while physics steps on instead of one after the
+    #: other. 0 = wait at every due time. Motor commands are awaited every period regardless. Keep 0
+    #: for a participant whose output feeds back into control (attitude_source: imu).
+    lockstep_slack_s: float = 0.1
     #: Largest external force / torque a rotor_drag/wrench message may apply; larger ones are refused.
     max_external_force_n: float = 50.0
     max_external_torque_nm: float = 5.0
@@ -153,6 +161,11 @@ class PhysicsNodeParams:
         require_positive(self, "rate_hz", "publish_rate_hz", "wrench_timeout_s", "max_external_force_n",
                          "max_external_torque_nm", "max_position_m")
         require_non_negative(self, "clock_speed", "motor_command_timeout_s", "lockstep_settle_s", "lockstep_settle_max_s")
+        # A participant may lag by slack x publish_rate_hz ground-truth messages: half its queue at most.
+        most = LOCKSTEP_QOS.depth / 2 / self.publish_rate_hz
+        require(0.0 <= self.lockstep_slack_s <= most,
+                f"lockstep_slack_s must be in [0, {most:g}] s (half of the {LOCKSTEP_QOS.depth} messages a lockstep "
+                f"queue holds at publish_rate_hz {self.publish_rate_hz:g}), got {self.lockstep_slack_s!r}")
         count = len(self.vehicle_names)
         require(count > 0, "vehicle_names must name at least one vehicle")
         require_vehicle_names(self.vehicle_names)
@@ -503,7 +516,7 @@ class PhysicsNode(Node):
         self.command_arrived.clear()  # before looking: whatever arrives from now on wakes the next wait
         with self.inputs_lock:
             commands = all(v.pending_controls is not None for v in self.vehicles)
-        ready = commands and not self.lockstep_outputs.holdups(self._clock_ns())
+        ready = commands and not self.lockstep_outputs.holdups(self._awaited_clock_ns())
         return ready and not self._stop.is_set()
 
     def _lockstep_awaited(self) -> str:
@@ -511,11 +524,15 @@ class PhysicsNode(Node):
         with self.inputs_lock:
             waiting = [f"/{v.name}/motor_commands" for v in self.vehicles if v.pending_controls is None]
         waiting += [holdup.describe() + self.lockstep_outputs.why_silent(holdup.participant.topic)
-                    for holdup in self.lockstep_outputs.holdups(self._clock_ns())]
+                    for holdup in self.lockstep_outputs.holdups(self._awaited_clock_ns())]
         return ", ".join(waiting) or "nothing (released)"
 
     def _clock_ns(self) -> int:
         return int(round(self.world.time_s * 1e9))
+
+    def _awaited_clock_ns(self) -> int:
+        """The clock the participants' outputs must have caught up with: ``lockstep_slack_s`` behind."""
+        return self._clock_ns() - int(round(self.params.lockstep_slack_s * 1e9))
 
     def _apply_inputs(self) -> None:
         self._apply_world_edits()
