@@ -55,6 +55,31 @@ def stop_viewer(process, log, sig=signal.SIGINT) -> int:
     return process.returncode
 
 
+def browser(url: str):
+    """A minimal viser client (what a browser tab does): the websocket with viser's subprotocol and
+    the first camera message, after which the server counts it as a connected client."""
+    import msgspec
+    import viser
+    from viser._messages import ViewerCameraMessage
+    from websockets.sync.client import connect
+
+    connection = connect(url.replace("http://", "ws://"), subprotocols=[f"viser-v{viser.__version__}"],
+                         max_size=None, open_timeout=10)  # fmt: skip
+    camera = ViewerCameraMessage(wxyz=(1.0, 0.0, 0.0, 0.0), position=(0.0, 0.0, 5.0), fov=1.0, near=0.01, far=100.0,
+                                 image_height=480, image_width=640, look_at=(0.0, 0.0, 0.0),
+                                 up_direction=(0.0, 0.0, 1.0))  # fmt: skip
+    connection.send(msgspec.msgpack.encode(camera.as_serializable_dict()))
+    return connection
+
+
+def subscribers_become(ros_node, topic: str, count: int, timeout_s: float = 10.0) -> int:
+    """The number of subscribers to ``topic`` once it is ``count`` (or at the timeout)."""
+    deadline = time.monotonic() + timeout_s
+    while (seen := ros_node.count_subscribers(topic)) != count and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return seen
+
+
 def listening(url: str) -> bool:
     host, port = url.removeprefix("http://").split(":")
     with socket.socket() as probe:
@@ -81,7 +106,9 @@ def test_printed_url_is_where_the_viewer_listens_when_its_port_is_taken(tmp_path
 
 @pytest.mark.parametrize("command", [AS_EXECUTABLE, AS_LIBRARY], ids=["executable", "library"])
 def test_stopping_the_viewer_while_it_shows_images_is_quiet(tmp_path, ros_node, command):
-    """Ctrl-C while images stream in: exit 0 and no traceback or 'Exception ignored' (imageio's PillowPlugin)."""
+    """Ctrl-C while images stream in to a browser: exit 0 and no traceback or 'Exception ignored' (imageio's
+    PillowPlugin). Before that: the images and clouds are subscribed only while a browser is connected
+    (odometry always), again when one comes back."""
     from rclpy.qos import qos_profile_sensor_data
     from sensor_msgs.msg import Image
 
@@ -93,8 +120,18 @@ def test_stopping_the_viewer_while_it_shows_images_is_quiet(tmp_path, ros_node, 
         for topic in ("camera/color/image_raw", "camera/depth/image_raw")
     }
     rng = np.random.default_rng(0)
+    color, cloud = "/drone1/camera/color/image_raw", "/drone1/camera/depth/points"
+    tab = None
     try:
-        printed_url(tmp_path, process)
+        url = printed_url(tmp_path, process)
+        assert subscribers_become(ros_node, "/drone1/ground_truth/odom", 1) == 1  # the viewer is discovered
+        assert ros_node.count_subscribers(color) == 0 and ros_node.count_subscribers(cloud) == 0, "no browser yet"
+        tab = browser(url)
+        assert subscribers_become(ros_node, color, 1) == 1 and subscribers_become(ros_node, cloud, 1) == 1
+        tab.close()
+        assert subscribers_become(ros_node, color, 0) == 0, "the last browser left: images still subscribed"
+        tab = browser(url)
+        assert subscribers_become(ros_node, color, 1) == 1, "a browser came back: images not subscribed again"
         for k in range(150):  # 5 s of 30 Hz images; the viewer stops in the middle of them
             for topic, publisher in publishers.items():
                 msg = Image(height=120, width=160, encoding="rgb8", step=480)
@@ -109,6 +146,53 @@ def test_stopping_the_viewer_while_it_shows_images_is_quiet(tmp_path, ros_node, 
             time.sleep(1 / 30)
     finally:
         code = stop_viewer(process, log)
+        if tab is not None:
+            tab.close()
     output = (tmp_path / "viewer.log").read_text()
     assert code == 0, output
     assert "Traceback" not in output and "Exception ignored" not in output and "Error" not in output, output
+
+
+def test_depth_to_points_takes_depth_images_only_while_someone_listens(ros_node):
+    """No subscriber to camera/depth/points (the viewer without a browser, the recorder's default exclude):
+    depth_to_points does not even subscribe to the depth images; a listener: it gets a cloud per image."""
+    import rclpy
+    from rclpy.qos import qos_profile_sensor_data
+    from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+
+    from aerial_sim.nodes.depth_to_points import DepthToPoints
+
+    node = DepthToPoints(context=ros_node.context)
+    executor = rclpy.executors.SingleThreadedExecutor(context=ros_node.context)
+    executor.add_node(node)
+    executor.add_node(ros_node)
+
+    def spin_until(condition, timeout_s: float = 10.0) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while not condition() and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.02)
+        return bool(condition())
+
+    depth = Image(height=48, width=64, encoding="32FC1", step=256)
+    depth.data = np.full((48, 64), 5.0, dtype=np.float32).tobytes()
+    info = CameraInfo(height=48, width=64, k=[60.0, 0.0, 32.0, 0.0, 60.0, 24.0, 0.0, 0.0, 1.0])
+    images = ros_node.create_publisher(Image, "camera/depth/image_raw", qos_profile_sensor_data)
+    infos = ros_node.create_publisher(CameraInfo, "camera/depth/camera_info", qos_profile_sensor_data)
+    try:
+        assert spin_until(lambda: ros_node.count_subscribers("camera/depth/camera_info") == 1)
+        spin_until(lambda: False, 1.0)  # two listener polls
+        assert ros_node.count_subscribers("camera/depth/image_raw") == 0, "depth images taken with nobody listening"
+        received = []
+        ros_node.create_subscription(PointCloud2, "camera/depth/points", received.append, qos_profile_sensor_data)
+        assert spin_until(lambda: images.get_subscription_count() == 1), "a listener came: depth not subscribed"
+
+        def publish_until_a_cloud() -> bool:
+            infos.publish(info)
+            images.publish(depth)
+            return bool(received)
+
+        assert spin_until(publish_until_a_cloud), "the listener got no cloud"
+        assert received[0].width == 48 * 64
+    finally:
+        executor.shutdown()
+        node.destroy_node()

@@ -4,10 +4,11 @@ The back-projection is :func:`aerial_sim.viewer.depth_points.depth_to_points`
 (vectorised numpy). The cloud is in the image's optical frame, stamped with the
 image's stamp, fields x, y, z float32, invalid pixels (0 = no return) left out.
 
-Clouds are made only while something subscribes to ``camera/depth/points`` (the publisher's
-matched-subscription count): the recorder leaves the topic out by default and the web viewer
-subscribes only while a browser is connected, so in the default graph the conversion (about
-0.1 core at 30 Hz here) usually costs nothing.
+The depth image is subscribed only while something subscribes to ``camera/depth/points`` (the
+publisher's matched-subscription count, looked at every ``LISTENER_POLL_S`` of wall time, and before
+each conversion): the recorder leaves the topic out by default and the web viewer subscribes only
+while a browser is connected, so in the default graph the node usually costs nothing. Receiving the
+30 Hz depth images was most of its cost, more than the conversion (benchmarks/viewer_idle.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2, PointField
 
@@ -28,6 +30,9 @@ FIELDS = [
     PointField(name="y", offset=4, datatype=PointField.FLOAT32, count=1),
     PointField(name="z", offset=8, datatype=PointField.FLOAT32, count=1),
 ]
+#: How often (wall clock) the node looks whether anything listens to its clouds: the delay before
+#: the first cloud for a new listener, at most.
+LISTENER_POLL_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -55,15 +60,26 @@ def to_cloud(points: np.ndarray, header) -> PointCloud2:
 
 
 class DepthToPoints(Node):
-    def __init__(self):
-        super().__init__("depth_to_points")
+    def __init__(self, **node_options):
+        super().__init__("depth_to_points", **node_options)
         self.params = declare_params(self, DepthToPointsParams)
-        qos = stream_qos(self.params.lockstep)
+        self.qos = stream_qos(self.params.lockstep)
         self.intrinsics = None
-        self.create_subscription(CameraInfo, "camera/depth/camera_info", self.on_info, qos)
-        self.create_subscription(Image, "camera/depth/image_raw", self.on_depth, qos)
-        self.publisher = self.create_publisher(PointCloud2, "camera/depth/points", qos)
+        self.create_subscription(CameraInfo, "camera/depth/camera_info", self.on_info, self.qos)
+        self.publisher = self.create_publisher(PointCloud2, "camera/depth/points", self.qos)
         self.sim_clock = InputStampClock(self)
+        self.depth_subscription = None  # held while something listens to the clouds
+        self.create_timer(LISTENER_POLL_S, self.follow_listeners, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.follow_listeners()
+
+    def follow_listeners(self) -> None:
+        """Subscribe to the depth image while the clouds have a listener; unsubscribe when none is left."""
+        listened = self.publisher.get_subscription_count() > 0
+        if listened and self.depth_subscription is None:
+            self.depth_subscription = self.create_subscription(Image, "camera/depth/image_raw", self.on_depth, self.qos)
+        elif not listened and self.depth_subscription is not None:
+            self.destroy_subscription(self.depth_subscription)
+            self.depth_subscription = None
 
     def on_info(self, msg: CameraInfo) -> None:
         fx, fy, cx, cy = intrinsics_from_k(msg.k)
