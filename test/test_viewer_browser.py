@@ -104,6 +104,7 @@ def test_browser_shows_scene_and_vehicle(ros_node, tmp_path):
         viewer.terminate()
         viewer.wait(timeout=20)
         log.close()
+    assert "a browser is connected: subscribed to the images" in (tmp_path / "viewer.log").read_text()
     rgb = np.asarray(PilImage.open(shot).convert("RGB")).astype(int)
     r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
     assert rgb.shape[:2] == (800, 1280)

@@ -9,12 +9,14 @@ deskewed, and the lidar mount; coloured by height) and the camera images, and ha
 pushes them to browsers at ``update_rate_hz`` (wall clock). Prints the URL at
 start-up. Binds to 127.0.0.1 only.
 
-The images and clouds (30 Hz streams, decoded and placed here) are subscribed only while at least
-one browser is connected: the ``update_rate_hz`` timer, on the executor's thread, compares the
-server's client count (kept by the server's own thread) with the subscriptions held, subscribes on
-the first browser and destroys the subscriptions when the last one leaves. With nobody watching, the
-camera streams cost the viewer nothing and ``depth_to_points`` (which converts only for a listener)
-nothing either. Odometry and ``/swarm/poses`` stay subscribed (the trail needs the whole flight).
+The images and the depth cloud (30 Hz streams, decoded and placed here) are subscribed only while
+at least one browser is connected: the ``update_rate_hz`` timer, on the executor's thread, compares
+the server's client count (kept by the server's own thread) with the subscriptions held, subscribes
+on the first browser and destroys the subscriptions when the last one leaves. With nobody watching,
+the camera streams cost the viewer nothing and ``depth_to_points`` (which takes depth images only for
+a listener) nothing either. Odometry and ``/swarm/poses`` stay subscribed (the trail needs the whole
+flight), and so does ``lidar/points`` (10 Hz, off in the default graph): its latest sweep is placed
+(deskewed, coloured) on the timer, so the scene a new browser receives already holds it.
 """
 
 from __future__ import annotations
@@ -91,6 +93,8 @@ class WebViewerNode(Node):
         self.qos = stream_qos(self.params.lockstep)
         subscribe_odometry(self, "ground_truth/odom", self.on_odom, self.qos, clock=InputStampClock(self))
         self.create_subscription(PoseArray, "/swarm/poses", self.on_swarm, self.qos)
+        self.create_subscription(PointCloud2, "lidar/points", self.on_lidar, self.qos)
+        self._latest_lidar: PointCloud2 | None = None
         self._watched: list = []  # the image and cloud subscriptions, held while a browser is connected
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._latest_images: dict[str, Image] = {}
@@ -123,6 +127,9 @@ class WebViewerNode(Node):
         self.viewer.set_cloud(base @ R_map_base.T + np.asarray(position))
 
     def on_lidar(self, msg: PointCloud2) -> None:
+        self._latest_lidar = msg  # placed at the update rate, in tick()
+
+    def show_lidar(self, msg: PointCloud2) -> None:
         """Show the latest sweep, deskewed with the recorded poses around it (lidar frame -> map)."""
         if not self.poses:
             return
@@ -153,18 +160,22 @@ class WebViewerNode(Node):
         if watched and not self._watched:
             self._watched = [
                 self.create_subscription(PointCloud2, "camera/depth/points", self.on_cloud, self.qos),
-                self.create_subscription(PointCloud2, "lidar/points", self.on_lidar, self.qos),
                 *(self.create_subscription(Image, topic, lambda msg, label=label: self.on_image(label, msg), self.qos)
                   for topic, label in IMAGES.items()),
             ]
+            self.get_logger().info("a browser is connected: subscribed to the images and the depth cloud")
         elif not watched and self._watched:
             for subscription in self._watched:
                 self.destroy_subscription(subscription)
             self._watched = []
             self._latest_images.clear()
+            self.get_logger().info("no browser left: images and depth cloud unsubscribed")
 
     def tick(self) -> None:
         self.follow_browsers()
+        if self._latest_lidar is not None:
+            sweep, self._latest_lidar = self._latest_lidar, None
+            self.show_lidar(sweep)
         images, self._latest_images = self._latest_images, {}
         for label, msg in images.items():
             self.show_image(label, msg)
