@@ -134,6 +134,8 @@ def test_four_run_sweep_on_two_workers_writes_manifest_bags_datasets_and_plot(fo
         run = out / "runs" / row["run_id"]
         assert (out / row["bag"] / "metadata.yaml").is_file() and (run / "metrics.json").is_file()
         assert (out / row["dataset"] / "dataset.yaml").is_file()
+        # the mission leaves its plots to the post-processing (BATCH_NODE_DEFAULTS), which draws them
+        assert all((run / name).stat().st_size > 10_000 for name in ("top_view.png", "xy_over_time.png"))
         imu_rows = (out / row["dataset"] / "sensors" / "drone1" / "imu" / "data.csv").read_text().count("\n") - 1
         assert 4 <= float(row["sim_s"]) < 40 and imu_rows >= 200 * float(row["sim_s"]) * 0.5
         assert 0 < float(row["hausdorff_m"]) < 0.5 and float(row["rms_cross_track_m"]) <= float(row["hausdorff_m"])
