@@ -224,8 +224,10 @@ def _postprocess(folder: Path, options: RunOptions, log_path: Path) -> tuple[dic
 HEADLESS_DEFAULTS = {"airsim_api": "false"}
 #: Node parameters a batch run gets unless its sweep sets them: the recorder leaves ``recording.txt`` and
 #: ``trajectory.png`` to the post-processing, which has the bag's summary from its one read anyway (the
-#: recorder would read the bag again and import matplotlib after closing it, holding the launch's end).
-BATCH_NODE_DEFAULTS = {"recorder": {"write_report": False}}
+#: recorder would read the bag again and import matplotlib after closing it, holding the launch's end);
+#: the mission leaves its two plots to it too (drawn from ``track.csv``: the launch ends about 1.5 s
+#: sooner, and the bag has that much less simulated tail to read).
+BATCH_NODE_DEFAULTS = {"recorder": {"write_report": False}, "mission": {"write_plots": False}}
 
 
 def _launch_command(run: RunSpec, folder: Path, number: int, launch_file: Path, cores: tuple[int, ...] = ()) -> list[str]:
