@@ -1,6 +1,6 @@
 """Sweep throughput of ``aerial_sim batch``: simulated seconds per wall second and runs per hour, 1 vs 2 workers.
 
-    tools/dev.sh bench batch [--runs 2] [--mission square_5m] [--camera] [--workers 1 2] [--keep DIR]
+    tools/dev.sh bench batch [--runs 2] [--mission square_5m] [--camera] [--workers 1 2] [--pin] [--keep DIR]
 
 Each configuration runs the same sweep (``--runs`` seeds of the mission in the
 default urban scene, with IMU, barometer, magnetometer and GPS, recording and
@@ -13,6 +13,9 @@ local backend, and prints, side by side:
   first and last message; lockstep runs as fast as the graph answers), the launch's
   wall time (start-up, flight, shutdown) and the post-processing time (summary,
   digest, export).
+
+With ``--pin`` every run is held to one core of its own (``run.pin_cpus``): N workers then use
+N cores, and the scaling is per added core, whatever one run alone could use of the machine.
 
 ROS domain ids come from ``AERIAL_SIM_DOMAIN_RANGE`` (default 1-101).
 """
@@ -35,12 +38,12 @@ os.environ.setdefault("AERIAL_SIM_SHARE", str(REPO))
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 
 
-def write_sweep(folder: Path, runs: int, mission: str, camera: bool) -> Path:
+def write_sweep(folder: Path, runs: int, mission: str, camera: bool, pin: bool = False) -> Path:
     document = {
         "name": "bench",
         "base": {"mission": mission, "use_camera": camera, "use_depth_noise": camera},
         "grid": {"seed": list(range(runs))},
-        "run": {"timeout_s": 900, "retries": 0},
+        "run": {"timeout_s": 900, "retries": 0, "cpus": 1, "pin_cpus": pin},
     }
     path = folder / "bench.yaml"
     path.write_text(yaml.safe_dump(document, sort_keys=False))
@@ -79,19 +82,21 @@ def main() -> int:
     parser.add_argument("--mission", default="square_5m")
     parser.add_argument("--camera", action="store_true", help="with the camera and depth noise")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--pin", action="store_true", help="each run on one core of its own (run.pin_cpus)")
     parser.add_argument("--keep", type=Path, default=None, help="keep the batch folders here")
     options = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="bench_batch_") as tmp:
         root = options.keep or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
-        sweep = write_sweep(root, options.runs, options.mission, options.camera)
+        sweep = write_sweep(root, options.runs, options.mission, options.camera, options.pin)
         results = []
         for workers in options.workers:
             print(f"running {options.runs} x {options.mission} with {workers} worker(s)...", flush=True)
             results.append(measure(sweep, root / f"workers_{workers}", workers))
     print(f"\nsweep: {options.runs} runs of {options.mission}, sensors + recording + export"
-          f"{', camera' if options.camera else ', no camera'}; {os.cpu_count()} cores; load average "
+          f"{', camera' if options.camera else ', no camera'}{', each run pinned to one core' if options.pin else ''}; "
+          f"{os.cpu_count()} cores; load average "
           f"{os.getloadavg()[0]:.1f} at the end")
     print(f"{'workers':>7} {'ok':>3} {'wall s':>8} {'sim s':>7} {'sim/wall':>9} {'runs/h':>7} {'scaling':>8}"
           f" {'run RTF':>13} {'launch s':>9} {'post s':>7}")

@@ -15,6 +15,10 @@ Streams made only for a listener (``camera/depth/points``: depth_to_points conve
 something subscribes) are not probed unless ``--probe-all``: probing them would make the graph do
 the work a user's graph (no browser connected) does not do.
 
+The probe that counts every topic costs about half a core itself, which a 2-core machine takes
+from the graph: ``--probe clock`` reads only ``/clock`` (the real-time factor, as a user's run
+would see it; no rates, which lockstep makes exact anyway and each run's recording.txt reports).
+
 Variants: default (everything on), no_viewer, no_recorder, no_camera, lockstep (everything on, in
 lockstep: the real-time factor is as fast as the slowest participant allows) and lockstep_no_camera
 (not run unless asked: ``--variants lockstep,lockstep_no_camera``); ``lockstep_strict`` and
@@ -92,7 +96,41 @@ def node_processes(launcher_pid: int) -> dict[str, int]:
     return found
 
 
-def measure_variant(args: list[str], warmup_s: float, seconds: float, skip: tuple[str, ...] = ()) -> dict:
+def clock_only_survey(seconds: float) -> tuple[list, float | None]:
+    """The real-time factor from /clock alone (raw bytes, the events executor): no topic rows."""
+    import rclpy
+    from rclpy.node import Node
+    from rosgraph_msgs.msg import Clock
+
+    from aerial_sim.cdr import cdr_header_stamp_ns
+    from aerial_sim.cli.topics import ClockMeter
+    from aerial_sim.nodes.common import make_executor, stream_qos
+
+    context = rclpy.context.Context()
+    rclpy.init(args=[], context=context)
+    node = Node(f"graph_bench_clock_{os.getpid()}", context=context, enable_rosout=False,
+                start_parameter_services=False)
+    meter = ClockMeter()
+
+    def on_clock(data: bytes) -> None:
+        stamp_ns = cdr_header_stamp_ns(data)  # a Clock is one builtin_interfaces/Time, as a header starts
+        if stamp_ns is not None:
+            meter.record(time.monotonic(), stamp_ns * 1e-9)
+
+    node.create_subscription(Clock, "/clock", on_clock, stream_qos(True), raw=True)
+    executor = make_executor(context)
+    executor.add_node(node)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.1)
+    executor.remove_node(node)
+    node.destroy_node()
+    rclpy.try_shutdown(context=context)
+    return [], meter.speed()
+
+
+def measure_variant(args: list[str], warmup_s: float, seconds: float, probe: str = "all",
+                    skip: tuple[str, ...] = ()) -> dict:
     from aerial_sim.cli.topics import _survey
 
     run_dir = Path(tempfile.mkdtemp(prefix="graph_bench_"))
@@ -106,7 +144,7 @@ def measure_variant(args: list[str], warmup_s: float, seconds: float, skip: tupl
         before = {name: cpu_seconds(pid) for name, pid in nodes.items()}
         probe_before = resource.getrusage(resource.RUSAGE_SELF)
         wall_start = time.monotonic()
-        rows, speed = _survey(seconds, None, 0.5, skip)
+        rows, speed = _survey(seconds, None, 0.5, skip) if probe == "all" else clock_only_survey(seconds)
         wall = time.monotonic() - wall_start
         probe_after = resource.getrusage(resource.RUSAGE_SELF)
         cores = {}
@@ -160,6 +198,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--warmup", type=float, default=12.0)
     parser.add_argument("--variants", default="default,no_viewer,no_recorder,no_camera")
+    parser.add_argument("--probe", choices=("all", "clock"), default="all",
+                        help="all: count every topic (costs the graph about half a core); clock: /clock only")
     parser.add_argument("--probe-all", action="store_true",
                         help=f"also probe the streams made only for a listener ({', '.join(ON_DEMAND)})")
     options = parser.parse_args()
@@ -172,7 +212,7 @@ def main() -> int:
         print(f"[{index}/{len(chosen)}] {variant}: warm-up {options.warmup:g} s, measuring {options.seconds:g} s...",
               flush=True)
         skip = () if options.probe_all else ON_DEMAND
-        results[variant] = measure_variant(VARIANTS[variant], options.warmup, options.seconds, skip)
+        results[variant] = measure_variant(VARIANTS[variant], options.warmup, options.seconds, options.probe, skip)
     print(f"\nos: {os.cpu_count()} cores; sim.launch.yaml mission:=none airsim_api:=false scene:=urban")
     print_tables(results)
     return 0

@@ -299,3 +299,28 @@ def test_manifest_cells_keep_vectors_as_json(tmp_path):
     sweep = sweep_of("base: {mission: hop_1m}\ngrid: {physics.wind_enu_m_s: [[1, 0, 0], [2, 0, 0]]}")
     rows = read_manifest(write_manifest(tmp_path, sweep))
     assert [json.loads(r["physics.wind_enu_m_s"]) for r in rows] == [[1.0, 0.0, 0.0], [2.0, 0.0, 0.0]]
+
+
+def test_pinned_runs_get_disjoint_cores_and_the_launch_keeps_its_processes_on_them(tmp_path):
+    # run.pin_cpus: each launch at once gets cores of its own; `aerial_sim launch --cpus` holds
+    # every process it starts to them (the affinity a child inherits).
+    from aerial_sim.batch.cores import CorePool
+
+    pool = CorePool(cpus_per_run=1, cores=[0, 1])
+    first, second = pool.acquire(), pool.acquire()
+    assert {first, second} == {(0,), (1,)} and pool.acquire() == ()  # a third run shares, unpinned
+    pool.release(first)
+    assert pool.acquire() == first
+    assert CorePool(cpus_per_run=1.5, cores=[0, 1, 2]).acquire() == (0, 1)
+
+    probe = tmp_path / "affinity.launch.yaml"
+    probe.write_text("launch:\n- executable: {cmd: "
+                     f"'{sys.executable} -c \"import os; print(sorted(os.sched_getaffinity(0)))\"', "
+                     "name: probe, output: screen}\n")
+    core = max(os.sched_getaffinity(0))
+    done = subprocess.run([sys.executable, "-m", "aerial_sim", "launch", "--cpus", str(core), str(probe)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and f"[probe] [{core}]" in done.stdout, done.stdout + done.stderr
+    refused = subprocess.run([sys.executable, "-m", "aerial_sim", "launch", "--cpus", "4096", str(probe)],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "--cpus: '4096' is not a set of this process's cores" in refused.stderr

@@ -8,7 +8,7 @@ import pytest
 from aerial_sim.cli.fly import main as fly_main
 from aerial_sim.config import ParamsError
 from aerial_sim.control.mission import MissionParams, load_mission, pattern_path
-from aerial_sim.control.track import compare_tracks, distances_to_polyline
+from aerial_sim.control.track import TrackRecorder, compare_tracks, distances_to_polyline
 from aerial_sim.control.trajectory import Trajectory
 
 START = (1.0, 2.0, 3.0)
@@ -74,6 +74,22 @@ def test_hausdorff_and_cross_track_on_known_geometry():
     assert compare_tracks(half, square).hausdorff_m == pytest.approx(5.0, abs=1e-9)
     assert compare_tracks(half, square).rms_cross_track_m == pytest.approx(0.0, abs=1e-12)
     assert distances_to_polyline([[2.5, 1.0, 0.0]], square)[0] == pytest.approx(1.0)
+
+
+def test_track_csv_reads_back_what_was_written(tmp_path):
+    # aerial_sim batch's missions leave their plots to the post-processing, which draws them from track.csv
+    # (test_batch_runs checks the plots).
+    recorder = TrackRecorder()
+    for step in range(50):
+        t = step * 0.004
+        recorder.add(t, (t, 2 * t, 0.5), (1.0, 2.0, 0.0), "pattern" if step > 10 else "climb",
+                     (t, 2 * t, 0.5) if step > 10 else None)
+    recorder.write_csv(tmp_path / "track.csv")
+    back = TrackRecorder.from_csv(tmp_path / "track.csv")
+    assert [row[7] for row in back.rows] == [row[7] for row in recorder.rows]
+    assert np.allclose(back.positions("pattern"), recorder.positions("pattern"), atol=1e-6)
+    assert np.allclose(back.times(), recorder.times(), atol=1e-6)
+    assert all(math.isnan(v) for v in back.rows[0][8:11]) and back.rows[-1][8:11] == pytest.approx(recorder.rows[-1][8:11])
 
 
 def test_control_core_does_not_import_ros():

@@ -408,24 +408,6 @@ def node_script(source: str, first_line: str):
     return process
 
 
-@requires_ros
-@pytest.mark.ros
-def test_a_node_stuck_in_a_callback_leaves_on_the_launchers_sigterm_not_its_sigkill():
-    import signal
-
-    process = node_script(STUCK_NODE, "hanging")
-    try:
-        process.send_signal(signal.SIGINT)
-        time.sleep(1.5)
-        assert process.poll() is None  # the callback never returns: the polite stop cannot finish
-        process.send_signal(signal.SIGTERM)  # what a launcher sends after sigterm_timeout
-        assert process.wait(timeout=5) == 0
-    finally:
-        process.kill()
-    output = process.stdout.read()
-    assert "SIGTERM: exiting now" in output and "Traceback" not in output, output
-
-
 #: A node whose callback is stuck inside a C call that signals do not end (a lock that is never
 #: released, as in a DDS deadlock): its main thread never comes back to the interpreter.
 STUCK_IN_C_NODE = """
@@ -451,22 +433,27 @@ sys.exit(run_node(StuckInC, sys.argv))
 
 @requires_ros
 @pytest.mark.ros
-def test_a_node_stuck_inside_a_c_call_still_leaves_on_the_launchers_sigterm():
-    # Python signal handlers run only when the main thread returns to the interpreter; this one
-    # never does. The stop signals reach the process's own signal thread instead (_process).
+@pytest.mark.parametrize("source, first_line, stuck_in", [
+    (STUCK_NODE, "hanging", "hang (<string>:"),
+    # Python signal handlers run only when the main thread returns to the interpreter, which this
+    # one never does: the stop signals reach the process's own signal thread instead (_process).
+    (STUCK_IN_C_NODE, "locked", "lock_twice (<string>:"),
+], ids=["in_python", "inside_a_c_call"])
+def test_a_node_stuck_in_a_callback_leaves_on_the_launchers_sigterm_not_its_sigkill(source, first_line, stuck_in):
     import signal
 
-    process = node_script(STUCK_IN_C_NODE, "locked")
+    process = node_script(source, first_line)
     try:
         process.send_signal(signal.SIGINT)
         time.sleep(1.5)
-        assert process.poll() is None
-        process.send_signal(signal.SIGTERM)
+        assert process.poll() is None  # the callback never returns: the polite stop cannot finish
+        process.send_signal(signal.SIGTERM)  # what a launcher sends after sigterm_timeout
         assert process.wait(timeout=5) == 0
     finally:
         process.kill()
     output = process.stdout.read()
-    assert "SIGTERM: exiting now" in output and "the main thread in lock_twice (<string>:" in output, output
+    assert "SIGTERM: exiting now" in output and f"the main thread in {stuck_in}" in output, output
+    assert "Traceback" not in output, output
 
 
 SLOW_START_NODE = """

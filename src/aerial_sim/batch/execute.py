@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from aerial_sim.batch.cores import CorePool
 from aerial_sim.batch.domains import DomainPool, NoDomainAvailable
 from aerial_sim.batch.manifest import FAILED, OK, RESULT_FILE, run_dir, write_result
 from aerial_sim.batch.nodeparams import write_params_file
@@ -84,6 +85,7 @@ def execute_run(
     pool: DomainPool,
     cancelled: Callable[[], bool] = lambda: False,
     launch_slots: threading.Semaphore | None = None,
+    cores: CorePool | None = None,
 ) -> dict[str, Any]:
     """Run ``run`` with retries and return its entry (written to ``result.json`` unless interrupted)."""
     folder = run_dir(out_dir, run)
@@ -93,7 +95,7 @@ def execute_run(
     attempt, number = None, 0
     while True:
         number += 1
-        attempt = _attempt(run, folder, number, launch_file, options, pool, cancelled, launch_slots)
+        attempt = _attempt(run, folder, number, launch_file, options, pool, cancelled, launch_slots, cores)
         if number == 1 and attempt.launched_at is not None:
             started = attempt.launched_at
         if not attempt.ok:
@@ -118,46 +120,51 @@ def stop_leftover(folder: Path) -> None:
 
 
 def _attempt(run, folder: Path, number: int, launch_file: Path, options: RunOptions, pool: DomainPool, cancelled,
-             launch_slots: threading.Semaphore | None = None) -> Attempt:
+             launch_slots: threading.Semaphore | None = None, cores: CorePool | None = None) -> Attempt:
     logs = folder / LOGS_DIR
     _clear_outputs(folder)
     logs.mkdir(parents=True, exist_ok=True)
     log_path = logs / f"attempt-{number}.log"
     if launch_slots is None:
-        return _launch_and_postprocess(run, folder, number, launch_file, options, pool, cancelled, log_path)
+        return _launch_and_postprocess(run, folder, number, launch_file, options, pool, cancelled, log_path, cores=cores)
     while not launch_slots.acquire(timeout=0.2):
         if cancelled():
             log_path.write_text("batch interrupted before the launch\n")
             return Attempt(False, INTERRUPTED, "batch interrupted", log_path)
     held = [launch_slots]
     try:
-        return _launch_and_postprocess(run, folder, number, launch_file, options, pool, cancelled, log_path, held)
+        return _launch_and_postprocess(run, folder, number, launch_file, options, pool, cancelled, log_path, held, cores)
     finally:
         if held:
             held.pop().release()
 
 
 def _launch_and_postprocess(run, folder: Path, number: int, launch_file: Path, options: RunOptions, pool: DomainPool,
-                            cancelled, log_path: Path, held: list | None = None) -> Attempt:
-    """One attempt; ``held`` (the launch slot) is released as soon as the launch has ended."""
+                            cancelled, log_path: Path, held: list | None = None, cores: CorePool | None = None) -> Attempt:
+    """One attempt; ``held`` (the launch slot) and the run's ``cores`` are given back as soon as the launch has ended."""
     try:
         lease = pool.acquire(cancelled=cancelled)
     except NoDomainAvailable as error:
         log_path.write_text(f"{error}\n")
         return Attempt(False, INTERRUPTED if cancelled() else "no_domain", str(error), log_path)
+    pinned = cores.acquire() if cores is not None else ()
     with lease:
-        command = _launch_command(run, folder, number, launch_file)
+        command = _launch_command(run, folder, number, launch_file, pinned)
         environment = _environment(lease.domain_id, folder, number)
         began, launched_at = time.monotonic(), time.time()
-        with open(log_path, "w", encoding="utf-8") as log:
-            log.write(f"# ROS_DOMAIN_ID={lease.domain_id}\n# {' '.join(command)}\n# launch started at {launched_at:.3f}\n")
-            log.flush()
-            launcher = subprocess.Popen(
-                guarded_command(command), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=environment, start_new_session=True,
-            )
-            (folder / LAUNCHER_FILE).write_text(f"{launcher.pid}\n")
-            kind = _watch(launcher, str(folder), options, cancelled)
+        try:
+            with open(log_path, "w", encoding="utf-8") as log:
+                log.write(f"# ROS_DOMAIN_ID={lease.domain_id}\n# {' '.join(command)}\n# launch started at {launched_at:.3f}\n")
+                log.flush()
+                launcher = subprocess.Popen(
+                    guarded_command(command), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                    env=environment, start_new_session=True,
+                )
+                (folder / LAUNCHER_FILE).write_text(f"{launcher.pid}\n")
+                kind = _watch(launcher, str(folder), options, cancelled)
+        finally:
+            if pinned:
+                cores.release(pinned)
         wall_s, ended_at = time.monotonic() - began, time.time()
         with open(log_path, "a", encoding="utf-8") as log:
             log.write(f"# launch ended ({kind}) at {ended_at:.3f}, after {wall_s:.2f} s\n")
@@ -217,11 +224,13 @@ def _postprocess(folder: Path, options: RunOptions, log_path: Path) -> tuple[dic
 HEADLESS_DEFAULTS = {"airsim_api": "false"}
 #: Node parameters a batch run gets unless its sweep sets them: the recorder leaves ``recording.txt`` and
 #: ``trajectory.png`` to the post-processing, which has the bag's summary from its one read anyway (the
-#: recorder would read the bag again and import matplotlib after closing it, holding the launch's end).
-BATCH_NODE_DEFAULTS = {"recorder": {"write_report": False}}
+#: recorder would read the bag again and import matplotlib after closing it, holding the launch's end);
+#: the mission leaves its two plots to it too (drawn from ``track.csv``: the launch ends about 1.5 s
+#: sooner, and the bag has that much less simulated tail to read).
+BATCH_NODE_DEFAULTS = {"recorder": {"write_report": False}, "mission": {"write_plots": False}}
 
 
-def _launch_command(run: RunSpec, folder: Path, number: int, launch_file: Path) -> list[str]:
+def _launch_command(run: RunSpec, folder: Path, number: int, launch_file: Path, cores: tuple[int, ...] = ()) -> list[str]:
     arguments = {**HEADLESS_DEFAULTS, **run.launch_arguments, "lockstep": "true", "viewer": "false",
                  "run_dir": str(folder)}
     declared = {argument.name for argument in declared_arguments(launch_file)}
@@ -229,6 +238,8 @@ def _launch_command(run: RunSpec, folder: Path, number: int, launch_file: Path) 
     command = [sys.executable, "-m", "aerial_sim", "launch", "--strict", str(launch_file),
                *(f"{k}:={v}" for k, v in arguments.items()),
                "--log-dir", str(folder / LOGS_DIR / f"attempt-{number}")]
+    if cores:
+        command += ["--cpus", ",".join(map(str, cores))]
     node_parameters = {node: dict(values) for node, values in run.node_parameters.items()}
     for node, defaults in BATCH_NODE_DEFAULTS.items():
         node_parameters[node] = {**defaults, **node_parameters.get(node, {})}

@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 from typing import Callable, Sequence
 
+from aerial_sim.batch.cores import CorePool
 from aerial_sim.batch.domains import DomainPool
 from aerial_sim.batch.execute import execute_run
 from aerial_sim.batch.sweep import RunOptions, RunSpec
@@ -35,9 +36,10 @@ def run_local(
     """
     pool = pool or DomainPool()
     slots = threading.Semaphore(workers)
+    cores = CorePool(options.cpus) if options.pin_cpus else None
     with concurrent.futures.ThreadPoolExecutor(max_workers=2 * workers, thread_name_prefix="run") as executor:
         futures = {
-            executor.submit(_guarded, run, out_dir, launch_file, options, pool, stop, slots): run for run in runs
+            executor.submit(_guarded, run, out_dir, launch_file, options, pool, stop, slots, cores): run for run in runs
         }
         pending = set(futures)
         try:
@@ -52,7 +54,8 @@ def run_local(
             raise
 
 
-def _guarded(run, out_dir, launch_file, options, pool, stop: threading.Event, slots: threading.Semaphore) -> dict:
+def _guarded(run, out_dir, launch_file, options, pool, stop: threading.Event, slots: threading.Semaphore,
+             cores: CorePool | None) -> dict:
     if stop.is_set():
         return {"run_id": run.run_id, "status": "interrupted", "attempts": 0}
-    return execute_run(run, out_dir, launch_file, options, pool, cancelled=stop.is_set, launch_slots=slots)
+    return execute_run(run, out_dir, launch_file, options, pool, cancelled=stop.is_set, launch_slots=slots, cores=cores)

@@ -6,7 +6,8 @@ simulated duration, real-time factor, message counts) and the content digest
 exports it with :func:`aerial_sim.recording.export.export_bag` into
 ``RUN_DIR/dataset``, and writes everything to ``RUN_DIR/bag_report.json``, and
 the recorder's ``recording.txt`` and ``trajectory.png`` when the recorder left them
-out (a batch run's recorder does: :data:`aerial_sim.batch.execute.BATCH_NODE_DEFAULTS`).
+out (a batch run's recorder does: :data:`aerial_sim.batch.execute.BATCH_NODE_DEFAULTS`),
+and the mission's ``xy_over_time.png`` and ``top_view.png`` when it left them out (the same).
 Run as a separate process so a bad bag can only fail its own run, and so
 several runs' post-processing use several cores.
 """
@@ -64,6 +65,7 @@ def bag_report(run_dir: Path, export: bool) -> dict:
         exporter.result()
         report["dataset"] = DATASET_DIR
     _write_run_report(summary, run_dir)
+    _write_mission_plots(run_dir)
     return report
 
 
@@ -76,6 +78,16 @@ def _write_run_report(summary, run_dir: Path) -> None:
     (run_dir / REPORT_NAME).write_text(summary.text())
     if summary.trajectories:
         plot_trajectory(summary, run_dir / "trajectory.png")
+
+
+def _write_mission_plots(run_dir: Path) -> None:
+    """The mission's ``xy_over_time.png`` and ``top_view.png`` from its ``track.csv``, when it left them to us."""
+    from aerial_sim.control.track import write_plots_from_csv
+
+    track, metrics = run_dir / "track.csv", run_dir / "metrics.json"
+    if track.is_file() and metrics.is_file() and not (run_dir / "top_view.png").exists():
+        title = json.loads(metrics.read_text()).get("mission", {}).get("name", "mission")
+        write_plots_from_csv(run_dir, title)
 
 
 def main(argv: list[str]) -> int:

@@ -25,6 +25,7 @@ A sweep (``config/sweeps/<name>.yaml``)::
       retries: 2                   # attempts after a crash or timeout
       export: true                 # export the bag to PNG/NPY/CSV (aerial_sim export)
       cpus: 1                      # CPUs a run declares (a Ray task's num_cpus)
+      pin_cpus: false              # local backend: each run on `cpus` cores of its own
 
 A key without a dot is an argument of the launch file (``scene``, ``vehicle``,
 ``mission``, ``seed``, ``use_rotor_drag`` ...); ``node.parameter`` is a ROS
@@ -79,6 +80,10 @@ class RunOptions:
     export: bool = True
     #: CPUs one run declares (the Ray task's ``num_cpus``).
     cpus: float = 1.0
+    #: Local backend: run each launch on ``cpus`` cores of its own (Linux affinity), disjoint from
+    #: the other runs' while there are enough; a run beyond that shares the cores left. Runs' timing
+    #: then does not depend on their neighbours, and throughput per core can be measured.
+    pin_cpus: bool = False
     #: After asking a run to stop, wait this long before killing what is left, s.
     stop_grace_s: float = 20.0
 

@@ -87,6 +87,17 @@ class TrackRecorder:
     def times(self, phase: str | None = None) -> np.ndarray:
         return np.array([row[0] for row in self.rows if phase is None or row[7] == phase])
 
+    @classmethod
+    def from_csv(cls, path: Path) -> "TrackRecorder":
+        """The samples :meth:`write_csv` wrote (to 6 decimals), e.g. to draw the plots after the flight."""
+        recorder = cls()
+        with open(path, newline="") as handle:
+            rows = csv.reader(handle)
+            next(rows)  # header
+            for row in rows:
+                recorder.rows.append((*map(float, row[:7]), row[7], *map(float, row[8:11])))
+        return recorder
+
     def write_csv(self, path: Path) -> None:
         with open(path, "w", newline="") as handle:
             writer = csv.writer(handle)
@@ -141,6 +152,12 @@ def write_plots(recorder: TrackRecorder, path: np.ndarray, folder: Path, title: 
     written.append(folder / "top_view.png")
     figure.savefig(written[-1], dpi=110)
     return written
+
+
+def write_plots_from_csv(folder: Path, title: str) -> list[Path]:
+    """:func:`write_plots` from a run folder's ``track.csv`` and ``commanded_path.csv`` (the mission's own files)."""
+    path = np.loadtxt(folder / "commanded_path.csv", delimiter=",", skiprows=1, ndmin=2)
+    return write_plots(TrackRecorder.from_csv(folder / "track.csv"), path, folder, title)
 
 
 def summary_text(mission_name: str, metrics: TrackMetrics, speed_m_s: float, duration_s: float, path_length_m: float,

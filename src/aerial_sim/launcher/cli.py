@@ -67,6 +67,11 @@ def main(argv: list[str] | None = None) -> int:
         "--log-dir", type=Path, metavar="DIR", help="directory for the processes' output (default: under the ROS log dir)"
     )
     parser.add_argument(
+        "--cpus", metavar="LIST",
+        help="run the launch and every process it starts on these CPU cores only (Linux), e.g. 0,1 "
+             "(aerial_sim batch's run.pin_cpus)",
+    )
+    parser.add_argument(
         "--params-file", type=Path, action="append", default=[], metavar="FILE",
         help="a ROS 2 parameters file given to every node after its own (repeatable)",
     )
@@ -108,12 +113,26 @@ def _launch(options: argparse.Namespace) -> int:
         for label, spec, executable in zip(labels, plan.processes, executables):
             print(f"[{label}] {shlex.join(node_command(spec, executable, params_dir, extra_params))}")
         return 0
+    if options.cpus is not None:
+        pin_to_cpus(options.cpus)
     log_dir = options.log_dir or default_log_dir()
     items = [
         LaunchItem(spec, label, node_command(spec, executable, log_dir / "params", extra_params), child_environment(spec))
         for label, spec, executable in zip(labels, plan.processes, executables)
     ]
     return Runner(items, log_dir, strict=options.strict).run()
+
+
+def pin_to_cpus(text: str) -> None:
+    """Restrict this process, and so every process it starts, to the cores listed in ``text`` (``0,1``)."""
+    try:
+        cores = {int(core) for core in text.split(",") if core.strip()}
+    except ValueError:
+        raise LaunchError(f"--cpus: expected core numbers separated by commas, got {text!r}") from None
+    available = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
+    if not cores or not cores <= available:
+        raise LaunchError(f"--cpus: {text!r} is not a set of this process's cores {sorted(available)}")
+    os.sched_setaffinity(0, cores)
 
 
 def resolve_launch_file(target: list[str]) -> tuple[Path, list[str]]:

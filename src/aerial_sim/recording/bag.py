@@ -43,6 +43,8 @@ import yaml
 from aerial_sim.config import ParamsError, require, require_non_negative, require_positive
 from aerial_sim.recording.msgdefs import message_definition
 
+_SAFE_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
 BAG_FORMAT_VERSION = 9
 MAX_TIME_NS = 2**63 - 1
 MCAP_MAGIC = b"\x89MCAP0\r\n"
@@ -343,7 +345,8 @@ class BagWriter:
 
     def write_metadata(self) -> None:
         """Write ``metadata.yaml`` atomically (temporary file + rename)."""
-        text = yaml.safe_dump({"rosbag2_bagfile_information": self.metadata()}, sort_keys=False)
+        # libyaml's emitter where PyYAML has it: the pure-Python one cost the recorder a sixth of its CPU.
+        text = yaml.dump({"rosbag2_bagfile_information": self.metadata()}, Dumper=_SAFE_DUMPER, sort_keys=False)
         temporary = self.path / "metadata.yaml.tmp"
         temporary.write_text(text)
         os.replace(temporary, self.path / "metadata.yaml")
