@@ -117,7 +117,8 @@ def clock_only_survey(seconds: float) -> tuple[list, float | None]:
         if stamp_ns is not None:
             meter.record(time.monotonic(), stamp_ns * 1e-9)
 
-    node.create_subscription(Clock, "/clock", on_clock, stream_qos(True), raw=True)
+    # Best effort matches /clock whether physics offers it reliable (lockstep) or best effort.
+    node.create_subscription(Clock, "/clock", on_clock, stream_qos(False), raw=True)
     executor = make_executor(context)
     executor.add_node(node)
     deadline = time.monotonic() + seconds
