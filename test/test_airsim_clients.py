@@ -76,6 +76,9 @@ def test_hello_drone_flies_with_both_real_clients(clients, launch, ros_node):
         spin_until(ros_node, lambda: False, 0.2)
     assert port, f"the airsim_api node did not start:\n{graph.output()[-3000:]}"
     assert spin_until(ros_node, lambda: len(odometry) > 10, 30), "no ground truth from the physics node"
+    # No client yet: the server reads none of the vehicle's streams (it subscribes when one connects).
+    topics = [name for name, _ in ros_node.get_subscriber_names_and_types_by_node("airsim_api", "/")]
+    assert "/clock" in topics and not any(name.startswith("/drone1/") for name in topics), topics
 
     for module, (north, east) in (("airsim", (4.0, 2.0)), ("cosysairsim", (-3.0, 5.0))):
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
@@ -87,6 +90,8 @@ def test_hello_drone_flies_with_both_real_clients(clients, launch, ros_node):
             except AssertionError as failure:
                 raise AssertionError(f"{failure}\n--- the graph's output ---\n{graph.output()[-4000:]}") from None
         check_flight(module, steps, odometry, north, east)
+    # Each client got the streams when it connected, and they were dropped when it left.
+    assert graph.output().count("AirSim client connected: reading the vehicles' state") == 2, graph.output()[-4000:]
 
 
 def check_flight(module: str, steps: dict, odometry: dict, north: float, east: float) -> None:

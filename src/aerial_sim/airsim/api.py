@@ -142,6 +142,10 @@ class AirSimApi:
             raise RpcError(f"rpclib: function '{method}' (called with {count} arg(s)) threw an exception. "
                            f"The exception contained this information: {fault}.") from None
 
+    def await_state_again(self) -> None:
+        """The state streams were dropped (no client): the next call waits for fresh state, as at start-up."""
+        self._first_state_awaited = False
+
     async def _await_first_state(self) -> None:
         """Start-up only: wait (``state_wait_s`` at most, once) until every vehicle has ground truth."""
         deadline = time.monotonic() + self.params.state_wait_s

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, TwistStamped, Vector3Stamped
+from rclpy.clock import Clock as WallClock
+from rclpy.clock import ClockType
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import FluidPressure, MagneticField, NavSatFix, NavSatStatus, PointCloud2, Range
@@ -110,18 +112,8 @@ class RosVehicleLink:
         self._specific_force = (0.0, 0.0, 0.0)
         self._gps_velocity = (0.0, 0.0, 0.0)
         ns = f"/{name}"
-        qos = stream_qos(lockstep)
-        sub = node.create_subscription
-        subscribe_odometry(node, f"{ns}/ground_truth/odom", self.on_odom, qos)
-        subscribe_imu(node, f"{ns}/ground_truth/imu", self.on_truth_imu, qos)
-        subscribe_joint_state(node, f"{ns}/rotors", self.on_rotors, qos)
-        subscribe_imu(node, f"{ns}/imu/data", self.on_imu, qos)
-        sub(FluidPressure, f"{ns}/air_pressure", self.on_pressure, qos)
-        sub(MagneticField, f"{ns}/magnetic_field", self.on_magnetic, qos)
-        sub(NavSatFix, f"{ns}/gps/fix", self.on_gps, qos)
-        sub(TwistStamped, f"{ns}/gps/vel", self.on_gps_velocity, qos)
-        sub(PointCloud2, f"{ns}/lidar/points", self.on_lidar, qos)
-        sub(Range, f"{ns}/distance/range", self.on_range, qos)
+        self.lockstep = lockstep
+        self.subscriptions: list = []  # the state streams, held only while a client is connected
         pub = node.create_publisher
         self.pose_pub = pub(PoseStamped, f"{ns}/cmd_pose", COMMAND_QOS)
         self.vel_pub = pub(TwistStamped, f"{ns}/cmd_vel", COMMAND_QOS)
@@ -134,6 +126,32 @@ class RosVehicleLink:
         self.land_client = node.create_client(Trigger, f"{ns}/land")
         self.reset_client = node.create_client(Trigger, f"{ns}/reset")
         self.body_frame = f"{name}/base_link"
+
+    def subscribe_streams(self) -> None:
+        """Read the vehicle's state streams (a client connected; executor thread)."""
+        node, ns, qos = self.node, f"/{self.name}", stream_qos(self.lockstep)
+        sub = node.create_subscription
+        self.subscriptions = [
+            subscribe_odometry(node, f"{ns}/ground_truth/odom", self.on_odom, qos),
+            subscribe_imu(node, f"{ns}/ground_truth/imu", self.on_truth_imu, qos),
+            subscribe_joint_state(node, f"{ns}/rotors", self.on_rotors, qos),
+            subscribe_imu(node, f"{ns}/imu/data", self.on_imu, qos),
+            sub(FluidPressure, f"{ns}/air_pressure", self.on_pressure, qos),
+            sub(MagneticField, f"{ns}/magnetic_field", self.on_magnetic, qos),
+            sub(NavSatFix, f"{ns}/gps/fix", self.on_gps, qos),
+            sub(TwistStamped, f"{ns}/gps/vel", self.on_gps_velocity, qos),
+            sub(PointCloud2, f"{ns}/lidar/points", self.on_lidar, qos),
+            sub(Range, f"{ns}/distance/range", self.on_range, qos),
+        ]
+
+    def unsubscribe_streams(self) -> None:
+        """Stop reading the state streams and forget the last readings (the last client left): the
+        next client waits for fresh ones instead of being answered from stale state."""
+        for subscription in self.subscriptions:
+            self.node.destroy_subscription(subscription)
+        self.subscriptions = []
+        self.kinematics = self.imu = self.pressure = self.magnetic = self.gps = None
+        self.rotors = self.lidar = self.distance = None
 
     # -- state in (executor thread; each reading is replaced whole, so readers never see half of one) --
     def on_odom(self, odom: OdometryFields) -> None:
@@ -271,6 +289,8 @@ class RosVehicleLink:
 #: Wall time for the last period's /clock and state to arrive after the physics node paused (it stops
 #: at the end of the control period under way: 4 ms of sim time).
 PAUSE_SETTLE_S = 0.05
+#: Wall seconds between checks of whether any AirSim client is connected (the state streams follow).
+STREAM_CHECK_S = 0.05
 
 
 class AirSimApiNode(Node):
@@ -317,6 +337,8 @@ class AirSimApiNode(Node):
         self._thread.start()
         if self.server is None:
             return
+        self.streams_subscribed = False
+        self.create_timer(STREAM_CHECK_S, self._follow_clients, clock=WallClock(clock_type=ClockType.STEADY_TIME))
         if not _is_loopback(params.host):
             self.get_logger().warning(f"serving AirSim clients on {params.host}: reachable from other machines, "
                                       "with no authentication (AirSim has none)")
@@ -324,6 +346,23 @@ class AirSimApiNode(Node):
             f"AirSim API on {params.host}:{self.server.port} for {', '.join(self.vehicles)} "
             f"({len(self.api.method_names)} methods; images: {params.scene or 'off'})"
         )
+
+    def _follow_clients(self) -> None:
+        """Hold the vehicles' state subscriptions while at least one AirSim client is connected (about a
+        tenth of a core of 250 Hz streams otherwise received for nobody; ``STREAM_CHECK_S`` timer)."""
+        wanted = self.server is not None and self.server.connections > 0
+        if wanted == self.streams_subscribed:
+            return
+        self.streams_subscribed = wanted
+        if not wanted:
+            self.loop.call_soon_threadsafe(self.api.await_state_again)
+        for link in self.vehicles.values():
+            if wanted:
+                link.subscribe_streams()
+            else:
+                link.unsubscribe_streams()
+        self.get_logger().info("AirSim client connected: reading the vehicles' state" if wanted
+                               else "no AirSim client connected: state streams left unread")
 
     # -- Graph ------------------------------------------------------------------------------
     def on_clock(self, message: Clock) -> None:
