@@ -217,7 +217,7 @@ def test_lockstep_waits_for_a_slow_participant_and_never_runs_ahead_of_it(launch
     assert stamps[:11] == [round(k / 50 * 1e9) for k in range(11)]  # every output, at its due time
     assert wall_s > 10 * 0.04  # the clock waited for it: 0.2 s of sim time took at least 0.4 s
     sent_at = dict((stamp, source) for source, stamp in outputs)
-    period_ns, slack_ns = 4_000_000, round(configured_physics_parameter("lockstep_slack_s") * 1e9)
+    period_ns, slack_ns = 4_000_000, round(launch_default("physics.launch.yaml", "lockstep_slack") * 1e9)
     for source, clock in clocks:
         if period_ns + slack_ns <= clock <= 0.2e9 + slack_ns:
             awaited = (clock - period_ns - slack_ns) // 20_000_000 * 20_000_000  # last due time of the period stepped from
@@ -227,9 +227,10 @@ def test_lockstep_waits_for_a_slow_participant_and_never_runs_ahead_of_it(launch
                                 if stamp + period_ns < clock), "the clock waited at every due time"
 
 
-def configured_physics_parameter(name: str):
-    import yaml
+def launch_default(launch_file: str, argument: str) -> float:
+    """The default of a launch file's argument (what the graph above ran with)."""
+    from aerial_sim.launcher.description import declared_arguments
+    from aerial_sim.paths import package_share
 
-    from aerial_sim.paths import config_path
-
-    return yaml.safe_load(config_path("physics.yaml").read_text())["physics"]["ros__parameters"][name]
+    declared = {a.name: a for a in declared_arguments(package_share() / "launch" / launch_file)}
+    return float(declared[argument].default)
