@@ -77,8 +77,17 @@ def test_hello_drone_flies_with_both_real_clients(clients, launch, ros_node):
     assert port, f"the airsim_api node did not start:\n{graph.output()[-3000:]}"
     assert spin_until(ros_node, lambda: len(odometry) > 10, 30), "no ground truth from the physics node"
     # No client yet: the server reads none of the vehicle's streams (it subscribes when one connects).
-    topics = [name for name, _ in ros_node.get_subscriber_names_and_types_by_node("airsim_api", "/")]
-    assert "/clock" in topics and not any(name.startswith("/drone1/") for name in topics), topics
+    # Discovery is gradual: wait until the server node and its /clock subscription are known.
+    topics: list[str] = []
+
+    def server_subscriptions_known() -> bool:
+        if ("airsim_api", "/") not in ros_node.get_node_names_and_namespaces():
+            return False
+        topics[:] = [name for name, _ in ros_node.get_subscriber_names_and_types_by_node("airsim_api", "/")]
+        return "/clock" in topics
+
+    assert spin_until(ros_node, server_subscriptions_known, 15), f"airsim_api not discovered: {topics}"
+    assert not any(name.startswith("/drone1/") for name in topics), topics
 
     for module, (north, east) in (("airsim", (4.0, 2.0)), ("cosysairsim", (-3.0, 5.0))):
         with concurrent.futures.ThreadPoolExecutor(1) as pool:

@@ -39,6 +39,16 @@ ensure_venv() {
   echo "[aerial_sim] environment ready." >&2
 }
 
+# numba kernels compiled once per change of their sources (size and mtime, which numba's own cache
+# index checks too), so a fresh clone's first launch does not spend its first 20-80 s compiling.
+ensure_compiled() {
+  local compiled_stamp="$venv/.kernels.stamp" wanted
+  wanted="$(cd "$repo" && find src/aerial_sim -name '*kernels.py' -printf '%p %s %T@\n' | sort | sha256sum | cut -d' ' -f1)"
+  [[ -f "$compiled_stamp" && "$(cat "$compiled_stamp")" == "$wanted" ]] && return
+  echo "[aerial_sim] compiling the numba kernels (once per change of their sources, about 20 s)..." >&2
+  "$venv/bin/python" -m aerial_sim precompile >&2 && echo "$wanted" > "$compiled_stamp"
+}
+
 # Optional extras (Ray for `aerial_sim batch --backend ray`): installed into the same venv, once per
 # change of tools/requirements-ray.txt.
 ensure_optional() {
@@ -80,6 +90,7 @@ shift || true
 case "$command" in
   sim)
     ensure_venv
+    ensure_compiled
     # One folder per run for the bag, the mission's track and plots, and the summary.
     export AERIAL_SIM_RUN_DIR="${AERIAL_SIM_RUN_DIR:-$repo/runs/$(date +%Y%m%d-%H%M%S)}"
     echo "[aerial_sim] run folder: $AERIAL_SIM_RUN_DIR" >&2
@@ -87,6 +98,7 @@ case "$command" in
     ;;
   test)
     ensure_venv
+    ensure_compiled
     ensure_optional
     ensure_browser
     cd "$repo"
@@ -97,6 +109,7 @@ case "$command" in
     ;;
   bench)
     ensure_venv
+    ensure_compiled
     ensure_optional
     name="${1:?usage: tools/dev.sh bench NAME [args...]}"
     shift
