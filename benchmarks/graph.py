@@ -62,7 +62,7 @@ VARIANTS = {
 CONFIGURED_HZ = {
     "/clock": 250.0, "/drone1/ground_truth/odom": 250.0, "/drone1/motor_commands": 250.0,
     "/drone1/imu/data": 200.0, "/drone1/air_pressure": 50.0, "/drone1/magnetic_field": 75.0,
-    "/drone1/gps/fix": 10.0, "/drone1/camera/depth/image_raw": 30.0, "/drone1/camera/color/image_raw": 30.0,
+    "/drone1/gps/fix": 50.0, "/drone1/camera/depth/image_raw": 30.0, "/drone1/camera/color/image_raw": 30.0,
     "/drone1/camera/segmentation/image_raw": 30.0, "/drone1/camera/depth/points": 30.0,
 }
 #: Streams published only while something subscribes (probed with --probe-all only).
