@@ -51,6 +51,8 @@ def test_two_lockstep_runs_with_every_node_record_identical_bags(launch, tmp_pat
               start_lockstep_flight(launch, mission, runs[1], domain_id=SECOND_DOMAIN_ID)]
     landed_at = [landing_time(graph, run) for graph, run in zip(graphs, runs)]
     assert landed_at[0] == landed_at[1]
+    # The recorder takes part too: the clock never outran what it had written by more than the slack.
+    assert "lockstep participant: /recorder/written@50" in graphs[0].output(), graphs[0].output()[-3000:]
     # The mission's track ends at the disarm's own stamp: the whole flight repeats, bit for bit. (Its
     # phase column says which phase the runner was in when a sample came, which a service answer's
     # wall-clock arrival decides; the motion does not depend on it.)
@@ -62,7 +64,8 @@ def test_two_lockstep_runs_with_every_node_record_identical_bags(launch, tmp_pat
     bags = [_payloads_by_stamp(run, EXCLUDED_TOPICS + WALL_CLOCK_TOPICS) for run in runs]
     assert set(bags[0]) == set(bags[1])
     for topic in ("/drone1/camera/depth/image_raw", "/drone1/camera/color/image_raw", "/drone1/lidar/points",
-                  "/drone1/distance/range", "/drone1/imu/data", "/drone1/gps/fix", "/drone1/ground_truth/odom"):
+                  "/drone1/distance/range", "/drone1/imu/data", "/drone1/gps/fix", "/drone1/ground_truth/odom",
+                  "/recorder/written"):
         assert topic in bags[0], f"{topic} was not recorded"
     for topic in sorted(bags[0]):
         first, second = ({stamp: payloads for stamp, payloads in bag[topic].items() if stamp <= end_ns} for bag in bags)

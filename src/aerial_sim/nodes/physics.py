@@ -694,7 +694,8 @@ class LockstepOutputs:
                                          "stamps cannot be read and the clock will wait for it: leave it out")
             return None
         fields = list(message_type.get_fields_and_field_types().items())
-        if not fields or fields[0] != ("header", "std_msgs/Header"):
+        is_header = type_name == "std_msgs/msg/Header"  # its own stamp leads its bytes (the recorder's progress)
+        if not is_header and (not fields or fields[0] != ("header", "std_msgs/Header")):
             self.node.get_logger().error(f"lockstep: {topic} ({type_name}) does not start with a std_msgs/Header: "
                                          "its stamps cannot be read and the clock will wait for it: leave it out")
             return None

@@ -16,6 +16,8 @@ A thin adapter around :class:`aerial_sim.recording.bag.BagWriter`:
   messages the middleware reports lost on each subscription (``message_lost``);
   both go into ``metadata.yaml`` ``custom_data`` for the report
   (:mod:`aerial_sim.recording.rates`);
+- with ``lockstep``, takes part in the lockstep (``~/written``: the newest ``/clock`` stamp
+  written, at ``lockstep_rate_hz``; :class:`~aerial_sim.recording.recorder.RecorderParams`);
 - logs progress every ``progress_period_s``; flushes to disk every
   ``bag.flush_period_s``;
 - on shutdown (Ctrl-C, SIGTERM, launch stop) closes the bag, writes
@@ -33,9 +35,18 @@ from rclpy.clock import Clock, ClockType
 from rclpy.event_handler import SubscriptionEventCallbacks, UnsupportedEventTypeError
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import Header
 
 from aerial_sim.cdr import cdr_header_stamp_ns
-from aerial_sim.nodes.common import InputStampClock, declare_params, run_folder_parameter, run_node
+from aerial_sim.nodes.common import (
+    LOCKSTEP_QOS,
+    InputStampClock,
+    announce_lockstep_participant,
+    declare_params,
+    run_folder_parameter,
+    run_node,
+)
+from aerial_sim.physics.lockstep import Participant
 from aerial_sim.recording.bag import BagWriter, qos_profile_dict
 from aerial_sim.recording.msgdefs import UnknownMessageType, message_definition
 from aerial_sim.recording.rates import (
@@ -92,6 +103,9 @@ class Recorder(Node):
         # a second /clock subscription of rclpy's own (a 250 Hz callback, 0.07-0.09 core here).
         self.sim_clock = InputStampClock(self) if self.selection.wants("/clock") else None
         self.get_logger().info(f"recording to {self.writer.path} ({'all topics' if not self.selection.include else ' '.join(self.selection.include)})")
+        self._written_participant: Participant | None = None  # set with the publisher, in lockstep
+        self._written_due_ns = -1
+        self._written_pub = self._take_part_in_lockstep() if self.params.lockstep else None
         # Wall-clock timers: discovery and flushing must go on while sim time stands still.
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(self.params.discovery_period_s, self._discover, clock=steady)
@@ -267,8 +281,32 @@ class Recorder(Node):
             self._wall_span.observe(now_ns, time.time_ns())
             if not self.writer.write(topic, data, now_ns):
                 self._report_stop()
+            if sets_clock and self._written_pub is not None:
+                self._report_written(now_ns)
 
         return on_message
+
+    # -- lockstep -------------------------------------------------------------
+    def _take_part_in_lockstep(self):
+        """Announce ``~/written`` as a lockstep participant; None (and one line) where it cannot be one."""
+        if self.sim_clock is None:
+            self.get_logger().warning("lockstep: /clock is not recorded, so the recorder cannot report its "
+                                      "progress: it does not take part (the clock may outrun it)")
+            return None
+        publisher = self.create_publisher(Header, "~/written", LOCKSTEP_QOS)
+        self._written_participant = Participant(self.resolve_topic_name("~/written"), self.params.lockstep_rate_hz)
+        self.lockstep_announcement = announce_lockstep_participant(self, "~/written", self.params.lockstep_rate_hz)
+        return publisher
+
+    def _report_written(self, clock_ns: int) -> None:
+        """Stamp ``~/written`` with the /clock just written once it reaches the next due time of the grid."""
+        due_ns = self._written_participant.awaited_stamp_ns(clock_ns)
+        if due_ns is None or due_ns <= self._written_due_ns:
+            return
+        self._written_due_ns = due_ns
+        message = Header()
+        message.stamp.sec, message.stamp.nanosec = divmod(clock_ns, 1_000_000_000)
+        self._written_pub.publish(message)
 
     def _report_stop(self) -> None:
         """Log, once, why recording stopped (one line: the file, the errno, the messages kept)."""

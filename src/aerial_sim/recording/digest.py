@@ -129,7 +129,7 @@ class ContentCollector:
 
 
 #: Stamped types without a std_msgs/Header (the stamp leads their CDR payload all the same).
-STAMP_FIRST_TYPES = {"rosgraph_msgs/msg/Clock"}
+STAMP_FIRST_TYPES = {"rosgraph_msgs/msg/Clock", "std_msgs/msg/Header"}
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,7 @@ def _payloads_by_stamp(path: str | Path, exclude: tuple[str, ...]) -> dict[str, 
 
 
 def begins_with_stamp(connection) -> bool:
-    """True when the message begins with a stamp: a ``std_msgs/Header`` first field, or a Clock."""
+    """True when the message begins with a stamp: a ``std_msgs/Header`` first field, a Header itself, or a Clock."""
     if connection.msgtype in STAMP_FIRST_TYPES:
         return True
     definition = getattr(getattr(connection, "msgdef", None), "data", "") or ""

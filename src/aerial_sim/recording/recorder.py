@@ -43,6 +43,12 @@ class RecorderParams:
     ``none``: no pairs) for periodic streams whose publisher has no rate parameter
     of its own; every other stream's configured rate is asked from its publisher
     (:mod:`aerial_sim.recording.rates`). The report flags streams below it.
+    ``lockstep``: take part in a lockstep run as a participant: on ``~/written``
+    (std_msgs/Header) the recorder stamps, ``lockstep_rate_hz`` times per simulated
+    second, the ``/clock`` message it has just written, and the physics node does not
+    step past its next due time until that stamp comes. So the recorder is never more
+    than one such period (plus the lockstep slack) behind the clock, well within its
+    reliable queues: a slow disk or chunk compression slows the run, never drops messages.
     """
 
     output_dir: str = "auto"
@@ -55,11 +61,13 @@ class RecorderParams:
     progress_period_s: float = 5.0
     write_report: bool = True
     expected_rates: str = "none"
+    lockstep: bool = False
+    lockstep_rate_hz: float = 50.0
     #: lz4 chunks by default: a third of the size for about 0.4 ms of CPU per MB (README, "Bag size").
     bag: BagWriterParams = field(default_factory=lambda: BagWriterParams(compression="lz4"))
 
     def __post_init__(self) -> None:
-        require_positive(self, "discovery_period_s", "progress_period_s")
+        require_positive(self, "discovery_period_s", "progress_period_s", "lockstep_rate_hz")
         require(self.queue_depth >= 1 and self.image_queue_depth >= 1, "queue depths must be >= 1")
         from aerial_sim.recording.rates import parse_rate_table
 
