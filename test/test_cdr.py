@@ -20,6 +20,15 @@ from aerial_sim.cdr import (
     decode_imu,
     decode_joint_state,
     decode_odometry,
+    encode_clock,
+    encode_float64_array,
+    encode_fluid_pressure,
+    encode_imu,
+    encode_joint_state,
+    encode_magnetic_field,
+    encode_nav_sat_fix,
+    encode_odometry,
+    encode_twist_stamped,
 )
 from aerial_sim.sensors.common import truth_from_odometry
 
@@ -61,11 +70,11 @@ class CdrWriter:
 
     def matches(self, data: bytes) -> bool:
         """True when ``data`` starts with what this writer wrote, alignment bytes aside (rclpy's
-        bytes may go on after the message: up to 8 bytes of whatever the buffer held)."""
+        bytes may go on after the message: a few bytes of whatever the buffer held, 12 seen)."""
         payload = bytearray(data[4:4 + len(self.payload)])
         for offset in self.padding:
             payload[offset] = 0
-        return data[:4] == self.bytes()[:4] and payload == self.payload and len(data) - len(self.bytes()) <= 8
+        return data[:4] == self.bytes()[:4] and payload == self.payload and len(data) - len(self.bytes()) <= 16
 
 
 def random_text(rng: random.Random, length: int) -> str:
@@ -277,3 +286,106 @@ def test_a_raw_subscription_reports_undecodable_bytes_through_the_input_guard(ro
     assert received == [decode_odometry(good)]
     assert len(warnings) == 1 and warnings[0][:2] == ("/drone1/ground_truth/odom", "Odometry")
     assert "truncated" in warnings[0][2]
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def stamp_ns(header) -> int:
+    return header.stamp.sec * 10**9 + header.stamp.nanosec
+
+
+def ours_and_rclpys(encoded: bytes, writer: CdrWriter, message) -> None:
+    """Our bytes are the checked writer's (zero padding) and rclpy's alignment bytes aside; they read back equal."""
+    from rclpy.serialization import deserialize_message, serialize_message
+
+    assert encoded == writer.bytes()
+    assert writer.matches(serialize_message(message))
+    assert deserialize_message(encoded, type(message)) == message
+
+
+@requires_ros
+def test_encoded_odometry_imu_and_joint_states_are_rclpys_bytes_for_every_string_alignment():
+    rng = random.Random(21)
+    for frame_length in range(10):
+        for child_length in range(10):
+            m = random_odometry(rng, frame_length, child_length)
+            p, q, v, w = m.pose.pose.position, m.pose.pose.orientation, m.twist.twist.linear, m.twist.twist.angular
+            encoded = encode_odometry(stamp_ns(m.header), m.header.frame_id, m.child_frame_id, (p.x, p.y, p.z),
+                                      (q.w, q.x, q.y, q.z), m.pose.covariance, (v.x, v.y, v.z), (w.x, w.y, w.z),
+                                      m.twist.covariance)
+            ours_and_rclpys(encoded, odometry_writer(m, "<"), m)
+        imu = random_imu(rng, frame_length)
+        q, g, a = imu.orientation, imu.angular_velocity, imu.linear_acceleration
+        encoded = encode_imu(stamp_ns(imu.header), imu.header.frame_id, (q.w, q.x, q.y, q.z), imu.orientation_covariance,
+                             (g.x, g.y, g.z), imu.angular_velocity_covariance, (a.x, a.y, a.z),
+                             imu.linear_acceleration_covariance)
+        ours_and_rclpys(encoded, imu_writer(imu, "<"), imu)
+        for _ in range(4):  # 0..5 names of 0..6 characters, position and effort empty or full
+            joints = random_joint_state(rng, frame_length)
+            encoded = encode_joint_state(stamp_ns(joints.header), joints.header.frame_id, joints.name,
+                                         joints.position, joints.velocity, joints.effort)
+            ours_and_rclpys(encoded, joint_state_writer(joints, "<"), joints)
+
+
+@requires_ros
+def test_encoded_sensor_clock_and_command_messages_read_back_as_rclpys():
+    from rclpy.serialization import deserialize_message, serialize_message
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import FluidPressure, MagneticField, NavSatFix
+    from geometry_msgs.msg import TwistStamped
+    from std_msgs.msg import Float64MultiArray
+
+    rng = random.Random(8)
+    for frame_length in range(10):
+        frame = random_text(rng, frame_length)
+        stamp = rng.randrange(2**31) * 10**9 + rng.randrange(10**9)
+        pressure = FluidPressure(fluid_pressure=rng.uniform(9e4, 1.1e5), variance=rng.random())
+        magnetic = MagneticField(magnetic_field_covariance=[rng.random() for _ in range(9)])
+        magnetic.magnetic_field.x, magnetic.magnetic_field.y, magnetic.magnetic_field.z = (rng.uniform(-1e-4, 1e-4)
+                                                                                           for _ in range(3))
+        fix = NavSatFix(latitude=rng.uniform(-90, 90), longitude=rng.uniform(-180, 180), altitude=rng.uniform(-10, 9e3),
+                        position_covariance=[rng.random() for _ in range(9)], position_covariance_type=2)
+        fix.status.status, fix.status.service = rng.choice((-1, 0, 2)), 1
+        twist = TwistStamped()
+        linear, angular = twist.twist.linear, twist.twist.angular
+        linear.x, linear.y, linear.z, angular.x, angular.y, angular.z = (rng.uniform(-20, 20) for _ in range(6))
+        for message in (pressure, magnetic, fix, twist):
+            message.header.frame_id = frame
+            message.header.stamp.sec, message.header.stamp.nanosec = divmod(stamp, 10**9)
+        f = magnetic.magnetic_field
+        encoded = [
+            (encode_fluid_pressure(stamp, frame, pressure.fluid_pressure, pressure.variance), pressure),
+            (encode_magnetic_field(stamp, frame, (f.x, f.y, f.z), magnetic.magnetic_field_covariance), magnetic),
+            (encode_nav_sat_fix(stamp, frame, fix.status.status, fix.status.service, fix.latitude, fix.longitude,
+                                fix.altitude, fix.position_covariance, fix.position_covariance_type), fix),
+            (encode_twist_stamped(stamp, frame, (linear.x, linear.y, linear.z), (angular.x, angular.y, angular.z)),
+             twist),
+            (encode_clock(stamp), Clock(clock=pressure.header.stamp)),
+            (encode_float64_array([rng.random() for _ in range(frame_length)]), None),
+        ]
+        encoded[-1] = (encoded[-1][0], deserialize_message(encoded[-1][0], Float64MultiArray))
+        assert len(encoded[-1][1].data) == frame_length and not encoded[-1][1].layout.dim
+        for data, message in encoded:
+            assert deserialize_message(data, type(message)) == message
+            assert len(data) <= len(serialize_message(message)) <= len(data) + 16  # rclpy may append a few bytes
+
+
+@requires_ros
+def test_encoders_pass_nan_and_infinity_on_and_refuse_wrong_sizes_with_value_error():
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import Imu
+
+    special = (math.nan, math.inf, -0.0)
+    data = encode_imu(5, "imu_link", (1.0, 0.0, 0.0, 0.0), [0.0] * 9, special, [0.0] * 9, (1e308, -1e308, 0.0), [0.0] * 9)
+    decoded = deserialize_message(data, Imu)
+    assert math.isnan(decoded.angular_velocity.x) and decoded.angular_velocity.y == math.inf
+    assert math.copysign(1.0, decoded.angular_velocity.z) == -1.0 and decoded.linear_acceleration.x == 1e308
+    assert decode_imu(data).angular_velocity[1] == math.inf
+    with pytest.raises(ValueError, match="orientation covariance"):
+        encode_imu(5, "imu_link", (1.0, 0.0, 0.0, 0.0), [0.0] * 8, (0.0,) * 3, [0.0] * 9, (0.0,) * 3, [0.0] * 9)
+    with pytest.raises(ValueError, match="odometry"):
+        encode_odometry(5, "map", "base_link", (0.0, 0.0), (1.0, 0.0, 0.0, 0.0), [0.0] * 36, (0.0,) * 3, (0.0,) * 3,
+                        [0.0] * 36)
+    with pytest.raises(ValueError, match="joint state"):
+        encode_joint_state(5, "", ["rotor_0"], [], [1.0], ["not a number"])

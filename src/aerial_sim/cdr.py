@@ -35,6 +35,7 @@ Quaternions are returned ``(w, x, y, z)`` (the simulator's order; the wire has x
 
 from __future__ import annotations
 
+import functools
 import struct
 from typing import NamedTuple
 
@@ -226,3 +227,185 @@ def _read_stamp(data: bytes, order: str) -> tuple[int, int]:
     if len(data) < ENCAPSULATION_BYTES + 8:
         raise ValueError(f"truncated: {len(data)} bytes, no header stamp")
     return _STAMP[order].unpack_from(data, ENCAPSULATION_BYTES)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+#: The little-endian plain-CDR encapsulation header every encoder below writes (CDR_LE).
+CDR_LE_HEADER = b"\x00\x01\x00\x00"
+
+
+class _Layout:
+    """One little-endian ``struct`` format for a whole message, with the CDR alignment rules
+    (offsets counted from the payload start) and zero padding bytes."""
+
+    def __init__(self) -> None:
+        self.parts = ["<4s"]  # the encapsulation header
+        self.offset = 0
+
+    def field(self, code: str, size: int, count: int = 1) -> "_Layout":
+        padding = -self.offset % size
+        if padding:
+            self.parts.append(f"{padding}x")
+        self.parts.append(f"{count}{code}")
+        self.offset += padding + size * count
+        return self
+
+    def string(self, encoded_length: int) -> "_Layout":
+        """uint32 length (with the NUL), then the bytes and a NUL (``struct``'s ``s`` pads with zeros)."""
+        self.field("I", 4)
+        self.parts.append(f"{encoded_length + 1}s")
+        self.offset += encoded_length + 1
+        return self
+
+    def doubles(self, count: int) -> "_Layout":
+        """A ``float64[]`` sequence: uint32 count, then the values (aligned to 8 when there are any)."""
+        self.field("I", 4)
+        return self.field("d", 8, count) if count else self
+
+    def build(self) -> struct.Struct:
+        return struct.Struct("".join(self.parts))
+
+
+def _header(layout: _Layout, frame_length: int) -> _Layout:
+    """``std_msgs/Header``: stamp (int32 sec, uint32 nanosec), frame_id."""
+    return layout.field("i", 4).field("I", 4).string(frame_length)
+
+
+@functools.lru_cache(maxsize=256)
+def _odometry_struct(frame_length: int, child_length: int) -> struct.Struct:
+    # pose: position 3d, orientation 4d, covariance 36d; twist: linear 3d, angular 3d, covariance 36d
+    return _header(_Layout(), frame_length).string(child_length).field("d", 8, 85).build()
+
+
+@functools.lru_cache(maxsize=256)
+def _header_then_doubles_struct(frame_length: int, count: int) -> struct.Struct:
+    return _header(_Layout(), frame_length).field("d", 8, count).build()
+
+
+@functools.lru_cache(maxsize=256)
+def _joint_state_struct(frame_length: int, name_lengths: tuple[int, ...], counts: tuple[int, int, int]) -> struct.Struct:
+    layout = _header(_Layout(), frame_length).field("I", 4)
+    for length in name_lengths:
+        layout.string(length)
+    for count in counts:
+        layout.doubles(count)
+    return layout.build()
+
+
+@functools.lru_cache(maxsize=64)
+def _float64_array_struct(count: int) -> struct.Struct:
+    # std_msgs/MultiArrayLayout with no dimensions: dim count 0, data_offset 0; then data
+    return _Layout().field("I", 4).field("I", 4).doubles(count).build()
+
+
+@functools.lru_cache(maxsize=256)
+def _nav_sat_fix_struct(frame_length: int) -> struct.Struct:
+    # status: int8 status, uint16 service; latitude, longitude, altitude, covariance 9d; uint8 covariance type
+    return (_header(_Layout(), frame_length).field("b", 1).field("H", 2).field("d", 8, 12).field("B", 1)
+            .build())
+
+
+_CLOCK = _Layout().field("i", 4).field("I", 4).build()
+
+
+def _stamp(stamp_ns: int) -> tuple[int, int]:
+    return divmod(int(stamp_ns), 1_000_000_000)
+
+
+def _packed(what: str, layout: struct.Struct, *values) -> bytes:
+    try:
+        return layout.pack(CDR_LE_HEADER, *values)
+    except struct.error as error:
+        raise ValueError(f"{what}: {error}") from None
+
+
+def encode_odometry(stamp_ns: int, frame_id: str, child_frame_id: str, position, orientation_wxyz,
+                    pose_covariance, linear, angular, twist_covariance) -> bytes:
+    """``nav_msgs/Odometry`` as CDR bytes (quaternion given ``(w, x, y, z)``; covariances 36 values)."""
+    frame, child = frame_id.encode(), child_frame_id.encode()
+    w, x, y, z = orientation_wxyz
+    sec, nanosec = _stamp(stamp_ns)
+    return _packed("odometry", _odometry_struct(len(frame), len(child)), sec, nanosec, len(frame) + 1, frame,
+                   len(child) + 1, child, *position, x, y, z, w, *_exactly(36, pose_covariance, "pose covariance"),
+                   *linear, *angular, *_exactly(36, twist_covariance, "twist covariance"))
+
+
+def encode_imu(stamp_ns: int, frame_id: str, orientation_wxyz, orientation_covariance, angular_velocity,
+               angular_velocity_covariance, linear_acceleration, linear_acceleration_covariance) -> bytes:
+    """``sensor_msgs/Imu`` as CDR bytes (quaternion given ``(w, x, y, z)``; covariances 9 values)."""
+    frame = frame_id.encode()
+    w, x, y, z = orientation_wxyz
+    sec, nanosec = _stamp(stamp_ns)
+    values = (x, y, z, w, *_exactly(9, orientation_covariance, "orientation covariance"),
+              *_exactly(3, angular_velocity, "angular velocity"),
+              *_exactly(9, angular_velocity_covariance, "angular velocity covariance"),
+              *_exactly(3, linear_acceleration, "linear acceleration"),
+              *_exactly(9, linear_acceleration_covariance, "linear acceleration covariance"))
+    return _packed("imu", _header_then_doubles_struct(len(frame), 37), sec, nanosec, len(frame) + 1, frame, *values)
+
+
+def encode_joint_state(stamp_ns: int, frame_id: str, names, position, velocity, effort) -> bytes:
+    """``sensor_msgs/JointState`` as CDR bytes."""
+    frame = frame_id.encode()
+    encoded_names = [name.encode() for name in names]
+    layout = _joint_state_struct(len(frame), tuple(map(len, encoded_names)), (len(position), len(velocity), len(effort)))
+    name_fields = [value for name in encoded_names for value in (len(name) + 1, name)]
+    sec, nanosec = _stamp(stamp_ns)
+    return _packed("joint state", layout, sec, nanosec, len(frame) + 1, frame, len(encoded_names), *name_fields,
+                   *_sequence(position), *_sequence(velocity), *_sequence(effort))
+
+
+def encode_clock(stamp_ns: int) -> bytes:
+    """``rosgraph_msgs/Clock`` as CDR bytes."""
+    return _packed("clock", _CLOCK, *_stamp(stamp_ns))
+
+
+def encode_float64_array(values) -> bytes:
+    """``std_msgs/Float64MultiArray`` with an empty layout (no dimensions, offset 0) as CDR bytes."""
+    return _packed("float64 array", _float64_array_struct(len(values)), 0, 0, *_sequence(values))
+
+
+def encode_fluid_pressure(stamp_ns: int, frame_id: str, fluid_pressure: float, variance: float) -> bytes:
+    """``sensor_msgs/FluidPressure`` (Pa) as CDR bytes."""
+    frame = frame_id.encode()
+    sec, nanosec = _stamp(stamp_ns)
+    return _packed("fluid pressure", _header_then_doubles_struct(len(frame), 2), sec, nanosec, len(frame) + 1, frame,
+                   fluid_pressure, variance)
+
+
+def encode_magnetic_field(stamp_ns: int, frame_id: str, field, covariance) -> bytes:
+    """``sensor_msgs/MagneticField`` (T) as CDR bytes."""
+    frame = frame_id.encode()
+    sec, nanosec = _stamp(stamp_ns)
+    return _packed("magnetic field", _header_then_doubles_struct(len(frame), 12), sec, nanosec, len(frame) + 1,
+                   frame, *_exactly(3, field, "magnetic field"), *_exactly(9, covariance, "covariance"))
+
+
+def encode_twist_stamped(stamp_ns: int, frame_id: str, linear, angular) -> bytes:
+    """``geometry_msgs/TwistStamped`` as CDR bytes."""
+    frame = frame_id.encode()
+    sec, nanosec = _stamp(stamp_ns)
+    return _packed("twist", _header_then_doubles_struct(len(frame), 6), sec, nanosec, len(frame) + 1, frame,
+                   *_exactly(3, linear, "linear"), *_exactly(3, angular, "angular"))
+
+
+def encode_nav_sat_fix(stamp_ns: int, frame_id: str, status: int, service: int, latitude: float, longitude: float,
+                       altitude: float, covariance, covariance_type: int) -> bytes:
+    """``sensor_msgs/NavSatFix`` as CDR bytes."""
+    frame = frame_id.encode()
+    sec, nanosec = _stamp(stamp_ns)
+    return _packed("navsat fix", _nav_sat_fix_struct(len(frame)), sec, nanosec, len(frame) + 1, frame, status,
+                   service, latitude, longitude, altitude, *_exactly(9, covariance, "position covariance"),
+                   covariance_type)
+
+
+def _exactly(count: int, values, what: str):
+    if len(values) != count:
+        raise ValueError(f"{what}: expected {count} values, got {len(values)}")
+    return values
+
+
+def _sequence(values) -> tuple:
+    return (len(values), *values)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from sensor_msgs.msg import FluidPressure
 
+from aerial_sim.cdr import encode_fluid_pressure
 from aerial_sim.nodes._sensor import OdometrySensorNode
-from aerial_sim.nodes.common import FleetHosting, run_node, to_stamp
+from aerial_sim.nodes.common import FleetHosting, run_node, to_stamp_ns
 from aerial_sim.sensors.barometer import Barometer, BarometerMeasurement, BarometerParams
 
 
@@ -22,10 +23,8 @@ class BarometerNode(OdometrySensorNode):
         self.get_logger().info(f"barometer at {self.params.rate_hz:g} Hz in {self.frame_id} (preset '{self.options.preset}')")
 
     def publish(self, m: BarometerMeasurement) -> None:
-        out = FluidPressure(fluid_pressure=m.pressure_pa, variance=m.variance_pa2)
-        out.header.stamp = to_stamp(m.time_s)
-        out.header.frame_id = self.frame_id
-        self.publisher.publish(out)
+        self.publisher.publish(encode_fluid_pressure(to_stamp_ns(m.time_s), self.frame_id, m.pressure_pa,
+                                                     m.variance_pa2))
 
 
 def main(args=None):

@@ -141,8 +141,18 @@ def stamp_from_fields(fields) -> Time:
 
 def to_stamp(seconds: float) -> Time:
     """Simulation time in seconds -> ``builtin_interfaces/Time``."""
-    nanoseconds = int(round(seconds * 1e9))
+    nanoseconds = to_stamp_ns(seconds)
     return Time(sec=nanoseconds // 1_000_000_000, nanosec=nanoseconds % 1_000_000_000)
+
+
+def diagonal_covariance(variance: float) -> tuple[float, ...]:
+    """A row-major 3x3 covariance with ``variance`` on its diagonal (sensor_msgs' ``*_covariance``)."""
+    return (variance, 0.0, 0.0, 0.0, variance, 0.0, 0.0, 0.0, variance)
+
+
+def to_stamp_ns(seconds: float) -> int:
+    """Simulation time in seconds -> the stamp in whole nanoseconds (what :func:`to_stamp` holds)."""
+    return int(round(seconds * 1e9))
 
 
 def from_stamp(stamp: Time) -> float:

@@ -15,8 +15,9 @@ import math
 from geometry_msgs.msg import TwistStamped
 from sensor_msgs.msg import NavSatFix, NavSatStatus
 
+from aerial_sim.cdr import encode_nav_sat_fix, encode_twist_stamped
 from aerial_sim.nodes._sensor import OdometrySensorNode
-from aerial_sim.nodes.common import FleetHosting, run_node, to_stamp
+from aerial_sim.nodes.common import FleetHosting, run_node, to_stamp_ns
 from aerial_sim.sensors.gps import FIX_NONE, Gps, GpsParams
 
 
@@ -40,21 +41,14 @@ class GpsNode(OdometrySensorNode):
             self.publish_fix(fix)
 
     def publish_fix(self, fix) -> None:
-        stamp = to_stamp(fix.time_s)
-        out = NavSatFix(latitude=fix.latitude_deg, longitude=fix.longitude_deg, altitude=fix.altitude_m)
-        out.header.stamp = stamp
-        out.header.frame_id = self.frame_id
-        out.status.status = NavSatStatus.STATUS_NO_FIX if fix.fix_type == FIX_NONE else NavSatStatus.STATUS_FIX
-        out.status.service = NavSatStatus.SERVICE_GPS
-        out.position_covariance[0] = out.position_covariance[4] = fix.eph_m**2
-        out.position_covariance[8] = fix.epv_m**2
-        out.position_covariance_type = NavSatFix.COVARIANCE_TYPE_DIAGONAL_KNOWN
-        self.fix_publisher.publish(out)
-        vel = TwistStamped()
-        vel.header.stamp = stamp
-        vel.header.frame_id = self.frame_id
-        vel.twist.linear.x, vel.twist.linear.y, vel.twist.linear.z = fix.velocity_enu
-        self.vel_publisher.publish(vel)
+        stamp_ns = to_stamp_ns(fix.time_s)
+        status = NavSatStatus.STATUS_NO_FIX if fix.fix_type == FIX_NONE else NavSatStatus.STATUS_FIX
+        horizontal, vertical = fix.eph_m**2, fix.epv_m**2
+        self.fix_publisher.publish(encode_nav_sat_fix(
+            stamp_ns, self.frame_id, status, NavSatStatus.SERVICE_GPS, fix.latitude_deg, fix.longitude_deg,
+            fix.altitude_m, (horizontal, 0.0, 0.0, 0.0, horizontal, 0.0, 0.0, 0.0, vertical),
+            NavSatFix.COVARIANCE_TYPE_DIAGONAL_KNOWN))
+        self.vel_publisher.publish(encode_twist_stamped(stamp_ns, self.frame_id, fix.velocity_enu, (0.0, 0.0, 0.0)))
 
 
 def main(args=None):

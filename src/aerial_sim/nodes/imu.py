@@ -13,12 +13,17 @@ import numpy as np
 from rclpy.node import Node
 from sensor_msgs.msg import Imu as ImuMsg
 
-from aerial_sim.cdr import ImuFields, JointStateFields
+from aerial_sim.cdr import ImuFields, JointStateFields, encode_imu
 from aerial_sim.nodes.common import (FleetHosting, InputStampClock, announce_lockstep_participant, declare_params,
-                                     frame_in_namespace, is_finite_sequence, publish_static_mount, run_node, stream_qos,
-                                     subscribe_imu, subscribe_joint_state, to_stamp)
+                                     diagonal_covariance, frame_in_namespace, is_finite_sequence, publish_static_mount,
+                                     run_node, stream_qos, subscribe_imu, subscribe_joint_state, to_stamp_ns)
 from aerial_sim.sensors.common import Resampler, SensorNodeOptions, TruthSample, load_preset, resample_for
 from aerial_sim.sensors.imu import Imu, ImuParams
+
+
+IDENTITY_WXYZ = (1.0, 0.0, 0.0, 0.0)
+#: REP-145: no orientation estimate.
+NO_ORIENTATION = (-1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
 
 class ImuNode(Node):
@@ -60,19 +65,14 @@ class ImuNode(Node):
         truth = TruthSample(time_s, orientation=values[0:4], angular_velocity_body=values[4:7],
                             specific_force_body=values[7:10], angular_acceleration_body=alpha)
         for sample in resample_for(self.model, self.resampler, truth):
-            self.publisher.publish(self.to_msg(self.model.step(self.dt, sample, self.rotor_speeds)))
+            self.publisher.publish(self.to_bytes(self.model.step(self.dt, sample, self.rotor_speeds)))
 
-    def to_msg(self, m) -> ImuMsg:
-        msg = ImuMsg()
-        msg.header.stamp = to_stamp(m.time_s)
-        msg.header.frame_id = self.frame_id
-        msg.orientation_covariance[0] = -1.0
-        msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z = m.angular_velocity
-        msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z = m.linear_acceleration
-        for i in (0, 4, 8):
-            msg.angular_velocity_covariance[i] = m.angular_velocity_variance
-            msg.linear_acceleration_covariance[i] = m.linear_acceleration_variance
-        return msg
+    def to_bytes(self, m) -> bytes:
+        """The sensor_msgs/Imu of one measurement as CDR (:func:`aerial_sim.cdr.encode_imu`: a sixth of the
+        cost of building and publishing the typed message); no orientation (covariance[0] = -1, REP-145)."""
+        return encode_imu(to_stamp_ns(m.time_s), self.frame_id, IDENTITY_WXYZ, NO_ORIENTATION, m.angular_velocity,
+                          diagonal_covariance(m.angular_velocity_variance), m.linear_acceleration,
+                          diagonal_covariance(m.linear_acceleration_variance))
 
 
 def main(args=None):

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from sensor_msgs.msg import MagneticField
 
+from aerial_sim.cdr import encode_magnetic_field
 from aerial_sim.nodes._sensor import OdometrySensorNode
-from aerial_sim.nodes.common import FleetHosting, run_node, to_stamp
+from aerial_sim.nodes.common import FleetHosting, diagonal_covariance, run_node, to_stamp_ns
 from aerial_sim.sensors.magnetometer import Magnetometer, MagnetometerMeasurement, MagnetometerParams
 
 
@@ -26,13 +27,8 @@ class MagnetometerNode(OdometrySensorNode):
         )
 
     def publish(self, m: MagnetometerMeasurement) -> None:
-        out = MagneticField()
-        out.header.stamp = to_stamp(m.time_s)
-        out.header.frame_id = self.frame_id
-        out.magnetic_field.x, out.magnetic_field.y, out.magnetic_field.z = m.magnetic_field_t
-        for i in (0, 4, 8):
-            out.magnetic_field_covariance[i] = m.variance_t2
-        self.publisher.publish(out)
+        self.publisher.publish(encode_magnetic_field(to_stamp_ns(m.time_s), self.frame_id, m.magnetic_field_t,
+                                                     diagonal_covariance(m.variance_t2)))
 
 
 def main(args=None):
