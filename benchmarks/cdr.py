@@ -1,11 +1,14 @@
-"""What a ground-truth message costs to read: rclpy's ``deserialize_message`` against
-:mod:`aerial_sim.cdr`'s decoders, per message (no ROS graph; the CPU of one process).
+"""What a ground-truth message costs to read and to publish: rclpy's typed messages against
+:mod:`aerial_sim.cdr`'s decoders and encoders, per message (the CPU of one process).
 
     tools/dev.sh bench cdr [--count 20000]
 
-Prints microseconds per message for nav_msgs/Odometry, sensor_msgs/Imu and sensor_msgs/JointState
+Reading: microseconds per message for nav_msgs/Odometry, sensor_msgs/Imu and sensor_msgs/JointState
 (4 rotors), both ways, and the typed path's cost as what a typed subscriber also pays: the message
 object rclpy builds, then the attribute reads of :func:`aerial_sim.sensors.common.truth_from_odometry`.
+Publishing: building the typed message and ``publish`` against encoding the CDR and publishing the
+bytes, on a reliable topic with one subscriber in a second node of this process (so the middleware
+really sends), for the physics node's odometry, the IMU node's output and the motor commands.
 """
 
 from __future__ import annotations
@@ -64,7 +67,81 @@ def main() -> int:
         typed_us = per_call_us(typed, data, max(1, options.count // 10))
         raw_us = per_call_us(decode, data, options.count)
         print(f"{name:<24}{typed_us:>10.1f}{raw_us:>9.1f}{typed_us / raw_us:>7.1f}", flush=True)
+    print_publishing(max(1, options.count // 10))
     return 0
+
+
+def typed_odometry(position, orientation, velocity, rates, covariance):
+    from nav_msgs.msg import Odometry
+
+    message = Odometry()
+    message.header.stamp.sec, message.header.stamp.nanosec = 12, 345_000_000
+    message.header.frame_id, message.child_frame_id = "map", "drone1/base_link"
+    p, q = message.pose.pose.position, message.pose.pose.orientation
+    p.x, p.y, p.z = position
+    q.w, q.x, q.y, q.z = orientation
+    v, w = message.twist.twist.linear, message.twist.twist.angular
+    v.x, v.y, v.z = velocity
+    w.x, w.y, w.z = rates
+    message.pose.covariance = message.twist.covariance = list(covariance)
+    return message
+
+
+def typed_imu(rates, acceleration, covariance):
+    from sensor_msgs.msg import Imu
+
+    message = Imu()
+    message.header.stamp.sec, message.header.stamp.nanosec = 12, 345_000_000
+    message.header.frame_id = "drone1/imu_link"
+    message.orientation_covariance[0] = -1.0
+    message.angular_velocity.x, message.angular_velocity.y, message.angular_velocity.z = rates
+    message.linear_acceleration.x, message.linear_acceleration.y, message.linear_acceleration.z = acceleration
+    message.angular_velocity_covariance = message.linear_acceleration_covariance = list(covariance)
+    return message
+
+
+def print_publishing(count: int) -> None:
+    import rclpy
+    from nav_msgs.msg import Odometry
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import Imu
+    from std_msgs.msg import Float64MultiArray
+
+    from aerial_sim import cdr
+
+    rclpy.init()
+    sender, receiver = rclpy.create_node("cdr_bench_sender"), rclpy.create_node("cdr_bench_receiver")
+    qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+    position, orientation, velocity, rates, acceleration = (1.0, 2.0, 3.0), (1.0, 0.0, 0.0, 0.0), (0.1, 0.2, 0.3), \
+        (0.01, 0.02, 0.03), (0.1, 0.0, 9.81)
+    covariance36 = [1e-12 if i % 7 == 0 else 0.0 for i in range(36)]
+    covariance9 = (1e-4, 0.0, 0.0, 0.0, 1e-4, 0.0, 0.0, 0.0, 1e-4)
+    stamp_ns, controls = 12_345_000_000, (0.61, 0.62, 0.63, 0.64)
+    rows = [
+        ("nav_msgs/Odometry", Odometry,
+         lambda: typed_odometry(position, orientation, velocity, rates, covariance36),
+         lambda: cdr.encode_odometry(stamp_ns, "map", "drone1/base_link", position, orientation, covariance36,
+                                     velocity, rates, covariance36)),
+        ("sensor_msgs/Imu", Imu, lambda: typed_imu(rates, acceleration, covariance9),
+         lambda: cdr.encode_imu(stamp_ns, "drone1/imu_link", (1.0, 0.0, 0.0, 0.0), (-1.0,) + (0.0,) * 8, rates,
+                                covariance9, acceleration, covariance9)),
+        ("std_msgs/Float64MultiArray", Float64MultiArray, lambda: Float64MultiArray(data=list(controls)),
+         lambda: cdr.encode_float64_array(controls)),
+    ]
+    print(f"\n{'publishing':<28}{'typed us':>9}{'cdr us':>8}{'ratio':>7}   (build or encode, then publish)")
+    try:
+        for name, message_type, build, encode in rows:
+            topic = "/cdr_bench/" + name.split("/")[1].lower()
+            publisher = sender.create_publisher(message_type, topic, qos)
+            receiver.create_subscription(message_type, topic, lambda _: None, qos, raw=True)
+            time.sleep(0.5)  # discovery: the subscriber matched before timing
+            typed_us = per_call_us(lambda _: publisher.publish(build()), None, count)
+            raw_us = per_call_us(lambda _: publisher.publish(encode()), None, count)
+            print(f"{name:<28}{typed_us:>9.1f}{raw_us:>8.1f}{typed_us / raw_us:>7.1f}", flush=True)
+    finally:
+        sender.destroy_node()
+        receiver.destroy_node()
+        rclpy.shutdown()
 
 
 if __name__ == "__main__":
