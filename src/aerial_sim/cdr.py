@@ -1,4 +1,5 @@
-"""Read the fields the nodes need straight from CDR bytes (no rclpy): the 250 Hz ground-truth streams.
+"""Read the fields the nodes need straight from CDR bytes, and write the messages they publish at
+high rate as CDR bytes (no rclpy message objects either way).
 
 A raw subscription (``create_subscription(..., raw=True)``) hands the callback the serialized
 message; decoding the handful of fields a node reads costs 7-9 us per nav_msgs/Odometry here,
@@ -26,6 +27,15 @@ What is implemented: the OMG CDR rules (CORBA 3.0, 15.3 "CDR Transfer Syntax"; D
 Messages read here: ``nav_msgs/Odometry`` (:class:`OdometryFields`), ``sensor_msgs/Imu``
 (:class:`ImuFields`), ``sensor_msgs/JointState`` (:class:`JointStateFields`), and the
 ``header.stamp`` of any message that starts with a ``std_msgs/Header`` (:func:`cdr_header_stamp_ns`).
+
+Writing (``encode_odometry``, ``encode_imu``, ``encode_joint_state``, ``encode_clock``,
+``encode_float64_array``, ``encode_fluid_pressure``, ``encode_magnetic_field``, ``encode_nav_sat_fix``,
+``encode_twist_stamped``): little-endian plain CDR by the same rules, one precompiled ``struct`` per
+layout (frame id and name lengths), zero padding bytes. ``Publisher.publish`` sends such bytes as
+they are; building and publishing the typed message costs about five times as much (``bench cdr``).
+rclpy's own ``serialize_message`` leaves the alignment bytes as its buffer held them and may append
+a few bytes; apart from those the bytes are the same (``test/test_cdr.py``). Wrong sizes raise
+``ValueError``.
 
 Bytes that are not such a message (truncated, another encapsulation, a string or sequence
 running past the end, text that is not UTF-8) raise ``ValueError`` with a short reason; values
