@@ -68,6 +68,20 @@ def unresolved_frames(stamped: dict[str, set[str]], transforms: set[tuple[str, s
     return problems
 
 
+def frames_of_cdr(data: bytes, message_type) -> list[str]:
+    """header.frame_id (and an Odometry's child_frame_id) of a message published as CDR bytes."""
+    from nav_msgs.msg import Odometry
+
+    from aerial_sim.cdr import ENCAPSULATION_BYTES, byte_order, decode_odometry, read_string
+
+    if message_type is Odometry:
+        odometry = decode_odometry(data)
+        return [odometry.frame_id, odometry.child_frame_id]
+    if "header" not in message_type.get_fields_and_field_types():
+        return []
+    return [read_string(data, ENCAPSULATION_BYTES + 8, byte_order(data))[0]]
+
+
 def test_resolution_check_names_a_frame_without_transform():
     transforms = {("map", "drone1/base_link", False), ("drone1/base_link", "drone1/imu_link", True)}
     stamped = {"drone1/imu_link": {"/drone1/imu/data"}, "drone1/baro_link": {"/drone1/air_pressure"}, "map": {"/x"}}
@@ -98,7 +112,10 @@ def test_every_stamped_frame_resolves_to_map(monkeypatch):
     original_publish = Publisher.publish
 
     def recording_publish(publisher, message):
-        frames = [getattr(getattr(message, "header", None), "frame_id", ""), getattr(message, "child_frame_id", "")]
+        if isinstance(message, bytes):  # the hot streams go out as CDR the node encoded (aerial_sim.cdr)
+            frames = frames_of_cdr(message, publisher.msg_type)
+        else:
+            frames = [getattr(getattr(message, "header", None), "frame_id", ""), getattr(message, "child_frame_id", "")]
         with lock:
             for frame in frames:
                 if isinstance(frame, str) and frame:
