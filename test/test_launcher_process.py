@@ -129,3 +129,16 @@ def test_stop_work_gets_each_process_own_sigterm_timeout(demo_prefix):
     assert re.search(r"process has died \[pid \d+, killed by SIGTERM\]: hasty", err), err
     assert "process[patient] failed to terminate" not in err
     assert 3 <= elapsed < 15, elapsed
+
+
+def test_strict_exits_3_when_a_process_failed_only_while_being_stopped(demo_prefix):
+    """A process that dies of the escalating SIGTERM after the launch ran fine: --strict exits 3, not 1,
+    and aerial_sim batch keeps such a run (its work was done) unless that process was the recorder."""
+    from aerial_sim.batch.execute import judge_stop_failures
+
+    code, out, err, _ = run_launch("--strict", str(DATA / "slow_stop.launch.yaml"), "slow_s:=2")
+    assert code == 3, out + err
+    warnings, fatal = judge_stop_failures(out + err)
+    assert warnings == ["hasty (demo_pkg/talker) killed by SIGTERM while stopping"] and fatal == "", err
+    _, fatal = judge_stop_failures(err.replace("(demo_pkg/talker)", "(aerial_sim/recorder)"))
+    assert fatal == "hasty (aerial_sim/recorder) killed by SIGTERM while stopping"

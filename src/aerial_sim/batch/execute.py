@@ -8,7 +8,11 @@ ends the launch with exit status 0 when it has landed and written
 ``metrics.json``; then the bag is summarised, digested and exported
 (:mod:`.postprocess`). Anything else is a failed attempt:
 
-- the launch exits non-zero (``--strict``: a node crashed, the launcher names it in the log);
+- the launch exits non-zero (``--strict``: a node crashed, the launcher names it in the log),
+  except for exit 3, a node that failed only while the landed run was being stopped (killed
+  after ignoring SIGINT and SIGTERM, seen twice with a flight controller stuck in native code):
+  its work was done, so the run stands, with that line in its entry's ``warnings``, unless the
+  node was the recorder (:data:`MUST_STOP_CLEANLY`), whose bag may then lack its end;
 - it runs past ``timeout_s`` wall-clock seconds (hung): it is stopped and killed;
 - it exits 0 without ``metrics.json``, or post-processing fails.
 
@@ -32,7 +36,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -44,6 +48,7 @@ from aerial_sim.batch.postprocess import REPORT_FILE
 from aerial_sim.batch.processes import guarded_command, reap_session, session_processes, kill_session, stop_run
 from aerial_sim.batch.sweep import RunOptions, RunSpec
 from aerial_sim.launcher.description import declared_arguments
+from aerial_sim.launcher.runner import DIED_LINE, EXIT_FAILED_WHILE_STOPPING
 
 LOGS_DIR = "logs"
 LAUNCHER_FILE = "launcher.pid"
@@ -51,6 +56,8 @@ PARAMS_FILE = "params.yaml"
 METRICS_FILE = "metrics.json"
 POSTPROCESS_TIMEOUT_S = 600.0
 INTERRUPTED = "interrupted"
+#: Executables whose failure while stopping fails the run: what they write at their end may be lost.
+MUST_STOP_CLEANLY = frozenset({"aerial_sim/recorder"})
 #: Metrics of the mission's metrics.json copied into the run's entry.
 MISSION_METRICS = ("hausdorff_m", "rms_cross_track_m", "max_cross_track_m")
 
@@ -68,6 +75,7 @@ class Attempt:
     postprocess_s: float = 0.0
     report: dict | None = None
     metrics: dict | None = None
+    warnings: list[str] = field(default_factory=list)  # failures while stopping that did not fail the run
     launched_at: float | None = None  # wall clock (time.time()) when the launch started
     launch_ended_at: float | None = None  # ... and when it ended
 
@@ -169,9 +177,14 @@ def _launch_and_postprocess(run, folder: Path, number: int, launch_file: Path, o
         with open(log_path, "a", encoding="utf-8") as log:
             log.write(f"# launch ended ({kind}) at {ended_at:.3f}, after {wall_s:.2f} s\n")
         times = {"launched_at": launched_at, "launch_ended_at": ended_at}
+        warnings: list[str] = []
         if kind == "exited":
             code = launcher.returncode
-            if code != 0:
+            if code == EXIT_FAILED_WHILE_STOPPING:
+                warnings, fatal = judge_stop_failures(log_path.read_text(errors="replace"))
+                if fatal:
+                    return Attempt(False, "crashed", f"launch exited with code {code}: {fatal}", log_path, lease.domain_id, wall_s, **times)
+            elif code != 0:
                 return Attempt(False, "crashed", f"launch exited with code {code}{_last_error(log_path)}", log_path, lease.domain_id, wall_s, **times)
         elif kind == "timeout":
             return Attempt(False, "timeout", f"no landing within {options.timeout_s:g} s (stopped)", log_path, lease.domain_id, wall_s, **times)
@@ -186,7 +199,7 @@ def _launch_and_postprocess(run, folder: Path, number: int, launch_file: Path, o
     report, message = _postprocess(folder, options, log_path)
     if report is None:
         return Attempt(False, "postprocess", message, log_path, lease.domain_id, wall_s, **times)
-    return Attempt(True, OK, "", log_path, lease.domain_id, wall_s, time.monotonic() - began, report, metrics, **times)
+    return Attempt(True, OK, "", log_path, lease.domain_id, wall_s, time.monotonic() - began, report, metrics, warnings, **times)
 
 
 def _watch(launcher: subprocess.Popen, marker: str, options: RunOptions, cancelled) -> str:
@@ -200,6 +213,16 @@ def _watch(launcher: subprocess.Popen, marker: str, options: RunOptions, cancell
         time.sleep(0.2)
     reap_session(launcher, marker)  # nodes a dying launcher could not stop
     return "exited"
+
+
+def judge_stop_failures(launch_log: str) -> tuple[list[str], str]:
+    """Of a launch that exited 3: its ``process has died`` lines as warnings (``label (package/executable)
+    how while stopping``), and the first that fails the run (:data:`MUST_STOP_CLEANLY`; "" if none)."""
+    warnings = [f"{m['label']} ({m['executable']}) {m['how']} while stopping" for m in DIED_LINE.finditer(launch_log)]
+    fatal = [line for line in warnings if any(f"({name})" in line for name in MUST_STOP_CLEANLY)]
+    if not warnings:
+        return [], "no process named as failed while stopping"
+    return warnings, fatal[0] if fatal else ""
 
 
 def _postprocess(folder: Path, options: RunOptions, log_path: Path) -> tuple[dict | None, str]:
@@ -290,6 +313,7 @@ def _entry(run: RunSpec, folder: Path, out_dir: Path, attempt: Attempt, attempts
         "log": relative(attempt.log),
         "errors": errors,
         "error": "" if attempt.ok else attempt.message,
+        "warnings": "; ".join(attempt.warnings),
     }
     if attempt.ok:
         report, metrics = attempt.report, attempt.metrics
@@ -322,4 +346,4 @@ def _last_error(log_path: Path) -> str:
     return ""
 
 
-__all__ = ["Attempt", "execute_run", "should_retry", "stop_leftover", "RESULT_FILE"]
+__all__ = ["Attempt", "execute_run", "judge_stop_failures", "should_retry", "stop_leftover", "RESULT_FILE"]

@@ -49,6 +49,7 @@ RESULT_COLUMNS = (
     "dataset",
     "log",
     "error",
+    "warnings",
 )
 
 

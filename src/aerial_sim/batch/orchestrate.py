@@ -61,18 +61,22 @@ class SweepProgress:
         self._refresh()
 
     def run_finished(self, result: dict, out_dir: Path) -> None:
+        log = f"\n  log: {out_dir / result['log'] if result.get('log') else '-'}"
         if result.get("status") == OK:
             self.ok += 1
             self.sim_s += float(result.get("sim_s") or 0.0)
+            if result.get("warnings"):
+                self._say(f"run {result['run_id']} done, with a warning: {result['warnings']}{log}")
         elif result.get("status") == FAILED:
             self.failed += 1
-            message = (f"run {result['run_id']} failed after {result.get('attempts')} attempt(s): "
-                       f"{result.get('error')}\n  log: {out_dir / result['log'] if result.get('log') else '-'}")
-            self.bar.write(message, file=self.stream) if self.enabled else print(message, file=self.stream)
+            self._say(f"run {result['run_id']} failed after {result.get('attempts')} attempt(s): {result.get('error')}{log}")
         else:
             return
         self.bar.update(1)
         self._refresh()
+
+    def _say(self, message: str) -> None:
+        self.bar.write(message, file=self.stream) if self.enabled else print(message, file=self.stream)
 
     def _refresh(self) -> None:
         elapsed = max(time.monotonic() - self.started, 1e-9)

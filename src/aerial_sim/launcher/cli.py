@@ -5,7 +5,7 @@
     aerial_sim launch FILE --show-args                   # the file's declared arguments
     aerial_sim launch FILE --print [name:=value ...]     # the command lines, nothing started
     aerial_sim launch FILE --params-file FILE [...]      # one more params file for every node
-    aerial_sim launch FILE --strict [...]                # exit 1 when a process failed
+    aerial_sim launch FILE --strict [...]                # exit 1 (3) when a process failed (while stopping)
 
 A bare FILE name that is not a path to an existing file is looked up in the
 package's ``launch/`` directory (``aerial_sim launch sim.launch.yaml``). Problems
@@ -19,7 +19,8 @@ so each node takes only its own. ``aerial_sim batch`` sets a run's swept node
 parameters this way.
 
 ``--strict`` (an aerial_sim extension): exit 1 when a process exited non-zero or by
-a signal, or could not be started. Without it the exit status is ``ros2 launch``'s:
+a signal, or could not be started; 3 when it did so only while the launch was being
+stopped (:mod:`aerial_sim.launcher.runner`). Without it the exit status is ``ros2 launch``'s:
 0 whatever the processes did (a failure is only in the log).
 """
 
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-p", "--print", action="store_true", dest="dry_run", help="print the commands and exit")
     parser.add_argument(
         "--strict", action="store_true",
-        help="exit 1 when a process failed (ros2 launch, and this without --strict, exit 0)",
+        help="exit 1 when a process failed, 3 when only while stopping (ros2 launch, and this without --strict, exit 0)",
     )
     parser.add_argument(
         "--log-dir", type=Path, metavar="DIR", help="directory for the processes' output (default: under the ROS log dir)"

@@ -25,7 +25,10 @@ changes it, and a process that cannot be spawned is only logged, in
   ``process has died``);
 - with ``strict`` (``aerial_sim launch --strict``, an aerial_sim extension that
   ``aerial_sim batch`` uses): 1 when a process exited with a non-zero status or by a
-  signal, or could not be started.
+  signal, or could not be started, while the launch ran; else 3 when one did so only
+  while the launch was being stopped (e.g. killed after ignoring SIGINT and SIGTERM):
+  its work was done, but what it still had to write may be lost, and the caller
+  knows which process it was from its ``process has died`` line (:data:`DIED_LINE`).
 
 Output: every line a process prints goes to ``<log_dir>/<label>.log``; stdout
 lines are also shown as ``[label] line`` for ``output: screen`` or ``both``, and
@@ -53,6 +56,10 @@ _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 #: Lines of each process's recent output kept for the failure report.
 RECENT_LINES = 20
+#: --strict exit statuses: a process failed while the launch ran; only while it was being stopped.
+EXIT_FAILED, EXIT_FAILED_WHILE_STOPPING = 1, 3
+#: The report of a process that failed: how, its label and ``package/executable``.
+DIED_LINE = re.compile(r"process has died \[pid \d+, (?P<how>[^\]]+)\]: (?P<label>\S+) \((?P<executable>[^)]+)\)")
 #: A node's one-line fatal error (aerial_sim.nodes.common.run_node, rclpy's FATAL log level).
 _FATAL_LINE = re.compile(r"^\[FATAL\] (?:\[[\d.]+\] )?\[[^\]]*\]: (.+)$")
 
@@ -93,6 +100,7 @@ class Runner:
         self.strict = strict
         self.log_dir = log_dir
         self.failed = False
+        self.failed_while_stopping = False
         self.stdout = stdout or sys.stdout
         self.stderr = stderr or sys.stderr
         self.running: list[_Running] = []
@@ -120,7 +128,9 @@ class Runner:
             self._stop_all()
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
-        return 1 if self.failed and self.strict else 0
+        if not self.strict:
+            return 0
+        return EXIT_FAILED if self.failed else EXIT_FAILED_WHILE_STOPPING if self.failed_while_stopping else 0
 
     # -- messages ------------------------------------------------------------------------------
 
@@ -240,7 +250,10 @@ class Runner:
         if code == 0:
             self.info(f"process has finished cleanly [pid {pid}]: {label}")
             return
-        self.failed = True
+        if stopping:
+            self.failed_while_stopping = True
+        else:
+            self.failed = True
         spec = running.item.spec
         what = f"{spec.package}/{spec.executable}" if spec.package else spec.executable
         how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
