@@ -173,7 +173,7 @@ def print_tables(results: dict[str, dict]) -> None:
     names = list(results)
     nodes = sorted({n for r in results.values() for n in r["cores"]},
                    key=lambda n: -max(r["cores"].get(n, 0.0) for r in results.values()))
-    width = max(12, *(len(n) for n in names))
+    width = max(12, *(len(n) + 2 for n in names))
     print("\nCPU (cores) per node process")
     print(f"{'node':<18}" + "".join(f"{n:>{width}}" for n in names))
     for node in nodes:
@@ -201,6 +201,8 @@ def main() -> int:
     parser.add_argument("--variants", default="default,no_viewer,no_recorder,no_camera")
     parser.add_argument("--probe", choices=("all", "clock"), default="all",
                         help="all: count every topic (costs the graph about half a core); clock: /clock only")
+    parser.add_argument("--extra", nargs="*", default=[], metavar="NAME:=VALUE",
+                        help="launch arguments added to every variant (e.g. lockstep_slack:=0.3)")
     parser.add_argument("--probe-all", action="store_true",
                         help=f"also probe the streams made only for a listener ({', '.join(ON_DEMAND)})")
     options = parser.parse_args()
@@ -213,7 +215,7 @@ def main() -> int:
         print(f"[{index}/{len(chosen)}] {variant}: warm-up {options.warmup:g} s, measuring {options.seconds:g} s...",
               flush=True)
         skip = () if options.probe_all else ON_DEMAND
-        results[variant] = measure_variant(VARIANTS[variant], options.warmup, options.seconds, options.probe, skip)
+        results[variant] = measure_variant([*VARIANTS[variant], *options.extra], options.warmup, options.seconds, options.probe, skip)
     print(f"\nos: {os.cpu_count()} cores; sim.launch.yaml mission:=none airsim_api:=false scene:=urban")
     print_tables(results)
     return 0

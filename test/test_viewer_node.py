@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import socket
@@ -196,5 +197,61 @@ def test_depth_to_points_takes_depth_images_only_while_someone_listens(ros_node)
         assert spin_until(publish_until_a_cloud), "the listener got no cloud"
         assert received[0].width == 48 * 64
     finally:
+        executor.shutdown()
+        node.destroy_node()
+
+
+def test_an_idle_viewer_takes_ground_truth_at_its_idle_rate_and_a_browser_gets_every_message(ros_node):
+    """No browser: the DDS content filter passes idle_pose_rate_hz (25) of the 250 ground-truth messages of
+    each simulated second, stamped on its 40 ms slots; a browser connects: every message again."""
+    import rclpy
+    from nav_msgs.msg import Odometry
+    from rclpy.parameter import Parameter
+    from rclpy.qos import qos_profile_sensor_data
+
+    from aerial_sim.nodes.web_viewer import WebViewerNode
+    from aerial_sim.viewer.web import free_port
+
+    port = free_port()
+    node = WebViewerNode(context=ros_node.context, parameter_overrides=[
+        Parameter("viewer.port", value=port), Parameter("viewer.update_rate_hz", value=30.0)])
+    executor = rclpy.executors.SingleThreadedExecutor(context=ros_node.context)
+    executor.add_node(node)
+    odometry = ros_node.create_publisher(Odometry, "ground_truth/odom", qos_profile_sensor_data)
+    tab = None
+
+    def spin_until(condition, timeout_s: float = 10.0) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while not condition() and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.01)
+        return bool(condition())
+
+    def publish_second(first_ms: int) -> list[int]:
+        """250 Hz of ground truth for one simulated second; the stamps (ms) the viewer took."""
+        node.poses.clear()
+        for ms in range(first_ms, first_ms + 1000, 4):
+            message = Odometry()
+            message.header.stamp.sec, message.header.stamp.nanosec = divmod(ms * 1_000_000, 1_000_000_000)
+            message.pose.pose.orientation.w = 1.0
+            odometry.publish(message)
+            executor.spin_once(timeout_sec=0.001)
+        spin_until(lambda: False, 0.3)
+        return [round(t * 1000) for t, _, _ in node.poses]
+
+    try:
+        assert spin_until(lambda: odometry.get_subscription_count() == 1)
+        if os.environ.get("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp") != "rmw_fastrtps_cpp":
+            pytest.skip("a middleware that may not filter content (Fast DDS does)")
+        taken = publish_second(0)
+        assert all(ms % 40 == 0 for ms in taken), taken  # the slots' first message only
+        assert 20 <= len(taken) <= 25, taken  # best effort may lose a few, never more than the filter passes
+        tab = browser(f"http://127.0.0.1:{port}")
+        assert spin_until(lambda: node.viewer.has_clients() and odometry.get_subscription_count() == 1)
+        spin_until(lambda: False, 1.0)  # the new subscription is matched
+        taken = publish_second(1000)
+        assert len(taken) >= 200 and any(ms % 40 for ms in taken), taken
+    finally:
+        if tab is not None:
+            tab.close()
         executor.shutdown()
         node.destroy_node()
