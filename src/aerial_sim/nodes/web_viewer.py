@@ -177,8 +177,11 @@ class WebViewerNode(Node):
         if watched or not self.params.idle_pose_filter:
             return subscribe_odometry(self, "ground_truth/odom", self.on_odom, self.qos, clock=self._stamp_clock)
         rate, window = self.params.idle_pose_rate_hz, self.params.idle_pose_window_s
-        subscription = subscribe_odometry(self, "ground_truth/odom", self.on_odom, self.qos, clock=self._stamp_clock,
-                                          content_filter=stamp_slots_filter(rate, window))
+        try:
+            subscription = subscribe_odometry(self, "ground_truth/odom", self.on_odom, self.qos,
+                                              clock=self._stamp_clock, content_filter=stamp_slots_filter(rate, window))
+        except Exception:  # noqa: BLE001 - a middleware that refuses content filters: every message, then
+            subscription = subscribe_odometry(self, "ground_truth/odom", self.on_odom, self.qos, clock=self._stamp_clock)
         if not subscription.is_cft_enabled:
             self.get_logger().info("this middleware does not filter content: ground truth is taken at its full "
                                    "rate also with no browser connected", once=True)
