@@ -21,7 +21,8 @@ flight), but with nobody watching only at ``idle_pose_rate_hz`` of sim time, thr
 filter on its stamps (:func:`~aerial_sim.nodes.common.stamp_slots_filter`): the trail takes the latest
 pose at ``update_rate_hz`` of wall time anyway, and the middleware drops the rest before any Python runs
 (the 250 Hz stream cost an idle viewer 0.12 of the two cores in a lockstep run at 4.7x real time). A
-browser gets every message (the depth cloud is placed with the pose nearest its stamp).
+browser gets every message (the depth cloud is placed with the pose nearest its stamp). Every stream
+is taken best effort, also in lockstep (a display may miss a message; it is no lockstep participant).
 """
 
 from __future__ import annotations
@@ -33,12 +34,13 @@ import numpy as np
 from geometry_msgs.msg import PoseArray
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import Image, PointCloud2
 
 from aerial_sim.cdr import OdometryFields
 from aerial_sim.config import require
 from aerial_sim.nodes.common import (InputStampClock, declare_params, from_stamp, run_node, stamp_slots_filter,
-                                     stream_qos, subscribe_odometry)
+                                     subscribe_odometry)
 from aerial_sim.recording.export import image_to_array
 from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, Mount, PoseTrack, truth_from_odometry
 from aerial_sim.sensors.lidar import LidarParams, points_to_world
@@ -60,7 +62,6 @@ IMAGES = {
 @dataclass(frozen=True)
 class WebViewerNodeParams:
     scene: str = "empty"
-    lockstep: bool = False
     #: camera mount in base_link, to place the depth cloud (defaults: the camera node's)
     camera_mount_position_m: tuple[float, float, float] = CameraParams.mount_position_m
     camera_mount_rpy_deg: tuple[float, float, float] = CameraParams.mount_rpy_deg
@@ -107,7 +108,9 @@ class WebViewerNode(Node):
                              mount_rpy_deg=self.params.camera_mount_rpy_deg)  # fmt: skip
         self.R_base_optical, self.t_base_optical = optical_to_base(mount)
         self.poses: deque = deque(maxlen=500)  # (t, position, orientation) for placing clouds
-        self.qos = stream_qos(self.params.lockstep)
+        # Best effort also in lockstep: a display may miss a message, and a reliable reader would make
+        # the physics node keep, acknowledge and resend its 250 Hz ground truth for it.
+        self.qos = qos_profile_sensor_data
         self._stamp_clock = InputStampClock(self)
         self._odometry, self._odometry_watched = self.subscribe_ground_truth(watched=False), False
         self.create_subscription(PoseArray, "/swarm/poses", self.on_swarm, self.qos)
