@@ -57,7 +57,11 @@ class RecorderParams:
     include_hidden: bool = False
     queue_depth: int = 1000
     image_queue_depth: int = 120
-    discovery_period_s: float = 1.0
+    #: How often the graph is polled for new topics (wall s). A lockstep physics node starts its clock once
+    #: the graph's counts have held still for its lockstep_settle_s (1.5 s): a topic found later than that
+    #: loses its first messages, and one lockstep bag of two then lacks early stamps the other has (seen once
+    #: under load with a 1 s period).
+    discovery_period_s: float = 0.5
     progress_period_s: float = 5.0
     write_report: bool = True
     expected_rates: str = "none"
