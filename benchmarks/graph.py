@@ -203,6 +203,8 @@ def main() -> int:
                         help="all: count every topic (costs the graph about half a core); clock: /clock only")
     parser.add_argument("--extra", nargs="*", default=[], metavar="NAME:=VALUE",
                         help="launch arguments added to every variant (e.g. lockstep_slack:=0.3)")
+    parser.add_argument("--params-file", type=Path, metavar="FILE",
+                        help="a node-parameters file for every variant (aerial_sim launch --params-file)")
     parser.add_argument("--probe-all", action="store_true",
                         help=f"also probe the streams made only for a listener ({', '.join(ON_DEMAND)})")
     options = parser.parse_args()
@@ -215,7 +217,8 @@ def main() -> int:
         print(f"[{index}/{len(chosen)}] {variant}: warm-up {options.warmup:g} s, measuring {options.seconds:g} s...",
               flush=True)
         skip = () if options.probe_all else ON_DEMAND
-        results[variant] = measure_variant([*VARIANTS[variant], *options.extra], options.warmup, options.seconds, options.probe, skip)
+        results[variant] = measure_variant([*VARIANTS[variant], *options.extra,
+                                            *(["--params-file", str(options.params_file)] if options.params_file else [])], options.warmup, options.seconds, options.probe, skip)
     print(f"\nos: {os.cpu_count()} cores; sim.launch.yaml mission:=none airsim_api:=false scene:=urban")
     print_tables(results)
     return 0
