@@ -75,9 +75,9 @@ class WebViewerNodeParams:
 
     def __post_init__(self) -> None:
         require(bool(self.scene), "scene must name a scene (e.g. 'empty')")
-        require(self.idle_pose_rate_hz >= 0 and self.idle_pose_window_s > 0,
-                f"idle_pose_rate_hz must be >= 0 and idle_pose_window_s > 0, got {self.idle_pose_rate_hz!r}, "
-                f"{self.idle_pose_window_s!r}")
+        require(0 <= self.idle_pose_rate_hz <= 250 and 0 < self.idle_pose_window_s <= 1,
+                f"idle_pose_rate_hz must be in [0, 250] Hz and idle_pose_window_s in (0, 1] s, got "
+                f"{self.idle_pose_rate_hz!r} and {self.idle_pose_window_s!r}")
 
     @property
     def idle_pose_filter(self) -> bool:
