@@ -1,6 +1,7 @@
 """The launched graph as a user starts it: CPU per node, topic rates in sim time, real-time factor.
 
     tools/dev.sh bench graph [--seconds 20] [--warmup 12] [--variants default,no_viewer,...]
+                              [--extra NAME:=VALUE ...] [--params-file FILE]
 
 For each variant, launches ``sim.launch.yaml`` (mission:=none: the vehicle waits on the ground
 while every sensor, the camera and the recorder run, so the window is steady), waits
@@ -217,8 +218,8 @@ def main() -> int:
         print(f"[{index}/{len(chosen)}] {variant}: warm-up {options.warmup:g} s, measuring {options.seconds:g} s...",
               flush=True)
         skip = () if options.probe_all else ON_DEMAND
-        results[variant] = measure_variant([*VARIANTS[variant], *options.extra,
-                                            *(["--params-file", str(options.params_file)] if options.params_file else [])], options.warmup, options.seconds, options.probe, skip)
+        args = [*VARIANTS[variant], *options.extra, *(["--params-file", str(options.params_file)] if options.params_file else [])]
+        results[variant] = measure_variant(args, options.warmup, options.seconds, options.probe, skip)
     print(f"\nos: {os.cpu_count()} cores; sim.launch.yaml mission:=none airsim_api:=false scene:=urban")
     print_tables(results)
     return 0

@@ -70,7 +70,8 @@ class WebViewerNodeParams:
     viewer: WebViewerParams = field(default_factory=WebViewerParams)
     #: Ground-truth messages per simulated second taken while no browser is connected (0: every one).
     idle_pose_rate_hz: float = 25.0
-    #: Width of each stamp window the idle filter passes: one ground-truth period (250 Hz by default).
+    #: Width of each stamp window the idle filter passes: one ground-truth period at the default 250 Hz
+    #: (a slower stream, e.g. a fleet's 50 Hz per vehicle, gets fewer idle poses: still a trail).
     idle_pose_window_s: float = 0.004
 
     def __post_init__(self) -> None:
