@@ -133,7 +133,9 @@ def test_bad_parameters_stop_the_node_with_one_clear_line():
                  for node, parameter, _ in cases]  # fmt: skip
     for (node, parameter, name), process in zip(cases, processes):
         _, stderr = process.communicate(timeout=60)
-        assert process.returncode == 2, (node, parameter, stderr)
+        # The whole stderr on failure: a native crash on the way out (seen once: SIGSEGV after the FATAL
+        # line, in CI) prints its stack last, where a tuple's repr would cut it.
+        assert process.returncode == 2, f"{node} {parameter}: exit {process.returncode}\n{stderr[-6000:]}"
         lines = [line for line in stderr.splitlines() if "invalid parameter" in line]
         assert len(lines) == 1 and name in lines[0], (node, parameter, stderr)
         assert "Traceback" not in stderr
