@@ -76,7 +76,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 def node_processes(launcher_pid: int) -> dict[str, int]:
-    """Node name -> pid for the launcher's children (``python -m aerial_sim.nodes.<name>``)."""
+    """Process name -> pid for the launcher's children (``python -m aerial_sim.nodes.<module>``)."""
     found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -89,7 +89,9 @@ def node_processes(launcher_pid: int) -> dict[str, int]:
         if int(stat[1]) != launcher_pid:
             continue
         words = [w.decode(errors="replace") for w in cmdline]
-        name = next((w.rsplit(".", 1)[1] for w in words if w.startswith("aerial_sim.nodes.")), None)
+        # launch's name (two processes of one executable, e.g. a fleet's sensors_0 and sensors_1), else the module's
+        name = next((w.split(":=", 1)[1] for w in words if w.startswith("__node:=")), None)
+        name = name or next((w.rsplit(".", 1)[1] for w in words if w.startswith("aerial_sim.nodes.")), None)
         if name is None:
             name = next((Path(w).name for w in words if "/lib/aerial_sim/" in w), None)
         if name:

@@ -260,7 +260,7 @@ def fleet_part(args) -> int | None:
     print(f"fleet: largest N in real time = {largest} (to within {args.fleet_tolerance:.0%})", flush=True)
     if largest and largest in trials:
         cores = trials[largest]["cores"]
-        sensors = sum(cores.get(name, 0.0) for name in ("imu", "barometer", "magnetometer", "gps"))
+        sensors = sum(c for name, c in cores.items() if name.startswith("sensors") and not math.isnan(c))
         print(f"  at N = {largest}: sensor processes {sensors:.2f} cores = {sensors / largest * 1e3:.0f} milli-cores "
               f"per vehicle; flight controllers {cores.get('flight_controller', 0.0):.2f}; "
               f"physics {cores.get('physics', 0.0):.2f}", flush=True)

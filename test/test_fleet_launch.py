@@ -1,7 +1,7 @@
 """Fleets in launch files (issue 14), across processes.
 
-``sim.launch.yaml vehicles:=10`` brings up one physics node, one process per sensor type and
-one flight-controller process for all ten vehicles: every namespace gets its ground truth and
+``sim.launch.yaml vehicles:=10`` brings up one physics node, two processes for the sensors (five
+vehicles each) and one flight-controller process for all ten vehicles: every namespace gets its ground truth and
 sensor streams, each vehicle's controller answers on its own services, and each vehicle's noise
 is its own. A fleet file with a bad entry stops the launch with an error naming the entry.
 """
@@ -57,11 +57,14 @@ def test_ten_vehicle_launch_serves_every_namespace(launch, ros_node, tmp_path):
 
     assert spin_until(ros_node, lambda: not missing(), timeout_s=75), (missing(), graph.output()[-4000:])
 
-    # One process per node type, not one per vehicle.
+    # Not one process per vehicle: two share the sensors (half the fleet each), one the controllers.
     output = graph.output()
-    for executable in ("imu", "barometer", "magnetometer", "gps", "flight_controller"):
-        assert f"[{executable}] " in output and f"serving {COUNT} vehicles in one process" in output, output[-4000:]
-    assert output.count("process started with pid") <= 9, output[-4000:]  # physics, 5 hosts, depth noise, markers, points
+    assert f"serving {COUNT} vehicles in one process" in output, output[-4000:]  # the controllers
+    for process in ("sensors_0", "sensors_1"):
+        assert f"[{process}] " in output, output[-4000:]
+        assert output.count(f"serving {COUNT // 2} vehicles in one process") == 2 * 4, output[-4000:]
+        assert "one process for imu, barometer, magnetometer, gps" in output, output[-4000:]
+    assert output.count("process started with pid") <= 7, output[-4000:]  # physics, 3 hosts, depth noise, markers, points
 
     # Each vehicle's noise is its own (seed + index offset): same instants, same truth at rest, other values.
     def same_stamp():

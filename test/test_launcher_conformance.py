@@ -280,8 +280,8 @@ def test_timeouts_default_to_the_launch_configuration(tmp_path):
 #: control, the run's data streams and their recording. The rest (viewer, RViz helpers, the
 #: AirSim API bridge) are reported when they die and the run goes on, under both launchers.
 ENDS_THE_RUN = {
-    "physics", "flight_controller", "mission", "recorder", "rotor_drag", "imu", "barometer", "magnetometer",
-    "gps", "camera", "depth_noise", "lidar", "distance",
+    "physics", "flight_controller", "mission", "recorder", "rotor_drag", "sensors", "camera", "depth_noise", "lidar",
+    "distance",
 }  # fmt: skip
 RUN_GOES_ON = {"web_viewer", "scene_markers", "depth_to_points", "airsim_api"}
 

@@ -170,3 +170,51 @@ def test_bad_parameter_stops_a_node_at_start_up_naming_it():
     )
     assert result.returncode == 2
     assert "noise_std_pa" in result.stderr and "invalid parameter" in result.stderr
+
+
+def parameter_values(node, target: str, names: list[str]):
+    """``names`` of node ``target`` over its parameter service (as ``ros2 param get`` asks)."""
+    from rcl_interfaces.srv import GetParameters
+    from rclpy.parameter import parameter_value_to_python
+
+    client = node.create_client(GetParameters, f"{target}/get_parameters")
+    assert client.wait_for_service(timeout_sec=30.0), f"{target} has no parameter service"
+    future = client.call_async(GetParameters.Request(names=names))
+    assert spin_until(node, future.done, 15.0), f"{target} did not answer"
+    return [parameter_value_to_python(v) for v in future.result().values]
+
+
+def test_shared_sensor_process_gives_each_node_its_own_parameters(ros_node, tmp_path):
+    """The ``sensors`` process: ``imu.rate_hz`` reaches the IMU alone, a batch's ``/**/<node>`` file
+    reaches its node, ``gps.enabled:=false`` leaves the GPS out, a misspelt name is said once."""
+    from aerial_sim.batch.nodeparams import write_params_file
+
+    batch_file = write_params_file({"barometer": {"rate_hz": 25.0}}, tmp_path / "batch.yaml")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "aerial_sim.nodes.sensors", "--ros-args", "-r", "__node:=sensors", "-r",
+         "__ns:=/shared", "-p", "imu.rate_hz:=100.0", "-p", "gps.enabled:=false", "-p", "imu.rat_hz:=1.0",
+         "--params-file", str(batch_file)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert parameter_values(ros_node, "/shared/imu", ["rate_hz", "preset"]) == [100.0, "mpu6000"]
+        assert parameter_values(ros_node, "/shared/barometer", ["rate_hz"]) == [25.0]
+        assert parameter_values(ros_node, "/shared/magnetometer", ["rate_hz"]) == [75.0]  # hmc5883l's
+        names = {(ns, n) for n, ns in ros_node.get_node_names_and_namespaces()}
+        assert ("/shared", "gps") not in names and ("/shared", "imu") in names, names
+    finally:
+        process.terminate()
+        output, _ = process.communicate(timeout=30)
+    assert process.returncode == 0, output
+    assert output.count("imu.rat_hz: not a parameter of imu; ignored") == 1, output
+    assert "one process for imu, barometer, magnetometer" in output, output
+
+
+@pytest.mark.parametrize("parameter, line", [
+    ("imu.rate_hz:=-5.0", "[FATAL] [imu]: invalid parameter: rate_hz"),
+    ("gps.enabled:=3", "[FATAL] [sensors]: invalid parameter: gps.enabled must be true or false, got 3"),
+])
+def test_bad_parameter_stops_the_shared_process_naming_the_node(parameter, line):
+    result = subprocess.run([sys.executable, "-m", "aerial_sim.nodes.sensors", "--ros-args", "-p", parameter],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert line in result.stderr and result.stderr.count("[FATAL]") == 1, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr

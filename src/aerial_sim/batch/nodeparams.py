@@ -56,6 +56,8 @@ RESERVED_PARAMETERS = {
 }
 #: Sensor nodes whose model defaults come from the ``preset`` parameter's datasheet file.
 PRESET_NODES = {"imu", "barometer", "magnetometer", "gps"}
+#: The process that hosts those four in ``sim.launch.yaml`` (``launch/sensors.launch.yaml``).
+SHARED_SENSOR_PROCESS = "sensors"
 
 
 def validate_node_parameters(node: str, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -92,9 +94,17 @@ def validate_node_parameters(node: str, values: Mapping[str, Any]) -> dict[str, 
 
 
 def write_params_file(node_parameters: Mapping[str, Mapping[str, Any]], path: Path) -> Path:
-    """Write ``{'/**/<node>': {'ros__parameters': {...}}}`` for every node (the launcher's ``--params-file``)."""
+    """Write ``{'/**/<node>': {'ros__parameters': {...}}}`` for every node (the launcher's ``--params-file``).
+
+    The sensor nodes share one process, ``sensors``, which hands ``imu.<name>`` to its ``imu``
+    node (:mod:`aerial_sim.nodes.sensors`): their values go to that process under those names too.
+    """
     document = {f"/**/{node}": {"ros__parameters": {k: _plain(v) for k, v in values.items()}}
                 for node, values in node_parameters.items()}
+    shared = {f"{node}.{k}": _plain(v) for node, values in node_parameters.items() if node in PRESET_NODES
+              for k, v in values.items()}
+    if shared:
+        document[f"/**/{SHARED_SENSOR_PROCESS}"] = {"ros__parameters": shared}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(document, default_flow_style=False, sort_keys=False))
     return path

@@ -27,8 +27,12 @@ class BarometerNode(OdometrySensorNode):
                                                      m.variance_pa2))
 
 
+#: How one process serves a fleet's barometers (also inside the shared ``sensors`` process).
+HOSTING = FleetHosting("barometer", sensor="barometer", seeded=True)
+
+
 def main(args=None):
-    return run_node(BarometerNode, args, FleetHosting("barometer", sensor="barometer", seeded=True))
+    return run_node(BarometerNode, args, HOSTING)
 
 
 if __name__ == "__main__":

@@ -51,8 +51,12 @@ class GpsNode(OdometrySensorNode):
         self.vel_publisher.publish(encode_twist_stamped(stamp_ns, self.frame_id, fix.velocity_enu, (0.0, 0.0, 0.0)))
 
 
+#: How one process serves a fleet's gpss (also inside the shared ``sensors`` process).
+HOSTING = FleetHosting("gps", sensor="gps", seeded=True)
+
+
 def main(args=None):
-    return run_node(GpsNode, args, FleetHosting("gps", sensor="gps", seeded=True))
+    return run_node(GpsNode, args, HOSTING)
 
 
 if __name__ == "__main__":

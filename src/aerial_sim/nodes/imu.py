@@ -75,8 +75,12 @@ class ImuNode(Node):
                           diagonal_covariance(m.linear_acceleration_variance))
 
 
+#: How one process serves a fleet's imus (also inside the shared ``sensors`` process).
+HOSTING = FleetHosting("imu", sensor="imu", seeded=True)
+
+
 def main(args=None):
-    return run_node(ImuNode, args, FleetHosting("imu", sensor="imu", seeded=True))
+    return run_node(ImuNode, args, HOSTING)
 
 
 if __name__ == "__main__":

@@ -31,8 +31,12 @@ class MagnetometerNode(OdometrySensorNode):
                                                      diagonal_covariance(m.variance_t2)))
 
 
+#: How one process serves a fleet's magnetometers (also inside the shared ``sensors`` process).
+HOSTING = FleetHosting("magnetometer", sensor="magnetometer", seeded=True)
+
+
 def main(args=None):
-    return run_node(MagnetometerNode, args, FleetHosting("magnetometer", sensor="magnetometer", seeded=True))
+    return run_node(MagnetometerNode, args, HOSTING)
 
 
 if __name__ == "__main__":

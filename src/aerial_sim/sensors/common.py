@@ -156,18 +156,24 @@ quat_multiply = physics_rotation.quat_multiply  # Hamilton product a * b (apply 
 
 
 def slerp(a: Quat, b: Quat, fraction: float) -> Quat:
-    """Spherical linear interpolation from ``a`` (fraction 0) to ``b`` (fraction 1), shortest path."""
-    qa, qb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    dot = float(qa @ qb)
+    """Spherical linear interpolation from ``a`` (fraction 0) to ``b`` (fraction 1), shortest path.
+
+    In plain floats: on 4-vectors NumPy's per-call overhead made this 5 us a sample, and every
+    sensor sample between two ground-truth messages takes one (``bench sensors``)."""
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    dot = aw * bw + ax * bx + ay * by + az * bz
     if dot < 0.0:
-        qb, dot = -qb, -dot
+        bw, bx, by, bz, dot = -bw, -bx, -by, -bz, -dot
     if dot > 0.9995:  # nearly equal: normalised lerp is exact to rounding
-        q = qa + fraction * (qb - qa)
+        q = (aw + fraction * (bw - aw), ax + fraction * (bx - ax), ay + fraction * (by - ay), az + fraction * (bz - az))
     else:
         theta = math.acos(dot)
-        q = (math.sin((1 - fraction) * theta) * qa + math.sin(fraction * theta) * qb) / math.sin(theta)
-    q /= np.linalg.norm(q)
-    return tuple(map(float, q))
+        sine = math.sin(theta)
+        ka, kb = math.sin((1 - fraction) * theta), math.sin(fraction * theta)
+        q = ((ka * aw + kb * bw) / sine, (ka * ax + kb * bx) / sine, (ka * ay + kb * by) / sine, (ka * az + kb * bz) / sine)
+    norm = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    return (q[0] / norm, q[1] / norm, q[2] / norm, q[3] / norm)
 
 
 # --------------------------------------------------------------------------- parameters
@@ -338,10 +344,19 @@ def interpolate(a: TruthSample, b: TruthSample, time_s: float) -> TruthSample:
     """Ground truth at ``time_s`` between samples ``a`` and ``b`` (linear; slerp for orientation)."""
     span = b.time_s - a.time_s
     f = 0.0 if span <= 0 else min(max((time_s - a.time_s) / span, 0.0), 1.0)
-    values = {
-        name: tuple(x + f * (y - x) for x, y in zip(getattr(a, name), getattr(b, name))) for name in _VECTOR_FIELDS
-    }
-    return TruthSample(time_s=time_s, orientation=slerp(a.orientation, b.orientation, f), **values)
+    return TruthSample(
+        time_s=time_s,
+        position=_lerp3(a.position, b.position, f),
+        orientation=slerp(a.orientation, b.orientation, f),
+        velocity_world=_lerp3(a.velocity_world, b.velocity_world, f),
+        angular_velocity_body=_lerp3(a.angular_velocity_body, b.angular_velocity_body, f),
+        specific_force_body=_lerp3(a.specific_force_body, b.specific_force_body, f),
+        angular_acceleration_body=_lerp3(a.angular_acceleration_body, b.angular_acceleration_body, f),
+    )
+
+
+def _lerp3(x: Vec3, y: Vec3, f: float) -> Vec3:
+    return (x[0] + f * (y[0] - x[0]), x[1] + f * (y[1] - x[1]), x[2] + f * (y[2] - x[2]))
 
 
 class PoseTrack:
@@ -541,6 +556,17 @@ class DelayLine:
         return ready
 
 
+def in_sensor_frame(rows, vector: Vec3, bias: Vec3, noise: np.ndarray) -> Vec3:
+    """``rows @ vector + bias + noise`` in plain floats: a body vector measured in the sensor frame
+    (``rows``: the mount's body -> sensor rotation). On 3-vectors NumPy's per-call overhead was
+    most of an IMU or magnetometer sample's cost."""
+    x, y, z = vector
+    (b0, b1, b2), (n0, n1, n2) = bias, noise.tolist()
+    (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = rows
+    return (r00 * x + r01 * y + r02 * z + b0 + n0, r10 * x + r11 * y + r12 * z + b1 + n1,
+            r20 * x + r21 * y + r22 * z + b2 + n2)
+
+
 def lever_arm_acceleration(truth: GroundTruthLike, offset_m: np.ndarray) -> np.ndarray:
     """Extra specific force at ``offset_m`` from the body origin: ``alpha x r + omega x (omega x r)`` (body frame)."""
     omega, alpha = truth.angular_velocity_body, truth.angular_acceleration_body
@@ -551,6 +577,6 @@ def lever_arm_acceleration(truth: GroundTruthLike, offset_m: np.ndarray) -> np.n
 __all__ = [
     "STANDARD_GRAVITY", "DelayLine", "SensorNodeOptions", "FirstOrderFilter", "GaussMarkov", "GroundTruthLike", "Mount", "PoseTrack", "RandomWalk",
     "Resampler", "TruthSample", "as_truth_sample", "check_rate_and_seed", "check_vector_non_negative",
-    "interpolate", "lever_arm_acceleration", "truth_from_odometry", "UNUSABLE_ODOMETRY", "load_preset", "quat_from_rpy", "quat_multiply", "rotation_matrix",
+    "in_sensor_frame", "interpolate", "lever_arm_acceleration", "truth_from_odometry", "UNUSABLE_ODOMETRY", "load_preset", "quat_from_rpy", "quat_multiply", "rotation_matrix",
     "sensor_rng", "slerp",
 ]

@@ -36,6 +36,7 @@ from aerial_sim.sensors.common import (
     RandomCheckpoint,
     RandomWalk,
     check_rate_and_seed,
+    in_sensor_frame,
     lever_arm_acceleration,
     sensor_rng,
 )
@@ -158,8 +159,9 @@ class Imu:
         self.gyro_bias = RandomWalk(params.gyro_bias_stability, params.gyro_bias_tau_s, gyro_bias_rng, params.gyro_turn_on_bias)
         self.accel_bias = RandomWalk(params.accel_bias_stability, params.accel_bias_tau_s, accel_bias_rng, params.accel_turn_on_bias)
         self.vibration = AirframeVibration(params, vibration_rng)
-        self._to_sensor = params.mount.rotation.T  # base_link vectors -> imu_link
+        self._to_sensor_rows = params.mount.rotation.T.tolist()  # base_link vectors -> imu_link
         self._offset = np.asarray(params.mount.position_m, dtype=float)
+        self._has_offset = bool(self._offset.any())
 
     def reset(self) -> None:
         """Back to the state of a freshly built model (biases and noise streams rewound)."""
@@ -171,22 +173,25 @@ class Imu:
     def step(self, dt: float, truth: GroundTruthLike, rotor_speeds_rad_s=()) -> ImuMeasurement:
         """Measure ``truth`` (sampled ``dt`` after the previous sample); rotor speeds drive the vibration."""
         p = self.params
-        omega_body = np.asarray(truth.angular_velocity_body, dtype=float)
-        force_body = np.asarray(truth.specific_force_body, dtype=float)
-        if self._offset.any():
-            force_body = force_body + lever_arm_acceleration(truth, self._offset)
+        force_body = truth.specific_force_body
+        if self._has_offset:
+            lever = lever_arm_acceleration(truth, self._offset)
+            force_body = (force_body[0] + lever[0], force_body[1] + lever[1], force_body[2] + lever[2])
         gyro_var, accel_var = p.gyro_white_variance(dt), p.accel_white_variance(dt)
-        gyro = self._to_sensor @ omega_body + self.gyro_bias.value + self._gyro_rng.standard_normal(3) * math.sqrt(gyro_var)
-        accel = self._to_sensor @ force_body + self.accel_bias.value + self._accel_rng.standard_normal(3) * math.sqrt(accel_var)
+        gyro = in_sensor_frame(self._to_sensor_rows, truth.angular_velocity_body, self.gyro_bias.value.tolist(),
+                               self._gyro_rng.standard_normal(3) * math.sqrt(gyro_var))
+        accel = in_sensor_frame(self._to_sensor_rows, force_body, self.accel_bias.value.tolist(),
+                                self._accel_rng.standard_normal(3) * math.sqrt(accel_var))
         if p.vibration_enabled:
-            accel = accel + self.vibration.step(dt, rotor_speeds_rad_s)
+            shake = self.vibration.step(dt, rotor_speeds_rad_s).tolist()
+            accel = (accel[0] + shake[0], accel[1] + shake[1], accel[2] + shake[2])
             accel_var += p.vibration_accel_std**2
         self.gyro_bias.step(dt)
         self.accel_bias.step(dt)
         return ImuMeasurement(
             time_s=truth.time_s,
-            angular_velocity=tuple(map(float, gyro)),
-            linear_acceleration=tuple(map(float, accel)),
+            angular_velocity=gyro,
+            linear_acceleration=accel,
             angular_velocity_variance=gyro_var + p.gyro_bias_stability**2,
             linear_acceleration_variance=accel_var + p.accel_bias_stability**2,
         )

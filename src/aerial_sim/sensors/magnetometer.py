@@ -20,12 +20,13 @@ import numpy as np
 from aerial_sim.config import require_non_negative
 from aerial_sim.environment.geodesy import HomePoint, enu_to_geodetic
 from aerial_sim.environment.magnetic import MagneticField, MagneticFieldParams
+from aerial_sim.physics.rotation import rotate_inverse
 from aerial_sim.sensors.common import (
     GroundTruthLike,
     Mount,
     RandomCheckpoint,
     check_rate_and_seed,
-    rotation_matrix,
+    in_sensor_frame,
     sensor_rng,
 )
 
@@ -65,8 +66,8 @@ class Magnetometer:
         self.rng = rng if rng is not None else sensor_rng(params.seed, "magnetometer")
         self._random_start = RandomCheckpoint(self.rng)
         self.field = MagneticField(params.field)
-        self._to_sensor = params.mount.rotation.T
-        self._bias = np.asarray(params.bias_t, dtype=float)
+        self._to_sensor_rows = params.mount.rotation.T.tolist()
+        self._bias = tuple(float(b) for b in params.bias_t)
 
     def reset(self) -> None:
         """Back to the state of a freshly built model (the noise stream rewound)."""
@@ -77,8 +78,8 @@ class Magnetometer:
         return np.asarray(self.field(lat, lon, alt).enu)
 
     def step(self, dt: float, truth: GroundTruthLike) -> MagnetometerMeasurement:
-        world = self.true_field_enu(truth.position)
-        body = rotation_matrix(truth.orientation).T @ world
+        world = self.true_field_enu(truth.position).tolist()
+        body = rotate_inverse(truth.orientation, world)
         noise = self.rng.standard_normal(3) * self.params.noise_std_t
-        measured = self._to_sensor @ body + self._bias + noise
-        return MagnetometerMeasurement(truth.time_s, tuple(map(float, measured)), self.params.noise_std_t**2)
+        measured = in_sensor_frame(self._to_sensor_rows, body, self._bias, noise)
+        return MagnetometerMeasurement(truth.time_s, measured, self.params.noise_std_t**2)
