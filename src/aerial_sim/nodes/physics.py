@@ -47,7 +47,6 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from functools import partial
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Pose, PoseArray, PoseStamped, TransformStamped, Vector3Stamped, WrenchStamped
@@ -324,6 +323,7 @@ class PhysicsNode(Node):
         if self.params.lockstep:
             self.lockstep_outputs = LockstepOutputs(self)
         self._published_at = time.monotonic()
+        self._lockstep_wait_s = 0.05
         self.periods_done = 0
         self.exit_code = 0
         self.done = False  # set by the simulation thread when it cannot go on
@@ -343,6 +343,8 @@ class PhysicsNode(Node):
         self.command_arrived.set()
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout=2.0)
+        if self.lockstep_outputs is not None:
+            self.lockstep_outputs.reader.destroy_node()
         return super().destroy_node()
 
     # -- simulation control (executor thread; applied by the simulation thread) --
@@ -511,13 +513,22 @@ class PhysicsNode(Node):
 
     def _lockstep_ready(self) -> bool:
         """Lockstep: true once every vehicle has a new command for this period and every
-        participant has produced its output for the last due time up to now."""
-        self.command_arrived.wait(timeout=0.05)
+        participant has produced its output for the last due time up to now.
+
+        A command's callback wakes this thread; the participants' outputs do not (they are taken
+        here, :meth:`LockstepOutputs.take_arrived`), so while one holds the clock it is looked
+        for every ``LockstepOutputs.POLL_S``."""
+        self.command_arrived.wait(timeout=self._lockstep_wait_s)
         self.command_arrived.clear()  # before looking: whatever arrives from now on wakes the next wait
         with self.inputs_lock:
             commands = all(v.pending_controls is not None for v in self.vehicles)
-        ready = commands and not self.lockstep_outputs.holdups(self._awaited_clock_ns())
-        return ready and not self._stop.is_set()
+        if not commands:
+            self._lockstep_wait_s = 0.05
+            return False
+        self.lockstep_outputs.take_arrived()
+        held = bool(self.lockstep_outputs.holdups(self._awaited_clock_ns()))
+        self._lockstep_wait_s = LockstepOutputs.POLL_S if held else 0.05
+        return not held and not self._stop.is_set()
 
     def _lockstep_awaited(self) -> str:
         """Who lockstep is waiting for, for the log."""
@@ -626,10 +637,17 @@ class LockstepOutputs:
     matching its publishers): only the header stamp is decoded from the CDR bytes, so an
     image costs no deserialization. ``rotor_drag/wrench``, which the node reads anyway, is
     observed in its own callback, after the wrench is stored.
+
+    The participants' topics are read by a second node, ``<physics>_lockstep_outputs``, that no
+    executor spins: the simulation thread takes whatever has arrived when it looks
+    (:meth:`take_arrived`), instead of an executor callback and a wake-up per output (425 a
+    simulated second from the four sensors and the recorder).
     """
 
     #: How often topics not yet in the graph are looked for (wall s).
     CONNECT_PERIOD_S = 0.2
+    #: How often the simulation thread looks again while a participant holds the clock (wall s).
+    POLL_S = 0.001
 
     def __init__(self, node: "PhysicsNode"):
         self.node = node
@@ -638,6 +656,10 @@ class LockstepOutputs:
         self.own_topics = set(self.subscriptions)
         #: Set once the first state has gone out: a participant armed later owes only later stamps.
         self.started = False
+        # Not spun by any executor (see the class doc); its own name, not launch's remapped one.
+        self.reader = Node(f"{node.get_name()}_lockstep_outputs", namespace=node.get_namespace(), context=node.context,
+                           use_global_arguments=False, start_parameter_services=False, enable_rosout=False)
+        self.taken: dict[str, object] = {}  # topic -> subscription of self.reader
         node.create_subscription(String, LOCKSTEP_PARTICIPANTS_TOPIC, self.on_announcement, LOCKSTEP_ANNOUNCEMENTS_QOS)
         node.create_timer(self.CONNECT_PERIOD_S, self.connect_pending)
 
@@ -706,13 +728,34 @@ class LockstepOutputs:
             self.node.get_logger().warning(f"lockstep: {topic} is published best effort: an output lost on the way "
                                            "would hold the clock for good (publish it reliable)")
         self.node.get_logger().info(f"lockstep: reading stamps of {topic} ({type_name})")
-        return self.node.create_subscription(message_type, topic, partial(self.on_output, topic), qos, raw=True)
+        subscription = self.reader.create_subscription(message_type, topic, _taken_not_called, qos, raw=True)
+        self.taken[topic] = subscription
+        return subscription
 
-    def on_output(self, topic: str, cdr: bytes) -> None:
-        stamp_ns = cdr_header_stamp_ns(cdr)
-        if stamp_ns is None:
-            raise ValueError(f"{len(cdr)} bytes: too short for a header")  # InputGuard drops it with a warning
-        self.observe(topic, stamp_ns)
+    def take_arrived(self) -> None:
+        """Observe the stamp of every participant output that has arrived (simulation thread)."""
+        for topic, subscription in list(self.taken.items()):
+            while (cdr := _take_raw(subscription)) is not None:
+                stamp_ns = cdr_header_stamp_ns(cdr)
+                if stamp_ns is None:
+                    self.node.get_logger().warning(f"{topic}: {len(cdr)} bytes, too short for a header: dropped",
+                                                   throttle_duration_sec=2.0)
+                    continue
+                self.gate.observe(topic, stamp_ns)
+
+
+def _taken_not_called(_message) -> None:
+    """The callback of a subscription no executor spins (:class:`LockstepOutputs`)."""
+
+
+def _take_raw(subscription) -> bytes | None:
+    """The next message's CDR bytes from a raw subscription, or None when none has arrived."""
+    try:
+        with subscription.handle:
+            taken = subscription.handle.take_message(subscription.msg_type, True)
+    except Exception:  # noqa: BLE001 - destroyed while stopping, or a middleware error: nothing to take
+        return None
+    return None if taken is None else taken[0]
 
 
 class SwarmOutputs:
