@@ -35,7 +35,6 @@ from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
-from rclpy.subscription import ContentFilterOptions
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.qos import (
     DurabilityPolicy,
@@ -95,22 +94,32 @@ def announce_lockstep_participant(node: Node, topic: str, rate_hz: float, first_
     return publisher
 
 
-def stamp_slots_filter(rate_hz: float, window_s: float) -> ContentFilterOptions:
-    """A DDS content filter (ROS 2 content-filtered topic) passing the messages whose ``header.stamp`` lies in
-    the first ``window_s`` of each of ``rate_hz`` equal slots of every second: with ``window_s`` one period of
-    the stream, about ``rate_hz`` messages per simulated second, dropped by the middleware before any Python
-    runs. Where the middleware cannot filter, the subscription gets every message (``is_cft_enabled``)."""
-    if not (0 < rate_hz and 0 < window_s and rate_hz * window_s < 1):
-        raise ValueError(f"a stamp filter needs 0 < rate_hz * window_s < 1, got {rate_hz!r} Hz and {window_s!r} s")
-    starts = [round(k * 1e9 / rate_hz) for k in range(math.ceil(rate_hz))]
-    width = int(round(window_s * 1e9))
-    slots = (f"(header.stamp.nanosec >= {a} AND header.stamp.nanosec < {a + width})" for a in starts)
-    return ContentFilterOptions(filter_expression=" OR ".join(slots), expression_parameters=[])
+def unspun_reader_node(node: Node, suffix: str) -> Node:
+    """A second node in ``node``'s process, ``<name>_<suffix>`` in its namespace, that no executor
+    spins: what its subscriptions receive waits in their queues until the owner takes it
+    (:func:`take_raw`), with no callback and no wake-up per message. Subscribe it to resolved
+    (absolute) names: it has none of the process's remappings."""
+    return Node(f"{node.get_name()}_{suffix}", namespace=node.get_namespace(), context=node.context,
+                use_global_arguments=False, start_parameter_services=False, enable_rosout=False)
+
+
+def take_raw(subscription) -> bytes | None:
+    """The next message's CDR bytes from a raw subscription of an :func:`unspun_reader_node`, or None
+    when none is waiting."""
+    try:
+        with subscription.handle:
+            taken = subscription.handle.take_message(subscription.msg_type, True)
+    except Exception:  # noqa: BLE001 - destroyed while stopping, or a middleware error: nothing to take
+        return None
+    return None if taken is None else taken[0]
+
+
+def not_called(_message) -> None:
+    """The callback of a subscription no executor spins (:func:`unspun_reader_node`)."""
 
 
 def subscribe_decoded(node: Node, message_type: type, decode: Callable[[bytes], Any], topic: str,
-                      callback: Callable[[Any], None], qos: QoSProfile, clock: "InputStampClock | None" = None,
-                      content_filter: ContentFilterOptions | None = None):
+                      callback: Callable[[Any], None], qos: QoSProfile, clock: "InputStampClock | None" = None):
     """A raw (CDR bytes) subscription whose ``callback`` gets ``decode(bytes)``: the few fields a node
     reads, without rclpy building the message object (:mod:`aerial_sim.cdr`; a quarter of a 250 Hz
     subscriber's CPU). Bytes ``decode`` refuses raise ``ValueError`` out of the callback, which the
@@ -124,15 +133,15 @@ def subscribe_decoded(node: Node, message_type: type, decode: Callable[[bytes], 
             fields = decode(data)
             clock.advance(fields.stamp_sec * 1_000_000_000 + fields.stamp_nanosec)
             callback(fields)
-    return node.create_subscription(message_type, topic, on_bytes, qos, raw=True, content_filter_options=content_filter)
+    return node.create_subscription(message_type, topic, on_bytes, qos, raw=True)
 
 
 def subscribe_odometry(node: Node, topic: str, callback: Callable[[cdr.OdometryFields], None], qos: QoSProfile,
-                       clock: "InputStampClock | None" = None, content_filter: ContentFilterOptions | None = None):
+                       clock: "InputStampClock | None" = None):
     """Subscribe to nav_msgs/Odometry; ``callback`` gets :class:`aerial_sim.cdr.OdometryFields`."""
     from nav_msgs.msg import Odometry  # noqa: PLC0415 - not every node reads odometry
 
-    return subscribe_decoded(node, Odometry, cdr.decode_odometry, topic, callback, qos, clock, content_filter)
+    return subscribe_decoded(node, Odometry, cdr.decode_odometry, topic, callback, qos, clock)
 
 
 def subscribe_imu(node: Node, topic: str, callback: Callable[[cdr.ImuFields], None], qos: QoSProfile,

@@ -72,9 +72,12 @@ from aerial_sim.nodes.common import (
     LOCKSTEP_QOS,
     declare_params,
     make_tf_broadcaster,
+    not_called,
     run_node,
     stream_qos,
+    take_raw,
     to_stamp,
+    unspun_reader_node,
 )
 from aerial_sim.physics.lockstep import LockstepGate, Participant, parse_participants
 from aerial_sim.physics.rotation import rotate_inverse
@@ -657,8 +660,7 @@ class LockstepOutputs:
         #: Set once the first state has gone out: a participant armed later owes only later stamps.
         self.started = False
         # Not spun by any executor (see the class doc); its own name, not launch's remapped one.
-        self.reader = Node(f"{node.get_name()}_lockstep_outputs", namespace=node.get_namespace(), context=node.context,
-                           use_global_arguments=False, start_parameter_services=False, enable_rosout=False)
+        self.reader = unspun_reader_node(node, "lockstep_outputs")
         self.taken: dict[str, object] = {}  # topic -> subscription of self.reader
         node.create_subscription(String, LOCKSTEP_PARTICIPANTS_TOPIC, self.on_announcement, LOCKSTEP_ANNOUNCEMENTS_QOS)
         node.create_timer(self.CONNECT_PERIOD_S, self.connect_pending)
@@ -728,34 +730,20 @@ class LockstepOutputs:
             self.node.get_logger().warning(f"lockstep: {topic} is published best effort: an output lost on the way "
                                            "would hold the clock for good (publish it reliable)")
         self.node.get_logger().info(f"lockstep: reading stamps of {topic} ({type_name})")
-        subscription = self.reader.create_subscription(message_type, topic, _taken_not_called, qos, raw=True)
+        subscription = self.reader.create_subscription(message_type, topic, not_called, qos, raw=True)
         self.taken[topic] = subscription
         return subscription
 
     def take_arrived(self) -> None:
         """Observe the stamp of every participant output that has arrived (simulation thread)."""
         for topic, subscription in list(self.taken.items()):
-            while (cdr := _take_raw(subscription)) is not None:
+            while (cdr := take_raw(subscription)) is not None:
                 stamp_ns = cdr_header_stamp_ns(cdr)
                 if stamp_ns is None:
                     self.node.get_logger().warning(f"{topic}: {len(cdr)} bytes, too short for a header: dropped",
                                                    throttle_duration_sec=2.0)
                     continue
                 self.gate.observe(topic, stamp_ns)
-
-
-def _taken_not_called(_message) -> None:
-    """The callback of a subscription no executor spins (:class:`LockstepOutputs`)."""
-
-
-def _take_raw(subscription) -> bytes | None:
-    """The next message's CDR bytes from a raw subscription, or None when none has arrived."""
-    try:
-        with subscription.handle:
-            taken = subscription.handle.take_message(subscription.msg_type, True)
-    except Exception:  # noqa: BLE001 - destroyed while stopping, or a middleware error: nothing to take
-        return None
-    return None if taken is None else taken[0]
 
 
 class SwarmOutputs:

@@ -17,12 +17,14 @@ the camera streams cost the viewer nothing and ``depth_to_points`` (which takes 
 a listener) nothing either. ``/swarm/poses`` stays subscribed, and so does ``lidar/points`` (10 Hz, off
 in the default graph): its latest sweep is placed (deskewed, coloured) on the timer, so the scene a new
 browser receives already holds it. Ground truth stays subscribed too (the trail covers the whole
-flight), but with nobody watching only at ``idle_pose_rate_hz`` of sim time, through a DDS content
-filter on its stamps (:func:`~aerial_sim.nodes.common.stamp_slots_filter`): the trail takes the latest
-pose at ``update_rate_hz`` of wall time anyway, and the middleware drops the rest before any Python runs
-(the 250 Hz stream cost an idle viewer 0.12 of the two cores in a lockstep run at 4.7x real time). A
-browser gets every message (the depth cloud is placed with the pose nearest its stamp). Every stream
-is taken best effort, also in lockstep (a display may miss a message; it is no lockstep participant).
+flight), but with nobody watching the timer takes the newest message from a queue of one that no
+executor spins (:func:`~aerial_sim.nodes.common.unspun_reader_node`): the trail samples the latest pose
+at ``update_rate_hz`` of wall time anyway, and no Python runs for the other messages. (The 250 Hz
+stream cost an idle viewer 0.12 of the two cores in a lockstep run at 4.7x real time when it took
+every message; a DDS content filter on the stamps moved about as much onto the physics node, whose
+writer evaluated it for every message.) A browser gets every message (the depth cloud is placed with
+the pose nearest its stamp). Every stream is taken best effort, also in lockstep (a display may miss a
+message; it is no lockstep participant).
 """
 
 from __future__ import annotations
@@ -32,15 +34,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from geometry_msgs.msg import PoseArray
+from nav_msgs.msg import Odometry
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
-from rclpy.qos import qos_profile_sensor_data
+from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import Image, PointCloud2
 
-from aerial_sim.cdr import OdometryFields
+from aerial_sim.cdr import OdometryFields, decode_odometry
 from aerial_sim.config import require
-from aerial_sim.nodes.common import (InputStampClock, declare_params, from_stamp, run_node, stamp_slots_filter,
-                                     subscribe_odometry)
+from aerial_sim.nodes.common import (InputStampClock, declare_params, from_stamp, not_called, run_node,
+                                     subscribe_odometry, take_raw, unspun_reader_node)
 from aerial_sim.recording.export import image_to_array
 from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, Mount, PoseTrack, truth_from_odometry
 from aerial_sim.sensors.lidar import LidarParams, points_to_world
@@ -68,22 +71,9 @@ class WebViewerNodeParams:
     #: lidar mount in base_link, to place lidar sweeps (default: the lidar node's)
     lidar_mount: Mount = field(default_factory=lambda: LidarParams().mount)
     viewer: WebViewerParams = field(default_factory=WebViewerParams)
-    #: Ground-truth messages per simulated second taken while no browser is connected (0: every one).
-    idle_pose_rate_hz: float = 25.0
-    #: Width of each stamp window the idle filter passes: one ground-truth period at the default 250 Hz
-    #: (a slower stream, e.g. a fleet's 50 Hz per vehicle, gets fewer idle poses: still a trail).
-    idle_pose_window_s: float = 0.004
 
     def __post_init__(self) -> None:
         require(bool(self.scene), "scene must name a scene (e.g. 'empty')")
-        require(0 <= self.idle_pose_rate_hz <= 250 and 0 < self.idle_pose_window_s <= 1,
-                f"idle_pose_rate_hz must be in [0, 250] Hz and idle_pose_window_s in (0, 1] s, got "
-                f"{self.idle_pose_rate_hz!r} and {self.idle_pose_window_s!r}")
-
-    @property
-    def idle_pose_filter(self) -> bool:
-        """Whether the idle rate leaves anything to drop (below one message per window)."""
-        return 0 < self.idle_pose_rate_hz * self.idle_pose_window_s < 1
 
 
 def pose_array_arrays(msg: PoseArray) -> tuple[np.ndarray, np.ndarray]:
@@ -113,6 +103,7 @@ class WebViewerNode(Node):
         # the physics node keep, acknowledge and resend its 250 Hz ground truth for it.
         self.qos = qos_profile_sensor_data
         self._stamp_clock = InputStampClock(self)
+        self._idle_reader = unspun_reader_node(self, "idle")
         self._odometry, self._odometry_watched = self.subscribe_ground_truth(watched=False), False
         self.create_subscription(PoseArray, "/swarm/poses", self.on_swarm, self.qos)
         self.create_subscription(PointCloud2, "lidar/points", self.on_lidar, self.qos)
@@ -177,26 +168,35 @@ class WebViewerNode(Node):
         self._latest_images[label] = msg  # converted at the (lower) update rate, in tick()
 
     def subscribe_ground_truth(self, watched: bool):
-        """Ground truth: every message while ``watched``, else through the idle stamp filter (module doc)."""
-        if watched or not self.params.idle_pose_filter:
+        """Ground truth: every message while ``watched``, else a queue of one the timer takes from (module doc)."""
+        if watched:
             return subscribe_odometry(self, "ground_truth/odom", self.on_odom, self.qos, clock=self._stamp_clock)
-        rate, window = self.params.idle_pose_rate_hz, self.params.idle_pose_window_s
+        newest_only = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
+        return self._idle_reader.create_subscription(Odometry, self.resolve_topic_name("ground_truth/odom"), not_called,
+                                                     newest_only, raw=True)
+
+    def take_idle_pose(self) -> None:
+        """No browser: the newest ground truth that arrived since the last tick, if any, to the trail."""
+        newest = None
+        while (cdr := take_raw(self._odometry)) is not None:
+            newest = cdr
+        if newest is None:
+            return
         try:
-            subscription = subscribe_odometry(self, "ground_truth/odom", self.on_odom, self.qos,
-                                              clock=self._stamp_clock, content_filter=stamp_slots_filter(rate, window))
-        except Exception:  # noqa: BLE001 - a middleware that refuses content filters: every message, then
-            subscription = subscribe_odometry(self, "ground_truth/odom", self.on_odom, self.qos, clock=self._stamp_clock)
-        if not subscription.is_cft_enabled:
-            self.get_logger().info("this middleware does not filter content: ground truth is taken at its full "
-                                   "rate also with no browser connected", once=True)
-        return subscription
+            odom = decode_odometry(newest)
+        except ValueError as error:
+            self.get_logger().warning(f"ground_truth/odom dropped: {error}", throttle_duration_sec=5)
+            return
+        self._stamp_clock.advance(odom.stamp_sec * 1_000_000_000 + odom.stamp_nanosec)
+        self.on_odom(odom)
 
     def follow_browsers(self) -> None:
         """Subscribe to the images and clouds on the first browser, destroy them when the last one leaves;
-        ground truth at its full rate while watched, at ``idle_pose_rate_hz`` otherwise."""
+        ground truth at its full rate while watched, the newest at each tick otherwise."""
         watched = self.viewer.has_clients()
-        if watched != self._odometry_watched and self.params.idle_pose_filter:
-            self.destroy_subscription(self._odometry)
+        if watched != self._odometry_watched:
+            owner = self if self._odometry_watched else self._idle_reader
+            owner.destroy_subscription(self._odometry)
             self._odometry, self._odometry_watched = self.subscribe_ground_truth(watched), watched
         if watched and not self._watched:
             self._watched = [
@@ -214,6 +214,8 @@ class WebViewerNode(Node):
 
     def tick(self) -> None:
         self.follow_browsers()
+        if not self._odometry_watched:
+            self.take_idle_pose()
         if self._latest_lidar is not None:
             sweep, self._latest_lidar = self._latest_lidar, None
             self.show_lidar(sweep)
@@ -245,6 +247,7 @@ class WebViewerNode(Node):
         self._tick_timer.cancel()
         self._latest_images.clear()
         self.viewer.close()
+        self._idle_reader.destroy_node()
         return super().destroy_node()
 
 
