@@ -7,7 +7,7 @@ import pytest
 
 from aerial_sim.cli.fly import main as fly_main
 from aerial_sim.config import ParamsError
-from aerial_sim.control.mission import MissionParams, load_mission, pattern_path
+from aerial_sim.control.mission import MissionParams, is_setpoint_due, load_mission, pattern_path
 from aerial_sim.control.track import TrackRecorder, compare_tracks, distances_to_polyline
 from aerial_sim.control.trajectory import Trajectory
 
@@ -100,3 +100,18 @@ def test_control_core_does_not_import_ros():
            "print('rclpy' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+def test_a_streaming_client_answers_the_first_odometry_stamp_of_each_setpoint_period():
+    """The mission runner and the flight controller decide alike which steps wait for a setpoint."""
+    stamps = [k * 0.004 for k in range(0, 60)]  # 250 Hz of ground truth, 0.24 s
+    due = [t for previous, t in zip([-math.inf] + stamps, stamps) if is_setpoint_due(t, previous, 50.0)]
+    assert due == pytest.approx([0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.12, 0.14, 0.16, 0.18, 0.2, 0.22])
+    # 30 Hz on a 4 ms grid: the first stamp at or after each 33.3 ms instant
+    due = [t for previous, t in zip([-math.inf] + stamps, stamps) if is_setpoint_due(t, previous, 30.0)]
+    assert due == pytest.approx([0.0, 0.036, 0.068, 0.1, 0.136, 0.168, 0.2, 0.236])
+    assert all(is_setpoint_due(t, previous, 0.0) for previous, t in zip([-math.inf] + stamps, stamps))
+    assert is_setpoint_due(0.004, 5.0, 50.0)  # back in time: a simulation reset
+    # fleets' 50 Hz ground truth at 50 Hz setpoints: every stamp
+    assert all(is_setpoint_due(k * 0.02, (k - 1) * 0.02, 50.0) for k in range(1, 500))
+

@@ -113,3 +113,24 @@ def _drop_repeats(points: np.ndarray) -> np.ndarray:
     keep = np.ones(len(points), dtype=bool)
     keep[1:] = np.linalg.norm(np.diff(points, axis=0), axis=1) > 1e-9
     return points[keep]
+
+
+def is_setpoint_due(stamp_s: float, previous_s: float, rate_hz: float) -> bool:
+    """Whether a streaming client answers odometry stamp ``stamp_s`` (the one before: ``previous_s``).
+
+    The contract between a client that streams setpoints (the mission runner, ``setpoint_rate_hz``)
+    and the flight controller waiting for it in lockstep (``lockstep_client_rate_hz``): the client
+    answers, with one setpoint stamped ``stamp_s`` or one service call, the first odometry stamp at or
+    after each ``k / rate_hz`` of sim time, and the controller waits for it at exactly those stamps;
+    between them it flies the setpoint in force. Both sides apply this rule to the same stamps, so
+    every run waits at the same steps and repeats bit for bit. ``rate_hz`` 0: every stamp; the first
+    stamp, and a stamp earlier than the previous one (a simulation reset), are always due.
+    """
+    if rate_hz <= 0 or not math.isfinite(previous_s) or stamp_s < previous_s:
+        return True
+    return _grid_slot(stamp_s, rate_hz) > _grid_slot(previous_s, rate_hz)
+
+
+def _grid_slot(stamp_s: float, rate_hz: float) -> int:
+    """k such that k / rate_hz <= stamp_s < (k + 1) / rate_hz, in whole nanoseconds (stamps are)."""
+    return math.floor(round(stamp_s * 1e9) * rate_hz / 1e9 + 1e-9)

@@ -29,7 +29,9 @@ Lockstep with a streaming client (``lockstep_wait_for_client``): for runs that
 repeat bit for bit, the answer to odometry stamp t_k waits until the client has
 either sent a setpoint stamped >= t_k or made a service call, so every request
 takes effect at the same simulated step on every run (the mission runner works
-this way). A client silent for ``lockstep_client_timeout_s`` of wall time is
+this way). With ``lockstep_client_rate_hz`` (the client's setpoint rate) it waits only at
+the stamps that rate makes due (:func:`aerial_sim.control.mission.is_setpoint_due`) and flies
+the setpoint in force at the others. A client silent for ``lockstep_client_timeout_s`` of wall time is
 no longer waited for until it sends another setpoint; ``land`` also ends the
 waiting (the vehicle lands on its own).
 """
@@ -50,9 +52,10 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
 
 from aerial_sim.cdr import encode_float64_array
-from aerial_sim.config import require_positive
+from aerial_sim.config import require_non_negative, require_positive
 from aerial_sim.control.controller import STABLE_STATE_RATE_HZ, ControllerParams, StatePeriodMonitor, VehicleState
 from aerial_sim.control.geometry import yaw_of
+from aerial_sim.control.mission import is_setpoint_due
 from aerial_sim.control.supervisor import CommandRejected, FlightSupervisor, Mode, SupervisorParams
 from aerial_sim.nodes.common import (COMMAND_QOS, FleetHosting, InputStampClock, declare_params, from_stamp, run_node,
                                      stream_qos, subscribe_odometry, to_stamp)
@@ -78,6 +81,9 @@ class FlightControllerNodeParams(SupervisorParams):
     #: One motor command per received odometry stamp, each waited for by the physics node.
     lockstep: bool = False
     lockstep_wait_for_client: bool = False
+    #: The client's setpoint rate in sim time (the mission runner's setpoint_rate_hz; 0: one per odometry
+    #: stamp): the wait is only at the first stamp at or after each k / rate (control.mission.is_setpoint_due).
+    lockstep_client_rate_hz: float = 0.0
     #: Wall-clock seconds a lockstep step waits for a streaming client before giving up on it.
     lockstep_client_timeout_s: float = 10.0
     #: Where attitude and body rates come from.
@@ -88,6 +94,7 @@ class FlightControllerNodeParams(SupervisorParams):
     def __post_init__(self):
         super().__post_init__()
         require_positive(self, "rate_hz", "lockstep_client_timeout_s", "diagnostics_period_s")
+        require_non_negative(self, "lockstep_client_rate_hz")
 
     def supervisor_params(self) -> SupervisorParams:
         return SupervisorParams(**{f.name: getattr(self, f.name) for f in fields(SupervisorParams)})
@@ -111,6 +118,7 @@ class FlightControllerNode(Node):
         self._answered_time = -math.inf
         self._stepped_time = -math.inf
         self._pending_time: float | None = None
+        self._pending_due = True  # whether the client answers the pending stamp (is_setpoint_due)
         self._pending_since = 0.0
         self._gate = params.lockstep and params.lockstep_wait_for_client
         self._client_stamp = -math.inf
@@ -160,6 +168,7 @@ class FlightControllerNode(Node):
         if self.params.lockstep and stamp > self._answered_time:
             if self._pending_time is None:
                 self._pending_since = time.monotonic()
+            self._pending_due = is_setpoint_due(stamp, self._answered_time, self.params.lockstep_client_rate_hz)
             self._pending_time = stamp
             self.try_step()
         elif not self.params.lockstep:
@@ -205,7 +214,7 @@ class FlightControllerNode(Node):
         """Lockstep: answer the pending odometry stamp unless the streaming client still owes its request."""
         if self._pending_time is None:
             return
-        if self._gate and self._client_stamp < self._pending_time and not self._service_release:
+        if self._gate and self._pending_due and self._client_stamp < self._pending_time and not self._service_release:
             return
         stamp, self._pending_time, self._service_release = self._pending_time, None, False
         self._answered_time = stamp

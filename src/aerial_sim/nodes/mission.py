@@ -7,10 +7,13 @@ the run's results (track CSV, Hausdorff distance and RMS cross-track error
 against the commanded path, plots, summary) and exits, so a launch file can end
 the whole simulation with ``on_exit: shutdown``.
 
-Everything is driven by ``ground_truth/odom`` callbacks (no blocking loop): for
-each odometry stamp the runner either sends one setpoint stamped with it or
-makes one service call. That is the contract the flight controller's
-``lockstep_wait_for_client`` relies on for bit-for-bit repeatable runs.
+Everything is driven by ``ground_truth/odom`` callbacks (no blocking loop): every
+stamp goes into the track, and for the first stamp at or after each ``1 /
+setpoint_rate_hz`` of sim time (50 Hz; 0: every stamp) the runner either sends one
+setpoint stamped with it or makes one service call
+(:func:`aerial_sim.control.mission.is_setpoint_due`). That is the contract the flight
+controller's ``lockstep_wait_for_client`` (with ``lockstep_client_rate_hz`` set to the
+same rate) relies on for bit-for-bit repeatable runs.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from std_srvs.srv import SetBool, Trigger
 from aerial_sim.cdr import OdometryFields
 from aerial_sim.config import require_non_negative, require_positive
 from aerial_sim.control.geometry import quat_from_yaw, quat_to_matrix, yaw_of
-from aerial_sim.control.mission import load_mission, pattern_path
+from aerial_sim.control.mission import is_setpoint_due, load_mission, pattern_path
 from aerial_sim.control.track import TrackRecorder, compare_tracks, summary_text, write_plots
 from aerial_sim.control.trajectory import PathFollower, Trajectory
 from aerial_sim.nodes.common import (COMMAND_QOS, InputStampClock, declare_params, from_stamp, run_folder_parameter,
@@ -62,10 +65,13 @@ class MissionNodeParams:
     #: every stream up to the landing reaches the bag, including outputs a lockstep participant may
     #: still owe within the physics node's ``lockstep_slack_s`` (at most 0.4 s).
     tail_s: float = 0.5
+    #: Sim-time rate of the setpoints and service calls (0: one per odometry stamp). In lockstep the
+    #: flight controller's lockstep_client_rate_hz must be the same (the launch files set both).
+    setpoint_rate_hz: float = 50.0
 
     def __post_init__(self):
         require_positive(self, "arrive_tolerance_m", "settle_speed_m_s", "wait_for_services_s", "land_timeout_s")
-        require_non_negative(self, "tail_s")
+        require_non_negative(self, "tail_s", "setpoint_rate_hz")
 
 
 class MissionNode(Node):
@@ -84,6 +90,7 @@ class MissionNode(Node):
         self.pending = None  # an in-flight service call
         self.deferred = None  # odometry that arrived while a call was in flight
         self.last_stamp = -math.inf
+        self.last_due = -math.inf  # the last stamp answered (a re-sent one is answered again)
         self.target = None
         self.yaw = 0.0
         self.path = None
@@ -119,12 +126,16 @@ class MissionNode(Node):
         repeated = stamp == self.last_stamp and self.phase == "wait"  # lockstep re-sends while it waits for us
         if (stamp <= self.last_stamp and not repeated) or self.exit_code is not None:
             return
+        due = is_setpoint_due(stamp, self.last_stamp, self.params.setpoint_rate_hz) or stamp == self.last_due
         self.last_stamp = stamp
         position = np.array(odom.position)
         orientation = odom.orientation_wxyz
         velocity = quat_to_matrix(orientation) @ np.array(odom.linear_velocity)
         if not repeated:
             self.recorder.add(stamp, position, velocity, self.phase, self.reference)
+        if not due:
+            return  # the controller flies the last setpoint; the next one goes out on the grid
+        self.last_due = stamp
         sample = (stamp, position, orientation, velocity)
         if self.pending is not None:
             self.deferred = sample  # one request per step: act on it when the service answers
