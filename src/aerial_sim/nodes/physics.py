@@ -605,12 +605,15 @@ class PhysicsNode(Node):
             pass
 
     def _publish_state(self) -> None:
+        """Ground truth first, ``/clock`` last: the controllers, which the next step waits for, start
+        on their odometry while the rest goes out. Nodes driven by ground truth take their time
+        from its stamps (:class:`~aerial_sim.nodes.common.InputStampClock`), not from ``/clock``."""
         self._published_at = time.monotonic()
         stamp_ns = self._clock_ns()
-        self.clock_pub.publish(encode_clock(stamp_ns))
         stamp = to_stamp(self.world.time_s)
         due = self.swarm.publish(stamp, self.periods_done)
         self._publish_ground_truth(stamp, stamp_ns, due)
+        self.clock_pub.publish(encode_clock(stamp_ns))
 
     def _publish_ground_truth(self, stamp, stamp_ns: int, vehicles) -> None:
         """Odometry, IMU, rotors and TF of ``vehicles`` (VehicleChannel objects)."""
