@@ -17,7 +17,12 @@ A thin adapter around :class:`aerial_sim.recording.bag.BagWriter`:
   both go into ``metadata.yaml`` ``custom_data`` for the report
   (:mod:`aerial_sim.recording.rates`);
 - with ``lockstep``, takes part in the lockstep (``~/written``: the newest ``/clock`` stamp
-  written, at ``lockstep_rate_hz``; :class:`~aerial_sim.recording.recorder.RecorderParams`);
+  written, at ``lockstep_rate_hz``; :class:`~aerial_sim.recording.recorder.RecorderParams`). It
+  announces itself at once but creates ``~/written`` only once it has recorded every topic it found
+  for a whole discovery round and reads every announced participant's topic from its publisher
+  (at most ``LOCKSTEP_HOLD_MAX_S``): the physics node does not take its first step before every
+  participant's topic has a publisher, so no run's bag starts later than another's (the clock may
+  run ``lockstep_slack`` ahead of the recorder, but not before it has started);
 - logs progress every ``progress_period_s``; flushes to disk every
   ``bag.flush_period_s``;
 - on shutdown (Ctrl-C, SIGTERM, launch stop) closes the bag, writes
@@ -35,10 +40,12 @@ from rclpy.clock import Clock, ClockType
 from rclpy.event_handler import SubscriptionEventCallbacks, UnsupportedEventTypeError
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from std_msgs.msg import Header
+from std_msgs.msg import Header, String
 
 from aerial_sim.cdr import cdr_header_stamp_ns
 from aerial_sim.nodes.common import (
+    LOCKSTEP_ANNOUNCEMENTS_QOS,
+    LOCKSTEP_PARTICIPANTS_TOPIC,
     LOCKSTEP_QOS,
     InputStampClock,
     announce_lockstep_participant,
@@ -46,6 +53,7 @@ from aerial_sim.nodes.common import (
     run_folder_parameter,
     run_node,
 )
+from aerial_sim.config import ParamsError
 from aerial_sim.physics.lockstep import Participant
 from aerial_sim.recording.bag import BagWriter, qos_profile_dict
 from aerial_sim.recording.msgdefs import UnknownMessageType, message_definition
@@ -66,6 +74,8 @@ from aerial_sim.recording.recorder import RecorderParams, WallSpan, has_header, 
 
 #: Discovery rounds a publisher's parameter service is waited for before its rates are given up.
 PARAMETER_TRIES = 20
+#: Lockstep: wall seconds the recorder waits for its discovery to settle before taking part anyway.
+LOCKSTEP_HOLD_MAX_S = 10.0
 
 
 def _policy_name(policy) -> str:
@@ -103,9 +113,13 @@ class Recorder(Node):
         # a second /clock subscription of rclpy's own (a 250 Hz callback, 0.07-0.09 core here).
         self.sim_clock = InputStampClock(self) if self.selection.wants("/clock") else None
         self.get_logger().info(f"recording to {self.writer.path} ({'all topics' if not self.selection.include else ' '.join(self.selection.include)})")
-        self._written_participant: Participant | None = None  # set with the publisher, in lockstep
+        self._written_participant: Participant | None = None  # set when it announces itself, in lockstep
         self._written_due_ns = -1
-        self._written_pub = self._take_part_in_lockstep() if self.params.lockstep else None
+        self._written_pub = None  # created once discovery has settled (module doc)
+        self._participant_topics: set[str] = set()
+        self._quiet_rounds = 0
+        if self.params.lockstep:
+            self._announce_lockstep_participant()
         # Wall-clock timers: discovery and flushing must go on while sim time stands still.
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(self.params.discovery_period_s, self._discover, clock=steady)
@@ -116,6 +130,7 @@ class Recorder(Node):
     # -- discovery --------------------------------------------------------
     def _discover(self) -> None:
         self._ask_parameters()
+        new_topics = 0
         for topic, types in self.get_topic_names_and_types():
             if topic in self._recorded or topic in self._skipped or not self.selection.wants(topic):
                 continue
@@ -135,6 +150,7 @@ class Recorder(Node):
                 self.get_logger().warning(f"not recording {topic}: no Python interface for {msgtype} installed")
                 self._skipped.add(topic)
                 continue
+            new_topics += 1
             qos, offered = self._matching_qos(publishers, self.params.depth_for(msgtype))
             self.writer.add_topic(topic, msgtype, offered)
             self._header_first[topic] = has_header(definition)
@@ -143,6 +159,9 @@ class Recorder(Node):
             if msgtype in RATED_TYPES:
                 self._find_configured_rate(topic, publishers)
         self._ask_parameters()
+        if self._written_participant is not None and self._written_pub is None:
+            self._quiet_rounds = 0 if new_topics else self._quiet_rounds + 1
+            self._start_taking_part_when_settled()
 
     def _subscribe(self, message_class, topic: str, qos: QoSProfile):
         """A raw subscription that also counts the messages the middleware reports lost."""
@@ -287,16 +306,38 @@ class Recorder(Node):
         return on_message
 
     # -- lockstep -------------------------------------------------------------
-    def _take_part_in_lockstep(self):
-        """Announce ``~/written`` as a lockstep participant; None (and one line) where it cannot be one."""
+    def _announce_lockstep_participant(self) -> None:
+        """Announce ``~/written`` as a lockstep participant (one line instead where it cannot be one)."""
         if self.sim_clock is None:
             self.get_logger().warning("lockstep: /clock is not recorded, so the recorder cannot report its "
                                       "progress: it does not take part (the clock may outrun it)")
-            return None
-        publisher = self.create_publisher(Header, "~/written", LOCKSTEP_QOS)
+            return
         self._written_participant = Participant(self.resolve_topic_name("~/written"), self.params.lockstep_rate_hz)
+        self._holding_since = time.monotonic()
+        self.create_subscription(String, LOCKSTEP_PARTICIPANTS_TOPIC, self._on_participant, LOCKSTEP_ANNOUNCEMENTS_QOS)
         self.lockstep_announcement = announce_lockstep_participant(self, "~/written", self.params.lockstep_rate_hz)
-        return publisher
+
+    def _on_participant(self, message: String) -> None:
+        try:
+            self._participant_topics.add(Participant.parse(message.data).topic)
+        except ParamsError:
+            pass  # the physics node reports a bad entry; nothing to wait for here
+
+    def _start_taking_part_when_settled(self) -> None:
+        """Create ``~/written`` (the physics node then takes its first step) once a whole discovery
+        round found nothing new to record and every announced participant's topic is recorded from
+        its publisher, or after ``LOCKSTEP_HOLD_MAX_S`` (saying what is missing)."""
+        own = self._written_participant.topic
+        missing = sorted(t for t in self._participant_topics if t != own and self.selection.wants(t)
+                         and (t not in self._recorded or self._recorded[t].get_publisher_count() == 0))
+        waited = time.monotonic() - self._holding_since
+        if (self._quiet_rounds < 1 or missing) and waited < LOCKSTEP_HOLD_MAX_S:
+            return
+        if missing:
+            self.get_logger().warning(f"lockstep: taking part after {waited:.0f} s without reading {', '.join(missing)}")
+        self._written_pub = self.create_publisher(Header, "~/written", LOCKSTEP_QOS)
+        self.get_logger().info(f"lockstep: recording {len(self._recorded)} topics, every participant's among them: "
+                               "taking part")
 
     def _report_written(self, clock_ns: int) -> None:
         """Stamp ``~/written`` with the /clock just written once it reaches the next due time of the grid."""
