@@ -208,12 +208,14 @@ def test_shared_sensor_process_gives_each_node_its_own_parameters(ros_node, tmp_
     assert "one process for imu, barometer, magnetometer" in output, output
 
 
-@pytest.mark.parametrize("parameter, line", [
-    ("imu.rate_hz:=-5.0", "[FATAL] [imu]: invalid parameter: rate_hz"),
-    ("gps.enabled:=3", "[FATAL] [sensors]: invalid parameter: gps.enabled must be true or false, got 3"),
+@pytest.mark.parametrize("parameters, line", [
+    (["imu.rate_hz:=-5.0"], "[FATAL] [imu]: invalid parameter: rate_hz"),
+    (["gps.enabled:=3"], "[FATAL] [sensors]: invalid parameter: gps.enabled must be true or false, got 3"),
+    (["vehicles:=4", "shard:=[2, 2]"], "[FATAL] [imu]: invalid parameter: shard must be [index, count] with 0 <= index"),
 ])
-def test_bad_parameter_stops_the_shared_process_naming_the_node(parameter, line):
-    result = subprocess.run([sys.executable, "-m", "aerial_sim.nodes.sensors", "--ros-args", "-p", parameter],
+def test_bad_parameter_stops_the_shared_process_naming_the_node(parameters, line):
+    arguments = [word for parameter in parameters for word in ("-p", parameter)]
+    result = subprocess.run([sys.executable, "-m", "aerial_sim.nodes.sensors", "--ros-args", *arguments],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2, result.stderr
     assert line in result.stderr and result.stderr.count("[FATAL]") == 1, result.stderr
