@@ -231,3 +231,20 @@ def test_sweeps_are_stamped_on_the_sweep_grid_and_a_restart_repeats_the_noise(co
 def test_bad_parameters_are_one_clear_error(values, name):
     with pytest.raises(ParamsError, match=name):
         params_from_mapping(LidarParams, values)
+
+
+@pytest.mark.parametrize("width, height, point_step, with_x, data", [
+    (2**32 - 1, 2**32 - 1, 0, False, b""),  # a fuzzed cloud: no step, no fields, a huge count (was an OverflowError)
+    (10, 1, 16, True, bytes(100)),  # shorter than its points
+])
+def test_a_malformed_cloud_is_a_value_error_naming_what_is_wrong(width, height, point_step, with_x, data):
+    from types import SimpleNamespace
+
+    from aerial_sim.sensors.pointcloud import cloud_to_array
+
+    fields = [SimpleNamespace(name="x", offset=0, datatype=7, count=1)] if with_x else []  # FLOAT32
+    cloud = SimpleNamespace(width=width, height=height, point_step=point_step, is_bigendian=False, fields=fields,
+                            data=data)
+    with pytest.raises(ValueError, match="PointCloud2"):
+        cloud_to_array(cloud)
+

@@ -46,11 +46,13 @@ def point_fields(dtype: np.dtype) -> list[tuple[str, int, int, int]]:
 def cloud_to_array(msg: Any) -> np.ndarray:
     """Every scalar field of a PointCloud2-shaped message (rclpy or rosbags) -> structured array (N,).
 
-    Raises ValueError when the data is shorter than ``width * height * point_step``
-    or a field lies outside ``point_step``.
+    Raises ValueError when the data is shorter than ``width * height * point_step``,
+    points come with a ``point_step`` of 0, or a field lies outside ``point_step``.
     """
     count = int(msg.width) * int(msg.height)
     step = int(msg.point_step)
+    if count and step <= 0:  # else the check below passes any count, and NumPy overflows on it
+        raise ValueError(f"PointCloud2 of {count} points with point_step {step}")
     endian = ">" if msg.is_bigendian else "<"
     names, formats, offsets = [], [], []
     for field in msg.fields:
