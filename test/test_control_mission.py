@@ -115,3 +115,16 @@ def test_a_streaming_client_answers_the_first_odometry_stamp_of_each_setpoint_pe
     # fleets' 50 Hz ground truth at 50 Hz setpoints: every stamp
     assert all(is_setpoint_due(k * 0.02, (k - 1) * 0.02, 50.0) for k in range(1, 500))
 
+
+@pytest.mark.parametrize("rate", [-1.0, math.nan, math.inf, 1e308])
+def test_a_bad_setpoint_rate_is_one_error_naming_it_on_both_sides(rate):
+    # 1e308 Hz would overflow the grid arithmetic on the first odometry stamp, inside a callback.
+    pytest.importorskip("rclpy")
+    from aerial_sim.nodes.flight_controller import FlightControllerNodeParams
+    from aerial_sim.nodes.mission import MissionNodeParams
+
+    with pytest.raises(ParamsError, match="setpoint_rate_hz"):
+        MissionNodeParams(setpoint_rate_hz=rate)
+    with pytest.raises(ParamsError, match="lockstep_client_rate_hz"):
+        FlightControllerNodeParams(lockstep_client_rate_hz=rate)
+

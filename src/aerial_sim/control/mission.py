@@ -115,6 +115,18 @@ def _drop_repeats(points: np.ndarray) -> np.ndarray:
     return points[keep]
 
 
+#: Highest setpoint rate a client and its controller may agree on (Hz of sim time): far above any
+#: odometry rate, and low enough that the grid arithmetic of :func:`is_setpoint_due` stays finite.
+MAX_SETPOINT_RATE_HZ = 1e6
+
+
+def require_setpoint_rate(owner, name: str) -> None:
+    """Check ``owner.<name>``: a setpoint rate in [0, MAX_SETPOINT_RATE_HZ] Hz (0: every stamp)."""
+    value = getattr(owner, name)
+    require(math.isfinite(value) and 0 <= value <= MAX_SETPOINT_RATE_HZ,
+            f"{name} must be in [0, {MAX_SETPOINT_RATE_HZ:g}] Hz (0: one per odometry stamp), got {value!r}")
+
+
 def is_setpoint_due(stamp_s: float, previous_s: float, rate_hz: float) -> bool:
     """Whether a streaming client answers odometry stamp ``stamp_s`` (the one before: ``previous_s``).
 

@@ -52,10 +52,10 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
 
 from aerial_sim.cdr import encode_float64_array
-from aerial_sim.config import require_non_negative, require_positive
+from aerial_sim.config import require_positive
 from aerial_sim.control.controller import STABLE_STATE_RATE_HZ, ControllerParams, StatePeriodMonitor, VehicleState
 from aerial_sim.control.geometry import yaw_of
-from aerial_sim.control.mission import is_setpoint_due
+from aerial_sim.control.mission import is_setpoint_due, require_setpoint_rate
 from aerial_sim.control.supervisor import CommandRejected, FlightSupervisor, Mode, SupervisorParams
 from aerial_sim.nodes.common import (COMMAND_QOS, FleetHosting, InputStampClock, declare_params, from_stamp, run_node,
                                      stream_qos, subscribe_odometry, to_stamp)
@@ -94,7 +94,7 @@ class FlightControllerNodeParams(SupervisorParams):
     def __post_init__(self):
         super().__post_init__()
         require_positive(self, "rate_hz", "lockstep_client_timeout_s", "diagnostics_period_s")
-        require_non_negative(self, "lockstep_client_rate_hz")
+        require_setpoint_rate(self, "lockstep_client_rate_hz")
 
     def supervisor_params(self) -> SupervisorParams:
         return SupervisorParams(**{f.name: getattr(self, f.name) for f in fields(SupervisorParams)})

@@ -32,7 +32,7 @@ from std_srvs.srv import SetBool, Trigger
 from aerial_sim.cdr import OdometryFields
 from aerial_sim.config import require_non_negative, require_positive
 from aerial_sim.control.geometry import quat_from_yaw, quat_to_matrix, yaw_of
-from aerial_sim.control.mission import is_setpoint_due, load_mission, pattern_path
+from aerial_sim.control.mission import is_setpoint_due, load_mission, pattern_path, require_setpoint_rate
 from aerial_sim.control.track import TrackRecorder, compare_tracks, summary_text, write_plots
 from aerial_sim.control.trajectory import PathFollower, Trajectory
 from aerial_sim.nodes.common import (COMMAND_QOS, InputStampClock, declare_params, from_stamp, run_folder_parameter,
@@ -71,7 +71,8 @@ class MissionNodeParams:
 
     def __post_init__(self):
         require_positive(self, "arrive_tolerance_m", "settle_speed_m_s", "wait_for_services_s", "land_timeout_s")
-        require_non_negative(self, "tail_s", "setpoint_rate_hz")
+        require_non_negative(self, "tail_s")
+        require_setpoint_rate(self, "setpoint_rate_hz")
 
 
 class MissionNode(Node):

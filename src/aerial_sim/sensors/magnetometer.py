@@ -74,11 +74,14 @@ class Magnetometer:
         self._random_start.restore()
 
     def true_field_enu(self, position_enu) -> np.ndarray:
+        return np.asarray(self._field_enu(position_enu))
+
+    def _field_enu(self, position_enu) -> tuple[float, float, float]:
         lat, lon, alt = enu_to_geodetic(*position_enu, self.home)
-        return np.asarray(self.field(lat, lon, alt).enu)
+        return self.field(lat, lon, alt).enu
 
     def step(self, dt: float, truth: GroundTruthLike) -> MagnetometerMeasurement:
-        world = self.true_field_enu(truth.position).tolist()
+        world = self._field_enu(truth.position)
         body = rotate_inverse(truth.orientation, world)
         noise = self.rng.standard_normal(3) * self.params.noise_std_t
         measured = in_sensor_frame(self._to_sensor_rows, body, self._bias, noise)
