@@ -37,7 +37,13 @@ def test_node_pairs_frames_by_stamp_and_publishes_noisy_depth_with_the_same_head
         stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
     )
     try:
+        # In lockstep its output enters the graph only once both inputs are connected: the physics
+        # node, which waits to read every output, then cannot start before depth noise reads the camera.
+        output_published = lambda: ros_node.count_publishers("/drone1/camera/depth/image_raw") > 0
+        node_up = lambda: ros_node.count_subscribers("/drone1/camera/segmentation/image_raw") > 0
+        assert spin_until(ros_node, node_up, timeout_s=20), (tmp_path / "depth_noise.log").read_text()
         depth_pub = ros_node.create_publisher(Image, "/drone1/camera/depth/image_ideal", LOCKSTEP_QOS)
+        assert not spin_until(ros_node, output_published, timeout_s=1.5)
         seg_pub = ros_node.create_publisher(Image, "/drone1/camera/segmentation/image_raw", LOCKSTEP_QOS)
         received = []
         ros_node.create_subscription(Image, "/drone1/camera/depth/image_raw", received.append, LOCKSTEP_QOS)

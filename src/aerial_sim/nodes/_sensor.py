@@ -15,7 +15,7 @@ from rclpy.node import Node
 from aerial_sim.cdr import OdometryFields
 from aerial_sim.config import require
 from aerial_sim.environment.geodesy import HomePoint
-from aerial_sim.nodes.common import (InputStampClock, announce_lockstep_participant, declare_params, frame_in_namespace,
+from aerial_sim.nodes.common import (InputStampClock, declare_params, frame_in_namespace, participant_publisher,
                                      publish_static_mount, stream_qos, subscribe_odometry)
 from aerial_sim.sensors.common import (
     UNUSABLE_ODOMETRY,
@@ -26,6 +26,9 @@ from aerial_sim.sensors.common import (
     sensor_mount,
     truth_from_odometry,
 )
+
+#: What every odometry-fed sensor reads (and, in lockstep, waits to be connected to before its output enters the graph).
+TRUTH_TOPIC = "ground_truth/odom"
 
 
 @dataclass(frozen=True)
@@ -55,13 +58,13 @@ class OdometrySensorNode(Node):
         self.resampler = Resampler(self.params.rate_hz, self.options.interpolation)
         self.dt = 1.0 / self.params.rate_hz
         self.qos = stream_qos(self.options.lockstep)
-        subscribe_odometry(self, "ground_truth/odom", self.on_truth, self.qos, clock=InputStampClock(self))
+        subscribe_odometry(self, TRUTH_TOPIC, self.on_truth, self.qos, clock=InputStampClock(self))
 
-    def take_part_in_lockstep(self, topic: str, first_s: float = 0.0, lag_s: float = 0.0) -> None:
-        """With ``lockstep``: ask the physics node to wait for ``topic``, one output per ``k / rate_hz``
-        (a subclass calls it with its last-published topic, once its publishers exist)."""
-        if self.options.lockstep:
-            self.lockstep_announcement = announce_lockstep_participant(self, topic, self.params.rate_hz, first_s, lag_s)
+    def output_publisher(self, message_type: type, topic: str, first_s: float = 0.0, lag_s: float = 0.0):
+        """The publisher of the sensor's last-published topic; with ``lockstep``, the output the physics
+        node waits for, one per ``k / rate_hz`` (:func:`participant_publisher`)."""
+        return participant_publisher(self, message_type, topic, self.qos, self.options.lockstep, self.params.rate_hz,
+                                     first_s, lag_s, inputs=(TRUTH_TOPIC,))
 
     def on_truth(self, odom: OdometryFields) -> None:
         truth = truth_from_odometry(odom)

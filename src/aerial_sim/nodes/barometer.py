@@ -18,8 +18,7 @@ from aerial_sim.sensors.barometer import Barometer, BarometerMeasurement, Barome
 class BarometerNode(OdometrySensorNode):
     def __init__(self, **node_options):
         super().__init__("barometer", BarometerParams, Barometer, preset="ms5611", frame_id="baro_link", **node_options)
-        self.publisher = self.create_publisher(FluidPressure, "air_pressure", self.qos)
-        self.take_part_in_lockstep("air_pressure")
+        self.publisher = self.output_publisher(FluidPressure, "air_pressure")
         self.get_logger().info(f"barometer at {self.params.rate_hz:g} Hz in {self.frame_id} (preset '{self.options.preset}')")
 
     def publish(self, m: BarometerMeasurement) -> None:

@@ -34,7 +34,7 @@ from sensor_msgs.msg import CameraInfo, Image
 from aerial_sim.cdr import OdometryFields
 from aerial_sim.config import require, require_positive
 from aerial_sim.control.geometry import matrix_to_quat
-from aerial_sim.nodes.common import (InputStampClock, announce_lockstep_participant, declare_params, frame_in_namespace,
+from aerial_sim.nodes.common import (InputStampClock, declare_params, frame_in_namespace, participant_publisher,
                                      publish_static_mount, run_node, stamp_from_fields, stream_qos, subscribe_odometry)
 from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, truth_from_odometry
 from aerial_sim.world.camera import CameraModel, CameraParams
@@ -90,11 +90,11 @@ class CameraNode(Node):
             self.create_publisher(Image, "camera/segmentation/image_raw", qos) if p.publish_segmentation else None
         )
         self.color_pub = self.create_publisher(Image, "camera/color/image_raw", qos) if p.publish_color else None
-        self.depth_info_pub = self.create_publisher(CameraInfo, "camera/depth/camera_info", qos)
+        # Depth camera_info goes out last, after the frame's images: the output lockstep waits for.
+        self.depth_info_pub = participant_publisher(self, CameraInfo, "camera/depth/camera_info", qos, p.lockstep, p.rate_hz,
+                                                    inputs=("ground_truth/odom",))
         self.color_info_pub = self.create_publisher(CameraInfo, "camera/color/camera_info", qos) if p.publish_color else None
         self.camera_info = CameraInfo(**self.model.camera_info())
-        if p.lockstep:  # depth camera_info goes out last, after the frame's images
-            self.lockstep_announcement = announce_lockstep_participant(self, "camera/depth/camera_info", p.rate_hz)
         subscribe_odometry(self, "ground_truth/odom", self.on_odom, qos, clock=InputStampClock(self))
         self._next_frame_s = -math.inf
         self._last_stamp_s = -math.inf

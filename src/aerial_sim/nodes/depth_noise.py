@@ -19,7 +19,8 @@ from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 
 from aerial_sim.config import require, require_positive
-from aerial_sim.nodes.common import InputStampClock, announce_lockstep_participant, declare_params, run_node, stream_qos
+from aerial_sim.nodes.common import (InputStampClock, declare_params, participant_publisher, run_node,
+                                     stream_qos)
 from aerial_sim.sensors.depth_noise import DepthNoiseModel, DepthNoiseParams, materials_from_scene
 
 DEPTH_ENCODING = "32FC1"
@@ -72,9 +73,9 @@ class DepthNoiseNode(Node):
         self.frames_published = 0
         self._processed_key: int | None = None  # stamp of the last pair processed: each gets one noise draw
         qos = stream_qos(self.node_params.lockstep)
-        self.publisher = self.create_publisher(Image, "camera/depth/image_raw", qos)
-        if self.node_params.lockstep:
-            self.lockstep_announcement = announce_lockstep_participant(self, "camera/depth/image_raw", self.node_params.rate_hz)
+        self.publisher = participant_publisher(self, Image, "camera/depth/image_raw", qos, self.node_params.lockstep,
+                                               self.node_params.rate_hz,
+                                               inputs=("camera/depth/image_ideal", "camera/segmentation/image_raw"))
         self.create_subscription(Image, "camera/depth/image_ideal", self.on_depth, qos)
         self.create_subscription(Image, "camera/segmentation/image_raw", self.on_segmentation, qos)
         self.create_subscription(CameraInfo, "camera/depth/camera_info", self.on_camera_info, qos)

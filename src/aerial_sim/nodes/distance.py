@@ -27,8 +27,7 @@ class DistanceNode(OdometrySensorNode):
         p = self.params
         self.fixed_fields = dict(radiation_type=RADIATION_TYPES[p.radiation_type], field_of_view=math.radians(p.field_of_view_deg),
                                  min_range=p.min_range_m, max_range=p.max_range_m)  # fmt: skip
-        self.publisher = self.create_publisher(Range, "distance/range", self.qos)
-        self.take_part_in_lockstep("distance/range")
+        self.publisher = self.output_publisher(Range, "distance/range")
         self.get_logger().info(
             f"distance sensor at {p.rate_hz:g} Hz in {self.frame_id} (preset '{self.options.preset}', "
             f"{p.cone_rays} rays over {p.field_of_view_deg:g} deg, {p.return_mode} return, scene '{self.scene.name}')"

@@ -25,11 +25,11 @@ class GpsNode(OdometrySensorNode):
     def __init__(self, **node_options):
         super().__init__("gps", GpsParams, Gps, preset="airsim_gps", frame_id="gps_link", **node_options)
         self.fix_publisher = self.create_publisher(NavSatFix, "gps/fix", self.qos)
-        self.vel_publisher = self.create_publisher(TwistStamped, "gps/vel", self.qos)
         # gps/vel goes out last. Fixes are stamped k / rate_hz + latency_s and leave at the first
         # sample instant at or after their stamp.
         latency, rate = self.params.latency_s, self.params.rate_hz
-        self.take_part_in_lockstep("gps/vel", first_s=latency, lag_s=max(0.0, math.ceil(latency * rate - 1e-6) / rate - latency))
+        self.vel_publisher = self.output_publisher(TwistStamped, "gps/vel", first_s=latency,
+                                                   lag_s=max(0.0, math.ceil(latency * rate - 1e-6) / rate - latency))
         self.get_logger().info(
             f"GPS at {self.params.rate_hz:g} Hz, latency {self.params.latency_s:g} s, in {self.frame_id} "
             f"(preset '{self.options.preset}')"

@@ -14,8 +14,8 @@ from rclpy.node import Node
 from sensor_msgs.msg import Imu as ImuMsg
 
 from aerial_sim.cdr import ImuFields, JointStateFields, encode_imu
-from aerial_sim.nodes.common import (FleetHosting, InputStampClock, announce_lockstep_participant, declare_params,
-                                     diagonal_covariance, frame_in_namespace, is_finite_sequence, publish_static_mount,
+from aerial_sim.nodes.common import (FleetHosting, InputStampClock, declare_params, diagonal_covariance,
+                                     frame_in_namespace, is_finite_sequence, participant_publisher, publish_static_mount,
                                      run_node, stream_qos, subscribe_imu, subscribe_joint_state, to_stamp_ns)
 from aerial_sim.sensors.common import Resampler, SensorNodeOptions, TruthSample, load_preset, resample_for
 from aerial_sim.sensors.imu import Imu, ImuParams
@@ -39,9 +39,8 @@ class ImuNode(Node):
         self.rotor_speeds: tuple[float, ...] = ()
         self._previous: tuple[float, np.ndarray] | None = None
         qos = stream_qos(options.lockstep)
-        self.publisher = self.create_publisher(ImuMsg, "imu/data", qos)
-        if options.lockstep:
-            self.lockstep_announcement = announce_lockstep_participant(self, "imu/data", self.params.rate_hz)
+        self.publisher = participant_publisher(self, ImuMsg, "imu/data", qos, options.lockstep, self.params.rate_hz,
+                                               inputs=("ground_truth/imu",))
         subscribe_imu(self, "ground_truth/imu", self.on_truth, qos, clock=InputStampClock(self))
         if self.params.vibration_enabled:
             subscribe_joint_state(self, "rotors", self.on_rotors, qos)

@@ -24,7 +24,7 @@ from sensor_msgs.msg import PointCloud2, PointField
 
 from aerial_sim.cdr import OdometryFields
 from aerial_sim.nodes._sensor import SceneOption
-from aerial_sim.nodes.common import (InputStampClock, announce_lockstep_participant, declare_params, frame_in_namespace,
+from aerial_sim.nodes.common import (InputStampClock, declare_params, frame_in_namespace, participant_publisher,
                                      publish_static_mount, run_node, stream_qos, subscribe_odometry, to_stamp)
 from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, SensorNodeOptions, load_preset, truth_from_odometry
 from aerial_sim.sensors.lidar import LidarModel, LidarParams, LidarScan, LidarSweeper
@@ -60,10 +60,10 @@ class LidarNode(Node):
         qos = stream_qos(options.lockstep)
         truth_qos = QoSProfile(history=qos.history, depth=max(qos.depth, TRUTH_QUEUE_DEPTH), reliability=qos.reliability,
                                durability=qos.durability)  # fmt: skip
-        self.publisher = self.create_publisher(PointCloud2, "lidar/points", qos)
-        if options.lockstep:  # a sweep is stamped at its start and goes out once its last beam has fired
-            period = self.params.sweep_period_s
-            self.lockstep_announcement = announce_lockstep_participant(self, "lidar/points", 1.0 / period, 0.0, period)
+        # A sweep is stamped at its start and goes out once its last beam has fired.
+        period = self.params.sweep_period_s
+        self.publisher = participant_publisher(self, PointCloud2, "lidar/points", qos, options.lockstep, 1.0 / period,
+                                               0.0, period, inputs=("ground_truth/odom",))
         subscribe_odometry(self, "ground_truth/odom", self.on_truth, truth_qos, clock=InputStampClock(self))
         p = self.params
         self.get_logger().info(

@@ -19,8 +19,7 @@ from aerial_sim.sensors.magnetometer import Magnetometer, MagnetometerMeasuremen
 class MagnetometerNode(OdometrySensorNode):
     def __init__(self, **node_options):
         super().__init__("magnetometer", MagnetometerParams, Magnetometer, preset="hmc5883l", frame_id="mag_link", **node_options)
-        self.publisher = self.create_publisher(MagneticField, "magnetic_field", self.qos)
-        self.take_part_in_lockstep("magnetic_field")
+        self.publisher = self.output_publisher(MagneticField, "magnetic_field")
         self.get_logger().info(
             f"magnetometer ({self.params.field.model}) at {self.params.rate_hz:g} Hz in {self.frame_id} "
             f"(preset '{self.options.preset}')"

@@ -20,7 +20,7 @@ from rclpy.node import Node
 
 from aerial_sim.cdr import JointStateFields, OdometryFields
 from aerial_sim.config import require, require_positive
-from aerial_sim.nodes.common import (InputStampClock, announce_lockstep_participant, declare_params, frame_in_namespace,
+from aerial_sim.nodes.common import (InputStampClock, declare_params, frame_in_namespace, participant_publisher,
                                      run_node, stamp_from_fields, stream_qos, subscribe_joint_state, subscribe_odometry)
 from aerial_sim.physics.rotor_drag import RotorDragModel, RotorDragParams, air_velocity_body
 from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, truth_from_odometry
@@ -68,9 +68,9 @@ class RotorDragNode(Node):
         self.last_publish_s = -math.inf
         self.wrenches_published = 0
         qos = stream_qos(self.node_params.lockstep)
-        self.publisher = self.create_publisher(WrenchStamped, "rotor_drag/wrench", qos)
-        if self.node_params.lockstep:  # the physics node then applies the wrench of each period's own state
-            self.lockstep_announcement = announce_lockstep_participant(self, "rotor_drag/wrench", self.node_params.rate_hz)
+        # In lockstep the physics node then applies the wrench of each period's own state.
+        self.publisher = participant_publisher(self, WrenchStamped, "rotor_drag/wrench", qos, self.node_params.lockstep,
+                                               self.node_params.rate_hz, inputs=("rotors", "ground_truth/odom"))
         subscribe_joint_state(self, "rotors", self.on_rotors, qos)
         subscribe_odometry(self, "ground_truth/odom", self.on_odom, qos, clock=InputStampClock(self))
         form = "eq. (11), per rotor" if self.drag_params.per_rotor else "eq. (13)"
