@@ -220,3 +220,44 @@ def test_bad_parameter_stops_the_shared_process_naming_the_node(parameters, line
     assert result.returncode == 2, result.stderr
     assert line in result.stderr and result.stderr.count("[FATAL]") == 1, result.stderr
     assert "Traceback" not in result.stderr, result.stderr
+
+
+def thread_niceness(pid: int) -> list[int]:
+    """The niceness of every thread of process ``pid`` (field 19 of /proc/<pid>/task/<tid>/stat)."""
+    from pathlib import Path
+
+    values = []
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        try:
+            values.append(int(stat.read_text().rpartition(")")[2].split()[16]))
+        except (OSError, IndexError, ValueError):
+            pass  # a thread that just ended
+    return values
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("lockstep, environment, expected", [
+    ("true", {}, 10),  # off the control loop's critical path: the controller's answer goes first
+    ("true", {"AERIAL_SIM_BACKGROUND_NICE": "0"}, 0),  # turned off
+    ("true", {"AERIAL_SIM_BACKGROUND_NICE": "high"}, 0),  # refused in one line, priority kept
+    ("false", {}, 0),  # real time: every stream has its own wall-clock deadline
+])
+def test_sensor_process_yields_the_cpu_in_lockstep_only(lockstep, environment, expected):
+    import os
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "aerial_sim.nodes.sensors", "--ros-args", "-r", "__ns:=/nice", "-p", f"lockstep:={lockstep}"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, **environment})
+    try:
+        deadline = time.monotonic() + 30.0
+        line = ""
+        while "one process for" not in line and time.monotonic() < deadline:  # logged once every node is built
+            line = process.stdout.readline()
+        time.sleep(0.5)
+        niceness = thread_niceness(process.pid)
+    finally:
+        process.terminate()
+        output, _ = process.communicate(timeout=30)
+    assert niceness and set(niceness) == {expected}, (niceness, output)
+    if environment.get("AERIAL_SIM_BACKGROUND_NICE") == "high":
+        assert output.count("'high' is not a niceness in 0..19") == 1, output

@@ -31,7 +31,7 @@ HOSTING = FleetHosting("barometer", sensor="barometer", seeded=True)
 
 
 def main(args=None):
-    return run_node(BarometerNode, args, HOSTING)
+    return run_node(BarometerNode, args, HOSTING, background=True)
 
 
 if __name__ == "__main__":

@@ -150,7 +150,7 @@ class CameraNode(Node):
 
 
 def main(args=None):
-    return run_node(CameraNode, args)
+    return run_node(CameraNode, args, background=True)
 
 
 if __name__ == "__main__":

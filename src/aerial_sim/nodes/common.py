@@ -327,7 +327,7 @@ class FleetHosting:
 
 
 def run_node(node_factory: Callable[..., Node], args: list[str] | None = None,
-             hosting: FleetHosting | None = None) -> int:
+             hosting: FleetHosting | None = None, background: bool = False) -> int:
     """Standard ``main()`` for every node: init, build, spin, and stop quietly.
 
     Exit status: 0 when stopped by SIGINT/SIGTERM (however often they arrive,
@@ -338,7 +338,8 @@ def run_node(node_factory: Callable[..., Node], args: list[str] | None = None,
     with that failure). A node with a ``done`` attribute stops when it is true.
     See :mod:`aerial_sim.nodes._process` for the signal rules. With ``hosting``
     the process may serve a whole fleet, one node per vehicle (:class:`FleetHosting`);
-    ``node_factory`` then takes rclpy ``Node`` keyword arguments.
+    ``node_factory`` then takes rclpy ``Node`` keyword arguments. ``background``: the node's
+    outputs are off the control loop's critical path (:func:`yield_cpu_in_lockstep`).
     """
     default_name = hosting.name if hosting is not None else getattr(node_factory, "__name__", "node")
     if hosting is None:
@@ -347,10 +348,11 @@ def run_node(node_factory: Callable[..., Node], args: list[str] | None = None,
     else:
         def build(nodes: list[Node]) -> None:
             build_fleet_nodes(node_factory, hosting, nodes)
-    return run_nodes(build, default_name, args)
+    return run_nodes(build, default_name, args, background)
 
 
-def run_nodes(build: Callable[[list[Node]], None], default_name: str, args: list[str] | None = None) -> int:
+def run_nodes(build: Callable[[list[Node]], None], default_name: str, args: list[str] | None = None,
+              background: bool = False) -> int:
     """:func:`run_node` for any set of nodes: ``build`` appends the process's nodes to the list it is
     given (after ``rclpy.init``); they spin in one executor and stop together."""
     _process.start_node_process()
@@ -364,6 +366,8 @@ def run_nodes(build: Callable[[list[Node]], None], default_name: str, args: list
         build(nodes)
         if len(nodes) == 1:
             name = nodes[0].get_name()  # else the process's own name (launch's ``name``)
+        if background:
+            yield_cpu_in_lockstep(nodes)
         _process.set_phase("running")
         _spin_until_stopped(nodes)
         code = next((int(c) for c in (getattr(n, "exit_code", 0) for n in nodes) if c), 0)
@@ -629,6 +633,52 @@ def _spin_until_stopped(nodes: list[Node]) -> None:
         executor.spin_until_future_complete(never, timeout_sec=0.1)
     for node in nodes:
         executor.remove_node(node)
+
+
+#: Lockstep: the niceness of a process whose outputs the clock awaits with slack (environment
+#: variable; 0 leaves every process at the priority it was started with).
+BACKGROUND_NICE_VARIABLE = "AERIAL_SIM_BACKGROUND_NICE"
+DEFAULT_BACKGROUND_NICE = 10
+
+
+def yield_cpu_in_lockstep(nodes: list[Node]) -> None:
+    """In lockstep, lower this process's CPU priority to nice ``AERIAL_SIM_BACKGROUND_NICE`` (10).
+
+    For the processes off the control loop's critical path: sensors, camera, depth noise, point
+    cloud, lidar, rangefinder, recorder. Each lockstep period waits for the flight
+    controller's answer to the physics node's odometry, while those nodes may lag by the lockstep
+    slack. On two cores, four or five processes wake at each odometry message; given the same
+    priority, the scheduler shares the cores among them and the controller's answer comes later.
+    At nice 10 they use the time the loop leaves (``bench graph --variants lockstep_no_camera``,
+    measured in the README). Every thread of the process is reniced (Linux sets niceness per
+    thread; threads started later inherit it). Outside lockstep every node keeps its priority:
+    in real time each stream has a wall-clock deadline of its own.
+    """
+    if not any(n.has_parameter("lockstep") and n.get_parameter("lockstep").value is True for n in nodes):
+        return
+    text = os.environ.get(BACKGROUND_NICE_VARIABLE, str(DEFAULT_BACKGROUND_NICE))
+    logger = nodes[0].get_logger()
+    try:
+        nice = int(text)
+        if not 0 <= nice <= 19:
+            raise ValueError
+    except ValueError:
+        logger.warning(f"{BACKGROUND_NICE_VARIABLE}={text!r} is not a niceness in 0..19: priority left as it is")
+        return
+    if nice == 0:
+        return
+    try:
+        threads = [int(tid) for tid in os.listdir("/proc/self/task")]
+    except OSError:
+        threads = [0]  # no /proc: the calling thread (the whole process where niceness is per process)
+    try:
+        for thread in threads:
+            os.setpriority(os.PRIO_PROCESS, thread, max(nice, os.getpriority(os.PRIO_PROCESS, thread)))
+    except OSError as error:
+        logger.warning(f"lockstep: could not lower this process's CPU priority ({error}); it runs as it was")
+        return
+    logger.info(f"lockstep: off the control loop's critical path, this process runs at nice {nice} "
+                f"({BACKGROUND_NICE_VARIABLE}=0 leaves it as it is)")
 
 
 def make_executor(context):

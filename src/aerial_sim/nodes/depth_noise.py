@@ -158,7 +158,7 @@ def pair_problem(depth: Image, segmentation: Image) -> str | None:
 
 
 def main(args=None):
-    return run_node(DepthNoiseNode, args)
+    return run_node(DepthNoiseNode, args, background=True)
 
 
 if __name__ == "__main__":

@@ -105,7 +105,7 @@ class DepthToPoints(Node):
 
 
 def main(args=None):
-    return run_node(DepthToPoints, args)
+    return run_node(DepthToPoints, args, background=True)
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ class DistanceNode(OdometrySensorNode):
 
 
 def main(args=None):
-    return run_node(DistanceNode, args)
+    return run_node(DistanceNode, args, background=True)
 
 
 if __name__ == "__main__":

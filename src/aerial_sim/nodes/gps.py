@@ -56,7 +56,7 @@ HOSTING = FleetHosting("gps", sensor="gps", seeded=True)
 
 
 def main(args=None):
-    return run_node(GpsNode, args, HOSTING)
+    return run_node(GpsNode, args, HOSTING, background=True)
 
 
 if __name__ == "__main__":

@@ -79,7 +79,7 @@ HOSTING = FleetHosting("imu", sensor="imu", seeded=True)
 
 
 def main(args=None):
-    return run_node(ImuNode, args, HOSTING)
+    return run_node(ImuNode, args, HOSTING, background=True)
 
 
 if __name__ == "__main__":

@@ -81,7 +81,7 @@ class LidarNode(Node):
 
 
 def main(args=None):
-    return run_node(LidarNode, args)
+    return run_node(LidarNode, args, background=True)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ HOSTING = FleetHosting("magnetometer", sensor="magnetometer", seeded=True)
 
 
 def main(args=None):
-    return run_node(MagnetometerNode, args, HOSTING)
+    return run_node(MagnetometerNode, args, HOSTING, background=True)
 
 
 if __name__ == "__main__":

@@ -394,7 +394,7 @@ class Recorder(Node):
 
 
 def main(args=None):
-    return run_node(Recorder, args)
+    return run_node(Recorder, args, background=True)
 
 
 if __name__ == "__main__":

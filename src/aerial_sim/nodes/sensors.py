@@ -31,7 +31,7 @@ MEMBERS = (
 
 
 def main(args=None):
-    return run_nodes(partial(build_shared_nodes, "sensors", MEMBERS), "sensors", args)
+    return run_nodes(partial(build_shared_nodes, "sensors", MEMBERS), "sensors", args, background=True)
 
 
 if __name__ == "__main__":
