@@ -110,6 +110,36 @@ def test_input_guard_drops_a_message_that_makes_a_callback_raise_and_says_so(ros
     assert warnings == [("/fragile", "Float64", "negative")]
 
 
+@requires_ros
+def test_input_guard_skips_a_timer_tick_that_raises_and_the_timer_goes_on(ros_node):
+    """A timer works on what messages left behind (the viewer's refresh draws the newest cloud):
+    a tick that raises is skipped and reported, and the next ticks still run."""
+    from aerial_sim.nodes.common import InputGuard, make_executor
+
+    ticks, warnings = [], []
+
+    def refresh():
+        ticks.append(len(ticks))
+        if len(ticks) == 1:
+            raise OverflowError("a malformed cloud")
+
+    guard = InputGuard(ros_node)
+    guard.report = lambda topic, type_name, error, outcome: warnings.append((topic, outcome, str(error)))
+    timer = ros_node.create_timer(0.01, refresh)  # created after the guard: guarded as it is created
+    executor = make_executor(ros_node.context)
+    executor.add_node(ros_node)
+    try:
+        deadline = time.monotonic() + 10.0
+        while len(ticks) < 3 and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.1)
+    finally:
+        executor.remove_node(ros_node)
+        ros_node.destroy_timer(timer)
+    assert len(ticks) >= 3
+    assert warnings == [("timer test_input_guard_skips_a_timer_tick_that_raises_and_the_timer_goes_on.<locals>.refresh",
+                         "tick skipped", "a malformed cloud")]
+
+
 # --------------------------------------------------------------------------- the running graph
 
 

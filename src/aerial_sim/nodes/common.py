@@ -16,6 +16,7 @@ per vehicle, each in its own namespace, and spins them all in one executor.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import sys
@@ -707,7 +708,9 @@ class InputGuard:
     drops that message; a service request gets ``success = False`` where the
     response has that field. One warning per topic and ``interval_s`` names the
     topic, the message type and the problem, and counts what was dropped since.
-    Shutdown (a dead context, a stop signal) is not input: it passes through.
+    Timer callbacks are wrapped too: they work on what messages left behind (the web
+    viewer draws the newest cloud at each refresh), so a failing tick is skipped and
+    reported the same way. Shutdown (a dead context, a stop signal) is not input: it passes through.
     """
 
     def __init__(self, node: Node, interval_s: float = 5.0):
@@ -717,7 +720,7 @@ class InputGuard:
         self._reported_at: dict[str, float] = {}
         self._guarded_key: tuple = (0, None, 0)
         self.guard_all()
-        for factory in ("create_subscription", "create_service"):
+        for factory in ("create_subscription", "create_service", "create_timer"):
             # What the node creates from now on (the recorder subscribes as topics appear) is
             # guarded as it is created, before the executor can call it.
             setattr(node, factory, self._guarding(getattr(node, factory)))
@@ -734,8 +737,9 @@ class InputGuard:
 
         New entities are spotted by the count and the last one: a node that destroys and recreates
         subscriptions (the web viewer, as browsers come and go) can end at the same count."""
-        subscriptions, services = list(self.node.subscriptions), list(self.node.services)
-        key = (len(subscriptions), subscriptions[-1] if subscriptions else None, len(services))
+        subscriptions, services, timers = list(self.node.subscriptions), list(self.node.services), list(self.node.timers)
+        key = (len(subscriptions), subscriptions[-1] if subscriptions else None, len(services), len(timers),
+               timers[-1] if timers else None)
         if key == self._guarded_key:
             return
         for subscription in self.node.subscriptions:
@@ -745,6 +749,9 @@ class InputGuard:
         for service in self.node.services:
             if not hasattr(service.callback, "input_guard"):
                 service.callback = self._guarded_service(service.callback, service.srv_name)
+        for timer in timers:
+            if timer.callback is not None and not hasattr(timer.callback, "input_guard"):
+                timer.callback = self._guarded_timer(timer.callback)
         self._guarded_key = key
 
     def _guarded(self, callback, topic: str, type_name: str, callback_type: str):
@@ -765,6 +772,20 @@ class InputGuard:
         guarded.input_guard = self
         return guarded
 
+    def _guarded_timer(self, callback):
+        name = f"timer {getattr(callback, '__qualname__', type(callback).__name__)}"
+
+        @functools.wraps(callback)  # keeps its signature: rclpy passes TimerInfo to callbacks that ask for it
+        def guarded(*args, **kwargs):
+            try:
+                return callback(*args, **kwargs)
+            except Exception as error:  # noqa: BLE001 - as for a message: the node goes on
+                if _process.stop_requested() or not self.node.context.ok():
+                    raise
+                self.report(name, "timer", error, outcome="tick skipped")
+        guarded.input_guard = self
+        return guarded
+
     def _call(self, callback, topic: str, type_name: str, refusal, *args):
         try:
             return callback(*args)
@@ -778,7 +799,7 @@ class InputGuard:
                     refusal.message = f"refused: {type(error).__name__}: {error}"
             return refusal
 
-    def report(self, topic: str, type_name: str, error: Exception) -> None:
+    def report(self, topic: str, type_name: str, error: Exception, outcome: str = "message dropped") -> None:
         self._dropped[topic] = self._dropped.get(topic, 0) + 1
         now = time.monotonic()
         if now - self._reported_at.get(topic, -math.inf) < self.interval_s:
@@ -787,8 +808,8 @@ class InputGuard:
         count, self._dropped[topic] = self._dropped[topic], 0
         detail = " ".join(str(error).split())[:200] or "-"
         self.node.get_logger().warning(
-            f"{topic}: message dropped ({type_name}: {type(error).__name__}: {detail}); "
-            f"{count} dropped since the last such warning")
+            f"{topic}: {outcome} ({type_name}: {type(error).__name__}: {detail}); "
+            f"{count} since the last such warning")
 
 
 def _failure_code(name: str, node: Node | None, error: Exception) -> int:
