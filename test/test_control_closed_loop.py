@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 
 from aerial_sim.config import ParamsError
-from aerial_sim.control.controller import STABLE_STATE_RATE_HZ, ControllerParams, StatePeriodMonitor, VehicleState
+from aerial_sim.control.controller import (
+    STABLE_STATE_RATE_HZ,
+    CascadedController,
+    ControllerParams,
+    StatePeriodMonitor,
+    VehicleState,
+)
 from aerial_sim.control.geometry import yaw_of
 from aerial_sim.control.mission import MissionParams, load_mission, pattern_path
 from aerial_sim.control.supervisor import CommandRejected, FlightSupervisor, Mode, SupervisorParams
@@ -202,6 +208,20 @@ def test_mixer_refuses_a_vehicle_that_cannot_hover():
     heavy = load_vehicle("quad_x").__class__(**{**load_vehicle("quad_x").__dict__, "mass_kg": 3.0})
     with pytest.raises(ParamsError, match="cannot hover"):
         FlightSupervisor(SupervisorParams(), ControllerParams(), heavy)
+
+
+@pytest.mark.parametrize("vehicle_name", ["quad_x", "hexa_x"])
+def test_a_yaw_rate_the_rotors_cannot_reach_leaves_no_yaw_torque_once_the_request_ends(vehicle_name):
+    """Rate anti-windup: while the mixer cannot give the requested yaw, the yaw integrator does not
+    grow, so a vehicle held still (on a test stand) gets equal rotor inputs, no yaw torque, back at once."""
+    controller = CascadedController(ControllerParams(), load_vehicle(vehicle_name))
+    held = VehicleState((0.0, 0.0, 2.0), (1.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
+    for _ in range(500):  # 2 s asking for the largest yaw rate
+        turning = controller.update_rates(held, (0.0, 0.0, 1.5), PERIOD_S, altitude=2.0)
+    assert turning.saturated and turning.torque_nm[2] > 0.05
+    released = controller.update_rates(held, (0.0, 0.0, 0.0), PERIOD_S, altitude=2.0)
+    assert released.torque_nm == pytest.approx((0.0, 0.0, 0.0), abs=1e-9)
+    assert max(released.controls) - min(released.controls) < 1e-9
 
 
 def fly_mission(flight, mission: MissionParams):

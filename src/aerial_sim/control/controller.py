@@ -27,14 +27,14 @@ Units: SI; world ENU, body FLU; quaternions (w, x, y, z) body->world.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from aerial_sim.config import ParamsError, require, require_positive
-from aerial_sim.control.geometry import matrix_to_quat, quat_conjugate, quat_multiply, quat_to_matrix
+from aerial_sim.control.geometry import matrix_to_quat, quat_conjugate, quat_multiply
 from aerial_sim.control.mixer import SEA_LEVEL_DENSITY_KG_M3, Mixer
-from aerial_sim.physics.rotation import cross  # on 3-vectors 14x faster than np.cross (12 us a call)
+from aerial_sim.physics.rotation import add, add_scaled, cross, dot, matrix_vector, norm, rotation_matrix, sub
 
 STANDARD_GRAVITY_M_S2 = 9.80665
 
@@ -182,17 +182,22 @@ class ControlOutput:
 
 @dataclass
 class _Integrators:
-    velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    rate: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    rate: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
 
 class CascadedController:
-    """Position/velocity/attitude/rate cascade plus mixer for one multirotor (module docstring)."""
+    """Position/velocity/attitude/rate cascade plus mixer for one multirotor (module docstring).
+
+    Every step runs on plain floats and tuples: NumPy's per-call overhead on 3-vectors costs
+    several times the arithmetic itself, and this runs every 4 ms on the control loop's critical path.
+    """
 
     def __init__(self, params: ControllerParams, vehicle):
         self.params = params
         self.mass_kg = float(vehicle.mass_kg)
-        self.inertia = np.asarray(vehicle.inertia_kg_m2, dtype=float).reshape(3, 3)
+        #: Rows of the inertia matrix, kg m^2.
+        self.inertia = tuple(map(tuple, np.asarray(vehicle.inertia_kg_m2, dtype=float).reshape(3, 3).tolist()))
         self.mixer = Mixer.from_vehicle(vehicle, params.air_density_kg_m3)
         weight = self.mass_kg * params.gravity_m_s2
         if self.mixer.max_thrust_n * params.max_thrust_fraction <= weight:
@@ -200,20 +205,21 @@ class CascadedController:
                 f"vehicle '{getattr(vehicle, 'name', '?')}' cannot hover: {self.mixer.max_thrust_n:.1f} N maximum thrust "
                 f"x max_thrust_fraction {params.max_thrust_fraction} <= weight {weight:.1f} N"
             )
-        self._position_p = np.asarray(params.position_p)
-        self._velocity_p = np.asarray(params.velocity_p)
-        self._velocity_i = np.asarray(params.velocity_i)
-        self._attitude_p = np.asarray(params.attitude_p)
-        self._rate_p = np.asarray(params.rate_p)
-        self._rate_i = np.asarray(params.rate_i)
-        self._rate_limit = np.array(
-            [params.max_roll_pitch_rate_rad_s, params.max_roll_pitch_rate_rad_s, params.max_yaw_rate_rad_s]
+        self._position_p = _floats(params.position_p)
+        self._velocity_p = _floats(params.velocity_p)
+        self._velocity_i = _floats(params.velocity_i)
+        self._attitude_p = _floats(params.attitude_p)
+        self._rate_p = _floats(params.rate_p)
+        self._rate_i = _floats(params.rate_i)
+        self._rate_limit = _floats(
+            (params.max_roll_pitch_rate_rad_s, params.max_roll_pitch_rate_rad_s, params.max_yaw_rate_rad_s)
         )
+        self._velocity_integral_limit = _floats((params.velocity_integral_limit_m_s2,) * 3)
+        self._rate_integral_limit = _floats((params.rate_integral_limit_rad_s2,) * 3)
         self._thrust_min = params.min_thrust_fraction * self.mixer.max_thrust_n
         self._thrust_max = params.max_thrust_fraction * self.mixer.max_thrust_n
         self._tan_tilt = math.tan(params.max_tilt_rad)
         self._integrators = _Integrators()
-        self._rate_integral_backup = np.zeros(3)
 
     @property
     def hover_thrust_n(self) -> float:
@@ -225,42 +231,38 @@ class CascadedController:
 
     def update(self, state: VehicleState, setpoint: Setpoint, dt: float) -> ControlOutput:
         """One control step of length ``dt`` seconds: rotor inputs for ``setpoint`` from ``state``."""
-        position = np.asarray(state.position, dtype=float)
-        velocity = np.asarray(state.velocity_world, dtype=float)
-        rates = np.asarray(state.angular_velocity_body, dtype=float)
-        rotation = quat_to_matrix(state.orientation)
+        rotation = rotation_matrix(state.orientation)
+        velocity_sp = self._velocity_setpoint(state.position, setpoint)
+        thrust_vector, tilt_limited, thrust_limited = self._thrust_vector(state.velocity_world, velocity_sp, setpoint, dt)
 
-        velocity_sp = self._velocity_setpoint(position, setpoint)
-        thrust_vector, tilt_limited, thrust_limited = self._thrust_vector(velocity, velocity_sp, setpoint, dt)
-
-        body_z_sp = thrust_vector / np.linalg.norm(thrust_vector)
+        body_z_sp = _divided(thrust_vector, norm(thrust_vector))
         attitude_sp = _attitude_from_thrust_direction(body_z_sp, setpoint.yaw)
-        thrust_n = float(thrust_vector @ rotation[:, 2])
-        thrust_n = min(max(thrust_n, self._thrust_min), self._thrust_max)
+        body_z = _column(rotation, 2)
+        thrust_n = min(max(dot(thrust_vector, body_z), self._thrust_min), self._thrust_max)
 
         rates_sp = self._rate_setpoint(state.orientation, attitude_sp, rotation, setpoint.yaw_rate)
-        return self._rates_to_controls(rates, rates_sp, thrust_n, dt, attitude_sp, tuple(float(v) for v in velocity_sp),
-                                       tilt_limited or thrust_limited)
+        return self._rates_to_controls(state.angular_velocity_body, rates_sp, thrust_n, dt, attitude_sp,
+                                       _floats(velocity_sp), tilt_limited or thrust_limited)
 
     def update_attitude(self, state: VehicleState, attitude_sp, dt: float, altitude: float | None = None,
                         throttle: float | None = None) -> ControlOutput:
         """Hold attitude ``attitude_sp`` (w, x, y, z) with stages 4-6; collective thrust holds ``altitude``
         (m, map; stage 1-2 on z only, tilt-compensated) or is ``throttle`` x the maximum thrust."""
-        rotation = quat_to_matrix(state.orientation)
+        rotation = rotation_matrix(state.orientation)
         thrust_n, limited = self._collective(state, rotation, dt, altitude, throttle)
-        attitude_sp = tuple(float(c) for c in attitude_sp)
+        attitude_sp = _floats(attitude_sp)
         rates_sp = self._rate_setpoint(state.orientation, attitude_sp, rotation, 0.0)
-        rates = np.asarray(state.angular_velocity_body, dtype=float)
-        return self._rates_to_controls(rates, rates_sp, thrust_n, dt, attitude_sp, (0.0, 0.0, 0.0), limited)
+        return self._rates_to_controls(state.angular_velocity_body, rates_sp, thrust_n, dt, attitude_sp,
+                                       (0.0, 0.0, 0.0), limited)
 
     def update_rates(self, state: VehicleState, rates_sp, dt: float, altitude: float | None = None,
                      throttle: float | None = None) -> ControlOutput:
         """Track body rates ``rates_sp`` (FLU, rad/s, limited) with stages 5-6; thrust as in :meth:`update_attitude`."""
-        rotation = quat_to_matrix(state.orientation)
+        rotation = rotation_matrix(state.orientation)
         thrust_n, limited = self._collective(state, rotation, dt, altitude, throttle)
-        rates_sp = np.clip(np.asarray(rates_sp, dtype=float), -self._rate_limit, self._rate_limit)
-        rates = np.asarray(state.angular_velocity_body, dtype=float)
-        return self._rates_to_controls(rates, rates_sp, thrust_n, dt, tuple(state.orientation), (0.0, 0.0, 0.0), limited)
+        rates_sp = _clamped(_floats(rates_sp), self._rate_limit)
+        return self._rates_to_controls(state.angular_velocity_body, rates_sp, thrust_n, dt, tuple(state.orientation),
+                                       (0.0, 0.0, 0.0), limited)
 
     def _collective(self, state: VehicleState, rotation, dt: float, altitude, throttle) -> tuple[float, bool]:
         """Collective thrust (N): ``throttle`` x maximum, or the vertical loops holding ``altitude``."""
@@ -271,28 +273,34 @@ class CascadedController:
         error = self._position_p[2] * (altitude - state.position[2])
         velocity_sp = min(max(error, -params.max_descent_rate_m_s), params.max_climb_rate_m_s)
         velocity_error = velocity_sp - state.velocity_world[2]
-        integral = self._integrators.velocity
-        integral[2] = min(max(integral[2] + self._velocity_i[2] * velocity_error * dt,
-                              -params.velocity_integral_limit_m_s2), params.velocity_integral_limit_m_s2)
-        vertical = self.mass_kg * (self._velocity_p[2] * velocity_error + integral[2] + params.gravity_m_s2)
-        tilt_cosine = max(float(rotation[2, 2]), math.cos(params.max_tilt_rad))
+        integral_x, integral_y, integral_z = self._integrators.velocity
+        limit = self._velocity_integral_limit[2]
+        integral_z = min(max(integral_z + self._velocity_i[2] * velocity_error * dt, -limit), limit)
+        self._integrators.velocity = (integral_x, integral_y, integral_z)
+        vertical = self.mass_kg * (self._velocity_p[2] * velocity_error + integral_z + params.gravity_m_s2)
+        tilt_cosine = max(rotation[2][2], math.cos(params.max_tilt_rad))
         thrust = vertical / tilt_cosine
         clamped = min(max(thrust, self._thrust_min), self._thrust_max)
         return clamped, clamped != thrust
 
     def _rates_to_controls(self, rates, rates_sp, thrust_n, dt, attitude_sp, velocity_sp, limited) -> ControlOutput:
         """Stages 5-6: body-rate PI to torque, mixer, rate anti-windup."""
+        rate_integral_before = self._integrators.rate
         torque = self._torque(rates, rates_sp, dt)
         mixed = self.mixer.mix(thrust_n, torque)
+        achieved_torque = mixed.achieved[1:]
         if mixed.saturated:
             # Rate anti-windup: undo this step's integration on axes the mixer could not honour.
-            achieved = np.asarray(mixed.achieved[1:])
-            short = np.abs(achieved - torque) > 1e-6 * (1.0 + np.abs(torque))
-            self._integrators.rate[short] = self._rate_integral_backup[short]
+            self._integrators.rate = tuple(
+                before if abs(achieved - wanted) > 1e-6 * (1.0 + abs(wanted)) else integral
+                for before, integral, achieved, wanted in zip(
+                    rate_integral_before, self._integrators.rate, achieved_torque, torque
+                )
+            )
         return ControlOutput(
             controls=mixed.controls,
             thrust_n=mixed.achieved[0],
-            torque_nm=tuple(mixed.achieved[1:]),
+            torque_nm=achieved_torque,
             attitude_setpoint=attitude_sp,
             velocity_setpoint=velocity_sp,
             saturated=mixed.saturated or limited,
@@ -300,81 +308,104 @@ class CascadedController:
 
     # -- the stages ------------------------------------------------------------
 
-    def _velocity_setpoint(self, position: np.ndarray, setpoint: Setpoint) -> np.ndarray:
+    def _velocity_setpoint(self, position, setpoint: Setpoint) -> tuple[float, float, float]:
         params = self.params
-        velocity_sp = np.asarray(setpoint.velocity, dtype=float)
+        velocity_sp = setpoint.velocity
         if setpoint.position is not None:
-            velocity_sp = velocity_sp + self._position_p * (np.asarray(setpoint.position, dtype=float) - position)
-        horizontal = math.hypot(velocity_sp[0], velocity_sp[1])
+            velocity_sp = add(velocity_sp, _times(self._position_p, sub(setpoint.position, position)))
+        vx, vy, vz = velocity_sp
+        horizontal = math.hypot(vx, vy)
         if horizontal > params.max_horizontal_speed_m_s:
-            velocity_sp[:2] *= params.max_horizontal_speed_m_s / horizontal
-        velocity_sp[2] = min(max(velocity_sp[2], -params.max_descent_rate_m_s), params.max_climb_rate_m_s)
-        return velocity_sp
+            scale = params.max_horizontal_speed_m_s / horizontal
+            vx, vy = vx * scale, vy * scale
+        vz = min(max(vz, -params.max_descent_rate_m_s), params.max_climb_rate_m_s)
+        return (vx, vy, vz)
 
     def _thrust_vector(self, velocity, velocity_sp, setpoint: Setpoint, dt: float):
         """Desired thrust force (world, N) with tilt and thrust limits, and velocity-integrator anti-windup."""
         params = self.params
-        error = velocity_sp - velocity
-        integral = self._integrators.velocity
-        candidate = np.clip(integral + self._velocity_i * error * dt, -params.velocity_integral_limit_m_s2,
-                            params.velocity_integral_limit_m_s2)
-        acceleration = np.asarray(setpoint.acceleration, dtype=float) + self._velocity_p * error + candidate
-        force = self.mass_kg * (acceleration + np.array([0.0, 0.0, params.gravity_m_s2]))
+        error = sub(velocity_sp, velocity)
+        integral = add(self._integrators.velocity, _times(self._velocity_i, error, dt))
+        candidate = _clamped(integral, self._velocity_integral_limit)
+        acceleration = add(add(setpoint.acceleration, _times(self._velocity_p, error)), candidate)
+        force_x, force_y = self.mass_kg * acceleration[0], self.mass_kg * acceleration[1]
+        vertical = self.mass_kg * (acceleration[2] + params.gravity_m_s2)
 
         thrust_limited = False
-        vertical = force[2]
         if vertical < self._thrust_min or vertical > self._thrust_max:
             thrust_limited = True
             vertical = min(max(vertical, self._thrust_min), self._thrust_max)
         horizontal_limit = min(vertical * self._tan_tilt, math.sqrt(max(self._thrust_max**2 - vertical**2, 0.0)))
-        horizontal = math.hypot(force[0], force[1])
+        horizontal = math.hypot(force_x, force_y)
         tilt_limited = horizontal > horizontal_limit
         if tilt_limited:
             scale = horizontal_limit / horizontal
-            force[0] *= scale
-            force[1] *= scale
-        force[2] = vertical
-
-        # Conditional integration: freeze an axis whose saturation the error would deepen.
-        keep = np.ones(3, dtype=bool)
-        if tilt_limited:
-            keep[:2] = (error[:2] * force[:2]) <= 0.0
-        if thrust_limited:
-            at_max = force[2] >= self._thrust_max
-            keep[2] = error[2] <= 0.0 if at_max else error[2] >= 0.0
-        integral[keep] = candidate[keep]
+            force_x, force_y = force_x * scale, force_y * scale
+        force = (force_x, force_y, vertical)
+        self._integrators.velocity = self._conditional_integral(candidate, error, force, tilt_limited, thrust_limited)
         return force, tilt_limited, thrust_limited
 
-    def _rate_setpoint(self, orientation, attitude_sp, rotation, yaw_rate_ff: float) -> np.ndarray:
+    def _conditional_integral(self, candidate, error, force, tilt_limited: bool, thrust_limited: bool):
+        """Conditional integration: ``candidate``, except on axes whose saturation the error would deepen."""
+        keep_x = keep_y = keep_z = True
+        if tilt_limited:
+            keep_x = error[0] * force[0] <= 0.0
+            keep_y = error[1] * force[1] <= 0.0
+        if thrust_limited:
+            at_max = force[2] >= self._thrust_max
+            keep_z = error[2] <= 0.0 if at_max else error[2] >= 0.0
+        old_x, old_y, old_z = self._integrators.velocity
+        new_x, new_y, new_z = candidate
+        return (new_x if keep_x else old_x, new_y if keep_y else old_y, new_z if keep_z else old_z)
+
+    def _rate_setpoint(self, orientation, attitude_sp, rotation, yaw_rate_ff: float) -> tuple[float, float, float]:
         error = quat_multiply(quat_conjugate(orientation), attitude_sp)
-        sign = 1.0 if error[0] >= 0 else -1.0
-        rates_sp = 2.0 * sign * self._attitude_p * np.asarray(error[1:])
-        # Yaw-rate feed-forward is about world z; express it in the body frame.
-        rates_sp += yaw_rate_ff * rotation[2, :]
-        return np.clip(rates_sp, -self._rate_limit, self._rate_limit)
+        gain = 2.0 if error[0] >= 0 else -2.0
+        rates_sp = _times(self._attitude_p, error[1:], gain)
+        # Yaw-rate feed-forward is about world z; express it in the body frame (the last row of R).
+        rates_sp = add_scaled(rates_sp, yaw_rate_ff, rotation[2])
+        return _clamped(rates_sp, self._rate_limit)
 
-    def _torque(self, rates, rates_sp, dt: float) -> np.ndarray:
-        params = self.params
-        error = rates_sp - rates
-        self._rate_integral_backup = self._integrators.rate.copy()
-        self._integrators.rate = np.clip(
-            self._integrators.rate + self._rate_i * error * dt,
-            -params.rate_integral_limit_rad_s2,
-            params.rate_integral_limit_rad_s2,
-        )
-        angular_acceleration = self._rate_p * error + self._integrators.rate
+    def _torque(self, rates, rates_sp, dt: float) -> tuple[float, float, float]:
+        error = sub(rates_sp, rates)
+        integral = _clamped(add(self._integrators.rate, _times(self._rate_i, error, dt)), self._rate_integral_limit)
+        self._integrators.rate = integral
+        angular_acceleration = add(_times(self._rate_p, error), integral)
         inertia = self.inertia
-        return inertia @ angular_acceleration + np.array(cross(rates, inertia @ rates))
+        return add(matrix_vector(inertia, angular_acceleration), cross(rates, matrix_vector(inertia, rates)))
 
 
-def _attitude_from_thrust_direction(body_z: np.ndarray, yaw: float) -> tuple[float, float, float, float]:
+def _attitude_from_thrust_direction(body_z, yaw: float) -> tuple[float, float, float, float]:
     """Attitude whose z axis is ``body_z`` and whose heading is ``yaw`` (Mellinger & Kumar 2011, eq. 6)."""
-    heading = np.array([math.cos(yaw), math.sin(yaw), 0.0])
-    body_y = np.array(cross(body_z, heading))
-    norm = np.linalg.norm(body_y)
-    if norm < 1e-6:  # thrust horizontal along the heading: cannot happen within the tilt limit
-        body_y = np.array([-math.sin(yaw), math.cos(yaw), 0.0])
+    heading = (math.cos(yaw), math.sin(yaw), 0.0)
+    body_y = cross(body_z, heading)
+    length = norm(body_y)
+    if length < 1e-6:  # thrust horizontal along the heading: cannot happen within the tilt limit
+        body_y = (-math.sin(yaw), math.cos(yaw), 0.0)
     else:
-        body_y /= norm
-    body_x = np.array(cross(body_y, body_z))
-    return matrix_to_quat(np.column_stack([body_x, body_y, body_z]))
+        body_y = _divided(body_y, length)
+    body_x = cross(body_y, body_z)
+    return matrix_to_quat(tuple(zip(body_x, body_y, body_z)))  # the rows of R_d = [x_d, y_d, z_d]
+
+
+def _floats(values) -> tuple[float, ...]:
+    return tuple(map(float, values))
+
+
+def _times(a, b, factor: float = 1.0):
+    """Element-wise product ``(a_i b_i) factor``."""
+    return (a[0] * b[0] * factor, a[1] * b[1] * factor, a[2] * b[2] * factor)
+
+
+def _divided(vector, divisor: float):
+    return (vector[0] / divisor, vector[1] / divisor, vector[2] / divisor)
+
+
+def _clamped(vector, limits):
+    """Each component of ``vector`` clamped to [-limit, limit] (its own limit from ``limits``)."""
+    (x, y, z), (limit_x, limit_y, limit_z) = vector, limits
+    return (min(max(x, -limit_x), limit_x), min(max(y, -limit_y), limit_y), min(max(z, -limit_z), limit_z))
+
+
+def _column(matrix, index: int):
+    return (matrix[0][index], matrix[1][index], matrix[2][index])

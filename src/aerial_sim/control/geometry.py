@@ -1,4 +1,4 @@
-"""Small rotation helpers for the controller (numpy only, no ROS).
+"""Small rotation helpers for the controller and the nodes (plain floats or numpy, no ROS).
 
 Quaternions are ``(w, x, y, z)`` tuples rotating body vectors into the world
 frame (body->world), as everywhere in aerial_sim's core. World frame ENU, body
@@ -22,25 +22,27 @@ def quat_to_matrix(q) -> np.ndarray:
     return np.array(rotation_matrix(q))
 
 
-def matrix_to_quat(rotation: np.ndarray) -> tuple[float, float, float, float]:
-    """Unit quaternion ``(w, x, y, z)`` of a rotation matrix (Shepperd's method), with w >= 0."""
-    m = rotation
-    trace = m[0, 0] + m[1, 1] + m[2, 2]
+def matrix_to_quat(rotation) -> tuple[float, float, float, float]:
+    """Unit quaternion ``(w, x, y, z)`` of a rotation matrix, a 3x3 array or its rows as tuples
+    (Shepperd's method), with w >= 0."""
+    (m00, m01, m02), (m10, m11, m12), (m20, m21, m22) = rotation
+    trace = m00 + m11 + m22
     if trace > 0.0:
         s = 2.0 * math.sqrt(1.0 + trace)
-        q = (0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s)
-    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
-        s = 2.0 * math.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2])
-        q = ((m[2, 1] - m[1, 2]) / s, 0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s)
-    elif m[1, 1] > m[2, 2]:
-        s = 2.0 * math.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2])
-        q = ((m[0, 2] - m[2, 0]) / s, (m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s)
+        q = (0.25 * s, (m21 - m12) / s, (m02 - m20) / s, (m10 - m01) / s)
+    elif m00 > m11 and m00 > m22:
+        s = 2.0 * math.sqrt(1.0 + m00 - m11 - m22)
+        q = ((m21 - m12) / s, 0.25 * s, (m01 + m10) / s, (m02 + m20) / s)
+    elif m11 > m22:
+        s = 2.0 * math.sqrt(1.0 + m11 - m00 - m22)
+        q = ((m02 - m20) / s, (m01 + m10) / s, 0.25 * s, (m12 + m21) / s)
     else:
-        s = 2.0 * math.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1])
-        q = ((m[1, 0] - m[0, 1]) / s, (m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s)
-    sign = -1.0 if q[0] < 0 else 1.0
-    norm = math.sqrt(sum(c * c for c in q))
-    return tuple(sign * c / norm for c in q)
+        s = 2.0 * math.sqrt(1.0 + m22 - m00 - m11)
+        q = ((m10 - m01) / s, (m02 + m20) / s, (m12 + m21) / s, 0.25 * s)
+    w, x, y, z = q
+    sign = -1.0 if w < 0 else 1.0
+    norm = math.sqrt(w * w + x * x + y * y + z * z)
+    return (sign * w / norm, sign * x / norm, sign * y / norm, sign * z / norm)
 
 
 def quat_conjugate(q) -> tuple[float, float, float, float]:

@@ -76,10 +76,14 @@ class Mixer:
         thrust_column = self.inverse[:, 0]
         if np.any(thrust_column <= 0):
             raise ParamsError("mixer: some rotor would have to slow down to add thrust; check the rotor normals")
-        self._thrust_direction = thrust_column / thrust_column.max()
         self.rotor_count = count
         #: Largest collective thrust (N), all rotors at u = 1.
         self.max_thrust_n = float(self.allocation[0].sum())
+        # Plain-float copies for mix(): on a handful of rotors NumPy's per-call overhead would dominate.
+        # The columns of A^+ (one entry per rotor), and per rotor its column of A: [thrust, tau_x, tau_y, tau_z] at u = 1.
+        self._thrust_column, self._roll_column, self._pitch_column, self._yaw_column = map(tuple, self.inverse.T.tolist())
+        self._thrust_direction = tuple((thrust_column / thrust_column.max()).tolist())
+        self._allocation_columns = tuple(map(tuple, self.allocation.T.tolist()))
 
     @classmethod
     def from_vehicle(cls, vehicle, air_density_kg_m3: float = SEA_LEVEL_DENSITY_KG_M3) -> "Mixer":
@@ -99,47 +103,59 @@ class Mixer:
 
     def mix(self, thrust_n: float, torque_nm) -> MixerOutput:
         """Rotor inputs in [0, 1] for collective thrust ``thrust_n`` and body torque ``torque_nm``."""
-        inverse = self.inverse
-        u_thrust = inverse[:, 0] * thrust_n
-        u_attitude = inverse[:, 1] * torque_nm[0] + inverse[:, 2] * torque_nm[1]
-        u_yaw = inverse[:, 3] * torque_nm[2]
+        thrust_n = float(thrust_n)
+        roll, pitch, yaw = map(float, torque_nm)
+        u_attitude = [r * roll + p * pitch for r, p in zip(self._roll_column, self._pitch_column)]
         saturated = False
 
         # 1. roll/pitch: the spread between rotors cannot exceed the input range.
-        spread = float(u_attitude.max() - u_attitude.min())
+        spread = max(u_attitude) - min(u_attitude)
         if spread > 1.0:
-            u_attitude = u_attitude / spread
+            u_attitude = [u / spread for u in u_attitude]
             saturated = True
-        base = u_thrust + u_attitude
+        base = [t * thrust_n + u for t, u in zip(self._thrust_column, u_attitude)]
 
         # 2. collective thrust: shift along the thrust direction until every input fits.
-        direction = self._thrust_direction
-        low = float(np.max(-base / direction))
-        high = float(np.min((1.0 - base) / direction))
-        if low <= high:
-            shift = min(max(0.0, low), high)
-        else:  # non-uniform thrust direction (unusual geometry): split the violation
-            shift = 0.5 * (low + high)
+        shift = self._thrust_shift(base)
         if shift != 0.0:
-            base = base + shift * direction
+            base = [b + shift * d for b, d in zip(base, self._thrust_direction)]
             saturated = True
 
         # 3. yaw: whatever headroom is left.
-        yaw_scale = 1.0
-        positive = u_yaw > 1e-12
-        negative = u_yaw < -1e-12
-        if np.any(positive):
-            yaw_scale = min(yaw_scale, float(np.min((1.0 - base[positive]) / u_yaw[positive])))
-        if np.any(negative):
-            yaw_scale = min(yaw_scale, float(np.min(-base[negative] / u_yaw[negative])))
-        yaw_scale = max(0.0, yaw_scale)
+        u_yaw = [y * yaw for y in self._yaw_column]
+        yaw_scale = _yaw_headroom(base, u_yaw)
         if yaw_scale < 1.0:
             saturated = True
-        controls = np.clip(base + yaw_scale * u_yaw, 0.0, 1.0)
-        achieved = self.allocation @ controls
-        return MixerOutput(
-            controls=tuple(float(u) for u in controls),
-            achieved=tuple(float(a) for a in achieved),
-            saturated=saturated,
-            yaw_scale=yaw_scale,
-        )
+        controls = tuple(min(max(b + yaw_scale * y, 0.0), 1.0) for b, y in zip(base, u_yaw))
+        return MixerOutput(controls=controls, achieved=self._achieved(controls), saturated=saturated,
+                           yaw_scale=yaw_scale)
+
+    def _thrust_shift(self, base: list[float]) -> float:
+        """Smallest move of ``base`` along the thrust direction that brings every input into [0, 1]."""
+        low = max(-b / d for b, d in zip(base, self._thrust_direction))
+        high = min((1.0 - b) / d for b, d in zip(base, self._thrust_direction))
+        if low <= high:
+            return min(max(0.0, low), high)
+        return 0.5 * (low + high)  # non-uniform thrust direction (unusual geometry): split the violation
+
+    def _achieved(self, controls: tuple[float, ...]) -> tuple[float, float, float, float]:
+        """:meth:`wrench` of ``controls``, in plain floats."""
+        thrust = tau_x = tau_y = tau_z = 0.0
+        for (column_thrust, column_x, column_y, column_z), u in zip(self._allocation_columns, controls):
+            thrust += column_thrust * u
+            tau_x += column_x * u
+            tau_y += column_y * u
+            tau_z += column_z * u
+        return (thrust, tau_x, tau_y, tau_z)
+
+
+def _yaw_headroom(base: list[float], u_yaw: list[float]) -> float:
+    """Largest yaw scale s <= 1 that keeps every ``base + s u_yaw`` in [0, 1] (0 if none does)."""
+    scale = 1.0
+    for b, y in zip(base, u_yaw):
+        if y > 1e-12:
+            scale = min(scale, (1.0 - b) / y)
+        elif y < -1e-12:
+            scale = min(scale, -b / y)
+    return max(0.0, scale)
+

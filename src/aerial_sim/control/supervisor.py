@@ -48,8 +48,6 @@ import enum
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
 from aerial_sim.config import require, require_non_negative, require_positive
 from aerial_sim.control.controller import CascadedController, ControlOutput, ControllerParams, Setpoint, VehicleState
 from aerial_sim.control.geometry import heading_to_world, wrap_angle, yaw_of
@@ -134,8 +132,8 @@ class FlightSupervisor:
         self.controller = CascadedController(controller_params, vehicle)
         self.rotor_count = self.controller.mixer.rotor_count
         self.mode = Mode.DISARMED
-        self._target_position: np.ndarray | None = None
-        self._target_velocity = np.zeros(3)
+        self._target_position: tuple[float, float, float] | None = None
+        self._target_velocity = (0.0, 0.0, 0.0)
         self._target_yaw = 0.0
         self._target_yaw_rate = 0.0
         self._last_command_s = -math.inf
@@ -204,11 +202,11 @@ class FlightSupervisor:
             raise CommandRejected(f"cmd_pose refused: non-finite value in {values}")
         state = self._require_armed("cmd_pose")
         self._refuse_while_landing("cmd_pose")
-        distance = float(np.linalg.norm(np.asarray(position, float) - np.asarray(state.position, float)))
+        distance = math.dist(position, state.position)
         if distance > self.params.max_setpoint_distance_m:
             raise CommandRejected(f"cmd_pose refused: {distance:.3g} m away, more than max_setpoint_distance_m "
                                   f"({self.params.max_setpoint_distance_m:g} m)")
-        self._hold(np.asarray(position, dtype=float), float(yaw))
+        self._hold(position, float(yaw))
         self._last_command_s = time_s
         if self.mode is not Mode.HOLD:
             self._set_mode(Mode.HOLD, "holding commanded pose")
@@ -224,9 +222,9 @@ class FlightSupervisor:
                                   f"({self.params.max_setpoint_speed_m_s:g} m/s)")
         state = self._require_armed("cmd_vel")
         self._refuse_while_landing("cmd_vel")
-        velocity = heading_to_world(linear, yaw_of(state.orientation)) if body_frame else np.asarray(linear, float)
+        velocity = heading_to_world(linear, yaw_of(state.orientation)) if body_frame else linear
         limit = self.controller.params.max_yaw_rate_rad_s
-        self._target_velocity = velocity
+        self._target_velocity = tuple(float(v) for v in velocity)
         self._target_yaw_rate = min(max(float(yaw_rate), -limit), limit)
         if self.mode is not Mode.VELOCITY:
             self._target_yaw = yaw_of(state.orientation)
@@ -316,7 +314,7 @@ class FlightSupervisor:
 
         if self.mode in STREAM_MODES and self.command_age_s(time_s) > self.params.command_timeout_s:
             yaw = self._target_yaw if self.mode is Mode.VELOCITY else yaw_of(state.orientation)
-            self._hold(np.asarray(state.position, dtype=float), yaw)
+            self._hold(state.position, yaw)
             self._set_mode(Mode.HOLD, f"no {self.mode.value} command for {self.params.command_timeout_s:g} s: holding position")
         if self.mode is Mode.MOTORS:
             self.last_output = None
@@ -344,24 +342,24 @@ class FlightSupervisor:
             self._target_yaw = wrap_angle(yaw + lead)
             return Setpoint(
                 position=None,
-                velocity=tuple(self._target_velocity),
+                velocity=self._target_velocity,
                 yaw=self._target_yaw,
                 yaw_rate=self._target_yaw_rate,
             )
         if self.mode is Mode.LANDING:
             # Horizontal hold; vertical: a target sliding down at the landing speed, never far below.
-            target = self._target_position
-            target[2] = max(target[2] - params.land_speed_m_s * dt, state.position[2] - 1.0)
-            return Setpoint(position=tuple(target), velocity=(0.0, 0.0, -params.land_speed_m_s), yaw=self._target_yaw)
-        return Setpoint(position=tuple(self._target_position), yaw=self._target_yaw)
+            x, y, z = self._target_position
+            self._target_position = (x, y, max(z - params.land_speed_m_s * dt, state.position[2] - 1.0))
+            return Setpoint(position=self._target_position, velocity=(0.0, 0.0, -params.land_speed_m_s), yaw=self._target_yaw)
+        return Setpoint(position=self._target_position, yaw=self._target_yaw)
 
     def _check_transitions(self, time_s: float, state: VehicleState) -> None:
         params = self.params
         if self.mode is Mode.TAKEOFF:
-            if np.linalg.norm(np.asarray(state.position) - self._target_position) < params.takeoff_tolerance_m:
+            if math.dist(state.position, self._target_position) < params.takeoff_tolerance_m:
                 self._set_mode(Mode.HOLD, "takeoff complete")
         elif self.mode is Mode.LANDING:
-            speed = float(np.linalg.norm(state.velocity_world))
+            speed = math.hypot(*state.velocity_world)
             blocked = self._target_position[2] < state.position[2] - 0.3  # asked to descend, not descending
             if speed > params.touchdown_speed_m_s or not blocked:
                 self._still_since_s = None
@@ -375,14 +373,14 @@ class FlightSupervisor:
     def _hold_above(self, state: VehicleState, climb_m: float) -> None:
         """Hold ``climb_m`` above ``state``'s position with its heading, and again above the next update's state."""
         x, y, z = state.position
-        self._hold(np.array([x, y, z + climb_m]), yaw_of(state.orientation))
+        self._hold((x, y, z + climb_m), yaw_of(state.orientation))
         self._climb_from_next_state = climb_m
 
-    def _hold(self, position: np.ndarray, yaw: float) -> None:
+    def _hold(self, position, yaw: float) -> None:
         self._climb_from_next_state = None  # a new target replaces a takeoff/land target still to be anchored
-        self._target_position = np.array(position, dtype=float)
+        self._target_position = tuple(float(c) for c in position)
         self._target_yaw = float(yaw)
-        self._target_velocity = np.zeros(3)
+        self._target_velocity = (0.0, 0.0, 0.0)
         self._target_yaw_rate = 0.0
 
     def _set_mode(self, mode: Mode, why: str) -> None:
