@@ -27,6 +27,23 @@ from aerial_sim.sensors.common import (
     truth_from_odometry,
 )
 
+class _LastTruth:
+    """:func:`truth_from_odometry` of the last odometry fields, by identity: the sensors of a vehicle
+    that share a process get the same fields object for a message (``subscribe_decoded`` decodes it
+    once), so it is checked and converted once too."""
+
+    def __init__(self):
+        self.odom: OdometryFields | None = None
+        self.truth = None
+
+    def __call__(self, odom: OdometryFields):
+        if odom is not self.odom:
+            self.odom, self.truth = odom, truth_from_odometry(odom)
+        return self.truth
+
+
+_truth_of = _LastTruth()
+
 #: What every odometry-fed sensor reads (and, in lockstep, waits to be connected to before its output enters the graph).
 TRUTH_TOPIC = "ground_truth/odom"
 
@@ -67,7 +84,7 @@ class OdometrySensorNode(Node):
                                      first_s, lag_s, inputs=(TRUTH_TOPIC,))
 
     def on_truth(self, odom: OdometryFields) -> None:
-        truth = truth_from_odometry(odom)
+        truth = _truth_of(odom)
         if truth is None:
             self.get_logger().warning(UNUSABLE_ODOMETRY, throttle_duration_sec=5)
             return

@@ -184,6 +184,7 @@ def subscribe_decoded(node: Node, message_type: type, decode: Callable[[bytes], 
     subscriber's CPU). Bytes ``decode`` refuses raise ``ValueError`` out of the callback, which the
     node's :class:`InputGuard` reports (topic, type, reason) and drops, as any bad message. With
     ``clock``, each message's stamp sets the node's sim time first (:class:`InputStampClock`)."""
+    decode = _decoded_once(decode)
     if clock is None:
         def on_bytes(data: bytes) -> None:
             callback(decode(data))
@@ -193,6 +194,33 @@ def subscribe_decoded(node: Node, message_type: type, decode: Callable[[bytes], 
             clock.advance(fields.stamp_sec * 1_000_000_000 + fields.stamp_nanosec)
             callback(fields)
     return node.create_subscription(message_type, topic, on_bytes, qos, raw=True)
+
+
+class LastDecoded:
+    """``decode`` that remembers its last bytes and fields: a message read by several nodes of one
+    process (the barometer, magnetometer and GPS of a vehicle each get their own copy of its
+    odometry) is decoded once. Equal bytes are the same message, whoever reads it."""
+
+    def __init__(self, decode: Callable[[bytes], Any]):
+        self.decode = decode
+        self.last: tuple[bytes | None, Any] = (None, None)
+
+    def __call__(self, data: bytes) -> Any:
+        last_data, fields = self.last
+        if data != last_data:
+            fields = self.decode(data)  # a ValueError leaves the memory as it was
+            self.last = (data, fields)
+        return fields
+
+
+_DECODED_ONCE: dict[Callable[[bytes], Any], LastDecoded] = {}
+
+
+def _decoded_once(decode: Callable[[bytes], Any]) -> LastDecoded:
+    """The process's one :class:`LastDecoded` for ``decode`` (executor callbacks run one at a time)."""
+    if decode not in _DECODED_ONCE:
+        _DECODED_ONCE[decode] = LastDecoded(decode)
+    return _DECODED_ONCE[decode]
 
 
 def subscribe_odometry(node: Node, topic: str, callback: Callable[[cdr.OdometryFields], None], qos: QoSProfile,

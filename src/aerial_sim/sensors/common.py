@@ -121,12 +121,11 @@ def truth_from_odometry(msg: Any) -> TruthSample | None:
     norm = math.sqrt(sum(x * x for x in orientation))
     if abs(norm - 1.0) > 1e-6:
         orientation = tuple(x / norm for x in orientation)
-    velocity_world = rotation_matrix(orientation) @ np.asarray(values[7:10])
     return TruthSample(
         time_s=odom.time_s,
         position=values[0:3],
         orientation=orientation,
-        velocity_world=tuple(map(float, velocity_world)),
+        velocity_world=physics_rotation.rotate(orientation, values[7:10]),
         angular_velocity_body=values[10:13],
     )
 
