@@ -35,7 +35,10 @@ VELOCITY_TOLERANCE_M_S = 0.2  # cmd_vel tracked within 0.2 m/s
 GROUND_TOLERANCE_M = 0.03  # back on the ground after landing (as in test_control_nodes.py)
 
 # Seconds of simulation time.
-STEP_SETTLE_S = 9.0  # a 10 m step at up to 8 m/s: in the 10 cm band for good after ~7.1 s
+# A 10 m step at up to 8 m/s, measured across processes (2026-11-25): 9 cm from the goal after 3 s,
+# back to 0.31 m at 4.5 s, then creeping in (about 3 s time constant): in the 10 cm band for good
+# after 7.8-8.1 s. With 9 s the last second started in the band's last centimetre (ci39: 0.101 m).
+STEP_SETTLE_S = 10.0
 SETTLED_WINDOW_S = 1.0  # ...and must stay in the band over the last second
 VELOCITY_TRANSIENT_S = 3.0  # steady state: after 3 s of a velocity command (as in-process)
 VELOCITY_WINDOW_S = 2.0
