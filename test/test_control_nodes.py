@@ -1,6 +1,7 @@
 """Flight controller and mission runner across processes, against the physics node (bounded, ~40 s)."""
 
 import math
+import re
 import time
 
 import pytest
@@ -97,3 +98,32 @@ def test_arm_takeoff_hold_refusals_and_land(launch, ros_node):
     assert call(ros_node, land, Trigger.Request()).success
     assert spin_until(ros_node, lambda: diagnostics.get("armed") == "false", 30.0), control.output()
     assert odom[-1][3] == pytest.approx(ground, abs=0.03)
+
+
+def test_slow_odometry_is_warned_about_once_per_ten_seconds_and_still_flown(launch, ros_node):
+    """Ground truth at 20 Hz of sim time (below the 50 Hz the controller is known to fly at): one
+    warning naming the rate for a whole burst, and a motor command still answers every message."""
+    from nav_msgs.msg import Odometry
+    from std_msgs.msg import Float64MultiArray
+
+    from aerial_sim.nodes.common import COMMAND_QOS, stream_qos, to_stamp
+
+    control = launch("control.launch.yaml")
+    commands = []
+    ros_node.create_subscription(Float64MultiArray, "/drone1/motor_commands", commands.append, COMMAND_QOS)
+    odom_pub = ros_node.create_publisher(Odometry, "/drone1/ground_truth/odom", stream_qos())
+    connected = lambda: odom_pub.get_subscription_count() > 0 and ros_node.count_publishers("/drone1/motor_commands") > 0  # noqa: E731
+    assert spin_until(ros_node, connected, 20.0), control.output()
+
+    sent = 200
+    for k in range(sent):
+        message = Odometry()
+        message.header.stamp = to_stamp(1.0 + k * 0.05)
+        message.header.frame_id = "map"
+        message.pose.pose.orientation.w = 1.0
+        odom_pub.publish(message)
+        spin_until(ros_node, lambda: False, 0.005)
+    assert spin_until(ros_node, lambda: len(commands) >= 0.9 * sent, 10.0), (len(commands), control.output())
+    warnings = [line for line in control.output().splitlines() if "below the 50 Hz" in line]
+    assert len(warnings) == 1, warnings  # 200 messages in about 2 s of wall time
+    assert re.search(r"arrives every \d+ ms of sim time", warnings[0]), warnings[0]  # the running average

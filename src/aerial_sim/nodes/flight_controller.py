@@ -57,8 +57,8 @@ from aerial_sim.control.controller import STABLE_STATE_RATE_HZ, ControllerParams
 from aerial_sim.control.geometry import yaw_of
 from aerial_sim.control.mission import is_setpoint_due, require_setpoint_rate
 from aerial_sim.control.supervisor import CommandRejected, FlightSupervisor, Mode, SupervisorParams
-from aerial_sim.nodes.common import (COMMAND_QOS, FleetHosting, InputStampClock, declare_params, from_stamp, run_node,
-                                     stream_qos, subscribe_odometry, to_stamp)
+from aerial_sim.nodes.common import (COMMAND_QOS, FleetHosting, InputStampClock, ThrottledWarning, declare_params,
+                                     from_stamp, run_node, stream_qos, subscribe_odometry, to_stamp)
 from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, truth_from_odometry
 from aerial_sim.vehicles.multirotor import load_vehicle
 
@@ -114,6 +114,7 @@ class FlightControllerNode(Node):
         self._odom_state: VehicleState | None = None
         self._odom_time = -math.inf
         self.odometry_period = StatePeriodMonitor()
+        self.warn_slow_odometry = ThrottledWarning(self, period_s=10.0)
         self._imu: tuple | None = None
         self._answered_time = -math.inf
         self._stepped_time = -math.inf
@@ -183,12 +184,10 @@ class FlightControllerNode(Node):
         """
         if self.odometry_period.update(stamp_s) and not self.params.lockstep:
             period = self.odometry_period.period_s
-            self.get_logger().warning(
+            self.warn_slow_odometry(lambda: (
                 f"ground_truth/odom arrives every {period * 1e3:.0f} ms of sim time ({1.0 / period:.0f} Hz), "
                 f"below the {STABLE_STATE_RATE_HZ:g} Hz this controller is known to fly at: expect oscillation "
-                "or a lost vehicle (lower the load, or use lockstep)",
-                throttle_duration_sec=10.0,
-            )
+                "or a lost vehicle (lower the load, or use lockstep)"))
 
     def on_imu(self, message: Imu) -> None:
         q = message.orientation
