@@ -143,3 +143,13 @@ def launch(tmp_path):
     yield start
     for graph in graphs:
         graph.stop()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Tests kill nodes on purpose (native crashes, hung runs): remove the Fast DDS shared memory
+    their dead participants left in /dev/shm, which would otherwise hold RAM until the next reboot."""
+    from aerial_sim.launcher.shared_memory import remove_dead_participants
+
+    removed = remove_dead_participants()
+    if removed.segments:
+        print(f"\n{removed.summary()}")

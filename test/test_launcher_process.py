@@ -7,7 +7,9 @@ in a temporary prefix, run by this interpreter through its shebang, as
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -142,3 +144,45 @@ def test_strict_exits_3_when_a_process_failed_only_while_being_stopped(demo_pref
     assert warnings == ["hasty (demo_pkg/talker) killed by SIGTERM while stopping"] and fatal == "", err
     _, fatal = judge_stop_failures(err.replace("(demo_pkg/talker)", "(aerial_sim/recorder)"))
     assert fatal == "hasty (aerial_sim/recorder) killed by SIGTERM while stopping"
+
+
+def fast_dds_segments() -> set[str]:
+    """The lock files of the Fast DDS shared-memory segments in /dev/shm (``fastdds_<16 hex>_el``)."""
+    return {path.name for path in Path("/dev/shm").glob("fastdds_*_el") if not path.name.startswith("fastdds_port")}
+
+
+def segments_open_here() -> set[str]:
+    """The segment lock files this process holds open: its own live participant's."""
+    held = {os.path.basename(os.readlink(f"/proc/self/fd/{fd}")) for fd in os.listdir("/proc/self/fd")
+            if os.path.exists(f"/proc/self/fd/{fd}")}
+    return held & fast_dds_segments()
+
+
+def test_a_process_killed_by_sigkill_leaves_no_shared_memory_behind(demo_prefix, launch, ros_node):
+    """A killed process cannot remove its 16 MiB Fast DDS segment from /dev/shm (RAM until removed):
+    the launcher removes every dead participant's when the launch ends, and nothing of a live one."""
+    from std_msgs.msg import String
+
+    before = fast_dds_segments()
+    graph = launch(str(DATA / "talker.launch.yaml"))
+    heard: list[str] = []
+    ros_node.create_subscription(String, "/demo/chatter_remapped", lambda m: heard.append(m.data), 10)
+    assert spin_until(ros_node, lambda: len(heard) >= 3, timeout_s=20), graph.output()
+    mine = segments_open_here()
+    assert mine, "the test's own participant has no segment in /dev/shm"
+    talkers = fast_dds_segments() - before - mine
+    assert talkers, "the talker has no segment in /dev/shm"
+    time.sleep(2.5)  # older than MIN_AGE_S: a participant that young may still be starting up
+    pid = int(re.search(r"process started with pid \[(\d+)\]: talker", graph.output()).group(1))
+    os.kill(pid, signal.SIGKILL)
+
+    deadline = time.monotonic() + 15.0
+    while graph.alive() and time.monotonic() < deadline:  # its only process died: the launch ends
+        time.sleep(0.1)
+    output = graph.output()
+    assert not graph.alive(), output
+    assert re.search(r"process has died \[pid \d+, killed by SIGKILL\]: talker", output), output
+    assert re.search(r"removed the shared-memory segments of [1-9]\d* Fast DDS participant", output), output
+    left = fast_dds_segments()
+    assert not talkers & left, "the killed talker's segment is still in /dev/shm"
+    assert mine <= left, "a live participant's segment was removed"

@@ -18,7 +18,9 @@ ends the launch with exit status 0 when it has landed and written
 
 A failed attempt is retried while attempts are left (:func:`should_retry`);
 its log stays in ``logs/attempt-<n>.log``, everything else of it is cleared
-before the next attempt. Used by both backends: a local worker thread and a
+before the next attempt. After every launch, the shared memory of Fast DDS participants that
+died without closing it (a run stopped by SIGKILL) is removed from /dev/shm, where it would hold
+RAM for the rest of the sweep (:mod:`aerial_sim.launcher.shared_memory`; one line in the log). Used by both backends: a local worker thread and a
 Ray task call :func:`execute_run` the same way.
 
 ``launch_slots`` (the local backend's ``--workers``): a semaphore held from the
@@ -49,6 +51,7 @@ from aerial_sim.batch.processes import guarded_command, reap_session, session_pr
 from aerial_sim.batch.sweep import RunOptions, RunSpec
 from aerial_sim.launcher.description import declared_arguments
 from aerial_sim.launcher.runner import DIED_LINE, EXIT_FAILED_WHILE_STOPPING
+from aerial_sim.launcher.shared_memory import remove_dead_participants
 
 LOGS_DIR = "logs"
 LAUNCHER_FILE = "launcher.pid"
@@ -174,8 +177,11 @@ def _launch_and_postprocess(run, folder: Path, number: int, launch_file: Path, o
             if pinned:
                 cores.release(pinned)
         wall_s, ended_at = time.monotonic() - began, time.time()
+        removed = remove_dead_participants()  # a run stopped by SIGKILL leaves its shared memory (RAM)
         with open(log_path, "a", encoding="utf-8") as log:
             log.write(f"# launch ended ({kind}) at {ended_at:.3f}, after {wall_s:.2f} s\n")
+            if removed.segments:
+                log.write(f"# {removed.summary()}\n")
         times = {"launched_at": launched_at, "launch_ended_at": ended_at}
         warnings: list[str] = []
         if kind == "exited":

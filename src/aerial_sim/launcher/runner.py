@@ -30,6 +30,9 @@ changes it, and a process that cannot be spawned is only logged, in
   its work was done, but what it still had to write may be lost, and the caller
   knows which process it was from its ``process has died`` line (:data:`DIED_LINE`).
 
+A process killed by a signal leaves its Fast DDS shared memory behind; at the end of a launch
+where one was, every dead participant's is removed (one line says how much).
+
 Output: every line a process prints goes to ``<log_dir>/<label>.log``; stdout
 lines are also shown as ``[label] line`` for ``output: screen`` or ``both``, and
 stderr lines always are (the ROS 2 launch rule for ``output: log``).
@@ -50,6 +53,7 @@ from pathlib import Path
 from typing import IO, Callable
 
 from aerial_sim.launcher.description import ProcessSpec
+from aerial_sim.launcher.shared_memory import remove_dead_participants
 from aerial_sim.paths import PACKAGE_NAME
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -128,6 +132,7 @@ class Runner:
             self._stop_all()
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+            self._remove_shared_memory_of_killed()
         if not self.strict:
             return 0
         return EXIT_FAILED if self.failed else EXIT_FAILED_WHILE_STOPPING if self.failed_while_stopping else 0
@@ -294,6 +299,14 @@ class Runner:
             self._join_readers(running)
             with self._print_lock:
                 running.log.close()
+
+    def _remove_shared_memory_of_killed(self) -> None:
+        """A process killed by a signal leaves its Fast DDS shared memory in /dev/shm (RAM, until
+        removed): remove every dead participant's (:mod:`aerial_sim.launcher.shared_memory`)."""
+        if any(r.popen.returncode is not None and r.popen.returncode < 0 for r in self.running):
+            removed = remove_dead_participants()
+            if removed.segments:
+                self.info(removed.summary())
 
     @staticmethod
     def _join_readers(running: _Running) -> None:
