@@ -20,8 +20,8 @@ A failed attempt is retried while attempts are left (:func:`should_retry`);
 its log stays in ``logs/attempt-<n>.log``, everything else of it is cleared
 before the next attempt. After every launch, the shared memory of Fast DDS participants that
 died without closing it (a run stopped by SIGKILL) is removed from /dev/shm, where it would hold
-RAM for the rest of the sweep (:mod:`aerial_sim.launcher.shared_memory`; one line in the log). Used by both backends: a local worker thread and a
-Ray task call :func:`execute_run` the same way.
+RAM for the rest of the sweep (:mod:`aerial_sim.launcher.shared_memory`; one line in the log).
+Used by both backends: a local worker thread and a Ray task call :func:`execute_run` the same way.
 
 ``launch_slots`` (the local backend's ``--workers``): a semaphore held from the
 domain lease to the end of the launch only, so a finished run's post-processing
