@@ -3,7 +3,9 @@
 The physics node and the flight controller run as two separate launches in
 lockstep and talk over ROS topics and services only; this test process is the
 user: it calls arm/takeoff/land, publishes ``cmd_pose``/``cmd_vel`` stamped with
-the latest odometry stamp, and measures ``ground_truth/odom``. The same
+the latest odometry stamp, and measures ``ground_truth/odom``. It takes part in the
+lockstep as a third-party node would (an announced topic of its own), so a loaded
+machine cannot leave it behind the simulation. The same
 requirements are checked in-process in test_control_closed_loop.py:
 
 - a 10 m ``cmd_pose`` step settles with at most 10% overshoot;
@@ -42,6 +44,10 @@ STEP_SETTLE_S = 10.0
 SETTLED_WINDOW_S = 1.0  # ...and must stay in the band over the last second
 VELOCITY_TRANSIENT_S = 3.0  # steady state: after 3 s of a velocity command (as in-process)
 VELOCITY_WINDOW_S = 2.0
+# A streaming client's setpoint rate, as the mission runner's (setpoint_rate_hz): fewer typed
+# publishes keep this process up with a lockstep simulation that does not wait for it.
+SETPOINT_RATE_HZ = 50.0
+PROGRESS_TOPIC = "/flight_test/progress"
 
 
 class Flight:
@@ -54,7 +60,9 @@ class Flight:
         from std_msgs.msg import Float64MultiArray
         from std_srvs.srv import SetBool, Trigger
 
-        from aerial_sim.nodes.common import COMMAND_QOS, LOCKSTEP_QOS
+        from std_msgs.msg import Header
+
+        from aerial_sim.nodes.common import COMMAND_QOS, LOCKSTEP_QOS, announce_lockstep_participant
 
         self.node = node
         self.physics = launch(
@@ -65,10 +73,16 @@ class Flight:
         )
         self.rows: list[tuple] = []  # (t, x, y, z, vx, vy, vz, yaw): world (ENU) velocity
         self.stamp = None  # header stamp of the latest odometry
-        self.on_step = None  # called after each odometry message (a setpoint stream)
+        self.on_step = None  # a setpoint stream: called at the odometry due at SETPOINT_RATE_HZ
         self.diagnostics: dict[str, str] = {}
         self.motors: list[float] | None = None
-        node.create_subscription(Odometry, f"/{NAMESPACE}/ground_truth/odom", self._on_odom, LOCKSTEP_QOS)
+        node.create_subscription(Odometry, f"/{NAMESPACE}/ground_truth/odom", self._on_odom, LOCKSTEP_QOS, raw=True)
+        # This process takes part in lockstep as any node may (README, lockstep): it publishes the
+        # stamp of the odometry due at SETPOINT_RATE_HZ, and the physics node does not run more than
+        # its slack (0.1 s) ahead of it. Without it, a loaded machine left this process behind a
+        # simulation running at many times real time, and its odometry queue overflowed (ci42).
+        self._progress = node.create_publisher(Header, PROGRESS_TOPIC, LOCKSTEP_QOS)
+        self._announcement = announce_lockstep_participant(node, PROGRESS_TOPIC, SETPOINT_RATE_HZ)
         node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, COMMAND_QOS)
         node.create_subscription(
             Float64MultiArray, f"/{NAMESPACE}/motor_commands", lambda m: setattr(self, "motors", list(m.data)),
@@ -80,23 +94,28 @@ class Flight:
         self._pose_pub = node.create_publisher(PoseStamped, f"/{NAMESPACE}/cmd_pose", COMMAND_QOS)
         self._vel_pub = node.create_publisher(TwistStamped, f"/{NAMESPACE}/cmd_vel", COMMAND_QOS)
         self.types = SimpleNamespace(
-            PoseStamped=PoseStamped, TwistStamped=TwistStamped, SetBool=SetBool, Trigger=Trigger
+            PoseStamped=PoseStamped, TwistStamped=TwistStamped, SetBool=SetBool, Trigger=Trigger, Header=Header
         )
         assert spin_until(node, lambda: self.rows, 20.0), self.logs()
 
     # -- state in --------------------------------------------------------------
 
-    def _on_odom(self, message) -> None:
-        from aerial_sim.control.geometry import quat_to_matrix, yaw_of
-        from aerial_sim.nodes.common import from_stamp
+    def _on_odom(self, data: bytes) -> None:
+        from aerial_sim.cdr import decode_odometry
+        from aerial_sim.control.geometry import yaw_of
+        from aerial_sim.control.mission import is_setpoint_due
+        from aerial_sim.nodes.common import stamp_from_fields
+        from aerial_sim.physics.rotation import rotate
 
-        p, q, v = message.pose.pose.position, message.pose.pose.orientation, message.twist.twist.linear
-        orientation = (q.w, q.x, q.y, q.z)
-        velocity = quat_to_matrix(orientation) @ (v.x, v.y, v.z)  # twist is in base_link
-        self.rows.append((from_stamp(message.header.stamp), p.x, p.y, p.z, *velocity, yaw_of(orientation)))
-        self.stamp = message.header.stamp
-        if self.on_step is not None:
-            self.on_step()
+        odom = decode_odometry(data)
+        velocity = rotate(odom.orientation_wxyz, odom.linear_velocity)  # twist is in base_link
+        previous = self.rows[-1][0] if self.rows else -math.inf
+        self.rows.append((odom.time_s, *odom.position, *velocity, yaw_of(odom.orientation_wxyz)))
+        self.stamp = stamp_from_fields(odom)
+        if is_setpoint_due(odom.time_s, previous, SETPOINT_RATE_HZ):
+            if self.on_step is not None:
+                self.on_step()
+            self._progress.publish(self.types.Header(stamp=self.stamp))
 
     def _on_diagnostics(self, message) -> None:
         for status in message.status:
@@ -186,7 +205,7 @@ def test_quad_pose_step_and_velocity_in_both_frames(launch, ros_node):
     assert flight.rows[-1][7] == pytest.approx(yaw, abs=0.05)  # precondition for the body-frame check
     assert flight.diagnostics.get("mode") == "hold"
 
-    # (b) cmd_vel streamed every step, stamped with the latest odometry stamp; map (ENU) first, then
+    # (b) cmd_vel streamed at 50 Hz of sim time, stamped with the latest odometry stamp; map (ENU) first, then
     # drone1/base_link (FLU, rotated by the heading). Each command would give a different world
     # velocity if read in the other frame.
     forward, left, up = body_command = np.array((1.0, 0.8, -0.4))
