@@ -113,7 +113,9 @@ def test_slow_odometry_is_warned_about_once_per_ten_seconds_and_still_flown(laun
     commands = []
     ros_node.create_subscription(Float64MultiArray, "/drone1/motor_commands", commands.append, COMMAND_QOS)
     odom_pub = ros_node.create_publisher(Odometry, "/drone1/ground_truth/odom", stream_qos())
-    connected = lambda: odom_pub.get_subscription_count() > 0 and ros_node.count_publishers("/drone1/motor_commands") > 0  # noqa: E731
+    def connected() -> bool:
+        return odom_pub.get_subscription_count() > 0 and ros_node.count_publishers("/drone1/motor_commands") > 0
+
     assert spin_until(ros_node, connected, 20.0), control.output()
 
     sent = 200

@@ -44,8 +44,7 @@ STEP_SETTLE_S = 10.0
 SETTLED_WINDOW_S = 1.0  # ...and must stay in the band over the last second
 VELOCITY_TRANSIENT_S = 3.0  # steady state: after 3 s of a velocity command (as in-process)
 VELOCITY_WINDOW_S = 2.0
-# A streaming client's setpoint rate, as the mission runner's (setpoint_rate_hz): fewer typed
-# publishes keep this process up with a lockstep simulation that does not wait for it.
+# This process streams setpoints and reports its progress at the mission runner's rate (setpoint_rate_hz).
 SETPOINT_RATE_HZ = 50.0
 PROGRESS_TOPIC = "/flight_test/progress"
 
@@ -57,10 +56,8 @@ class Flight:
         from diagnostic_msgs.msg import DiagnosticArray
         from geometry_msgs.msg import PoseStamped, TwistStamped
         from nav_msgs.msg import Odometry
-        from std_msgs.msg import Float64MultiArray
+        from std_msgs.msg import Float64MultiArray, Header
         from std_srvs.srv import SetBool, Trigger
-
-        from std_msgs.msg import Header
 
         from aerial_sim.nodes.common import COMMAND_QOS, LOCKSTEP_QOS, announce_lockstep_participant
 

@@ -30,13 +30,19 @@ def test_only_segments_whose_lock_nobody_holds_and_old_enough_are_removed(tmp_pa
     for path in others:
         path.touch()
         os.utime(path, (0, 0))
+    # Anyone may write to /dev/shm: a lock name that is a link (even dangling) or a folder is left as it is.
+    (tmp_path / "fastdds_00000000000000dd_el").symlink_to(tmp_path / "unrelated")
+    (tmp_path / "fastdds_00000000000000ee_el").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "fastdds_00000000000000ff_el").mkdir()
+    others += [tmp_path / f"fastdds_00000000000000{x}_el" for x in ("dd", "ee", "ff")]
     with open(live[1], "ab") as held:
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as its live owner does
         removed = remove_dead_participants(tmp_path)
     assert removed.segments == 1
     assert removed.bytes >= 65536  # the RAM the written pages held
     assert not dead[0].exists() and not dead[1].exists()
-    assert all(path.exists() for path in (*live, *young, *others))
+    assert all(path.is_symlink() or path.exists() for path in (*live, *young, *others))
+    assert not (tmp_path / "nowhere").exists()  # nothing created through a link
     assert "1 Fast DDS participant(s)" in removed.summary()
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,12 +60,18 @@ def remove_dead_participants(directory: Path = SHM_DIR, min_age_s: float = MIN_A
 
 
 def _is_dead(lock: Path, oldest_allowed: float) -> bool:
-    """Whether ``lock`` is old enough and nobody holds a lock on it (then its owner is gone)."""
+    """Whether ``lock`` is a regular file, old enough, and nobody holds a lock on it (then its owner
+    is gone). Opened read-only without following links or creating anything: /dev/shm is writable
+    by every user, and a name there may be anything."""
     try:
-        if lock.stat().st_mtime > oldest_allowed:
+        status = lock.lstat()
+        if not stat.S_ISREG(status.st_mode) or status.st_mtime > oldest_allowed:
             return False
-        with open(lock, "ab") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when the file is closed
+        descriptor = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when it is closed
+        finally:
+            os.close(descriptor)
         return True
     except OSError:  # held by a live participant, or gone meanwhile, or not ours to open
         return False
@@ -73,8 +80,8 @@ def _is_dead(lock: Path, oldest_allowed: float) -> bool:
 def _remove(path: Path) -> int:
     """Remove ``path``; the bytes of RAM it held (0 if it could not be removed)."""
     try:
-        held = path.stat().st_blocks * 512
-        path.unlink()
+        held = path.lstat().st_blocks * 512
+        path.unlink()  # a link is removed itself, never its target
         return held
     except OSError:
         return 0
