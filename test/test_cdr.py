@@ -389,3 +389,55 @@ def test_encoders_pass_nan_and_infinity_on_and_refuse_wrong_sizes_with_value_err
                         [0.0] * 36)
     with pytest.raises(ValueError, match="joint state"):
         encode_joint_state(5, "", ["rotor_0"], [], [1.0], ["not a number"])
+
+
+@requires_ros
+def test_point_clouds_pose_arrays_and_multi_arrays_with_dimensions_are_rclpys_messages_both_ways():
+    """The three layouts the fleet's one-message link uses (/swarm/state, /swarm/poses, /swarm/motor_commands)."""
+    from geometry_msgs.msg import Pose, PoseArray
+    from rclpy.serialization import deserialize_message, serialize_message
+    from sensor_msgs.msg import PointCloud2, PointField
+    from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+
+    from aerial_sim.cdr import decode_float64_array, decode_point_cloud2, encode_float64_array, encode_point_cloud2
+    from aerial_sim.cdr import encode_pose_array
+
+    rng = random.Random(14)
+    for frame_length in range(6):
+        frame = random_text(rng, frame_length)
+        stamp = rng.randrange(2**31) * 10**9 + rng.randrange(10**9)
+        names = [random_text(rng, rng.randrange(1, 6)) for _ in range(rng.randrange(4))]
+        fields = [(name, 8 * i, rng.choice((2, 7, 8)), 1) for i, name in enumerate(names)]
+        data = bytes(rng.randrange(256) for _ in range(rng.randrange(40)))
+        cloud = PointCloud2(height=1, width=len(data), is_bigendian=rng.random() < 0.5, point_step=rng.randrange(99),
+                            row_step=rng.randrange(999), data=data, is_dense=rng.random() < 0.5,
+                            fields=[PointField(name=n, offset=o, datatype=d, count=c) for n, o, d, c in fields])
+        cloud.header.frame_id = frame
+        cloud.header.stamp.sec, cloud.header.stamp.nanosec = divmod(stamp, 10**9)
+        encoded = encode_point_cloud2(stamp, frame, 1, len(data), fields, cloud.is_bigendian, cloud.point_step,
+                                      cloud.row_step, data, cloud.is_dense)
+        assert deserialize_message(encoded, PointCloud2) == cloud
+        assert decode_point_cloud2(serialize_message(cloud)) == decode_point_cloud2(encoded)
+        assert decode_point_cloud2(encoded).fields == tuple(fields) and decode_point_cloud2(encoded).data == data
+
+        positions = [[rng.uniform(-9, 9) for _ in range(3)] for _ in range(frame_length)]
+        orientations = [[rng.uniform(-1, 1) for _ in range(4)] for _ in range(frame_length)]
+        poses = PoseArray(poses=[Pose() for _ in positions])
+        poses.header = cloud.header
+        for pose, (x, y, z), (w, qx, qy, qz) in zip(poses.poses, positions, orientations):
+            pose.position.x, pose.position.y, pose.position.z = x, y, z
+            pose.orientation.w, pose.orientation.x, pose.orientation.y, pose.orientation.z = w, qx, qy, qz
+        assert deserialize_message(encode_pose_array(stamp, frame, positions, orientations), PoseArray) == poses
+
+        dims = tuple((random_text(rng, rng.randrange(6)), rng.randrange(9), rng.randrange(99)) for _ in range(frame_length % 3))
+        values = tuple(rng.uniform(-1, 1) for _ in range(frame_length))
+        array = Float64MultiArray(data=values)
+        array.layout.dim = [MultiArrayDimension(label=label, size=size, stride=stride) for label, size, stride in dims]
+        encoded = encode_float64_array(values, dims)
+        assert deserialize_message(encoded, Float64MultiArray) == array
+        assert decode_float64_array(serialize_message(array)) == decode_float64_array(encoded) == (dims, 0, values)
+    cut_cloud = encode_point_cloud2(1, "map", 1, 3, [], False, 1, 3, b"abc", True)[:-2]
+    with pytest.raises(ValueError, match="run past the end"):
+        decode_point_cloud2(cut_cloud)
+    with pytest.raises(ValueError, match="data"):
+        decode_float64_array(encode_float64_array([1.0, 2.0], (("a", 2, 2),))[:-3])

@@ -2,12 +2,13 @@
 
 ``sim.launch.yaml vehicles:=10`` brings up one physics node, two processes for the sensors (five
 vehicles each) and one flight-controller process for all ten vehicles: every namespace gets its ground truth and
-sensor streams, each vehicle's controller answers on its own services, and each vehicle's noise
-is its own. A fleet file with a bad entry stops the launch with an error naming the entry.
+sensor streams (the processes read /swarm/state and send /swarm/motor_commands), each vehicle's
+controller answers on its own services, and each vehicle's noise is its own. A fleet file with a bad entry stops the launch with an error naming the entry.
 """
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -65,6 +66,10 @@ def test_ten_vehicle_launch_serves_every_namespace(launch, ros_node, tmp_path):
         assert output.count(f"serving {COUNT // 2} vehicles in one process") == 2 * 4, output[-4000:]
         assert "one process for imu, barometer, magnetometer, gps" in output, output[-4000:]
     assert output.count("process started with pid") <= 7, output[-4000:]  # physics, 3 hosts, depth noise, markers, points
+    # ... and they talk to physics in one message per period for all their vehicles (swarm_link).
+    for process in ("sensors_0", "sensors_1", "flight_controller"):
+        assert re.search(rf"\[{process}\] .*ground truth of {COUNT} vehicles from /swarm/state", output), output[-4000:]
+    assert f"motor commands of {COUNT} vehicles on /swarm/motor_commands" in output, output[-4000:]
 
     # Each vehicle's noise is its own (seed + index offset): same instants, same truth at rest, other values.
     def same_stamp():

@@ -214,6 +214,9 @@ def test_shared_sensor_process_gives_each_node_its_own_parameters(ros_node, tmp_
     (["imu.rate_hz:=-5.0"], "[FATAL] [imu]: invalid parameter: rate_hz"),
     (["gps.enabled:=3"], "[FATAL] [sensors]: invalid parameter: gps.enabled must be true or false, got 3"),
     (["vehicles:=4", "shard:=[2, 2]"], "[FATAL] [imu]: invalid parameter: shard must be [index, count] with 0 <= index"),
+    (["vehicles:=4", "swarm_link:=3"], "[FATAL] [imu]: invalid parameter: swarm_link must be true or false, got 3"),
+    (["namespaces:=[a, b]", "swarm_link:=true"],
+     "[FATAL] [imu]: invalid parameter: swarm_link needs fleet or vehicles (the physics node's vehicle order)"),
 ])
 def test_bad_parameter_stops_the_shared_process_naming_the_node(parameters, line):
     arguments = [word for parameter in parameters for word in ("-p", parameter)]

@@ -25,12 +25,13 @@ What is implemented: the OMG CDR rules (CORBA 3.0, 15.3 "CDR Transfer Syntax"; D
   ignored (rclpy's serialized JointState can carry a few).
 
 Messages read here: ``nav_msgs/Odometry`` (:class:`OdometryFields`), ``sensor_msgs/Imu``
-(:class:`ImuFields`), ``sensor_msgs/JointState`` (:class:`JointStateFields`), and the
+(:class:`ImuFields`), ``sensor_msgs/JointState`` (:class:`JointStateFields`), ``sensor_msgs/PointCloud2``
+(:class:`PointCloud2Fields`), ``std_msgs/Float64MultiArray`` (:func:`decode_float64_array`), and the
 ``header.stamp`` of any message that starts with a ``std_msgs/Header`` (:func:`cdr_header_stamp_ns`).
 
 Writing (``encode_odometry``, ``encode_imu``, ``encode_joint_state``, ``encode_clock``,
 ``encode_float64_array``, ``encode_fluid_pressure``, ``encode_magnetic_field``, ``encode_nav_sat_fix``,
-``encode_twist_stamped``): little-endian plain CDR by the same rules, one precompiled ``struct`` per
+``encode_twist_stamped``, ``encode_pose_array``, ``encode_point_cloud2``): little-endian plain CDR by the same rules, one precompiled ``struct`` per
 layout (frame id and name lengths), zero padding bytes. ``Publisher.publish`` sends such bytes as
 they are; building and publishing the typed message costs about five times as much (``bench cdr``).
 rclpy's own ``serialize_message`` leaves the alignment bytes as its buffer held them and may append
@@ -127,6 +128,22 @@ class JointStateFields(NamedTuple):
         return self.stamp_sec + self.stamp_nanosec * 1e-9
 
 
+class PointCloud2Fields(NamedTuple):
+    """A ``sensor_msgs/PointCloud2``: every field; ``fields`` as (name, offset, datatype, count) each."""
+
+    stamp_sec: int
+    stamp_nanosec: int
+    frame_id: str
+    height: int
+    width: int
+    fields: tuple[tuple[str, int, int, int], ...]
+    is_bigendian: bool
+    point_step: int
+    row_step: int
+    data: bytes
+    is_dense: bool
+
+
 def decode_odometry(data: bytes) -> OdometryFields:
     """``nav_msgs/Odometry`` CDR bytes -> :class:`OdometryFields` (``ValueError`` if they are not one)."""
     order = byte_order(data)
@@ -168,6 +185,49 @@ def decode_joint_state(data: bytes) -> JointStateFields:
     velocity, offset = read_float64_sequence(data, offset, order, "velocity")
     effort, offset = read_float64_sequence(data, offset, order, "effort")
     return JointStateFields(sec, nanosec, frame_id, tuple(names), position, velocity, effort)
+
+
+def decode_float64_array(data: bytes) -> tuple[tuple[tuple[str, int, int], ...], int, tuple[float, ...]]:
+    """``std_msgs/Float64MultiArray`` CDR bytes -> its dimensions ((label, size, stride) each), data
+    offset and values (``ValueError`` if they are not one)."""
+    order = byte_order(data)
+    count, offset = read_count(data, ENCAPSULATION_BYTES, order, "dim")
+    dims = []
+    for _ in range(count):
+        label, offset = read_string(data, offset, order)
+        (size, stride), offset = _read_u32s(data, offset, order, 2, "dim size, stride")
+        dims.append((label, size, stride))
+    (data_offset,), offset = _read_u32s(data, offset, order, 1, "data_offset")
+    values, _ = read_float64_sequence(data, offset, order, "data")
+    return tuple(dims), data_offset, values
+
+
+def decode_point_cloud2(data: bytes) -> PointCloud2Fields:
+    """``sensor_msgs/PointCloud2`` CDR bytes -> :class:`PointCloud2Fields` (``ValueError`` if they are not one)."""
+    order = byte_order(data)
+    sec, nanosec = _read_stamp(data, order)
+    frame_id, offset = read_string(data, 12, order)
+    (height, width), offset = _read_u32s(data, offset, order, 2, "height, width")
+    count, offset = read_count(data, offset, order, "fields")
+    fields = []
+    for _ in range(count):
+        name, offset = read_string(data, offset, order)
+        (field_offset,), offset = _read_u32s(data, offset, order, 1, "field offset")
+        if len(data) < offset + 1:
+            raise ValueError(f"truncated: field datatype at byte {offset}, got {len(data)} bytes")
+        datatype = data[offset]
+        (field_count,), offset = _read_u32s(data, offset + 1, order, 1, "field count")
+        fields.append((name, field_offset, datatype, field_count))
+    if len(data) < offset + 1:
+        raise ValueError(f"truncated: is_bigendian at byte {offset}, got {len(data)} bytes")
+    is_bigendian = bool(data[offset])
+    (point_step, row_step), offset = _read_u32s(data, offset + 1, order, 2, "point_step, row_step")
+    length, offset = read_count(data, offset, order, "data")
+    end = offset + length
+    if end + 1 > len(data):
+        raise ValueError(f"data: {length} bytes at byte {offset} run past the end ({len(data)} bytes)")
+    return PointCloud2Fields(sec, nanosec, frame_id, height, width, tuple(fields), is_bigendian, point_step, row_step,
+                             data[offset:end], bool(data[end]))
 
 
 def cdr_header_stamp_ns(data: bytes) -> int | None:
@@ -233,6 +293,14 @@ def read_float64_sequence(data: bytes, offset: int, order: str, what: str) -> tu
     return struct.unpack_from(f"{order}{count}d", data, offset), end
 
 
+def _read_u32s(data: bytes, offset: int, order: str, count: int, what: str) -> tuple[tuple[int, ...], int]:
+    """``count`` uint32 at ``offset`` (aligned first) and the offset after them."""
+    offset = align(offset, 4)
+    if len(data) < offset + 4 * count:
+        raise ValueError(f"truncated: {what} at byte {offset}, got {len(data)} bytes")
+    return struct.unpack_from(f"{order}{count}I", data, offset), offset + 4 * count
+
+
 def _read_stamp(data: bytes, order: str) -> tuple[int, int]:
     if len(data) < ENCAPSULATION_BYTES + 8:
         raise ValueError(f"truncated: {len(data)} bytes, no header stamp")
@@ -267,6 +335,12 @@ class _Layout:
         self.field("I", 4)
         self.parts.append(f"{encoded_length + 1}s")
         self.offset += encoded_length + 1
+        return self
+
+    def raw(self, length: int) -> "_Layout":
+        """``length`` bytes as they are (the elements of a ``uint8[]``, no alignment)."""
+        self.parts.append(f"{length}s")
+        self.offset += length
         return self
 
     def doubles(self, count: int) -> "_Layout":
@@ -305,9 +379,12 @@ def _joint_state_struct(frame_length: int, name_lengths: tuple[int, ...], counts
 
 
 @functools.lru_cache(maxsize=64)
-def _float64_array_struct(count: int) -> struct.Struct:
-    # std_msgs/MultiArrayLayout with no dimensions: dim count 0, data_offset 0; then data
-    return _Layout().field("I", 4).field("I", 4).doubles(count).build()
+def _float64_array_struct(count: int, label_lengths: tuple[int, ...] = ()) -> struct.Struct:
+    # std_msgs/MultiArrayLayout: dim (label, size, stride each), data_offset; then data
+    layout = _Layout().field("I", 4)
+    for length in label_lengths:
+        layout.string(length).field("I", 4, 2)
+    return layout.field("I", 4).doubles(count).build()
 
 
 @functools.lru_cache(maxsize=256)
@@ -315,6 +392,21 @@ def _nav_sat_fix_struct(frame_length: int) -> struct.Struct:
     # status: int8 status, uint16 service; latitude, longitude, altitude, covariance 9d; uint8 covariance type
     return (_header(_Layout(), frame_length).field("b", 1).field("H", 2).field("d", 8, 12).field("B", 1)
             .build())
+
+
+@functools.lru_cache(maxsize=64)
+def _point_cloud2_struct(frame_length: int, name_lengths: tuple[int, ...], data_length: int) -> struct.Struct:
+    # height, width; fields: name, offset, datatype, count; is_bigendian; point_step, row_step; data; is_dense
+    layout = _header(_Layout(), frame_length).field("I", 4, 2).field("I", 4)
+    for length in name_lengths:
+        layout.string(length).field("I", 4).field("B", 1).field("I", 4)
+    return layout.field("?", 1).field("I", 4, 2).field("I", 4).raw(data_length).field("?", 1).build()
+
+
+@functools.lru_cache(maxsize=64)
+def _pose_array_struct(frame_length: int, count: int) -> struct.Struct:
+    # poses: uint32 count, then per pose position 3d and orientation 4d
+    return _header(_Layout(), frame_length).field("I", 4).field("d", 8, 7 * count).build()
 
 
 _CLOCK = _Layout().field("i", 4).field("I", 4).build()
@@ -372,9 +464,13 @@ def encode_clock(stamp_ns: int) -> bytes:
     return _packed("clock", _CLOCK, *_stamp(stamp_ns))
 
 
-def encode_float64_array(values) -> bytes:
-    """``std_msgs/Float64MultiArray`` with an empty layout (no dimensions, offset 0) as CDR bytes."""
-    return _packed("float64 array", _float64_array_struct(len(values)), 0, 0, *_sequence(values))
+def encode_float64_array(values, dims=()) -> bytes:
+    """``std_msgs/Float64MultiArray`` as CDR bytes: ``dims`` (label, size, stride) each, empty by
+    default (no dimensions), data offset 0."""
+    labels = [str(label).encode() for label, _, _ in dims]
+    dim_values = [v for label, (_, size, stride) in zip(labels, dims) for v in (len(label) + 1, label, size, stride)]
+    return _packed("float64 array", _float64_array_struct(len(values), tuple(map(len, labels))), len(labels),
+                   *dim_values, 0, *_sequence(values))
 
 
 def encode_fluid_pressure(stamp_ns: int, frame_id: str, fluid_pressure: float, variance: float) -> bytes:
@@ -409,6 +505,30 @@ def encode_nav_sat_fix(stamp_ns: int, frame_id: str, status: int, service: int, 
     return _packed("navsat fix", _nav_sat_fix_struct(len(frame)), sec, nanosec, len(frame) + 1, frame, status,
                    service, latitude, longitude, altitude, *_exactly(9, covariance, "position covariance"),
                    covariance_type)
+
+
+def encode_pose_array(stamp_ns: int, frame_id: str, positions, orientations_wxyz) -> bytes:
+    """``geometry_msgs/PoseArray`` as CDR bytes (one position and one ``(w, x, y, z)`` quaternion per pose)."""
+    frame = frame_id.encode()
+    if len(positions) != len(orientations_wxyz):
+        raise ValueError(f"pose array: {len(positions)} positions for {len(orientations_wxyz)} orientations")
+    values = [v for p, (w, x, y, z) in zip(positions, orientations_wxyz) for v in (*_exactly(3, p, "position"), x, y, z, w)]
+    sec, nanosec = _stamp(stamp_ns)
+    return _packed("pose array", _pose_array_struct(len(frame), len(positions)), sec, nanosec, len(frame) + 1, frame,
+                   len(positions), *values)
+
+
+def encode_point_cloud2(stamp_ns: int, frame_id: str, height: int, width: int, fields, is_bigendian: bool,
+                        point_step: int, row_step: int, data: bytes, is_dense: bool) -> bytes:
+    """``sensor_msgs/PointCloud2`` as CDR bytes; ``fields``: (name, offset, datatype, count) each."""
+    frame = frame_id.encode()
+    names = [str(f[0]).encode() for f in fields]
+    layout = _point_cloud2_struct(len(frame), tuple(map(len, names)), len(data))
+    field_values = [v for name, (_, offset, datatype, count) in zip(names, fields)
+                    for v in (len(name) + 1, name, offset, datatype, count)]
+    sec, nanosec = _stamp(stamp_ns)
+    return _packed("point cloud", layout, sec, nanosec, len(frame) + 1, frame, height, width, len(names), *field_values,
+                   is_bigendian, point_step, row_step, len(data), bytes(data), is_dense)
 
 
 def _exactly(count: int, values, what: str):

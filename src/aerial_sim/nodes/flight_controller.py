@@ -17,7 +17,8 @@ A thin adapter around :class:`aerial_sim.control.supervisor.FlightSupervisor`
   rates FLU; ``linear.z`` = altitude or throttle, chosen by the frame in the
   same way) and ``cmd_motors`` (Float64MultiArray, u_i in [0, 1], passed to
   ``motor_commands`` unchanged);
-- publishes ``motor_commands`` (Float64MultiArray, reliable) as each new
+- publishes ``motor_commands`` (Float64MultiArray, reliable; in a fleet process with ``swarm_link``,
+  its vehicle's row of ``/swarm/motor_commands`` instead, see :mod:`aerial_sim.nodes._swarm_link`) as each new
   odometry stamp arrives, at most ``rate_hz`` of simulation time (so at the
   ground-truth rate: 250 Hz for one vehicle, the physics node's choice for a
   fleet), or in ``lockstep`` exactly one per new odometry stamp, and
@@ -51,14 +52,14 @@ from sensor_msgs.msg import Imu
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
 
-from aerial_sim.cdr import encode_float64_array
 from aerial_sim.config import require_positive
 from aerial_sim.control.controller import STABLE_STATE_RATE_HZ, ControllerParams, StatePeriodMonitor, VehicleState
 from aerial_sim.control.geometry import yaw_of
 from aerial_sim.control.mission import is_setpoint_due, require_setpoint_rate
 from aerial_sim.control.supervisor import CommandRejected, FlightSupervisor, Mode, SupervisorParams
 from aerial_sim.nodes.common import (COMMAND_QOS, FleetHosting, InputStampClock, ThrottledWarning, declare_params,
-                                     from_stamp, run_node, stream_qos, subscribe_odometry, to_stamp)
+                                     from_stamp, motor_command_output, run_node, stream_qos, subscribe_odometry,
+                                     to_stamp)
 from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, truth_from_odometry
 from aerial_sim.vehicles.multirotor import load_vehicle
 
@@ -128,7 +129,7 @@ class FlightControllerNode(Node):
         self._last_diagnostics = -math.inf
         self._refused_at: dict[str, float] = {}
 
-        self.motor_pub = self.create_publisher(Float64MultiArray, "motor_commands", COMMAND_QOS)
+        self.send_controls = motor_command_output(self, "motor_commands")
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS)
         qos = stream_qos(params.lockstep)
         subscribe_odometry(self, "ground_truth/odom", self.on_odom, qos, clock=InputStampClock(self))
@@ -231,7 +232,7 @@ class FlightControllerNode(Node):
 
     def step(self, time_s: float) -> None:
         controls = self.fc.update(time_s, self._odom_state, self.period_s)
-        self.motor_pub.publish(encode_float64_array(controls))  # CDR: a sixth of the typed message's cost
+        self.send_controls(controls)
         self.log_events()
         if time_s - self._last_diagnostics >= self.params.diagnostics_period_s:
             self.publish_diagnostics(time_s)

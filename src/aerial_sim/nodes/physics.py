@@ -2,7 +2,8 @@
 
 A thin adapter around :class:`aerial_sim.physics.world.PhysicsWorld`:
 
-- subscribes ``/<vehicle>/motor_commands`` (u_i in [0, 1]) and
+- subscribes ``/<vehicle>/motor_commands`` (u_i in [0, 1]; with many vehicles also
+  ``/swarm/motor_commands``, the same for a fleet in one message) and
   ``/<vehicle>/rotor_drag/wrench`` (external wrench in the body frame);
 - steps the world at ``rate_hz`` (1000 Hz) in a pacing thread — real time,
   ``clock_speed`` times real time, as fast as possible (``clock_speed: 0``), or
@@ -36,8 +37,8 @@ ground truth goes out at ``ground_truth_rate_hz`` per vehicle, lowered at start 
 what the node can publish and still keep real time (it logs what it chose), never below
 ``ground_truth_min_rate_hz`` (50 Hz: the controllers' stable rate; a warning says when load
 forces that floor); the
-whole swarm's poses go out on ``/swarm/poses`` and vehicle-to-vehicle collisions on
-``<vehicle>/collisions``.
+whole swarm's poses go out on ``/swarm/poses``, its ground truth in one message on
+``/swarm/state`` and vehicle-to-vehicle collisions on ``<vehicle>/collisions``.
 """
 
 from __future__ import annotations
@@ -49,17 +50,18 @@ import time
 from dataclasses import dataclass, field, replace
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import Pose, PoseArray, PoseStamped, TransformStamped, Vector3Stamped, WrenchStamped
+from geometry_msgs.msg import PoseArray, PoseStamped, TransformStamped, Vector3Stamped, WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.duration import Duration
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import Imu, JointState
+from sensor_msgs.msg import Imu, JointState, PointCloud2
 from std_msgs.msg import Float64, Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
 
-from aerial_sim.cdr import cdr_header_stamp_ns, encode_clock, encode_imu, encode_joint_state, encode_odometry
+from aerial_sim.cdr import (cdr_header_stamp_ns, encode_clock, encode_imu, encode_joint_state, encode_odometry,
+                            encode_pose_array)
 from aerial_sim.config import ParamsError, require, require_non_negative, require_positive
 from aerial_sim.control.controller import STABLE_STATE_RATE_HZ
 from aerial_sim.environment.atmosphere import MAX_ALTITUDE_M, MIN_ALTITUDE_M
@@ -84,9 +86,8 @@ from aerial_sim.physics.rotation import rotate_inverse
 from aerial_sim.physics.world import PhysicsParams, PhysicsWorld, RunControl
 from aerial_sim.vehicles.fleet import FleetSelection, require_vehicle_names
 from aerial_sim.vehicles.multirotor import load_vehicle
-
-#: Covariance reported for noise-free ground truth: known, and (numerically) exact.
-GROUND_TRUTH_VARIANCE = 1e-12
+from aerial_sim.vehicles import swarm_messages
+from aerial_sim.vehicles.swarm_messages import GROUND_TRUTH_VARIANCE, VECTOR_COVARIANCE
 
 
 @dataclass(frozen=True)
@@ -214,6 +215,8 @@ class VehicleChannel:
         self.imu_pub = node.create_publisher(Imu, f"/{name}/ground_truth/imu", qos)
         self.rotors_pub = node.create_publisher(JointState, f"/{name}/rotors", qos)
         self.rotor_names = [f"rotor_{i}" for i in range(rotor_count)]
+        self._readers_asked_at = -math.inf
+        self._readers = (True, True, True)
         self.pending_controls: list[float] | None = None
         self.commands_received = 0
         self.command_received_at = -math.inf  # sim time of the last valid motor command
@@ -228,12 +231,27 @@ class VehicleChannel:
         node.create_subscription(PoseStamped, f"/{name}/set_pose", self.on_set_pose, COMMAND_QOS)
         self._node = node
 
+    #: How often (wall s) :meth:`readers` asks again (each question costs 1-3 us, per topic and vehicle).
+    READERS_REFRESH_S = 0.5
+
+    def readers(self) -> tuple[bool, bool, bool]:
+        """Whether ground_truth/odom, ground_truth/imu and rotors have readers (asked at most every
+        READERS_REFRESH_S: a reader that comes waits that long for its first message)."""
+        now = time.monotonic()
+        if now - self._readers_asked_at >= self.READERS_REFRESH_S:
+            self._readers_asked_at = now
+            self._readers = tuple(p.get_subscription_count() > 0 for p in (self.odom_pub, self.imu_pub, self.rotors_pub))
+        return self._readers
+
     def on_motor_commands(self, message: Float64MultiArray) -> None:
-        controls = list(message.data)
+        self.accept_controls(list(message.data), "motor_commands")
+
+    def accept_controls(self, controls: list[float], source: str) -> None:
+        """A command from ``<vehicle>/motor_commands`` or the vehicle's row of ``/swarm/motor_commands``."""
         problem = motor_command_problem(controls, self.rotor_count)
         if problem:
             self._node.get_logger().warning(
-                f"{self.name}/motor_commands rejected ({problem}); keeping the last valid command",
+                f"{self.name}: {source} rejected ({problem}); keeping the last valid command",
                 throttle_duration_sec=2.0,
             )
             return
@@ -611,20 +629,33 @@ class PhysicsNode(Node):
         self._published_at = time.monotonic()
         stamp_ns = self._clock_ns()
         stamp = to_stamp(self.world.time_s)
-        due = self.swarm.publish(stamp, self.periods_done)
+        due = self.swarm.publish(stamp, stamp_ns, self.periods_done)
         self._publish_ground_truth(stamp, stamp_ns, due)
         self.clock_pub.publish(encode_clock(stamp_ns))
 
-    def _publish_ground_truth(self, stamp, stamp_ns: int, vehicles) -> None:
-        """Odometry, IMU, rotors and TF of ``vehicles`` (VehicleChannel objects)."""
+    def _publish_ground_truth(self, stamp, stamp_ns: int, vehicles, unread_too: bool = False) -> None:
+        """Odometry, IMU, rotors and TF of ``vehicles`` (VehicleChannel objects).
+
+        In a fleet a topic nobody reads is not built (unless ``unread_too``: the start-up cost probe):
+        its sensors and controllers read ``/swarm/state``, and at 64 vehicles building and publishing
+        every vehicle's three messages unread was a quarter of this node's CPU. A reader that comes
+        later (a recorder, RViz) gets them within :attr:`VehicleChannel.READERS_REFRESH_S`. One
+        vehicle's topics always go out, as do every vehicle's in lockstep (a bag's first messages must
+        not depend on when discovery matched its recorder)."""
         transforms = []
+        every = unread_too or self.params.lockstep or len(self.vehicles) == 1
         for vehicle in vehicles:
             truth = self.world.ground_truth(vehicle.name)
             if not all(math.isfinite(v) for v in (*truth.position, *truth.velocity_world, *truth.orientation)):
                 raise SimulationDiverged(f"{vehicle.name}: state is no longer finite (position {truth.position})")
-            vehicle.odom_pub.publish(odometry_bytes(truth, stamp_ns, vehicle.frame))
-            vehicle.imu_pub.publish(imu_bytes(truth, stamp_ns, vehicle.frame))
-            vehicle.rotors_pub.publish(rotors_bytes(self.world.rotor_states(vehicle.name), stamp_ns, vehicle.rotor_names))
+            odom_read, imu_read, rotors_read = (True, True, True) if every else vehicle.readers()
+            if odom_read:
+                vehicle.odom_pub.publish(odometry_bytes(truth, stamp_ns, vehicle.frame))
+            if imu_read:
+                vehicle.imu_pub.publish(imu_bytes(truth, stamp_ns, vehicle.frame))
+            if rotors_read:
+                rotors = self.world.rotor_states(vehicle.name)
+                vehicle.rotors_pub.publish(rotors_bytes(rotors, stamp_ns, vehicle.rotor_names))
             if self.tf_broadcaster is not None:
                 transforms.append(transform_message(truth, stamp, vehicle.frame))
         if transforms:
@@ -751,7 +782,9 @@ class LockstepOutputs:
 
 class SwarmOutputs:
     """What the physics node publishes for many vehicles: paced ground truth, ``/swarm/poses``
-    (PoseArray in ``map``, vehicle_names order; only with more than one vehicle) and ``<vehicle>/collisions``.
+    (PoseArray in ``map``, vehicle_names order) and ``/swarm/state`` (every vehicle's ground truth
+    in one PointCloud2, :mod:`aerial_sim.vehicles.swarm_messages`), both only with more than one
+    vehicle and in the ground-truth periods, and ``<vehicle>/collisions``.
 
     Ground truth goes to each vehicle every ``stride`` control periods, vehicles spread over
     the periods (vehicle i in periods ``p`` with ``(p + i) % stride == 0``) so the cost is even.
@@ -780,10 +813,13 @@ class SwarmOutputs:
         params = node.params
         self.period_hz = params.rate_hz / params.steps_per_period
         self.poses_pub = node.create_publisher(PoseArray, "/swarm/poses", stream_qos(params.lockstep))
+        self.state_pub = node.create_publisher(PointCloud2, "/swarm/state", stream_qos(params.lockstep))
+        self.many = len(node.vehicles) > 1
+        if self.many:
+            node.create_subscription(Float64MultiArray, "/swarm/motor_commands", self.on_commands, COMMAND_QOS, raw=True)
         self.collision_pubs = {v.name: node.create_publisher(DiagnosticArray, f"/{v.name}/collisions", COMMAND_QOS)
                                for v in node.vehicles}
         self.pending: dict[tuple[str, str], object] = {}
-        self.many = len(node.vehicles) > 1
         self.stride = 1 if params.lockstep else self.choose_stride()
 
     def choose_stride(self) -> int:
@@ -799,7 +835,7 @@ class SwarmOutputs:
         timings = []
         for _ in range(self.PROBE_PUBLICATIONS):  # the t = 0 state, while the node is still being built
             start = time.thread_time()
-            node._publish_ground_truth(stamp, node._clock_ns(), node.vehicles)
+            node._publish_ground_truth(stamp, node._clock_ns(), node.vehicles, unread_too=True)
             timings.append(time.thread_time() - start)
         publish_s = min(timings) / len(node.vehicles)  # per vehicle-message set
         budget = params.cpu_budget / params.clock_speed if params.clock_speed > 0 else math.inf
@@ -822,28 +858,33 @@ class SwarmOutputs:
             )
         return choice.stride
 
-    def publish(self, stamp, period: int) -> list:
-        """Poses (on ground-truth periods) and pending collisions; returns the vehicles due for ground truth."""
+    def publish(self, stamp, stamp_ns: int, period: int) -> list:
+        """Poses and swarm state (on ground-truth periods) and pending collisions; returns the vehicles
+        due for ground truth."""
         self.publish_collisions(stamp)
         due = [v for i, v in enumerate(self.node.vehicles) if (period + i) % self.stride == 0]
         # One vehicle's poses are its ground truth: a second 250 Hz stream of the same would only cost.
         if self.many and (period % self.stride == 0 or self.stride == 1):
-            self.publish_poses(stamp)
+            self.publish_poses(stamp_ns)
+            self.publish_swarm_state(stamp_ns)
         return due
 
-    def publish_poses(self, stamp) -> None:
+    def on_commands(self, data: bytes) -> None:
+        """``/swarm/motor_commands``: each row to its vehicle, checked as that vehicle's own topic is."""
+        vehicles = self.node.vehicles
+        for index, controls in swarm_messages.decode_commands(data, len(vehicles)):
+            vehicles[index].accept_controls(controls, "its row of /swarm/motor_commands")
+
+    def publish_swarm_state(self, stamp_ns: int) -> None:
+        """``/swarm/state``: every vehicle's ground truth, one row each (what the fleet's sensor and
+        controller processes read instead of each vehicle's ground_truth topics, ``swarm_messages``)."""
+        world = self.node.world
+        rows = [swarm_messages.state_row(world.ground_truth(v.name)) for v in self.node.vehicles]
+        self.state_pub.publish(swarm_messages.encode_state(stamp_ns, rows))
+
+    def publish_poses(self, stamp_ns: int) -> None:
         positions, orientations = self.node.world.poses()
-        message = PoseArray()
-        message.header.stamp = stamp
-        message.header.frame_id = "map"
-        poses = []
-        for (x, y, z), (qw, qx, qy, qz) in zip(positions.tolist(), orientations.tolist()):
-            pose = Pose()
-            pose.position.x, pose.position.y, pose.position.z = x, y, z
-            pose.orientation.w, pose.orientation.x, pose.orientation.y, pose.orientation.z = qw, qx, qy, qz
-            poses.append(pose)
-        message.poses = poses
-        self.poses_pub.publish(message)
+        self.poses_pub.publish(encode_pose_array(stamp_ns, "map", positions.tolist(), orientations.tolist()))
 
     def collect_collisions(self) -> None:
         """Keep the deepest contact of each (vehicle, other) pair since the last publication."""
@@ -966,9 +1007,9 @@ def scene_colliders(scene_name: str) -> list:
     return list(load_scene(scene_name).colliders())
 
 
-#: GROUND_TRUTH_VARIANCE on the diagonals of the 6x6 pose/twist and 3x3 vector covariances.
+#: GROUND_TRUTH_VARIANCE (noise-free ground truth: known, and numerically exact) on the 6x6 pose/twist
+#: covariance's diagonal (``VECTOR_COVARIANCE``: the 3x3 ones).
 POSE_TWIST_COVARIANCE = tuple(GROUND_TRUTH_VARIANCE if i % 7 == 0 else 0.0 for i in range(36))
-VECTOR_COVARIANCE = tuple(GROUND_TRUTH_VARIANCE if i % 4 == 0 else 0.0 for i in range(9))
 
 
 def odometry_bytes(truth, stamp_ns: int, child_frame: str) -> bytes:
