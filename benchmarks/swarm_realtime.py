@@ -26,7 +26,9 @@ of N), printing every trial. The answer is the largest N seen to hold.
   with ground truth at 50 Hz or more per vehicle (the node never goes below its 50 Hz floor, it
   gives up real time instead, and says so), and no flight controller warned that its odometry
   arrived below 50 Hz of sim time (a starved controller process drops best-effort messages: at
-  N = 80 on 2026-11-25 each controller got about a third of them).
+  N = 80 on 2026-11-25 each controller got about a third of them), and the last vehicle's IMU
+  delivered at least 95 % of its 200 Hz per simulated second to this process (sensor processes
+  that fall behind lose messages while the clock keeps time).
 
 Figures are wall-clock on a shared 2-core machine: other sessions' load moves them.
 """
@@ -54,6 +56,10 @@ os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), os.environ.get("P
 FLEET_ARGS = ["scene:=empty", "mission:=none", "use_camera:=false", "viewer:=false", "airsim_api:=false",
               "record:=false"]
 FLOOR_HZ = 50.0
+#: The fleet's IMU rate (mpu6000 preset) and the share of it the last vehicle's IMU must deliver per
+#: simulated second for the sensor processes to count as keeping up (best effort: a few may be lost).
+IMU_HZ = 200.0
+SENSOR_SHARE = 0.95
 
 
 def bisect_largest(holds, start: int, maximum: int, tolerance: float) -> int | None:
@@ -181,17 +187,22 @@ def fleet_trial(node, executor, count: int, warmup_s: float, seconds: float, sta
 
     from aerial_sim.nodes.common import from_stamp, stream_qos
 
+    from sensor_msgs.msg import Imu
+
     clock: list[tuple[float, float]] = []
     odom: list[float] = []  # sim stamps of the last vehicle's ground truth
+    imu: list[float] = []  # wall times of the last vehicle's IMU messages
     subscriptions = [
         node.create_subscription(Clock, "/clock", lambda m: clock.append((time.monotonic(), from_stamp(m.clock))),
                                  stream_qos()),
         node.create_subscription(Odometry, f"/drone{count}/ground_truth/odom",
                                  lambda m: odom.append(from_stamp(m.header.stamp)), stream_qos()),
+        node.create_subscription(Imu, f"/drone{count}/imu/data", lambda m: imu.append(time.monotonic()), stream_qos(),
+                                 raw=True),
     ]
     log = tempfile.TemporaryFile(mode="w+")
     launcher = launch_fleet(count, log, ground_truth_hz)
-    result = {"factor": 0.0, "odom_hz": 0.0, "chosen": "?", "floored": False, "cores": {}, "starved": [], "built_s": math.nan}
+    result = {"factor": 0.0, "odom_hz": 0.0, "imu_hz": 0.0, "chosen": "?", "floored": False, "cores": {}, "starved": [], "built_s": math.nan}
     try:
         deadline = time.monotonic() + start_timeout_s
         while not clock and time.monotonic() < deadline and launcher.poll() is None:
@@ -211,7 +222,7 @@ def fleet_trial(node, executor, count: int, warmup_s: float, seconds: float, sta
             executor.spin_once(timeout_sec=0.1)
         processes = node_processes(launcher.pid)
         before = {name: cpu_seconds(pid) for name, pid in processes.items()}
-        first_clock, first_odom = len(clock), len(odom)
+        first_clock, first_odom, first_imu = len(clock), len(odom), len(imu)
         wall_start = time.monotonic()
         end = wall_start + seconds
         while time.monotonic() < end:
@@ -224,6 +235,7 @@ def fleet_trial(node, executor, count: int, warmup_s: float, seconds: float, sta
                 result["cores"][name] = float("nan")
         (t0, sim0), (t1, sim1) = clock[first_clock], clock[-1]
         result["factor"] = (sim1 - sim0) / (t1 - t0) if t1 > t0 else 0.0
+        result["imu_hz"] = (len(imu) - first_imu) / wall  # per wall second
         stamps = odom[first_odom:]
         if len(stamps) > 1 and stamps[-1] > stamps[0]:
             result["odom_hz"] = (len(stamps) - 1) / (stamps[-1] - stamps[0])
@@ -263,7 +275,9 @@ def fleet_part(args) -> int | None:
         figures = fleet_trial(node, executor, count, args.warmup, args.seconds, args.start_timeout, args.ground_truth_hz)
         trials[count] = figures
         starved = figures["starved"]
-        ok = figures["factor"] >= args.min_factor and figures["odom_hz"] >= 0.9 * FLOOR_HZ and not starved
+        sensors_keep_up = figures["imu_hz"] >= SENSOR_SHARE * IMU_HZ * figures["factor"]
+        ok = figures["holds"] = (figures["factor"] >= args.min_factor and figures["odom_hz"] >= 0.9 * FLOOR_HZ
+                                 and not starved and sensors_keep_up)
         total = sum(c for c in figures["cores"].values() if not math.isnan(c))
         top = ", ".join(f"{name} {cores:.2f}" for name, cores in
                         sorted(figures["cores"].items(), key=lambda item: -item[1])[:4])
@@ -273,6 +287,7 @@ def fleet_part(args) -> int | None:
               f"(drone{count}; physics chose {figures['chosen']}{', floor forced' if figures['floored'] else ''}; "
               f"every node built {figures['built_s']:.0f} s after the first /clock), "
               f"CPU {total:.2f} cores = {per_sim_s:.2f} CPU s per simulated s ({top}); "
+              f"IMU of drone{count} {figures['imu_hz']:.0f} per wall s; "
               f"controllers given ground truth below 50 Hz: {len(starved)}{' (' + ', '.join(starved[:3]) + ', ...)' if starved else ''}  "
               f"{'holds' if ok else 'does not hold'}", flush=True)
         return ok
@@ -281,8 +296,7 @@ def fleet_part(args) -> int | None:
         if args.fleet_counts:
             for count in (int(c) for c in args.fleet_counts.split(",")):
                 holds(count)
-            largest = max((n for n, f in trials.items() if f["factor"] >= args.min_factor and not f["starved"]),
-                          default=None)
+            largest = max((n for n, f in trials.items() if f["holds"]), default=None)
         else:
             largest = bisect_largest(holds, args.fleet_start, args.fleet_max, args.fleet_tolerance)
     finally:

@@ -164,3 +164,18 @@ def test_sensor_mount_is_the_params_mount_or_the_body_origin():
     assert sensor_mount(BarometerParams()) == Mount()  # no mount field: measured at the body origin
     lever = Mount(position_m=(0.1, 0.0, 0.05), rpy_rad=(0.0, 0.0, math.pi / 2))
     assert sensor_mount(dataclasses.replace(ImuParams(), mount=lever)) is lever
+
+
+def test_a_normal_stream_hands_out_each_draw_in_order_across_blocks_and_again_after_a_rewind():
+    from aerial_sim.sensors.common import NormalStream, RandomCheckpoint
+
+    rng = np.random.default_rng(42)
+    checkpoint = RandomCheckpoint(rng)
+    stream = NormalStream(rng)
+    reference = np.random.default_rng(42)
+    sizes = [3, 1, 2] * 700 + [NormalStream.BLOCK + 5]  # several blocks, a draw across each boundary, one larger than a block
+    expected = [reference.standard_normal(size).tolist() for size in sizes]
+    assert [stream.take(size) for size in sizes] == expected
+    checkpoint.restore()
+    stream.restart()
+    assert [stream.take(size) for size in sizes[:50]] == expected[:50]

@@ -33,6 +33,7 @@ from aerial_sim.sensors.common import (
     STANDARD_GRAVITY,
     GroundTruthLike,
     Mount,
+    NormalStream,
     RandomCheckpoint,
     RandomWalk,
     check_rate_and_seed,
@@ -156,6 +157,7 @@ class Imu:
         self._gyro_rng, self._accel_rng, bias_rng, vibration_rng = rng.spawn(4)
         gyro_bias_rng, accel_bias_rng = bias_rng.spawn(2)
         self._random_start = RandomCheckpoint(self._gyro_rng, self._accel_rng, gyro_bias_rng, accel_bias_rng, vibration_rng)
+        self._gyro_noise, self._accel_noise = NormalStream(self._gyro_rng), NormalStream(self._accel_rng)
         self.gyro_bias = RandomWalk(params.gyro_bias_stability, params.gyro_bias_tau_s, gyro_bias_rng, params.gyro_turn_on_bias)
         self.accel_bias = RandomWalk(params.accel_bias_stability, params.accel_bias_tau_s, accel_bias_rng, params.accel_turn_on_bias)
         self.vibration = AirframeVibration(params, vibration_rng)
@@ -166,6 +168,8 @@ class Imu:
     def reset(self) -> None:
         """Back to the state of a freshly built model (biases and noise streams rewound)."""
         self._random_start.restore()
+        self._gyro_noise.restart()
+        self._accel_noise.restart()
         self.gyro_bias.reset()
         self.accel_bias.reset()
         self.vibration.reset()
@@ -178,10 +182,11 @@ class Imu:
             lever = lever_arm_acceleration(truth, self._offset)
             force_body = (force_body[0] + lever[0], force_body[1] + lever[1], force_body[2] + lever[2])
         gyro_var, accel_var = p.gyro_white_variance(dt), p.accel_white_variance(dt)
-        gyro = in_sensor_frame(self._to_sensor_rows, truth.angular_velocity_body, self.gyro_bias.value.tolist(),
-                               self._gyro_rng.standard_normal(3) * math.sqrt(gyro_var))
-        accel = in_sensor_frame(self._to_sensor_rows, force_body, self.accel_bias.value.tolist(),
-                                self._accel_rng.standard_normal(3) * math.sqrt(accel_var))
+        gyro_std, accel_std = math.sqrt(gyro_var), math.sqrt(accel_var)
+        gyro = in_sensor_frame(self._to_sensor_rows, truth.angular_velocity_body, self.gyro_bias.value,
+                               [n * gyro_std for n in self._gyro_noise.take(3)])
+        accel = in_sensor_frame(self._to_sensor_rows, force_body, self.accel_bias.value,
+                                [n * accel_std for n in self._accel_noise.take(3)])
         if p.vibration_enabled:
             shake = self.vibration.step(dt, rotor_speeds_rad_s).tolist()
             accel = (accel[0] + shake[0], accel[1] + shake[1], accel[2] + shake[2])

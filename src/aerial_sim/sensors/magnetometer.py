@@ -24,6 +24,7 @@ from aerial_sim.physics.rotation import rotate_inverse
 from aerial_sim.sensors.common import (
     GroundTruthLike,
     Mount,
+    NormalStream,
     RandomCheckpoint,
     check_rate_and_seed,
     in_sensor_frame,
@@ -65,6 +66,7 @@ class Magnetometer:
         self.home = home
         self.rng = rng if rng is not None else sensor_rng(params.seed, "magnetometer")
         self._random_start = RandomCheckpoint(self.rng)
+        self._normals = NormalStream(self.rng)
         self.field = MagneticField(params.field)
         self._to_sensor_rows = params.mount.rotation.T.tolist()
         self._bias = tuple(float(b) for b in params.bias_t)
@@ -72,6 +74,7 @@ class Magnetometer:
     def reset(self) -> None:
         """Back to the state of a freshly built model (the noise stream rewound)."""
         self._random_start.restore()
+        self._normals.restart()
 
     def true_field_enu(self, position_enu) -> np.ndarray:
         return np.asarray(self._field_enu(position_enu))
@@ -83,6 +86,7 @@ class Magnetometer:
     def step(self, dt: float, truth: GroundTruthLike) -> MagnetometerMeasurement:
         world = self._field_enu(truth.position)
         body = rotate_inverse(truth.orientation, world)
-        noise = self.rng.standard_normal(3) * self.params.noise_std_t
+        std = self.params.noise_std_t
+        noise = [n * std for n in self._normals.take(3)]
         measured = in_sensor_frame(self._to_sensor_rows, body, self._bias, noise)
         return MagnetometerMeasurement(truth.time_s, measured, self.params.noise_std_t**2)
