@@ -84,9 +84,9 @@ from aerial_sim.nodes.common import (
 from aerial_sim.physics.lockstep import LockstepGate, Participant, parse_participants
 from aerial_sim.physics.rotation import rotate_inverse
 from aerial_sim.physics.world import PhysicsParams, PhysicsWorld, RunControl
+from aerial_sim.vehicles import swarm_messages
 from aerial_sim.vehicles.fleet import FleetSelection, require_vehicle_names
 from aerial_sim.vehicles.multirotor import load_vehicle
-from aerial_sim.vehicles import swarm_messages
 from aerial_sim.vehicles.swarm_messages import GROUND_TRUTH_VARIANCE, VECTOR_COVARIANCE
 
 
