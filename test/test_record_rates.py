@@ -76,6 +76,11 @@ def test_a_streams_configured_rate_is_its_publishers_rate_parameter():
     assert configured_rate_hz("/drone1/ground_truth/odom", physics) == 250.0
     assert configured_rate_hz("/drone1/ground_truth/odom", {**physics, "ground_truth_rate_hz": 125.0}) == 125.0
     assert configured_rate_hz("/clock", {**physics, "ground_truth_rate_hz": 125.0}) == 250.0
+    # A fleet's ground truth in one message comes at the ground-truth rate too.
+    assert configured_rate_hz("/swarm/state", {**physics, "ground_truth_rate_hz": 50.0}) == 50.0
+    assert configured_rate_hz("/drone3/rotors", {**physics, "ground_truth_rate_hz": 50.0}) == 50.0
+    # The controllers' one message per /swarm/state: no parameter of theirs says that rate.
+    assert configured_rate_hz("/swarm/motor_commands", {"rate_hz": 250.0}) is None
     assert configured_rate_hz("/drone1/camera/color/image_raw", {"rate_hz": 30}) == 30.0  # an integer parameter
     assert configured_rate_hz("/drone1/lidar/points", {"rotations_per_second": 10.0}) == 10.0
     assert configured_rate_hz("/drone1/camera/depth/image_raw", {"rate_hz": None}) is None  # depth noise

@@ -629,11 +629,13 @@ class PhysicsNode(Node):
         self._published_at = time.monotonic()
         stamp_ns = self._clock_ns()
         stamp = to_stamp(self.world.time_s)
-        due = self.swarm.publish(stamp, stamp_ns, self.periods_done)
-        self._publish_ground_truth(stamp, stamp_ns, due)
+        truths = PeriodTruths(self.world)
+        due = self.swarm.publish(stamp, stamp_ns, self.periods_done, truths)
+        self._publish_ground_truth(stamp, stamp_ns, due, truths=truths)
         self.clock_pub.publish(encode_clock(stamp_ns))
 
-    def _publish_ground_truth(self, stamp, stamp_ns: int, vehicles, unread_too: bool = False) -> None:
+    def _publish_ground_truth(self, stamp, stamp_ns: int, vehicles, unread_too: bool = False,
+                              truths: "PeriodTruths | None" = None) -> None:
         """Odometry, IMU, rotors and TF of ``vehicles`` (VehicleChannel objects).
 
         In a fleet a topic nobody reads is not built (unless ``unread_too``: the start-up cost probe):
@@ -644,8 +646,9 @@ class PhysicsNode(Node):
         not depend on when discovery matched its recorder)."""
         transforms = []
         every = unread_too or self.params.lockstep or len(self.vehicles) == 1
+        truths = truths if truths is not None else PeriodTruths(self.world)
         for vehicle in vehicles:
-            truth = self.world.ground_truth(vehicle.name)
+            truth = truths[vehicle.name]
             if not all(math.isfinite(v) for v in (*truth.position, *truth.velocity_world, *truth.orientation)):
                 raise SimulationDiverged(f"{vehicle.name}: state is no longer finite (position {truth.position})")
             odom_read, imu_read, rotors_read = (True, True, True) if every else vehicle.readers()
@@ -660,6 +663,19 @@ class PhysicsNode(Node):
                 transforms.append(transform_message(truth, stamp, vehicle.frame))
         if transforms:
             self.tf_broadcaster.sendTransform(transforms)
+
+
+class PeriodTruths(dict):
+    """Each vehicle's ground truth at this control period, computed once however many outputs read it
+    (``/swarm/state`` and a due vehicle's own topics in the same period)."""
+
+    def __init__(self, world: PhysicsWorld):
+        super().__init__()
+        self.world = world
+
+    def __missing__(self, name: str):
+        truth = self[name] = self.world.ground_truth(name)
+        return truth
 
 
 class LockstepOutputs:
@@ -813,9 +829,9 @@ class SwarmOutputs:
         params = node.params
         self.period_hz = params.rate_hz / params.steps_per_period
         self.poses_pub = node.create_publisher(PoseArray, "/swarm/poses", stream_qos(params.lockstep))
-        self.state_pub = node.create_publisher(PointCloud2, "/swarm/state", stream_qos(params.lockstep))
         self.many = len(node.vehicles) > 1
-        if self.many:
+        if self.many:  # one vehicle's ground truth is its own topics: no swarm topics (a bag would list them empty)
+            self.state_pub = node.create_publisher(PointCloud2, "/swarm/state", stream_qos(params.lockstep))
             node.create_subscription(Float64MultiArray, "/swarm/motor_commands", self.on_commands, COMMAND_QOS, raw=True)
         self.collision_pubs = {v.name: node.create_publisher(DiagnosticArray, f"/{v.name}/collisions", COMMAND_QOS)
                                for v in node.vehicles}
@@ -858,7 +874,7 @@ class SwarmOutputs:
             )
         return choice.stride
 
-    def publish(self, stamp, stamp_ns: int, period: int) -> list:
+    def publish(self, stamp, stamp_ns: int, period: int, truths: "PeriodTruths") -> list:
         """Poses and swarm state (on ground-truth periods) and pending collisions; returns the vehicles
         due for ground truth."""
         self.publish_collisions(stamp)
@@ -866,7 +882,7 @@ class SwarmOutputs:
         # One vehicle's poses are its ground truth: a second 250 Hz stream of the same would only cost.
         if self.many and (period % self.stride == 0 or self.stride == 1):
             self.publish_poses(stamp_ns)
-            self.publish_swarm_state(stamp_ns)
+            self.publish_swarm_state(stamp_ns, truths)
         return due
 
     def on_commands(self, data: bytes) -> None:
@@ -875,11 +891,10 @@ class SwarmOutputs:
         for index, controls in swarm_messages.decode_commands(data, len(vehicles)):
             vehicles[index].accept_controls(controls, "its row of /swarm/motor_commands")
 
-    def publish_swarm_state(self, stamp_ns: int) -> None:
+    def publish_swarm_state(self, stamp_ns: int, truths: "PeriodTruths") -> None:
         """``/swarm/state``: every vehicle's ground truth, one row each (what the fleet's sensor and
         controller processes read instead of each vehicle's ground_truth topics, ``swarm_messages``)."""
-        world = self.node.world
-        rows = [swarm_messages.state_row(world.ground_truth(v.name)) for v in self.node.vehicles]
+        rows = [swarm_messages.state_row(truths[v.name]) for v in self.node.vehicles]
         self.state_pub.publish(swarm_messages.encode_state(stamp_ns, rows))
 
     def publish_poses(self, stamp_ns: int) -> None:

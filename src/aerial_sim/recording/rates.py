@@ -2,7 +2,7 @@
 
 A stream's **configured rate** is read from the node that publishes it, not
 guessed from the data: its own ROS parameters (:func:`configured_rate_hz`), in
-this order: ``ground_truth_rate_hz`` (physics, ground-truth topics, when set),
+this order: ``ground_truth_rate_hz`` (physics: ground truth, rotors, ``/swarm/state``; when set),
 ``publish_rate_hz`` (physics: ``/clock`` and ground truth), ``rate_hz`` (IMU,
 barometer, magnetometer, GPS, rangefinder, camera, flight controller, rotor
 drag) and ``rotations_per_second`` (lidar). A node without such a parameter (the
@@ -48,6 +48,12 @@ RATED_TYPES = PERIODIC_TYPES | {
 #: Publisher parameters that set a stream's rate, first found (and positive) wins.
 RATE_PARAMETERS = ("publish_rate_hz", "rate_hz", "rotations_per_second")
 GROUND_TRUTH_PARAMETER = "ground_truth_rate_hz"
+#: Besides ``*/ground_truth/*``, what the physics node publishes at its ground-truth rate: each
+#: vehicle's rotors and, with many vehicles, the whole fleet's ground truth in one message.
+GROUND_TRUTH_SUFFIXES = ("/rotors", "/swarm/state")
+#: Streams whose rate no parameter of their publisher gives: a fleet's commands answer each
+#: ``/swarm/state`` message, at a rate the controllers' process does not know (unrated).
+FOLLOWING_TOPICS = ("/swarm/motor_commands",)
 #: Every parameter a publisher is asked for.
 QUERIED_PARAMETERS = (GROUND_TRUTH_PARAMETER, *RATE_PARAMETERS)
 #: A stream delivering less than this fraction of its configured rate is flagged LOW.
@@ -59,7 +65,10 @@ LOST_KEY = "lost_messages"
 
 def configured_rate_hz(topic: str, parameters: Mapping[str, float | None]) -> float | None:
     """The rate a node with ``parameters`` publishes ``topic`` at (see the module doc); None if it has none."""
-    if "/ground_truth/" in topic and _positive(parameters.get(GROUND_TRUTH_PARAMETER)):
+    if topic in FOLLOWING_TOPICS:
+        return None
+    at_ground_truth_rate = "/ground_truth/" in topic or topic.endswith(GROUND_TRUTH_SUFFIXES)
+    if at_ground_truth_rate and _positive(parameters.get(GROUND_TRUTH_PARAMETER)):
         return float(parameters[GROUND_TRUTH_PARAMETER])
     for name in RATE_PARAMETERS:
         if _positive(parameters.get(name)):
