@@ -185,12 +185,17 @@ def unspun_reader_node(node: Node, suffix: str) -> Node:
 def take_raw(subscription) -> bytes | None:
     """The next message's CDR bytes from a raw subscription of an :func:`unspun_reader_node`, or None
     when none is waiting."""
+    taken = take_raw_with_info(subscription)
+    return None if taken is None else taken[0]
+
+
+def take_raw_with_info(subscription) -> tuple[bytes, dict] | None:
+    """:func:`take_raw` with the middleware's message info (``received_timestamp``: wall ns, ...)."""
     try:
         with subscription.handle:
-            taken = subscription.handle.take_message(subscription.msg_type, True)
+            return subscription.handle.take_message(subscription.msg_type, True)
     except Exception:  # noqa: BLE001 - destroyed while stopping, or a middleware error: nothing to take
         return None
-    return None if taken is None else taken[0]
 
 
 def not_called(_message) -> None:
@@ -679,6 +684,11 @@ class InputStampClock:
         if self.active:
             source.detach_node()  # drops the /clock subscription; the clock stays in ROS-time mode
         self._last_ns = 0
+
+    @property
+    def latest_ns(self) -> int:
+        """The stamp last advanced to (ns; 0 before the first): the node's sim time now."""
+        return self._last_ns
 
     def advance(self, stamp_ns: int) -> None:
         """Set the node's time to ``stamp_ns`` (sim time, ns); a negative stamp is no sim time and is

@@ -31,12 +31,13 @@ from std_srvs.srv import SetBool, Trigger
 
 from aerial_sim.cdr import OdometryFields
 from aerial_sim.config import require_non_negative, require_positive
-from aerial_sim.control.geometry import quat_from_yaw, quat_to_matrix, yaw_of
+from aerial_sim.control.geometry import quat_from_yaw, yaw_of
 from aerial_sim.control.mission import is_setpoint_due, load_mission, pattern_path, require_setpoint_rate
 from aerial_sim.control.track import TrackRecorder, compare_tracks, summary_text, write_plots
 from aerial_sim.control.trajectory import PathFollower, Trajectory
 from aerial_sim.nodes.common import (COMMAND_QOS, InputStampClock, declare_params, from_stamp, run_folder_parameter,
                                      run_node, stream_qos, subscribe_odometry, to_stamp)
+from aerial_sim.physics.rotation import rotate
 
 #: The AirSim paper's sim-vs-real Hausdorff distances (FSR 2017, sec. 4), shown beside ours.
 PAPER_HAUSDORFF_M = {"square_5m": 0.65, "circle_10m": 1.47}
@@ -129,15 +130,14 @@ class MissionNode(Node):
             return
         due = is_setpoint_due(stamp, self.last_stamp, self.params.setpoint_rate_hz) or stamp == self.last_due
         self.last_stamp = stamp
-        position = np.array(odom.position)
         orientation = odom.orientation_wxyz
-        velocity = quat_to_matrix(orientation) @ np.array(odom.linear_velocity)
+        velocity = rotate(orientation, odom.linear_velocity)  # body -> world, in plain floats: every message
         if not repeated:
-            self.recorder.add(stamp, position, velocity, self.phase, self.reference)
+            self.recorder.add(stamp, odom.position, velocity, self.phase, self.reference)
         if not due:
             return  # the controller flies the last setpoint; the next one goes out on the grid
         self.last_due = stamp
-        sample = (stamp, position, orientation, velocity)
+        sample = (stamp, np.array(odom.position), orientation, np.array(velocity))
         if self.pending is not None:
             self.deferred = sample  # one request per step: act on it when the service answers
             return

@@ -158,6 +158,29 @@ class BagInfo:
     error: str | None = None
 
 
+class _CountingStream:
+    """A file being written, with ``tell()`` from the bytes written through it instead of an lseek:
+    :meth:`BagWriter.write` asks where the file ends three times a message."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._position = stream.tell()
+
+    def write(self, data) -> int:
+        written = self._stream.write(data)  # raises on a failed write (the file is then abandoned)
+        self._position += len(data)
+        return written
+
+    def tell(self) -> int:
+        return self._position
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def close(self) -> None:
+        self._stream.close()
+
+
 class BagWriter:
     """Write serialized messages into a rosbag2 (MCAP) bag directory.
 
@@ -376,7 +399,7 @@ class BagWriter:
         name = f"{self.path.name}_{len(self._files)}.mcap"
         self._files.append(_FileStats(name))
         self._good_offset = 0
-        self._stream = self._open_file(self.path / name, "wb")
+        self._stream = _CountingStream(self._open_file(self.path / name, "wb"))
         compression = {"none": CompressionType.NONE, "zstd": CompressionType.ZSTD, "lz4": CompressionType.LZ4}
         self._writer = Writer(
             self._stream, chunk_size=self.params.effective_chunk_size, compression=compression[self.params.compression]
