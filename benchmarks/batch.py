@@ -18,6 +18,13 @@ With ``--pin`` every run is held to one core of its own (``run.pin_cpus``): N wo
 N cores, and the scaling is per added core, whatever one run alone could use of the machine.
 
 ROS domain ids come from ``AERIAL_SIM_DOMAIN_RANGE`` (default 1-101).
+
+A before/after comparison runs each checkout's own copy of this script with its ``src`` first on
+``PYTHONPATH``: the runs' processes (``python -m aerial_sim launch`` and the nodes it starts)
+inherit it, and without it they import the package installed in the venv, whichever checkout
+the script came from.
+
+    PYTHONPATH=$OTHER/src AERIAL_SIM_SHARE=$OTHER .venv/bin/python $OTHER/benchmarks/batch.py --workers 1
 """
 
 from __future__ import annotations

@@ -53,6 +53,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseArray, PoseStamped, TransformStamped, Vector3Stamped, WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.duration import Duration
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
@@ -199,6 +200,32 @@ class PhysicsNodeParams:
         )
 
 
+class Wakeup(threading.Event):
+    """The simulation thread's wake-up (a command, a world edit, a pause, a participant armed...). In
+    lockstep it also triggers a guard condition, so the thread's wait on the middleware
+    (:meth:`PhysicsNode._wait_for_lockstep_inputs`) ends for it too."""
+
+    def __init__(self, context=None):
+        super().__init__()
+        self.guard = _rclpy.GuardCondition(context.handle) if context is not None else None
+
+    def set(self) -> None:
+        super().set()
+        if self.guard is not None:
+            try:
+                self.guard.trigger_guard_condition()
+            except Exception:  # noqa: BLE001 - destroyed while stopping: the event alone will do
+                pass
+
+
+def command_subscription(node: "PhysicsNode", topic: str, callback):
+    """A raw motor-command subscription: ``callback`` called by the executor, or in lockstep none: the
+    simulation thread takes the messages itself (``node.command_reader`` is spun by no executor)."""
+    if node.command_reader is not None:
+        return node.command_reader.create_subscription(Float64MultiArray, topic, not_called, COMMAND_QOS, raw=True)
+    return node.create_subscription(Float64MultiArray, topic, callback, COMMAND_QOS, raw=True)
+
+
 class SimulationDiverged(RuntimeError):
     """A vehicle's state stopped being finite: publishing it would spread NaN through the graph."""
 
@@ -224,8 +251,7 @@ class VehicleChannel:
         self.failsafe = False  # motors cut: commands stopped for motor_command_timeout_s
         self.wrench: tuple[tuple[float, float, float], tuple[float, float, float]] | None = None
         self.wrench_received_at = -math.inf
-        node.create_subscription(Float64MultiArray, f"/{name}/motor_commands", self.on_motor_commands, COMMAND_QOS,
-                                 raw=True)
+        self.command_subscription = command_subscription(node, f"/{name}/motor_commands", self.on_motor_commands)
         self.wrench_topic = f"/{name}/rotor_drag/wrench"
         self.wrench_subscription = node.create_subscription(WrenchStamped, self.wrench_topic, self.on_wrench,
                                                             stream_qos(lockstep))
@@ -264,7 +290,8 @@ class VehicleChannel:
             self.commands_received += 1
             self.command_received_at = self._node.world.time_s
             self.command_received_wall = time.monotonic()
-        self._node.command_arrived.set()
+        if threading.current_thread() is not self._node.simulation_thread:  # it is looking already (lockstep)
+            self._node.command_arrived.set()
 
     def on_wrench(self, message: WrenchStamped) -> None:
         force = (message.wrench.force.x, message.wrench.force.y, message.wrench.force.z)
@@ -329,7 +356,9 @@ class PhysicsNode(Node):
         self.params = declare_params(self, PhysicsNodeParams).with_fleet()
         self.world = build_world(self.params)
         self.inputs_lock = threading.Lock()
-        self.command_arrived = threading.Event()
+        self.command_arrived = Wakeup(self.context if self.params.lockstep else None)
+        # Lockstep: the simulation thread takes the motor commands itself (LockstepInputs).
+        self.command_reader = unspun_reader_node(self, "commands") if self.params.lockstep else None
         self.lockstep_outputs: LockstepOutputs | None = None
         self.clock_pub = self.create_publisher(Clock, "/clock", stream_qos(self.params.lockstep))
         self.vehicles = [
@@ -349,12 +378,13 @@ class PhysicsNode(Node):
             self.lockstep_outputs = LockstepOutputs(self)
         self._published_at = time.monotonic()
         self._lockstep_wait_s = 0.05
+        self._wait_set = None  # lockstep: (participant topics read, subscription handles, rclpy WaitSet)
         self.periods_done = 0
         self.exit_code = 0
         self.done = False  # set by the simulation thread when it cannot go on
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="physics-loop", daemon=True)
-        self._thread.start()
+        self.simulation_thread = threading.Thread(target=self._run, name="physics-loop", daemon=True)
+        self.simulation_thread.start()
         mode = "lockstep" if self.params.lockstep else (
             "as fast as possible" if self.params.clock_speed == 0 else f"clock_speed {self.params.clock_speed:g}"
         )
@@ -366,10 +396,12 @@ class PhysicsNode(Node):
     def destroy_node(self):
         self._stop.set()
         self.command_arrived.set()
-        if threading.current_thread() is not self._thread:
-            self._thread.join(timeout=2.0)
+        if threading.current_thread() is not self.simulation_thread:
+            self.simulation_thread.join(timeout=2.0)
         if self.lockstep_outputs is not None:
             self.lockstep_outputs.reader.destroy_node()
+        if self.command_reader is not None:
+            self.command_reader.destroy_node()
         return super().destroy_node()
 
     # -- simulation control (executor thread; applied by the simulation thread) --
@@ -543,17 +575,55 @@ class PhysicsNode(Node):
         A command's callback wakes this thread; the participants' outputs do not (they are taken
         here, :meth:`LockstepOutputs.take_arrived`), so while one holds the clock it is looked
         for every ``LockstepOutputs.POLL_S``."""
-        self.command_arrived.wait(timeout=self._lockstep_wait_s)
+        self._wait_for_lockstep_inputs(self._lockstep_wait_s)
         self.command_arrived.clear()  # before looking: whatever arrives from now on wakes the next wait
+        self._take_commands()
+        self.lockstep_outputs.take_arrived()
         with self.inputs_lock:
             commands = all(v.pending_controls is not None for v in self.vehicles)
         if not commands:
             self._lockstep_wait_s = 0.05
             return False
-        self.lockstep_outputs.take_arrived()
         held = bool(self.lockstep_outputs.holdups(self._awaited_clock_ns()))
         self._lockstep_wait_s = LockstepOutputs.POLL_S if held else 0.05
         return not held and not self._stop.is_set()
+
+    def _wait_for_lockstep_inputs(self, timeout_s: float) -> None:
+        """Block until a motor command or a participant's output is waiting, or anything else wakes
+        the simulation (:class:`Wakeup`), at most ``timeout_s``. The middleware wakes this thread
+        directly: no executor callback and no handing over between threads on the critical path of
+        every period (physics publishes, the controller answers, physics steps)."""
+        outputs = len(self.lockstep_outputs.taken)
+        if self._wait_set is None or self._wait_set[0] != outputs:  # a participant's topic joined
+            handles = [v.command_subscription.handle for v in self.vehicles]
+            handles += [s.handle for s in self.lockstep_outputs.taken.values()]
+            if self.swarm.commands_subscription is not None:
+                handles.append(self.swarm.commands_subscription.handle)
+            self._wait_set = (outputs, handles, _rclpy.WaitSet(len(handles), 1, 0, 0, 0, 0, self.context.handle))
+        _, handles, wait_set = self._wait_set
+        try:
+            wait_set.clear_entities()
+            for handle in handles:
+                wait_set.add_subscription(handle)
+            wait_set.add_guard_condition(self.command_arrived.guard)
+            wait_set.wait(int(timeout_s * 1e9))
+        except Exception:  # noqa: BLE001 - the context is going away: the loop's own checks end it
+            time.sleep(min(timeout_s, 0.01))
+
+    def _take_commands(self) -> None:
+        """Lockstep: hand every motor command waiting to its vehicle (simulation thread). A message
+        that is no Float64MultiArray, or an unusable row, is dropped with one line, as InputGuard would."""
+        readers = [(v.command_subscription, v.on_motor_commands) for v in self.vehicles]
+        if self.swarm.commands_subscription is not None:
+            readers.append((self.swarm.commands_subscription, self.swarm.on_commands))
+        for subscription, handle in readers:
+            while (data := take_raw(subscription)) is not None:
+                try:
+                    handle(data)
+                except (ValueError, IndexError) as error:
+                    self.get_logger().warning(f"{subscription.topic_name}: message dropped "
+                                              f"(Float64MultiArray: {type(error).__name__}: {error})",
+                                              throttle_duration_sec=2.0)
 
     def _lockstep_awaited(self) -> str:
         """Who lockstep is waiting for, for the log."""
@@ -834,9 +904,10 @@ class SwarmOutputs:
         self.period_hz = params.rate_hz / params.steps_per_period
         self.poses_pub = node.create_publisher(PoseArray, "/swarm/poses", stream_qos(params.lockstep))
         self.many = len(node.vehicles) > 1
+        self.commands_subscription = None
         if self.many:  # one vehicle's ground truth is its own topics: no swarm topics (a bag would list them empty)
             self.state_pub = node.create_publisher(PointCloud2, "/swarm/state", stream_qos(params.lockstep))
-            node.create_subscription(Float64MultiArray, "/swarm/motor_commands", self.on_commands, COMMAND_QOS, raw=True)
+            self.commands_subscription = command_subscription(node, "/swarm/motor_commands", self.on_commands)
         self.collision_pubs = {v.name: node.create_publisher(DiagnosticArray, f"/{v.name}/collisions", COMMAND_QOS)
                                for v in node.vehicles}
         self.pending: dict[tuple[str, str], object] = {}
