@@ -272,7 +272,8 @@ class VehicleChannel:
 
     def on_motor_commands(self, data: bytes) -> None:
         """Raw: decoding the values alone costs a fraction of rclpy's message (on every lockstep period's
-        critical path); bytes that are no Float64MultiArray raise ValueError, which InputGuard reports."""
+        critical path); bytes that are no Float64MultiArray raise ValueError, which InputGuard reports (in
+        lockstep :meth:`PhysicsNode._take_commands`)."""
         _, _, values = decode_float64_array(data)
         self.accept_controls(list(values), "motor_commands")
 
@@ -357,7 +358,7 @@ class PhysicsNode(Node):
         self.world = build_world(self.params)
         self.inputs_lock = threading.Lock()
         self.command_arrived = Wakeup(self.context if self.params.lockstep else None)
-        # Lockstep: the simulation thread takes the motor commands itself (LockstepInputs).
+        # Lockstep: the simulation thread takes the motor commands itself (_wait_for_lockstep_inputs).
         self.command_reader = unspun_reader_node(self, "commands") if self.params.lockstep else None
         self.lockstep_outputs: LockstepOutputs | None = None
         self.clock_pub = self.create_publisher(Clock, "/clock", stream_qos(self.params.lockstep))
@@ -572,9 +573,9 @@ class PhysicsNode(Node):
         """Lockstep: true once every vehicle has a new command for this period and every
         participant has produced its output for the last due time up to now.
 
-        A command's callback wakes this thread; the participants' outputs do not (they are taken
-        here, :meth:`LockstepOutputs.take_arrived`), so while one holds the clock it is looked
-        for every ``LockstepOutputs.POLL_S``."""
+        A command or an output wakes this thread through the middleware (:meth:`_wait_for_lockstep_inputs`),
+        and it takes both here; while a participant holds the clock it also looks every
+        ``LockstepOutputs.POLL_S``."""
         self._wait_for_lockstep_inputs(self._lockstep_wait_s)
         self.command_arrived.clear()  # before looking: whatever arrives from now on wakes the next wait
         self._take_commands()
@@ -620,7 +621,7 @@ class PhysicsNode(Node):
             while (data := take_raw(subscription)) is not None:
                 try:
                     handle(data)
-                except (ValueError, IndexError) as error:
+                except Exception as error:  # noqa: BLE001 - no message may stop the simulation
                     self.get_logger().warning(f"{subscription.topic_name}: message dropped "
                                               f"(Float64MultiArray: {type(error).__name__}: {error})",
                                               throttle_duration_sec=2.0)

@@ -322,9 +322,9 @@ class Recorder(Node):
 
         A thread's round every ``take_period_s`` instead of an executor callback per message: at
         five times real time the recorder receives some 9,000 messages a second, and their callbacks
-        were a third of its CPU (README, "What was measured"); an rclpy timer this often costs 80 us a
-        tick. Taken in arrival order, each message gets the same sim-time receive stamp as a callback
-        per message gave it."""
+        were a quarter of its CPU (0.38 -> 0.29 core in a lockstep flight); an rclpy timer this often
+        costs 80 us a tick. Taken in arrival order, each message gets the same sim-time receive stamp
+        as a callback per message gave it."""
         with self._lock:
             arrived = []
             for topic, subscription in self._recorded.items():

@@ -62,9 +62,9 @@ class RecorderParams:
     #: loses its first messages, and one lockstep bag of two then lacks early stamps the other has (seen once
     #: under load with a 1 s period).
     discovery_period_s: float = 0.5
-    #: How often what has arrived on the recorded topics is written (wall s): one timer tick per batch
-    #: instead of an executor callback per message. Within a lockstep run's slack at any speed this
-    #: machine reaches (0.1 s of sim time is 20 ms at 5x real time).
+    #: How often what has arrived on the recorded topics is written (wall s): one round of the recorder's
+    #: taker thread per batch instead of an executor callback per message. Well within a lockstep run's
+    #: slack at any speed this machine reaches (0.1 s of sim time is 20 ms at 5x real time).
     take_period_s: float = 0.002
     progress_period_s: float = 5.0
     write_report: bool = True
