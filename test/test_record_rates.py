@@ -118,3 +118,11 @@ def test_run_report_flags_a_stream_below_the_rate_the_recorder_stored(tmp_path):
     assert "messages known missed: 252 (249 in stamp gaps, 3 lost in transport)" in report
     odometry_row = next(line for line in report.splitlines() if line.strip().startswith(topic))
     assert odometry_row.endswith("LOW: 125.0 Hz of 250 Hz configured; 252 missed (249 in stamp gaps, 3 lost in transport)")
+
+
+@pytest.mark.parametrize("bad", [0.0, -0.002, float("nan"), float("inf"), 1e9, 0.5])
+def test_a_take_period_that_is_not_a_short_positive_wait_is_refused_in_one_line(bad):
+    """The recorder writes what arrived every take_period_s; a lockstep clock waits for those rounds."""
+    with pytest.raises(ParamsError, match="take_period_s"):
+        RecorderParams(take_period_s=bad)
+    assert RecorderParams(take_period_s=0.1).take_period_s == 0.1

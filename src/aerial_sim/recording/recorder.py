@@ -22,6 +22,10 @@ LARGE_TYPES = frozenset(
 )
 
 
+#: The longest wait between two rounds of writing what arrived (wall s): a lockstep clock waits for them.
+MAX_TAKE_PERIOD_S = 0.1
+
+
 @dataclass(frozen=True)
 class RecorderParams:
     """Recorder configuration (ROS parameters of the ``recorder`` node).
@@ -77,6 +81,9 @@ class RecorderParams:
     def __post_init__(self) -> None:
         require_positive(self, "discovery_period_s", "take_period_s", "progress_period_s", "lockstep_rate_hz")
         require(self.queue_depth >= 1 and self.image_queue_depth >= 1, "queue depths must be >= 1")
+        require(self.take_period_s <= MAX_TAKE_PERIOD_S,
+                f"take_period_s must be at most {MAX_TAKE_PERIOD_S:g} s (the bag and a lockstep run's clock wait for "
+                f"each round), got {self.take_period_s!r}")
         from aerial_sim.recording.rates import parse_rate_table
 
         try:
