@@ -426,6 +426,10 @@ class Recorder(Node):
     # -- shutdown -----------------------------------------------------------
     def destroy_node(self):
         self.close()
+        for subscription in self._recorded.values():  # their loss handlers live on this node (_subscribe)
+            for handler in subscription.event_handlers:
+                self.remove_waitable(handler)
+                self._reader.add_waitable(handler)
         self._reader.destroy_node()
         return super().destroy_node()
 
