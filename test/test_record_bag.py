@@ -145,13 +145,21 @@ def test_existing_non_empty_output_is_refused(tmp_path):
 
 class FullDiskFile:
     """A file on a disk with room for ``capacity`` bytes: a write past it stores what fits, then fails with ENOSPC
-    (as write(2) does on a full disk). Cutting the file back frees the room again."""
+    (as write(2) does on a full disk). Cutting the file back frees the room again. With ``shared``, the
+    disk's room is shared with the other files of the same folder (the bag writer's reserve among them),
+    so deleting one of them frees room, as on a real disk."""
 
-    def __init__(self, stream, capacity: int):
-        self.stream, self.capacity = stream, capacity
+    def __init__(self, stream, capacity: int, shared: bool = False):
+        self.stream, self.capacity, self.shared = stream, capacity, shared
+
+    def _others(self) -> int:
+        if not self.shared:
+            return 0
+        here = Path(self.stream.name)
+        return sum(p.stat().st_size for p in here.parent.iterdir() if p.is_file() and p != here)
 
     def write(self, data) -> int:
-        room = self.capacity - self.stream.tell()
+        room = self.capacity - self._others() - self.stream.tell()
         if len(data) > room:
             self.stream.write(bytes(data[: max(room, 0)]))
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
@@ -167,9 +175,10 @@ class FullDiskFile:
         self.stream.close()
 
 
-def full_disk(capacity: int):
-    """A ``BagWriter``/``recover`` file opener whose files live on a disk with ``capacity`` bytes free."""
-    return lambda path, mode: FullDiskFile(open(path, mode), capacity)
+def full_disk(capacity: int, shared: bool = False):
+    """A ``BagWriter``/``recover`` file opener whose files live on a disk with ``capacity`` bytes free
+    (for each file, or with ``shared`` for the whole folder)."""
+    return lambda path, mode: FullDiskFile(open(path, mode), capacity, shared)
 
 
 def read_xs(bag_dir) -> list[float]:
@@ -183,7 +192,10 @@ def test_full_disk_stops_recording_and_keeps_a_readable_bag(tmp_path):
     """ENOSPC mid-recording: recording stops, the bag reads back as it is (no --recover) with the messages written
     before the error, metadata.yaml counts exactly those, and the error is one line naming the file and errno."""
     bag = tmp_path / "bag"
-    writer = BagWriter(bag, BagWriterParams(chunk_size_bytes=10_000), open_file=full_disk(100_000))
+    from aerial_sim.recording.bag import RESERVE_BYTES
+
+    writer = BagWriter(bag, BagWriterParams(chunk_size_bytes=10_000),
+                       open_file=full_disk(100_000 + RESERVE_BYTES, shared=True))
     writer.add_topic("/odom", "nav_msgs/msg/Odometry")
     accepted = 0
     for k in range(900):
@@ -222,7 +234,13 @@ def unfinished_bag(tmp_path, messages: int = 400):
 
 def test_recover_repairs_a_killed_recorders_bag_in_place(tmp_path):
     bag, size = unfinished_bag(tmp_path)
-    kept = recover(bag, open_file=full_disk(size))  # needs no more room than the file already had
+    assert (bag / ".space_reserve").is_file()  # left behind by the killed recorder
+    used = sum(p.stat().st_size for p in bag.iterdir())
+    # On a disk left exactly full: the reserve it deletes first makes room for the rebuilt index.
+    kept = recover(bag, open_file=full_disk(used, shared=True))
+    from aerial_sim.recording.mcap_index import footer_summary_start
+
+    assert footer_summary_start(bag / "bag_0.mcap") > 0  # indexed again, not just closed
     xs = read_xs(bag)
     assert kept == {"bag_0.mcap": len(xs)} and 300 < len(xs) <= 400
     assert xs == [0.1 * k for k in range(len(xs))]
@@ -301,3 +319,75 @@ def test_real_time_factor_span_leaves_out_the_wait_before_the_start_and_the_mess
         span.observe(12 * s, wall)
     assert (span.start_ns, span.end_ns) == (int(3.75 * s), 16 * s)
     assert 12 * s / (span.end_ns - span.start_ns) == pytest.approx(12 / 12.25)
+
+
+def test_log_times_never_go_back_so_even_an_unindexed_file_reads_in_order(tmp_path):
+    """Messages stamped out of order (a reset sending /clock back, a log line stamped 0 before the first
+    /clock) are logged at the time logged last, their own time kept as publish time: a file ended with a
+    bare footer (no index) still reads with rosbags, which refuses unindexed messages out of log-time order."""
+    from mcap.reader import make_reader
+    from rosbags.highlevel import AnyReader
+
+    from aerial_sim.recording.mcap_index import end_bytes, scan_mcap
+
+    bag = tmp_path / "bag"
+    stamps = [3_000_000_000, 3_004_000_000, 0, 3_008_000_000, 1_000_000_000, 3_012_000_000]
+    with BagWriter(bag, BagWriterParams(chunk_size_bytes=2_000)) as writer:
+        writer.add_topic("/odom", "nav_msgs/msg/Odometry")
+        for k, t_ns in enumerate(stamps):
+            writer.write("/odom", cdr_odometry(t_ns * 1e-9, float(k)), t_ns)
+    path = bag / "bag_0.mcap"
+    with open(path, "rb") as stream:
+        messages = list(make_reader(stream).iter_messages(log_time_order=False))
+    logs = [m.log_time for _, _, m in messages]
+    assert logs == sorted(logs) and logs[2] == 3_004_000_000 and logs[4] == 3_008_000_000
+    assert [m.publish_time for _, _, m in messages] == stamps  # the receipt times themselves, kept
+    scan = scan_mcap(path)
+    with open(path, "r+b") as stream:  # the index lost: data, then a bare footer
+        stream.truncate(scan.data_end)
+        stream.seek(scan.data_end)
+        stream.write(end_bytes(b"", 0, 0))
+    with AnyReader([bag]) as reader:
+        xs = [reader.deserialize(raw, c.msgtype).pose.pose.position.x for c, _, raw in reader.messages()]
+    assert xs == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+
+
+@pytest.mark.parametrize("cut_at", ["mid_chunk", "mid_message_index", "after_footer_without_summary"])
+def test_recover_rebuilds_the_index_of_a_file_cut_anywhere(tmp_path, cut_at):
+    """A file cut in the middle of a chunk or of its message indexes, or closed with a footer but no summary
+    (how a full disk used to leave it), gets its summary back: the mcap library's indexed reader, rosbags
+    and the run report read every message kept, in order, and the statistics count them."""
+    from mcap.reader import make_reader
+
+    from aerial_sim.recording.mcap_index import OP_CHUNK, OP_MESSAGE_INDEX, end_bytes, footer_summary_start, scan_mcap
+
+    bag, _ = unfinished_bag(tmp_path, messages=600)
+    path = bag / "bag_0.mcap"
+    scan = scan_mcap(path)
+    last = scan.chunks[-2]  # (unfinished_bag cut the very last one's index short)
+    assert last.index_offsets  # the scan found its message index
+    cut = {
+        "mid_chunk": last.offset + last.length // 2,
+        "mid_message_index": last.offset + last.length + 20,
+        "after_footer_without_summary": scan.data_end,
+    }[cut_at]
+    with open(path, "r+b") as stream:
+        stream.truncate(cut)
+        if cut_at == "after_footer_without_summary":
+            stream.seek(cut)
+            stream.write(end_bytes(b"", 0, 0))
+    kept = recover(bag)
+    assert footer_summary_start(path) > 0
+    with open(path, "rb") as stream:
+        reader = make_reader(stream)
+        summary = reader.get_summary()
+        indexed = [m.log_time for _, _, m in reader.iter_messages()]
+    assert summary.statistics.message_count == len(indexed) == kept["bag_0.mcap"]
+    xs = read_xs(bag)
+    expected = {"mid_chunk": len(scan.chunks) - 2, "mid_message_index": len(scan.chunks) - 1,
+                "after_footer_without_summary": len(scan.chunks)}[cut_at]  # fmt: skip
+    assert len(summary.chunk_indexes) == expected
+    assert xs == [0.1 * k for k in range(len(xs))] and len(xs) == len(indexed) > 300
+    assert recover(bag) == {}  # indexed now: nothing more to do
+    assert summarize(bag).topics[0].count == len(xs)
+    assert OP_CHUNK == 0x06 and OP_MESSAGE_INDEX == 0x07

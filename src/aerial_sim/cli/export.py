@@ -16,6 +16,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     options = parser.parse_args(argv)
 
+    from rosbags.highlevel import AnyReaderError
+    from rosbags.rosbag2 import ReaderError
+
     from aerial_sim.recording.export import ExportError, export_bag
     from aerial_sim.recording.reader import BagReadError
 
@@ -23,6 +26,9 @@ def main(argv: list[str]) -> int:
         result = export_bag(options.bag, options.out_dir, progress=not options.no_progress)
     except (BagReadError, ExportError) as error:
         print(f"aerial_sim export: {error}")
+        return 1
+    except (AnyReaderError, ReaderError, OSError) as error:  # a bag the reader refuses: one line, no traceback
+        print(f"aerial_sim export: cannot read {options.bag}: {type(error).__name__}: {error}")
         return 1
     for topic, count in result.images.items():
         print(f"{topic}: {count} images (poses from {result.pose_topics[topic] or 'none: no odometry in the bag'})")

@@ -18,11 +18,18 @@ killed outright leaves a bag readable up to its last flush; :meth:`BagWriter.clo
 (called on SIGINT/SIGTERM) finishes the MCAP summary and writes the final
 metadata. A write error (a full disk: ``ENOSPC``) stops recording cleanly: the
 current file is cut back to its last complete chunk and closed with a footer (a
-valid MCAP file, readable as it is), and ``metadata.yaml`` counts exactly the
-messages on disk. A small reserve file (``.space_reserve``, deleted at the end)
+valid MCAP file with its summary and index rebuilt from the chunks on disk by
+:func:`aerial_sim.recording.mcap_index.repair_mcap`, so every reader takes it as it is),
+and ``metadata.yaml`` counts exactly the messages on disk. A small reserve file (``.space_reserve``, deleted at the end)
 keeps room on a full disk for that footer and the metadata. With ``max_bag_size_bytes``
 the bag is split into ``<name>_0.mcap``, ``<name>_1.mcap`` ... each a complete
 MCAP file, all listed in ``metadata.yaml``.
+
+Log times never go backwards within a bag: a message stamped before the one
+written last (a simulation reset sending ``/clock`` back, a message stamped with
+its header before the first ``/clock``) is logged at the last log time, with its
+own time kept as the publish time. So even a file whose index is lost reads back
+in order by scanning (rosbags refuses unindexed messages out of log-time order).
 
 This module does not import rclpy: QoS profiles arrive as plain dicts.
 """
@@ -41,6 +48,7 @@ from typing import Any, BinaryIO, Callable, Literal, Mapping, Sequence
 import yaml
 
 from aerial_sim.config import ParamsError, require, require_non_negative, require_positive
+from aerial_sim.recording.mcap_index import McapRepairError, needs_repair, repair_mcap
 from aerial_sim.recording.msgdefs import message_definition
 
 _SAFE_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -212,6 +220,7 @@ class BagWriter:
         self._bytes_closed = 0
         self._good_offset = 0  # end of the last complete chunk of the current file (bytes known on disk)
         self._pending: list[tuple[_Topic, int]] = []  # accepted messages not yet in a complete chunk
+        self._last_log_ns = 0  # log times written so far never exceed this: none goes back (module doc)
         self._last_flush = time.monotonic()
         self._closed = False
         self.error: str | None = None
@@ -247,6 +256,9 @@ class BagWriter:
         if self._closed or self._writer is None:
             return False
         entry = self._topics[topic]
+        publish_ns = int(publish_time_ns if publish_time_ns is not None else log_time_ns)
+        log_time_ns = max(int(log_time_ns), self._last_log_ns)
+        self._last_log_ns = log_time_ns
         try:
             if self._split_due(len(data)):
                 self._finish_file()
@@ -254,9 +266,9 @@ class BagWriter:
             size_before = self._stream.tell()
             self._writer.add_message(
                 channel_id=self._channel_ids[topic],
-                log_time=int(log_time_ns),
+                log_time=log_time_ns,
                 data=data,
-                publish_time=int(publish_time_ns if publish_time_ns is not None else log_time_ns),
+                publish_time=publish_ns,
                 sequence=entry.sequence,
             )
             entry.sequence += 1
@@ -449,7 +461,8 @@ class BagWriter:
             self.error += f"; metadata.yaml not written: {describe_os_error(metadata_error)}"
 
     def _seal_current_file(self, path: Path) -> None:
-        """Cut the failed file back to its last complete chunk and end it with a footer (best effort)."""
+        """Cut the failed file back to its last complete chunk and end it with its rebuilt summary and
+        a footer (best effort: without room for the summary, a bare footer)."""
         stream, self._stream = self._stream, None
         if stream is not None:
             try:
@@ -462,10 +475,10 @@ class BagWriter:
                 self._files.pop()
             return
         try:
-            seal_mcap(path, self._good_offset, self._open_file)
-            self._bytes_closed += self._good_offset
-        except OSError:
-            pass  # left without a footer: `aerial_sim record --recover` finishes it
+            repair_mcap(path, self._good_offset, self._open_file)
+        except (OSError, McapRepairError):
+            pass  # a bare footer, or none: `aerial_sim record --recover` finishes it
+        self._bytes_closed += self._good_offset
 
 
 def _reserve_space(path: Path) -> None:
@@ -486,28 +499,6 @@ def _remove_quietly(path: Path) -> None:
         os.remove(path)
     except OSError:
         pass
-
-
-def mcap_end_records() -> bytes:
-    """DataEnd, a Footer with no summary section, and the closing magic: what ends a valid MCAP file."""
-    from mcap.data_stream import RecordBuilder
-    from mcap.records import DataEnd, Footer
-
-    builder = RecordBuilder()
-    DataEnd(data_section_crc=0).write(builder)
-    Footer(summary_start=0, summary_offset_start=0, summary_crc=0).write(builder)
-    return bytes(builder.end()) + MCAP_MAGIC
-
-
-def seal_mcap(path: Path, length: int, open_file: FileOpener = open) -> None:
-    """Cut ``path`` to ``length`` bytes (a record boundary) and end it with :func:`mcap_end_records`.
-
-    Cutting first frees the partial tail, so on a full disk the 50-byte end usually fits.
-    """
-    with open_file(path, "r+b") as stream:
-        stream.truncate(length)
-        stream.seek(length)
-        stream.write(mcap_end_records())
 
 
 def last_record_end(path: Path) -> int:
@@ -545,28 +536,33 @@ def mcap_is_complete(path: str | Path) -> bool:
 def recover(bag_dir: str | Path, open_file: FileOpener = open) -> dict[str, int]:
     """Make a bag left by a killed recorder (or a full disk) readable again (like ``ros2 bag reindex``).
 
-    Each MCAP file without a footer is cut back, in place, to its last complete
-    record and given a footer, which needs no more than about 50 bytes of free
-    disk (a stale reserve file is deleted first); ``metadata.yaml`` is then
-    rebuilt from the files. Returns the messages kept per file. Complete files
-    are left untouched. A file that cannot be written raises :class:`BagWriteError`
-    with a one-line message naming it and the errno.
+    Each MCAP file without a footer, or with a footer but no summary, is cut back, in
+    place, to its last complete chunk and given a summary (index, statistics,
+    schemas, channels) rebuilt from its records
+    (:func:`aerial_sim.recording.mcap_index.repair_mcap`), which needs no more than
+    the few kB of that summary in free disk (a stale reserve file is deleted first);
+    ``metadata.yaml`` is then rebuilt from the files. Returns the messages kept per
+    repaired file; complete files are left untouched. A file that cannot be written
+    raises :class:`BagWriteError` with a one-line message naming it and the errno.
     """
     bag_dir = Path(bag_dir)
     _release_space(bag_dir / RESERVE_NAME)
     kept: dict[str, int] = {}
     for path in sorted(bag_dir.glob("*.mcap")):
-        if mcap_is_complete(path):
-            continue
-        end = last_record_end(path)
         try:
-            if end:
-                seal_mcap(path, end, open_file)
-            else:
-                path.unlink()  # not even a header: no messages in it
+            if not needs_repair(path):
+                continue
+        except McapRepairError:
+            path.unlink()  # not even a header: no messages in it
+            kept[path.name] = 0
+            continue
+        try:
+            kept[path.name] = repair_mcap(path, open_file=open_file)
+        except McapRepairError:
+            path.unlink()
+            kept[path.name] = 0
         except OSError as error:
             raise BagWriteError(f"cannot recover the bag: {describe_os_error(error, path)}") from None
-        kept[path.name] = _scan_mcap(path)[2] if end else 0
     try:
         rebuild_metadata(bag_dir)
     except OSError as error:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aerial_sim.recording.bag import mcap_is_complete, recover
+from aerial_sim.recording.bag import recover
+from aerial_sim.recording.mcap_index import needs_repair
 
 
 class BagReadError(OSError):
@@ -28,13 +29,13 @@ def find_bag(path: str | Path) -> Path:
 def open_bag(path: str | Path):
     """An opened ``rosbags.highlevel.AnyReader`` over the bag at ``path`` (use it as a context manager).
 
-    A bag left by a killed recorder (an MCAP file without its footer) is first
-    recovered in place with :func:`aerial_sim.recording.bag.recover`.
+    A bag left by a killed recorder or a full disk (an MCAP file without its footer, or
+    without its index) is first recovered in place with :func:`aerial_sim.recording.bag.recover`.
     """
     from rosbags.highlevel import AnyReader
 
     bag = find_bag(path)
-    if any(not mcap_is_complete(p) for p in bag.glob("*.mcap")):
+    if any(needs_repair(p) for p in bag.glob("*.mcap")):
         recover(bag)
     return AnyReader([bag])
 
