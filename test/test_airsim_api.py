@@ -149,6 +149,39 @@ def test_move_on_path_passes_every_corner_within_the_lookahead():
     fly(script)
 
 
+def test_a_closed_path_is_flown_and_corners_are_cut_no_more_than_airsims_carrot():
+    """path.py's closed path (last point = start) flies the whole square; at 5 m/s with the automatic
+    lookahead (AirSim's getAutoLookahead: 0.6 s of travel, 3 m) the vehicle passes each corner no farther
+    than an ideal point chasing the same carrot does (0.46 x lookahead for a right angle)."""
+    from aerial_sim.airsim.flight import GuidanceParams, auto_lookahead
+
+    async def script(api, graph):
+        await airborne(api)
+        start = np.array(graph.world.ground_truth("drone1").position)
+        north0, east0, down0 = start[1], start[0], -start[2]
+        corners = [(north0 + 10, east0, down0), (north0 + 10, east0 + 10, down0), (north0, east0 + 10, down0)]
+        path = [{"x_val": n, "y_val": e, "z_val": d} for n, e, d in corners + [(north0, east0, down0)]]
+        track = []
+
+        async def record():
+            while True:
+                track.append(graph.world.ground_truth("drone1").position)
+                await graph.clock.sleep(0.02)
+
+        recorder = asyncio.ensure_future(record())
+        begin = graph.clock.now_s
+        assert await call(api, "moveOnPath", path, 5.0, 60, 0, YAW_ANGLE, -1, 1, "") is True
+        recorder.cancel()
+        assert graph.clock.now_s - begin > 40.0 / 5.0  # flown, not declared done at the start
+        track = np.array(track)
+        lookahead = auto_lookahead(GuidanceParams(), 5.0, True)
+        for north, east, down in corners:
+            assert np.min(np.linalg.norm(track - [east, north, -down], axis=1)) < 0.46 * lookahead
+        assert np.linalg.norm(track[-1] - start) < 0.5  # back where it started
+
+    fly(script)
+
+
 def test_a_new_command_cancels_the_running_one_which_answers_false():
     async def script(api, graph):
         await airborne(api)

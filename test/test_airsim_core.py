@@ -97,6 +97,8 @@ class _Methods:
             return params[0]
         if method == "echo":
             return params
+        if method == "image":  # an uncompressed 460 x 320 x 3 image's worth of bytes
+            return bytes(460 * 320 * 3)
         if method == "boom":
             raise ZeroDivisionError("handler bug")
         raise RpcError(f"rpclib: server could not find function '{method}' with argument count {len(params)}.")
@@ -109,7 +111,8 @@ def server():
 
     loop = asyncio.new_event_loop()
     methods = _Methods()
-    rpc = MsgpackRpcServer(methods, "127.0.0.1", 0, max_request_bytes=64 * 1024)
+    rpc = MsgpackRpcServer(methods, "127.0.0.1", 0, max_request_bytes=64 * 1024, max_pending=16,
+                           write_high_water_bytes=1024 * 1024)
     loop.run_until_complete(rpc.start())
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
@@ -200,6 +203,21 @@ def test_a_client_leaving_mid_call_does_not_disturb_the_server(server):
     client = _Client(server.port)
     client.send([0, 2, "echo", [1]])
     assert client.replies(1) == [[1, 2, None, [1]]]
+
+
+def test_unread_pipelined_replies_are_bounded_per_connection_and_all_arrive_later(server):
+    """300 image requests sent at once, replies left unread: the server holds at most ``max_pending``
+    calls and about one high-water mark of unsent replies (not 300 x 440 kB), then answers all 300."""
+    reply_bytes = 460 * 320 * 3
+    client = _Client(server.port)
+    client.send(*[[0, index, "image", []] for index in range(300)])
+    time.sleep(0.5)  # the server works as far as backpressure lets it
+    assert server.peak_pending <= 16
+    assert server.peak_unsent_bytes <= 1024 * 1024 + reply_bytes + 1024
+    client.sock.settimeout(20)
+    replies = client.replies(300)
+    assert sorted(r[1] for r in replies) == list(range(300))
+    assert all(r[2] is None and len(r[3]) == reply_bytes for r in replies)
 
 
 def test_fifty_clients_at_once_are_all_served(server):

@@ -50,9 +50,12 @@ class GuidanceParams:
     altitude_gain: float = 1.5
     #: A goal is reached within this distance (m); AirSim's distance accuracy is of the same order.
     goal_tolerance_m: float = 0.3
-    #: Carrot distance when the client passes lookahead < 0: max(min, speed x time).
-    min_lookahead_m: float = 1.0
-    lookahead_time_s: float = 1.0
+    #: simple_flight's ``getDistanceAccuracy()`` (m): the auto lookahead is at least 1.5 times this.
+    distance_accuracy_m: float = 0.5
+    #: AirSim's ``getAutoLookahead``: lookahead = speed x command period x factor (30 with
+    #: adaptive_lookahead, 40 without), so 0.6 s (0.8 s) of travel at the commanded speed.
+    adaptive_lookahead_factor: float = 30.0
+    fixed_lookahead_factor: float = 40.0
     #: takeoffAsync climbs this far above the start (AirSim: "3 m above ground").
     takeoff_height_m: float = 3.0
     #: Below this horizontal speed ForwardOnly keeps the current heading (no direction to face).
@@ -80,11 +83,39 @@ def yaw_rate_command(params: GuidanceParams, current_yaw: float, is_rate: bool, 
     return max(-limit, min(limit, params.yaw_gain * wrap_angle(target - current_yaw)))
 
 
+def auto_lookahead(params: GuidanceParams, speed: float, adaptive: bool) -> float:
+    """AirSim's ``getAutoLookahead``: ``speed * period * factor``, at least 1.5 x the distance accuracy."""
+    factor = params.adaptive_lookahead_factor if adaptive else params.fixed_lookahead_factor
+    return max(speed * params.command_period_s * factor, 1.5 * params.distance_accuracy_m)
+
+
+def check_lookahead(params: GuidanceParams, speed: float, lookahead: float) -> None:
+    """Refuse what AirSim's ``moveOnPath`` refuses (ValueError with AirSim's words)."""
+    if lookahead == 0:
+        raise ValueError("lookahead distance cannot be 0")
+    if lookahead > 0:
+        step = speed * params.command_period_s
+        if step > lookahead:
+            raise ValueError(f"lookahead value {lookahead:f} is too small for velocity {speed:f}. "
+                             f"It must be at least {step:f}")
+        if params.distance_accuracy_m > lookahead:
+            raise ValueError(f"lookahead value {lookahead:f} is smaller than drone's distance accuracy "
+                             f"{params.distance_accuracy_m:f}.")
+
+
 class PathFollower:
-    """Carrot-on-a-path guidance (AirSim's ``moveOnPath``): velocity toward the lookahead point."""
+    """Carrot-on-a-path guidance (AirSim's ``MultirotorApiBase::moveOnPath``): velocity toward the lookahead point.
+
+    The carrot is ``lookahead`` metres of path ahead of the closest path point
+    (which never moves back), as in AirSim; with ``lookahead < 0`` it is
+    :func:`auto_lookahead` (AirSim's ``getAutoLookahead``). The goal is reached
+    when the progress along the path is within ``goal_tolerance_m`` of its end
+    *and* the vehicle is that close to the last point, so a closed path (last
+    point = start) is flown, not declared done at once.
+    """
 
     def __init__(self, start: Sequence[float], path: Sequence[Sequence[float]], speed: float, lookahead: float,
-                 params: GuidanceParams):
+                 params: GuidanceParams, adaptive: bool = True):
         points = [np.asarray(start, float)] + [np.asarray(p, float) for p in path]
         self.points = np.array(points)
         segments = np.diff(self.points, axis=0)
@@ -92,7 +123,7 @@ class PathFollower:
         self.cumulative = np.concatenate([[0.0], np.cumsum(self.lengths)])
         self.total = float(self.cumulative[-1])
         self.speed = speed
-        self.lookahead = lookahead if lookahead > 0 else max(params.min_lookahead_m, params.lookahead_time_s * speed)
+        self.lookahead = lookahead if lookahead > 0 else auto_lookahead(params, speed, adaptive)
         self.params = params
         self._progress = 0.0  # arc length of the closest point so far (never goes back)
 
@@ -109,11 +140,15 @@ class PathFollower:
         return self.points[index] + t * (self.points[index + 1] - self.points[index])
 
     def closest_arc_length(self, position: np.ndarray) -> float:
-        """Arc length of the path point closest to ``position``, not behind the progress so far."""
+        """Arc length of the path point closest to ``position``, not behind the progress so far and
+        not more than two lookaheads ahead of it."""
         best_s, best_d = self._progress, math.inf
+        horizon = self._progress + 2.0 * self.lookahead + self.params.goal_tolerance_m
         for index, length in enumerate(self.lengths):
             if self.cumulative[index + 1] < self._progress or length == 0:
                 continue
+            if self.cumulative[index] > horizon:
+                break  # local, as AirSim's: a later leg passing close by (a closed path's last) is not jumped to
             a, b = self.points[index], self.points[index + 1]
             t = float(np.clip(np.dot(position - a, b - a) / (length * length), 0.0, 1.0))
             s = max(self.cumulative[index] + t * length, self._progress)
@@ -128,9 +163,10 @@ class PathFollower:
         position = np.asarray(position, float)
         to_goal = self.goal - position
         distance_to_goal = float(np.linalg.norm(to_goal))
-        if distance_to_goal <= self.params.goal_tolerance_m:
-            return np.zeros(3), True
         s = self.closest_arc_length(position)
+        tolerance = self.params.goal_tolerance_m
+        if distance_to_goal <= tolerance and self.total - s <= tolerance + 1e-9:
+            return np.zeros(3), True
         carrot = self.point_at(s + self.lookahead)
         direction = carrot - position
         norm = float(np.linalg.norm(direction))

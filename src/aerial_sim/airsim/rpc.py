@@ -13,7 +13,14 @@ Robustness (a client can never take the server down):
 - a well-formed message that is not a request is logged and skipped;
 - a client that disconnects mid-call: its pending calls finish (moves keep
   flying, as in AirSim) and their replies are dropped;
-- any exception inside a handler becomes an error reply.
+- any exception inside a handler becomes an error reply;
+- backpressure, per connection: replies are written one at a time, each
+  after the previous ones have drained to the socket below
+  ``write_high_water_bytes``, and the server reads no further request from a
+  client while ``max_pending`` of its calls are unanswered or unsent. A
+  client that pipelines requests and never reads the replies therefore holds
+  at most ``max_pending`` calls and one socket buffer of replies in the
+  server, not one reply per request sent.
 
 Packing: ``use_bin_type=True`` (image bytes travel as msgpack bin, which both
 clients decode to ``bytes``); unpacking: ``raw=False`` with
@@ -91,15 +98,22 @@ class MsgpackRpcServer:
     """Serves ``dispatcher`` to any number of TCP clients (see module docstring)."""
 
     def __init__(self, dispatcher: Dispatcher, host: str = "127.0.0.1", port: int = 41451,
-                 max_request_bytes: int = 16 * 1024 * 1024, logger: logging.Logger | None = None):
+                 max_request_bytes: int = 16 * 1024 * 1024, logger: logging.Logger | None = None,
+                 max_pending: int = 64, write_high_water_bytes: int = 4 * 1024 * 1024):
         self.dispatcher = dispatcher
         self.host = host
         self.requested_port = port
         self.max_request_bytes = max_request_bytes
+        self.max_pending = max_pending
+        self.write_high_water_bytes = write_high_water_bytes
         self.log = logger or logging.getLogger("airsim_api.rpc")
         self._server: asyncio.AbstractServer | None = None
         self.connections = 0
         self.requests_served = 0
+        #: Largest number of bytes of replies a connection's transport held unsent (backpressure check).
+        self.peak_unsent_bytes = 0
+        #: Largest number of unanswered or unsent calls of one connection.
+        self.peak_pending = 0
 
     @property
     def port(self) -> int:
@@ -121,6 +135,10 @@ class MsgpackRpcServer:
         unpacker = msgpack.Unpacker(raw=False, unicode_errors="surrogateescape", strict_map_key=False,
                                     max_buffer_size=self.max_request_bytes)
         pending: set[asyncio.Task] = set()
+        room = asyncio.Event()  # set while fewer than max_pending calls are unanswered or unsent
+        room.set()
+        writer.transport.set_write_buffer_limits(high=self.write_high_water_bytes)
+        connection = _Connection(writer, pending, room, asyncio.Lock())
         try:
             while True:
                 data = await reader.read(1 << 16)
@@ -134,7 +152,8 @@ class MsgpackRpcServer:
                     break
                 try:
                     for message in unpacker:
-                        self._on_message(message, writer, pending, peer)
+                        await room.wait()  # requests already received wait their turn too
+                        self._on_message(message, connection, peer)
                 except (ValueError, msgpack.UnpackException, msgpack.ExtraData) as error:
                     self.log.warning(f"client {peer}: malformed msgpack ({type(error).__name__}: {error}); "
                                      "connection closed")
@@ -145,20 +164,30 @@ class MsgpackRpcServer:
             self.connections -= 1
             writer.close()
 
-    def _on_message(self, message: Any, writer: asyncio.StreamWriter, pending: set, peer) -> None:
+    def _on_message(self, message: Any, connection: "_Connection", peer) -> None:
         if isinstance(message, (list, tuple)) and len(message) == 4 and message[0] == REQUEST:
             _, msgid, method, params = message
-            task = asyncio.create_task(self._answer(msgid, method, params, writer))
+            task = asyncio.create_task(self._answer(msgid, method, params, connection))
         elif isinstance(message, (list, tuple)) and len(message) == 3 and message[0] == NOTIFY:
             _, method, params = message
             task = asyncio.create_task(self._answer(None, method, params, None))
         else:
             self.log.warning(f"client {peer}: not a msgpack-rpc request, skipped: {repr(message)[:80]}")
             return
+        pending = connection.pending
         pending.add(task)
-        task.add_done_callback(pending.discard)
+        self.peak_pending = max(self.peak_pending, len(pending))
+        if len(pending) >= self.max_pending:
+            connection.room.clear()
 
-    async def _answer(self, msgid: Any, method: Any, params: Any, writer: asyncio.StreamWriter | None) -> None:
+        def done(finished: asyncio.Task) -> None:
+            pending.discard(finished)
+            if len(pending) < self.max_pending:
+                connection.room.set()
+
+        task.add_done_callback(done)
+
+    async def _answer(self, msgid: Any, method: Any, params: Any, connection: "_Connection | None") -> None:
         error, result = None, None
         try:
             if not isinstance(method, str) or not isinstance(params, (list, tuple)):
@@ -172,14 +201,34 @@ class MsgpackRpcServer:
             self.log.error(f"{method}: {type(failure).__name__}: {failure}")
             error = f"internal error in {method}: {type(failure).__name__}: {failure}"
         self.requests_served += 1
-        if writer is None or writer.is_closing():
+        if connection is None:
             return
-        try:
-            reply = encode_response(msgid, error, result)
-        except (TypeError, ValueError, OverflowError) as failure:
-            reply = encode_response(msgid, f"cannot encode the result of {method}: {failure}", None)
-        try:
-            writer.write(reply)
-            await writer.drain()
-        except (ConnectionError, RuntimeError):
-            pass  # the client left; nothing to tell it
+        writer = connection.writer
+        # One reply at a time, each after the ones before it drained below the high-water mark: the
+        # transport never holds more than that plus one reply, however many the client leaves unread.
+        async with connection.write_lock:
+            if writer.is_closing():
+                return
+            try:
+                await writer.drain()
+                if writer.is_closing():
+                    return
+                try:
+                    reply = encode_response(msgid, error, result)
+                except (TypeError, ValueError, OverflowError) as failure:
+                    reply = encode_response(msgid, f"cannot encode the result of {method}: {failure}", None)
+                del result
+                writer.write(reply)
+                self.peak_unsent_bytes = max(self.peak_unsent_bytes, writer.transport.get_write_buffer_size())
+                await writer.drain()
+            except (ConnectionError, RuntimeError):
+                pass  # the client left; nothing to tell it
+
+
+class _Connection:
+    """One client's writer, calls in the server and backpressure state."""
+
+    __slots__ = ("writer", "pending", "room", "write_lock")
+
+    def __init__(self, writer: asyncio.StreamWriter, pending: set, room: asyncio.Event, write_lock: asyncio.Lock):
+        self.writer, self.pending, self.room, self.write_lock = writer, pending, room, write_lock
