@@ -64,6 +64,7 @@ from aerial_sim.config import require, require_positive
 from aerial_sim.control.geometry import quat_from_yaw, quat_to_matrix
 from aerial_sim.environment.geodesy import HomePoint
 from aerial_sim.environment.gravity import normal_gravity
+from aerial_sim.nodes._services import SERVICE_QOS
 from aerial_sim.sensors.common import truth_from_odometry
 from aerial_sim.nodes.common import (COMMAND_QOS, InputStampClock, declare_params, from_stamp, is_finite_sequence,
                                      run_node, stream_qos, subscribe_imu, subscribe_joint_state, subscribe_odometry,
@@ -121,10 +122,10 @@ class RosVehicleLink:
         self.rates_pub = pub(TwistStamped, f"{ns}/cmd_rates", COMMAND_QOS)
         self.motors_pub = pub(Float64MultiArray, f"{ns}/cmd_motors", COMMAND_QOS)
         self.teleport_pub = pub(PoseStamped, f"{ns}/set_pose", COMMAND_QOS)
-        self.arm_client = node.create_client(SetBool, f"{ns}/arm")
-        self.takeoff_client = node.create_client(Trigger, f"{ns}/takeoff")
-        self.land_client = node.create_client(Trigger, f"{ns}/land")
-        self.reset_client = node.create_client(Trigger, f"{ns}/reset")
+        self.arm_client = node.create_client(SetBool, f"{ns}/arm", qos_profile=SERVICE_QOS)
+        self.takeoff_client = node.create_client(Trigger, f"{ns}/takeoff", qos_profile=SERVICE_QOS)
+        self.land_client = node.create_client(Trigger, f"{ns}/land", qos_profile=SERVICE_QOS)
+        self.reset_client = node.create_client(Trigger, f"{ns}/reset", qos_profile=SERVICE_QOS)
         self.body_frame = f"{name}/base_link"
 
     def subscribe_streams(self) -> None:
@@ -308,8 +309,8 @@ class AirSimApiNode(Node):
         self.create_subscription(Clock, "/clock", self.on_clock, stream_qos(params.lockstep))
         self.sim_clock = InputStampClock(self)  # set from on_clock: one /clock subscription, not two
         self.create_subscription(DiagnosticArray, "/diagnostics", self.on_diagnostics, COMMAND_QOS)
-        self.pause_client = self.create_client(SetBool, "/physics/pause")
-        self.reset_client = self.create_client(Trigger, "/physics/reset")
+        self.pause_client = self.create_client(SetBool, "/physics/pause", qos_profile=SERVICE_QOS)
+        self.reset_client = self.create_client(Trigger, "/physics/reset", qos_profile=SERVICE_QOS)
         self.continue_pub = self.create_publisher(Float64, "/physics/continue_for", COMMAND_QOS)
         self.wind_pub = self.create_publisher(Vector3Stamped, "/physics/wind", COMMAND_QOS)
 

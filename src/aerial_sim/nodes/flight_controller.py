@@ -60,6 +60,7 @@ from aerial_sim.control.supervisor import CommandRejected, FlightSupervisor, Mod
 from aerial_sim.nodes.common import (COMMAND_QOS, FleetHosting, InputStampClock, ThrottledWarning, declare_params,
                                      from_stamp, motor_command_output, run_node, stream_qos, subscribe_odometry,
                                      to_stamp)
+from aerial_sim.nodes._services import serve
 from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, truth_from_odometry
 from aerial_sim.vehicles.multirotor import load_vehicle
 
@@ -140,10 +141,10 @@ class FlightControllerNode(Node):
         self.create_subscription(PoseStamped, "cmd_attitude", self.on_cmd_attitude, COMMAND_QOS)
         self.create_subscription(TwistStamped, "cmd_rates", self.on_cmd_rates, COMMAND_QOS)
         self.create_subscription(Float64MultiArray, "cmd_motors", self.on_cmd_motors, COMMAND_QOS)
-        self.create_service(Trigger, "reset", self.on_reset)
-        self.create_service(SetBool, "arm", self.on_arm)
-        self.create_service(Trigger, "takeoff", self.on_takeoff)
-        self.create_service(Trigger, "land", self.on_land)
+        serve(self, Trigger, "reset", self.on_reset)
+        serve(self, SetBool, "arm", self.on_arm)
+        serve(self, Trigger, "takeoff", self.on_takeoff)
+        serve(self, Trigger, "land", self.on_land)
         if params.lockstep:
             self.create_timer(0.05, self.check_client_timeout, clock=Clock(clock_type=ClockType.STEADY_TIME))
         pacing = (("lockstep" + (" (waits for its client)" if self._gate else "")) if params.lockstep

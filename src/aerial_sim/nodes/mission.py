@@ -38,6 +38,7 @@ from aerial_sim.control.track import TrackRecorder, compare_tracks, summary_text
 from aerial_sim.control.trajectory import PathFollower, Trajectory
 from aerial_sim.nodes.common import (COMMAND_QOS, InputStampClock, declare_params, from_stamp, run_folder_parameter,
                                      run_node, stream_qos, subscribe_odometry, to_stamp, to_stamp_ns)
+from aerial_sim.nodes._services import SERVICE_QOS
 from aerial_sim.physics.rotation import rotate
 
 #: The AirSim paper's sim-vs-real Hausdorff distances (FSR 2017, sec. 4), shown beside ours.
@@ -105,9 +106,9 @@ class MissionNode(Node):
 
         self.pose_pub = self.create_publisher(PoseStamped, "cmd_pose", COMMAND_QOS)
         self.vel_pub = self.create_publisher(TwistStamped, "cmd_vel", COMMAND_QOS)
-        self.arm_client = self.create_client(SetBool, "arm")
-        self.takeoff_client = self.create_client(Trigger, "takeoff")
-        self.land_client = self.create_client(Trigger, "land")
+        self.arm_client = self.create_client(SetBool, "arm", qos_profile=SERVICE_QOS)
+        self.takeoff_client = self.create_client(Trigger, "takeoff", qos_profile=SERVICE_QOS)
+        self.land_client = self.create_client(Trigger, "land", qos_profile=SERVICE_QOS)
         subscribe_odometry(self, "ground_truth/odom", self.on_odom, stream_qos(self.params.lockstep),
                            clock=InputStampClock(self))
         self.create_subscription(DiagnosticArray, "/diagnostics", self.on_diagnostics, COMMAND_QOS)

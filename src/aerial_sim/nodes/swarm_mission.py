@@ -54,6 +54,7 @@ from aerial_sim.control.formation import (
 from aerial_sim.control.geometry import quat_from_yaw, yaw_of
 from aerial_sim.nodes.common import (COMMAND_QOS, declare_params, run_folder_parameter, run_node, stream_qos,
                                      subscribe_odometry, to_stamp)
+from aerial_sim.nodes._services import SERVICE_QOS
 from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, truth_from_odometry
 from aerial_sim.vehicles.fleet import FleetSelection, require_vehicle_names
 
@@ -119,9 +120,9 @@ class SwarmVehicle:
         self.slot: int | None = None
         self.track: list[tuple] = []  # (t, x, y, z, mission phase, ref x, ref y, ref z)
         self.pose_pub = node.create_publisher(PoseStamped, f"/{name}/cmd_pose", COMMAND_QOS)
-        self.arm_client = node.create_client(SetBool, f"/{name}/arm")
-        self.takeoff_client = node.create_client(Trigger, f"/{name}/takeoff")
-        self.land_client = node.create_client(Trigger, f"/{name}/land")
+        self.arm_client = node.create_client(SetBool, f"/{name}/arm", qos_profile=SERVICE_QOS)
+        self.takeoff_client = node.create_client(Trigger, f"/{name}/takeoff", qos_profile=SERVICE_QOS)
+        self.land_client = node.create_client(Trigger, f"/{name}/land", qos_profile=SERVICE_QOS)
         subscribe_odometry(node, f"/{name}/ground_truth/odom", self.on_odom, qos)
         self._node = node
 
