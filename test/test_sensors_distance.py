@@ -3,6 +3,7 @@ edge (first return and spot-mean), REP-117 limits, noise statistics, bad paramet
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import textwrap
 
@@ -104,6 +105,25 @@ def test_noise_has_the_configured_spread_and_the_same_seed_repeats_it():
     assert abs(values.mean() - 4.0) < 4 * params.noise_std_m / math.sqrt(len(values)) + 4.0 * 5e-4  # + the cone's slant
     sensor.reset()
     assert reading(sensor, 0.0, z=4.0) == values[0]
+
+
+@pytest.mark.parametrize("height", [0.11, 11.99])  # TFmini Plus: 0.1-12 m, sigma 2.5 cm; 0.4 sigma inside a limit
+def test_a_noisy_reading_near_a_limit_is_in_range_or_rep117_infinity_never_outside(height):
+    params = load_preset(DistanceSensorParams, "tfmini_plus")
+    sensor = DistanceSensor(params, load_scene("empty"))
+    values = np.array([reading(sensor, 0.0, z=height) for _ in range(2000)])
+    finite = values[np.isfinite(values)]
+    assert np.all((finite >= params.min_range_m) & (finite <= params.max_range_m))
+    near_min = height < 1
+    beyond = values == (-math.inf if near_min else math.inf)
+    assert not np.any(np.isinf(values) & ~beyond)  # only -inf near the near limit, only +inf near the far one
+    # The noise acts on what is measured, so the share pushed past the limit is the normal tail beyond it
+    # (the noise-free reading includes the cone's slant, a few mm at 12 m).
+    true = reading(DistanceSensor(dataclasses.replace(params, noise_std_m=0.0), load_scene("empty")), 0.0, z=height)
+    margin = (true - params.min_range_m) if near_min else (params.max_range_m - true)
+    expected = 0.5 * math.erfc(margin / params.noise_std_m / math.sqrt(2))
+    assert 0.25 < expected < 0.45
+    assert beyond.mean() == pytest.approx(expected, abs=4 * math.sqrt(expected * (1 - expected) / len(values)))
 
 
 @pytest.mark.parametrize("values, name", [

@@ -18,9 +18,10 @@ reports where the cone straddles an edge depends on how it measures
 
 The cone is sampled by ``cone_rays`` rays on a sunflower (Vogel) spiral over its
 cross-section, from the axis (ray 0) to the rim (the last ray, at exactly
-fov / 2), evenly spread over the lit disc. Readings follow REP-117: nothing
-within ``max_range_m`` -> +inf, nearer than ``min_range_m`` -> -inf; a finite
-reading gets N(0, ``noise_std_m``^2) noise. The sensor frame's x axis is the
+fov / 2), evenly spread over the lit disc. A hit's range gets N(0, ``noise_std_m``^2)
+noise first, as the instrument measures it; then REP-117 applies to the noisy value:
+nothing within ``max_range_m`` -> +inf, nearer than ``min_range_m`` -> -inf, so a
+finite reading always lies in [min_range_m, max_range_m]. The sensor frame's x axis is the
 beam (sensor_msgs/Range); the default mount looks straight down (pitch +90 deg).
 """
 
@@ -114,11 +115,13 @@ class DistanceSensor:
         reading = self._combine(hits, directions)
         if not math.isfinite(reading):
             return reading
+        if p.noise_std_m > 0:  # the noise is in what the sensor measures, so the range test sees the noisy value
+            reading += float(self._rng.standard_normal()) * p.noise_std_m
         if reading < p.min_range_m:
             return -math.inf
         if reading > p.max_range_m:
             return math.inf
-        return reading + float(self._rng.standard_normal()) * p.noise_std_m if p.noise_std_m > 0 else reading
+        return reading
 
     def _combine(self, hits, directions: np.ndarray) -> float:
         """One range from the cone's rays: the nearest hit, or the energy-weighted mean within max range."""

@@ -15,11 +15,17 @@ Firing pattern (lidar frame ``<ns>/lidar_link``: x forward, y left, z up):
   360/C deg, the head turning clockwise seen from above (azimuth a gives the
   direction (cos e cos a, -cos e sin a, sin e)) from ``horizontal_fov_start_deg``;
   only columns inside the horizontal FOV fire. Channel elevations are spread
-  evenly from ``vertical_fov_lower_deg`` to ``vertical_fov_upper_deg`` (or
-  ``vertical_angles_deg``). Column c fires at c / (C * rotations_per_second)
-  after the sweep start, channel r (ring r, counted from the lowest beam) a
-  further r * ``channel_firing_interval_s`` later (2.304 us on a VLP-16, whose
-  16 lasers fire one after another; 0 on an Ouster, which fires a column at once).
+  evenly from ``vertical_fov_lower_deg`` to ``vertical_fov_upper_deg``, fired
+  lowest first, or are ``vertical_angles_deg`` listed in firing order (laser ID
+  order: the VLP-16 fires -15, +1, -13, +3, ..., -1, +15 deg, its user manual's
+  laser ID table). Column c starts firing at c / (C * rotations_per_second) after the
+  sweep start; the k-th laser of the column fires k * ``channel_firing_interval_s``
+  later (2.304 us on a VLP-16, whose 16 lasers fire one after another; 0 on an
+  Ouster, which fires a column at once), while the head keeps turning, so its
+  azimuth is the column's plus 360 * rotations_per_second * k * interval: every
+  point's azimuth is 360 * rotations_per_second * its ``time`` past the FOV start
+  (the Velodyne manual's per-firing azimuth interpolation). The ``ring`` field is
+  the beam's rank by elevation (ring 0 the lowest, as the Velodyne driver's).
 - ``non_repetitive`` (Livox-style): point n of the run (counted from sim time 0,
   so a restarted run repeats it) aims at the n-th point of the R2 low-discrepancy
   sequence (Roberts 2018: (frac(0.5 + n/g), frac(0.5 + n/g^2)), g the plastic
@@ -93,7 +99,7 @@ class LidarParams:
     rotations_per_second: float = 10.0  # sweeps (point clouds) per second
     vertical_fov_upper_deg: float = -15.0
     vertical_fov_lower_deg: float = -45.0
-    vertical_angles_deg: tuple[float, ...] = ()  # explicit beam elevations (any order), instead of the even spread
+    vertical_angles_deg: tuple[float, ...] = ()  # explicit beam elevations in firing order, instead of the even spread
     horizontal_fov_start_deg: float = 0.0  # clockwise from the lidar's x axis, seen from above
     horizontal_fov_end_deg: float = 360.0
     channel_firing_interval_s: float = 0.0  # rotating: delay between successive rings of a column
@@ -153,8 +159,12 @@ class LidarParams:
 
     def elevations_deg(self) -> np.ndarray:
         """Beam elevations, ascending (index = ring)."""
+        return np.sort(self.firing_elevations_deg())
+
+    def firing_elevations_deg(self) -> np.ndarray:
+        """Beam elevations in firing order within a column (index = laser ID)."""
         if self.vertical_angles_deg:
-            return np.sort(np.asarray(self.vertical_angles_deg, float))
+            return np.asarray(self.vertical_angles_deg, float)
         return np.linspace(self.vertical_fov_lower_deg, self.vertical_fov_upper_deg, self.channels)
 
 
@@ -193,11 +203,13 @@ def rotating_pattern(p: LidarParams) -> FiringPattern:
     step_deg = 360.0 / per_revolution
     span = p.horizontal_fov_end_deg - p.horizontal_fov_start_deg
     columns = min(per_revolution, math.ceil(span / step_deg - 1e-9))
-    column, ring = np.divmod(np.arange(columns * p.channels), p.channels)
-    elevations = p.elevations_deg()
-    azimuth = p.horizontal_fov_start_deg + column * step_deg
-    time_s = column / (per_revolution * p.rotations_per_second) + ring * p.channel_firing_interval_s
-    return FiringPattern(unit_directions(azimuth, elevations[ring]), ring.astype(np.uint16), time_s,
+    column, laser = np.divmod(np.arange(columns * p.channels), p.channels)
+    elevations = p.firing_elevations_deg()
+    ring_of_laser = np.argsort(np.argsort(elevations, kind="stable"), kind="stable")  # rank by elevation
+    ring = ring_of_laser[laser]
+    time_s = column / (per_revolution * p.rotations_per_second) + laser * p.channel_firing_interval_s
+    azimuth = p.horizontal_fov_start_deg + 360.0 * p.rotations_per_second * time_s  # the head turns while it fires
+    return FiringPattern(unit_directions(azimuth, elevations[laser]), ring.astype(np.uint16), time_s,
                         ring * columns + column, p.channels, columns)  # fmt: skip
 
 
