@@ -1,0 +1,312 @@
+"""Wind field: mean wind with height (shear), discrete 1-cos gusts and Dryden turbulence, for a fleet at once.
+
+One :class:`WindField` serves every vehicle of a world: :meth:`WindField.step`
+takes all vehicles' positions (and velocities) as arrays and returns the wind
+each one feels, ENU m/s, as the sum of
+
+- **mean wind with shear**: the mean wind ``mean_enu_m_s`` (settable at run
+  time: :meth:`WindField.set_mean`, what ``/physics/wind`` and AirSim's
+  ``simSetWind`` do) holds at ``reference_height_m``; its horizontal part scales
+  with the height ``h`` above the ground (``z`` of ``map``, the ground being
+  ``z = 0``) by the power law ``(h / h_ref)^alpha`` (``shear: power_law``,
+  alpha = 1/7 for open country, Peterson & Hennessey, J. Appl. Meteor. 1978) or
+  the log law ``ln(h / z0) / ln(h_ref / z0)`` (``shear: log_law``: MIL-F-8785C
+  sec. 3.7.2.1, z0 = 0.15 ft = 0.046 m for a runway and flight phase C, 2 ft
+  otherwise), zero at and below ``z0`` (log law) or the ground (power law);
+  ``shear: none`` keeps it the same at every height. The vertical part is not sheared.
+- **discrete gusts** (``gusts``): each the "1 - cosine" shape of MIL-F-8785C
+  sec. 3.7.4 in time, the same for every vehicle (a gust front over the whole
+  field): ``A/2 (1 - cos(pi t / rise_s))`` while rising, ``A`` for ``hold_s``,
+  then ``A/2 (1 + cos(pi t / fall_s))`` back to zero; with ``hold_s = 0`` and
+  ``fall_s = rise_s`` it is the full 1 - cos gust ``A/2 (1 - cos(2 pi t / T))``,
+  ``T = 2 rise_s``.
+- **Dryden turbulence** (``turbulence``: none, light, moderate, severe), the
+  MIL-F-8785C forms (sec. 3.7.2; also MIL-HDBK-1797 with its L_v = L_u, L_w = h
+  variant of the scale lengths): spectra, one-sided in omega (rad/s), with
+  tau = L / V (V the vehicle's speed through the air, Taylor's frozen turbulence)::
+
+      Phi_u(omega) = sigma_u^2 (2 L_u / (pi V)) / (1 + (L_u omega / V)^2)
+      Phi_v(omega) = sigma_v^2 (L_v / (pi V)) (1 + 3 (L_v omega / V)^2) / (1 + (L_v omega / V)^2)^2
+
+  and Phi_w as Phi_v with L_w, sigma_w. Below 1000 ft (the low-altitude model,
+  axes: u along the horizontal mean wind, v across it, w up): L_w = h,
+  L_u = L_v = h / (0.177 + 0.000823 h)^1.2, sigma_w = 0.1 W20,
+  sigma_u = sigma_v = sigma_w / (0.177 + 0.000823 h)^0.4 (h in ft, at least
+  10 ft), with the wind at 20 ft W20 = 15, 30, 45 knots for light, moderate,
+  severe. Above 2000 ft: L = 1750 ft and sigma_u = sigma_v = sigma_w from the
+  probability-of-exceedance table of MIL-F-8785C fig. 7 (1e-2, 1e-3, 1e-5 for
+  light, moderate, severe); between the two, linear in height. Each vehicle
+  draws its own turbulence (no correlation between vehicles; its statistics
+  follow its own height and air speed).
+
+  The shaping filters are discretised exactly for each step ``dt`` (the
+  variances of the sampled process are those of the continuous one at any
+  ``dt``): u is the Ornstein-Uhlenbeck process u' = -(u - sigma_u sqrt(2 tau)
+  xi) / tau; v and w are ``sigma sqrt(tau) (1 + sqrt(3) tau s) / (1 + tau s)^2``
+  of unit white noise, a double pole, advanced with its Jordan-block transition
+  and the exact covariance of the noise it collects over ``dt`` (incomplete
+  gamma integrals). V is the vehicle's air speed ``|v - mean wind|``, at least
+  ``min_airspeed_m_s`` (a vehicle hovering in still air would otherwise see
+  frozen turbulence that never changes).
+
+Every random draw comes from ``numpy.random.Generator`` seeded with ``seed``: the
+same seed, fleet and steps give the same series bit for bit; :meth:`WindField.reset`
+starts the series over.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from scipy.special import gammainc
+
+from aerial_sim.config import ParamsError, require, require_non_negative, require_positive
+
+FOOT_M = 0.3048
+KNOT_M_S = 1852.0 / 3600.0
+
+#: Wind speed at 20 ft (knots) of MIL-F-8785C's low-altitude model per turbulence level.
+W20_KNOTS = {"none": 0.0, "light": 15.0, "moderate": 30.0, "severe": 45.0}
+#: MIL-F-8785C fig. 7, medium/high altitude: altitudes (ft) and sigma (ft/s) at the probabilities of
+#: exceedance 1e-2 (light), 1e-3 (moderate) and 1e-5 (severe).
+HIGH_ALTITUDES_FT = (500.0, 1750.0, 3750.0, 7500.0, 15000.0, 25000.0, 35000.0, 45000.0, 55000.0, 65000.0,
+                     75000.0, 80000.0)  # fmt: skip
+HIGH_ALTITUDE_SIGMA_FT_S = {
+    "light": (6.6, 6.9, 7.4, 6.7, 4.6, 2.7, 0.4, 0.0, 0.0, 0.0, 0.0, 0.0),
+    "moderate": (8.6, 9.6, 10.6, 10.1, 8.0, 6.6, 5.0, 4.2, 2.7, 0.0, 0.0, 0.0),
+    "severe": (15.6, 17.6, 23.0, 23.6, 22.1, 20.0, 16.0, 15.1, 12.1, 7.9, 6.2, 5.1),
+}
+LOW_ALTITUDE_FT = 1000.0
+HIGH_ALTITUDE_FT = 2000.0
+HIGH_ALTITUDE_SCALE_FT = 1750.0
+MIN_HEIGHT_FT = 10.0
+
+
+@dataclass(frozen=True)
+class GustParams:
+    """One discrete gust (module docstring): starts at ``start_s`` (sim time), rises, holds, falls."""
+
+    start_s: float = 0.0
+    rise_s: float = 1.0
+    hold_s: float = 0.0
+    fall_s: float = 1.0
+    amplitude_enu_m_s: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+    def __post_init__(self):
+        require(math.isfinite(self.start_s), f"start_s must be a finite time, got {self.start_s!r}")
+        require_positive(self, "rise_s", "fall_s")
+        require_non_negative(self, "hold_s")
+        require(all(math.isfinite(a) for a in self.amplitude_enu_m_s),
+                f"amplitude_enu_m_s must be 3 finite values, got {self.amplitude_enu_m_s!r}")  # fmt: skip
+
+    def speed(self, time_s: np.ndarray | float) -> np.ndarray:
+        """The gust's shape factor in [0, 1] at ``time_s`` (multiply by the amplitude)."""
+        t = np.asarray(time_s, float) - self.start_s
+        rising = 0.5 * (1.0 - np.cos(np.pi * np.clip(t, 0.0, self.rise_s) / self.rise_s))
+        falling_t = np.clip(t - self.rise_s - self.hold_s, 0.0, self.fall_s)
+        falling = 0.5 * (1.0 + np.cos(np.pi * falling_t / self.fall_s))
+        return np.where(t < 0, 0.0, np.where(t <= self.rise_s + self.hold_s, rising, falling))
+
+
+@dataclass(frozen=True)
+class WindParams:
+    """Mean wind, shear, gusts and turbulence of a :class:`WindField` (module docstring)."""
+
+    #: Mean wind at ``reference_height_m`` (ENU, m/s); run time: ``set_mean``.
+    mean_enu_m_s: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    shear: Literal["none", "power_law", "log_law"] = "none"
+    #: Height at which the mean wind is ``mean_enu_m_s``, m (20 ft: MIL-F-8785C's W20).
+    reference_height_m: float = 6.096
+    #: Power-law exponent (1/7: open country).
+    power_law_exponent: float = 1.0 / 7.0
+    #: Log-law roughness length, m (0.15 ft: MIL-F-8785C, flight phase C).
+    roughness_length_m: float = 0.0457
+    turbulence: Literal["none", "light", "moderate", "severe"] = "none"
+    #: Floor of the air speed V that sets the turbulence's time scale L / V, m/s.
+    min_airspeed_m_s: float = 1.0
+    gusts: tuple[GustParams, ...] = ()
+    seed: int = 0
+
+    def __post_init__(self):
+        require(len(self.mean_enu_m_s) == 3 and all(math.isfinite(v) for v in self.mean_enu_m_s),
+                f"mean_enu_m_s must be 3 finite values (ENU, m/s), got {self.mean_enu_m_s!r}")  # fmt: skip
+        require_positive(self, "reference_height_m", "power_law_exponent", "roughness_length_m", "min_airspeed_m_s")
+        require(self.roughness_length_m < self.reference_height_m,
+                f"roughness_length_m ({self.roughness_length_m}) must be below reference_height_m "
+                f"({self.reference_height_m})")  # fmt: skip
+        require(isinstance(self.seed, int) and self.seed >= 0, f"seed must be an integer >= 0, got {self.seed!r}")
+
+
+def turbulence_scales(turbulence: str, height_m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(L_u = L_v, L_w, sigma_u = sigma_v, sigma_w) in m and m/s at ``height_m`` (MIL-F-8785C, module docstring)."""
+    h_ft = np.maximum(np.asarray(height_m, float) / FOOT_M, MIN_HEIGHT_FT)
+    low_h = np.minimum(h_ft, LOW_ALTITUDE_FT)
+    factor = 0.177 + 0.000823 * low_h
+    low_lu, low_lw = low_h / factor**1.2, low_h
+    low_sw = 0.1 * W20_KNOTS[turbulence] * KNOT_M_S / FOOT_M  # ft/s
+    low_su = low_sw / factor**0.4
+    if turbulence == "none":
+        high_sigma = np.zeros_like(h_ft)
+    else:
+        high_sigma = np.interp(np.maximum(h_ft, HIGH_ALTITUDE_FT), HIGH_ALTITUDES_FT, HIGH_ALTITUDE_SIGMA_FT_S[turbulence])
+    blend = np.clip((h_ft - LOW_ALTITUDE_FT) / (HIGH_ALTITUDE_FT - LOW_ALTITUDE_FT), 0.0, 1.0)
+    lu = (1 - blend) * low_lu + blend * HIGH_ALTITUDE_SCALE_FT
+    lw = (1 - blend) * low_lw + blend * HIGH_ALTITUDE_SCALE_FT
+    su = (1 - blend) * low_su + blend * high_sigma
+    sw = (1 - blend) * low_sw + blend * high_sigma
+    return lu * FOOT_M, lw * FOOT_M, su * FOOT_M, sw * FOOT_M
+
+
+def dryden_psd(kind: Literal["longitudinal", "lateral"], frequency_hz, sigma, scale_m, airspeed_m_s) -> np.ndarray:
+    """One-sided PSD in (m/s)^2 / Hz of a Dryden component (``longitudinal``: u; ``lateral``: v and w)."""
+    omega = 2 * np.pi * np.asarray(frequency_hz, float)
+    tau = scale_m / airspeed_m_s
+    x = (tau * omega) ** 2
+    if kind == "longitudinal":
+        phi = sigma**2 * 2 * tau / np.pi / (1 + x)
+    else:
+        phi = sigma**2 * tau / np.pi * (1 + 3 * x) / (1 + x) ** 2
+    return 2 * np.pi * phi  # Phi(omega) d omega = P(f) df
+
+
+class WindField:
+    """The wind every vehicle of a fleet feels at its own position (module docstring)."""
+
+    def __init__(self, params: WindParams, vehicles: int = 1):
+        if not isinstance(vehicles, int) or vehicles < 0:
+            raise ParamsError(f"vehicles must be an integer >= 0, got {vehicles!r}")
+        self.params = params
+        self.vehicles = vehicles
+        self.mean_enu_m_s = np.array(params.mean_enu_m_s, float)
+        self._gust_amplitudes = np.array([g.amplitude_enu_m_s for g in params.gusts], float).reshape(-1, 3)
+        self.reset()
+
+    def reset(self) -> None:
+        """Start the turbulence over (the same series again from the same seed)."""
+        self._rng = np.random.default_rng(self.params.seed)
+        self._u = np.zeros(self.vehicles)  # longitudinal state (m/s)
+        self._lateral = np.zeros((self.vehicles, 2, 2))  # (vehicle, v/w, Jordan-block state z1/z2)
+        self._started = False
+
+    def resize(self, vehicles: int) -> None:
+        """Serve ``vehicles`` vehicles (a vehicle added or removed): the turbulence starts over."""
+        self.vehicles = int(vehicles)
+        self.reset()
+
+    def set_mean(self, mean_enu_m_s) -> None:
+        """New mean wind (ENU, m/s, at the reference height) from now on."""
+        try:
+            mean = np.asarray(mean_enu_m_s, float).reshape(-1)
+        except (TypeError, ValueError):
+            mean = np.empty(0)
+        if mean.shape != (3,) or not np.all(np.isfinite(mean)):
+            raise ValueError(f"mean wind needs 3 finite values (ENU, m/s), got {mean_enu_m_s!r}")
+        self.mean_enu_m_s = mean
+
+    @property
+    def steady(self) -> bool:
+        """True when the wind is the same everywhere and at all times (no shear, gusts or turbulence)."""
+        p = self.params
+        return p.shear == "none" and p.turbulence == "none" and not p.gusts
+
+    def mean_at(self, height_m) -> np.ndarray:
+        """Mean wind (N, 3) at heights ``height_m`` above the ground, shear applied to its horizontal part."""
+        h = np.atleast_1d(np.asarray(height_m, float))
+        p = self.params
+        if p.shear == "none":
+            factor = np.ones_like(h)
+        elif p.shear == "power_law":
+            factor = np.power(np.maximum(h, 0.0) / p.reference_height_m, p.power_law_exponent)
+        else:
+            z0 = p.roughness_length_m
+            factor = np.log(np.maximum(h, z0) / z0) / math.log(p.reference_height_m / z0)
+        wind = np.empty((len(h), 3))
+        wind[:, 0:2] = factor[:, None] * self.mean_enu_m_s[0:2]
+        wind[:, 2] = self.mean_enu_m_s[2]
+        return wind
+
+    def gust_at(self, time_s: float) -> np.ndarray:
+        """Sum of the discrete gusts at ``time_s`` (ENU, m/s), the same for every vehicle."""
+        if not self.params.gusts:
+            return np.zeros(3)
+        shape = np.array([g.speed(time_s) for g in self.params.gusts])
+        return shape @ self._gust_amplitudes
+
+    def step(self, time_s: float, dt: float, positions, velocities=None) -> np.ndarray:
+        """Advance the turbulence by ``dt`` and return each vehicle's wind (N, 3, ENU m/s) at ``time_s``.
+
+        ``positions`` (N, 3) ENU m; ``velocities`` (N, 3) ENU m/s or None (the air speed is then
+        the mean wind's, still at least ``min_airspeed_m_s``).
+        """
+        positions = np.asarray(positions, float).reshape(-1, 3)
+        if len(positions) != self.vehicles:
+            raise ValueError(f"expected {self.vehicles} positions, got {len(positions)}")
+        wind = self.mean_at(positions[:, 2]) + self.gust_at(time_s)
+        if self.params.turbulence != "none" and self.vehicles:
+            wind += self._turbulence(positions[:, 2], wind, velocities, dt)
+        return wind
+
+    def _turbulence(self, height_m, mean, velocities, dt: float) -> np.ndarray:
+        p = self.params
+        lu, lw, su, sw = turbulence_scales(p.turbulence, height_m)
+        air = -mean if velocities is None else np.asarray(velocities, float).reshape(-1, 3) - mean
+        airspeed = np.maximum(np.linalg.norm(air, axis=1), p.min_airspeed_m_s)
+        if self._started and not dt > 0:
+            noise = None  # the same instant again: the same turbulence
+        else:
+            noise = self._rng.standard_normal((self.vehicles, 5))
+        if not self._started:  # start from the stationary distribution, not from calm air
+            self._started = True
+            self._u = su * noise[:, 0]
+            self._lateral[:] = self._stationary_lateral(np.stack([lu, lw], 1) / airspeed[:, None], noise[:, 1:5])
+        elif noise is not None:
+            decay = np.exp(-dt * airspeed / lu)
+            self._u = decay * self._u + su * np.sqrt(-np.expm1(-2 * dt * airspeed / lu)) * noise[:, 0]
+            self._advance_lateral(np.stack([lu, lw], 1) / airspeed[:, None], dt, noise[:, 1:5])
+        tau = np.stack([lu, lw], 1) / airspeed[:, None]
+        sigma = np.stack([su, sw], 1)
+        lam = 1.0 / tau
+        gain = sigma * np.sqrt(tau) * lam**2
+        z1, z2 = self._lateral[:, :, 0], self._lateral[:, :, 1]
+        v, w = (gain * ((1 - math.sqrt(3)) * z1 + math.sqrt(3) * tau * z2)).T
+        # low-altitude axes: u along the horizontal mean wind (east when there is none), v to its left, w up
+        horizontal = mean[:, 0:2]
+        speed = np.linalg.norm(horizontal, axis=1)
+        along = np.where(speed[:, None] > 1e-9, horizontal / np.maximum(speed, 1e-9)[:, None], [1.0, 0.0])
+        turbulence = np.empty((self.vehicles, 3))
+        turbulence[:, 0] = self._u * along[:, 0] - v * along[:, 1]
+        turbulence[:, 1] = self._u * along[:, 1] + v * along[:, 0]
+        turbulence[:, 2] = w
+        return turbulence
+
+    def _advance_lateral(self, tau: np.ndarray, dt: float, noise: np.ndarray) -> None:
+        """z1' = -z1/tau + z2, z2' = -z2/tau + xi, exactly over ``dt`` (Jordan block; module docstring)."""
+        lam = 1.0 / tau
+        decay = np.exp(-lam * dt)
+        z1, z2 = self._lateral[:, :, 0], self._lateral[:, :, 1]
+        new_z1 = decay * (z1 + dt * z2)
+        new_z2 = decay * z2
+        x = 2 * lam * dt
+        i0 = gammainc(1, x) / (2 * lam)  # int_0^dt e^{-2 lam s} ds
+        i1 = gammainc(2, x) / (4 * lam**2)  # int s e^{-2 lam s} ds
+        i2 = gammainc(3, x) / (4 * lam**3)  # int s^2 e^{-2 lam s} ds
+        l11 = np.sqrt(i2)
+        l21 = i1 / l11
+        l22 = np.sqrt(np.maximum(i0 - l21**2, 0.0))
+        n1, n2 = noise[:, 0:2], noise[:, 2:4]
+        self._lateral[:, :, 0] = new_z1 + l11 * n1
+        self._lateral[:, :, 1] = new_z2 + l21 * n1 + l22 * n2
+
+    @staticmethod
+    def _stationary_lateral(tau: np.ndarray, noise: np.ndarray) -> np.ndarray:
+        """A draw of (z1, z2) from the stationary distribution of the double pole (the dt -> inf limit)."""
+        lam = 1.0 / tau
+        i0, i1, i2 = 1 / (2 * lam), 1 / (4 * lam**2), 1 / (4 * lam**3)
+        l11 = np.sqrt(i2)
+        l21 = i1 / l11
+        l22 = np.sqrt(np.maximum(i0 - l21**2, 0.0))
+        n1, n2 = noise[:, 0:2], noise[:, 2:4]
+        return np.stack([l11 * n1, l21 * n1 + l22 * n2], axis=-1)
