@@ -376,3 +376,117 @@ def _bucket(x, y, z, mask):
     h *= -4658895280553007687  # 0xBF58476D1CE4E5B9 as a signed 64-bit integer
     h ^= (h >> 29) & 0x7FFFFFFFF
     return h & mask
+
+
+@njit(cache=True)
+def specific_forces(state):
+    """What a perfect accelerometer at each body origin reads, body frame: ``R(q)^T (a + g e_z)``,
+    the expression of ``RigidBody.ground_truth`` (q normalised first, as ``rotation_matrix`` does)."""
+    count = state.shape[0]
+    out = np.empty((count, 3))
+    for i in range(count):
+        w, x, y, z = state[i, Q], state[i, Q + 1], state[i, Q + 2], state[i, Q + 3]
+        length = math.sqrt(w * w + x * x + y * y + z * z)
+        w, x, y, z = w / length, x / length, y / length, z / length
+        r00, r01, r02 = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
+        r10, r11, r12 = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
+        r20, r21, r22 = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
+        vx, vy, vz = state[i, RA], state[i, RA + 1], state[i, RA + 2] + state[i, GRAVITY]
+        out[i, 0] = r00 * vx + r10 * vy + r20 * vz
+        out[i, 1] = r01 * vx + r11 * vy + r21 * vz
+        out[i, 2] = r02 * vx + r12 * vy + r22 * vz
+    return out
+
+
+@njit(cache=True)
+def _axes(state, i):
+    """Rows of R(q) of vehicle ``i`` (columns: the body axes in the world)."""
+    w, x, y, z = state[i, Q], state[i, Q + 1], state[i, Q + 2], state[i, Q + 3]
+    length = math.sqrt(w * w + x * x + y * y + z * z)
+    w, x, y, z = w / length, x / length, y / length, z / length
+    r = np.empty((3, 3))
+    r[0, 0], r[0, 1], r[0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
+    r[1, 0], r[1, 1], r[1, 2] = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
+    r[2, 0], r[2, 1], r[2, 2] = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
+    return r
+
+
+@njit(cache=True)
+def boxes_may_touch(state, const, pairs, margin):
+    """For each pair (i, j): False when the two body boxes are provably apart by more than ``margin``
+    (m), True otherwise (touching, overlapping, or too close to call).
+
+    The separating-axis test of two oriented boxes (Gottschalk, Lin & Manocha, "OBBTree", SIGGRAPH
+    1996; Ericson, *Real-Time Collision Detection*, sec. 4.4.1): 15 candidate axes (each box's three
+    faces, the nine edge-edge cross products), each a separating axis when the boxes' projections
+    onto it are apart. The rotation entries are padded by 1e-9 so that near-parallel edges (a cross
+    product near zero) never separate falsely; with the margin the test errs only towards "may
+    touch", which FCL then decides exactly.
+    """
+    count = pairs.shape[0]
+    out = np.ones(count, dtype=np.bool_)
+    eps = 1e-9
+    rel = np.empty((3, 3))
+    absr = np.empty((3, 3))
+    for n in range(count):
+        i, j = pairs[n, 0], pairs[n, 1]
+        ra_m = _axes(state, i)
+        rb_m = _axes(state, j)
+        ea0, ea1, ea2 = const[i, HALF_EXTENTS], const[i, HALF_EXTENTS + 1], const[i, HALF_EXTENTS + 2]
+        eb0, eb1, eb2 = const[j, HALF_EXTENTS], const[j, HALF_EXTENTS + 1], const[j, HALF_EXTENTS + 2]
+        for a in range(3):
+            for b in range(3):
+                rel[a, b] = ra_m[0, a] * rb_m[0, b] + ra_m[1, a] * rb_m[1, b] + ra_m[2, a] * rb_m[2, b]
+                absr[a, b] = abs(rel[a, b]) + eps
+        dx = state[j, P] - state[i, P]
+        dy = state[j, P + 1] - state[i, P + 1]
+        dz = state[j, P + 2] - state[i, P + 2]
+        t0 = ra_m[0, 0] * dx + ra_m[1, 0] * dy + ra_m[2, 0] * dz
+        t1 = ra_m[0, 1] * dx + ra_m[1, 1] * dy + ra_m[2, 1] * dz
+        t2 = ra_m[0, 2] * dx + ra_m[1, 2] * dy + ra_m[2, 2] * dz
+        ea = (ea0, ea1, ea2)
+        eb = (eb0, eb1, eb2)
+        t = (t0, t1, t2)
+        apart = False
+        for a in range(3):  # A's faces
+            rb = eb0 * absr[a, 0] + eb1 * absr[a, 1] + eb2 * absr[a, 2]
+            if abs(t[a]) > ea[a] + rb + margin:
+                apart = True
+        if not apart:
+            for b in range(3):  # B's faces
+                ra = ea0 * absr[0, b] + ea1 * absr[1, b] + ea2 * absr[2, b]
+                if abs(t0 * rel[0, b] + t1 * rel[1, b] + t2 * rel[2, b]) > ra + eb[b] + margin:
+                    apart = True
+        if not apart:  # A's edge a x B's edge b
+            for a in range(3):
+                a1, a2 = (a + 1) % 3, (a + 2) % 3
+                for b in range(3):
+                    b1, b2 = (b + 1) % 3, (b + 2) % 3
+                    ra = ea[a1] * absr[a2, b] + ea[a2] * absr[a1, b]
+                    rb = eb[b1] * absr[a, b2] + eb[b2] * absr[a, b1]
+                    if abs(t[a2] * rel[a1, b] - t[a1] * rel[a2, b]) > ra + rb + margin:
+                        apart = True
+        out[n] = not apart
+    return out
+
+
+@njit(cache=True)
+def take_commands(controls, commands, asleep, newer):
+    """``commands[:] = controls`` when every value is in [0, 1] (else nothing changes, returns False);
+    a vehicle whose row changed wakes and is marked ``newer`` (its RigidBody's copy is out of date)."""
+    count, rotors = controls.shape
+    for i in range(count):
+        for k in range(rotors):
+            u = controls[i, k]
+            if not (0.0 <= u <= 1.0):
+                return False
+    for i in range(count):
+        changed = False
+        for k in range(rotors):
+            if controls[i, k] != commands[i, k]:
+                changed = True
+                commands[i, k] = controls[i, k]
+        if changed:
+            asleep[i] = False
+            newer[i] = True
+    return True

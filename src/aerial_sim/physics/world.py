@@ -274,9 +274,25 @@ class PhysicsWorld:
 
     def _body(self, name: str) -> RigidBody:
         try:
-            return self.bodies[name]
+            body = self.bodies[name]
         except KeyError:
             raise UnknownVehicleError(f"no vehicle named '{name}' (have: {', '.join(self.bodies) or 'none'})") from None
+        if self._batch is not None:
+            self._batch.sync_commands(self._index[name])  # commands set for all at once reach the body
+        return body
+
+    def truth_arrays(self) -> dict[str, np.ndarray]:
+        """Every vehicle's ground truth as arrays, rows in the order of :meth:`vehicle_names` (the
+        fields of :class:`~aerial_sim.physics.state.GroundTruth` but ``time_s``: see
+        ``BatchedBodies.truth_arrays``); on the scalar path built from each vehicle's ground truth."""
+        batch = self._ensure_batch()
+        if batch is not None:
+            return batch.truth_arrays()
+        truths = [body.ground_truth(self.time_s) for body in self.bodies.values()]
+        fields = ("position", "orientation", "velocity_world", "angular_velocity_body", "linear_acceleration_world",
+                  "specific_force_body", "angular_acceleration_body")
+        return {field: np.array([getattr(t, field) for t in truths], dtype=float).reshape(len(truths), -1)
+                for field in fields}
 
 
 def _kernels():
