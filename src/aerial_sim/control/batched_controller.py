@@ -79,6 +79,7 @@ class BatchedController:
             p.max_roll_pitch_rate_rad_s, p.max_roll_pitch_rate_rad_s, p.max_yaw_rate_rad_s,
             p.velocity_integral_limit_m_s2, p.rate_integral_limit_rad_s2, p.max_horizontal_speed_m_s,
             p.max_descent_rate_m_s, p.max_climb_rate_m_s, math.tan(p.max_tilt_rad), p.gravity_m_s2,
+            p.velocity_integration_speed_m_s,
         ], dtype=float)
         #: Integrators: velocity (m/s^2) and body rate (rad/s^2), one row per vehicle.
         self.velocity_integral = np.zeros((count, 3))
@@ -148,6 +149,7 @@ def cascade(position, orientation, velocity, rates, setpoint_position, position_
     lrx, lry, lrz = gains[18], gains[19], gains[20]
     vlim, rlim, max_h, max_down, max_up, tan_tilt, g = (gains[21], gains[22], gains[23], gains[24], gains[25],
                                                        gains[26], gains[27])
+    integration_speed = gains[28]
     count = position.shape[0]
     u_att = np.empty(mixing.shape[1])
     base = np.empty(mixing.shape[1])
@@ -203,11 +205,15 @@ def cascade(position, orientation, velocity, rates, setpoint_position, position_
             scale = h_limit / horizontal
             fx, fy = fx * scale, fy * scale
         keep_x = keep_y = keep_z = True
+        if position_mode[i]:  # no integration while moving relative to the feed-forward
+            keep_x = not abs(velocity[i, 0] - velocity_ff[i, 0]) > integration_speed
+            keep_y = not abs(velocity[i, 1] - velocity_ff[i, 1]) > integration_speed
+            keep_z = not abs(velocity[i, 2] - velocity_ff[i, 2]) > integration_speed
         if tilt_limited:
-            keep_x = ex * fx <= 0.0
-            keep_y = ey * fy <= 0.0
+            keep_x = keep_x and ex * fx <= 0.0
+            keep_y = keep_y and ey * fy <= 0.0
         if thrust_limited:
-            keep_z = ez <= 0.0 if fz >= t_max else ez >= 0.0
+            keep_z = keep_z and (ez <= 0.0 if fz >= t_max else ez >= 0.0)
         if keep_x:
             velocity_integral[i, 0] = cx
         if keep_y:
