@@ -14,7 +14,7 @@ from setuptools import find_packages, setup
 PACKAGE = "aerial_sim"
 HERE = Path(__file__).parent
 NODE_MODULES = sorted(
-    p.stem for p in (HERE / "src" / PACKAGE / "nodes").glob("*.py") if p.stem != "common" and not p.stem.startswith("_")
+    p.stem for p in (HERE / "src" / PACKAGE / "nodes").glob("*.py") if not p.stem.startswith("_")
 )
 
 

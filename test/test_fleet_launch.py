@@ -40,7 +40,7 @@ def test_ten_vehicle_launch_serves_every_namespace(launch, ros_node, tmp_path):
 
     from std_srvs.srv import SetBool, Trigger
 
-    from aerial_sim.nodes.common import stream_qos
+    from aerial_sim.rosnode.qos import stream_qos
 
     graph = launch("sim.launch.yaml", f"vehicles:={COUNT}", "scene:=empty", "mission:=none", "use_camera:=false",
                    "viewer:=false", "airsim_api:=false", "record:=false", f"run_dir:={tmp_path / 'run'}")

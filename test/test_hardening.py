@@ -90,7 +90,8 @@ def test_physics_wrench_caps_name_the_limit():
 def test_input_guard_drops_a_message_that_makes_a_callback_raise_and_says_so(ros_node):
     from std_msgs.msg import Float64
 
-    from aerial_sim.nodes.common import COMMAND_QOS, InputGuard
+    from aerial_sim.rosnode.input_guard import InputGuard
+    from aerial_sim.rosnode.qos import COMMAND_QOS
 
     handled, warnings = [], []
 
@@ -114,7 +115,8 @@ def test_input_guard_drops_a_message_that_makes_a_callback_raise_and_says_so(ros
 def test_input_guard_skips_a_timer_tick_that_raises_and_the_timer_goes_on(ros_node):
     """A timer works on what messages left behind (the viewer's refresh draws the newest cloud):
     a tick that raises is skipped and reported, and the next ticks still run."""
-    from aerial_sim.nodes.common import InputGuard, make_executor
+    from aerial_sim.rosnode.executors import make_executor
+    from aerial_sim.rosnode.input_guard import InputGuard
 
     ticks, warnings = [], []
 
@@ -158,7 +160,7 @@ def test_a_huge_wrench_is_refused_and_the_vehicle_stays_put(launch, ros_node):
     from geometry_msgs.msg import WrenchStamped
     from nav_msgs.msg import Odometry
 
-    from aerial_sim.nodes.common import stream_qos
+    from aerial_sim.rosnode.qos import stream_qos
 
     graph = launch("physics.launch.yaml", "spawn_z:=0.0")
     odom = []
@@ -184,7 +186,7 @@ def test_when_motor_commands_stop_the_motors_are_cut_and_diagnostics_say_why(lau
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
 
-    from aerial_sim.nodes.common import COMMAND_QOS, stream_qos
+    from aerial_sim.rosnode.qos import COMMAND_QOS, stream_qos
     from test_physics_node import hover_control
 
     graph = launch("physics.launch.yaml")
@@ -240,7 +242,7 @@ def test_a_physics_loop_that_cannot_go_on_says_why_and_the_process_exits_1(ros_n
 
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 
-    from aerial_sim.nodes.common import COMMAND_QOS
+    from aerial_sim.rosnode.qos import COMMAND_QOS
 
     statuses = []
     ros_node.create_subscription(DiagnosticArray, "/diagnostics", lambda m: statuses.extend(m.status), COMMAND_QOS)
@@ -279,7 +281,7 @@ def test_fuzzed_messages_on_every_subscribed_topic_never_stop_the_graph(launch, 
     from rosgraph_msgs.msg import Clock
     from std_srvs.srv import SetBool
 
-    from aerial_sim.nodes.common import stream_qos
+    from aerial_sim.rosnode.qos import stream_qos
 
     graph = launch("sim.launch.yaml", "scene:=empty", "mission:=none", "airsim_api:=false", "use_rotor_drag:=true",
                    "linear_drag:=false", "use_distance:=true", f"run_dir:={tmp_path / 'run'}")
@@ -370,7 +372,7 @@ def test_nodes_exit_when_their_launcher_is_killed(launch, ros_node):
 
     from rosgraph_msgs.msg import Clock
 
-    from aerial_sim.nodes.common import stream_qos
+    from aerial_sim.rosnode.qos import stream_qos
 
     graph = launch("physics.launch.yaml")
     ticks = []
@@ -408,7 +410,7 @@ def _alive(pid: int) -> bool:
 STUCK_NODE = """
 import sys, time
 from rclpy.node import Node
-from aerial_sim.nodes.common import run_node
+from aerial_sim.rosnode.run import run_node
 
 class Stuck(Node):
     def __init__(self):
@@ -443,7 +445,7 @@ def node_script(source: str, first_line: str):
 STUCK_IN_C_NODE = """
 import ctypes, sys
 from rclpy.node import Node
-from aerial_sim.nodes.common import run_node
+from aerial_sim.rosnode.run import run_node
 
 class StuckInC(Node):
     def __init__(self):
@@ -466,7 +468,7 @@ sys.exit(run_node(StuckInC, sys.argv))
 @pytest.mark.parametrize("source, first_line, stuck_in", [
     (STUCK_NODE, "hanging", "hang (<string>:"),
     # Python signal handlers run only when the main thread returns to the interpreter, which this
-    # one never does: the stop signals reach the process's own signal thread instead (_process).
+    # one never does: the stop signals reach the process's own signal thread instead (rosnode/process.py).
     (STUCK_IN_C_NODE, "locked", "lock_twice (<string>:"),
 ], ids=["in_python", "inside_a_c_call"])
 def test_a_node_stuck_in_a_callback_leaves_on_the_launchers_sigterm_not_its_sigkill(source, first_line, stuck_in):
@@ -490,7 +492,7 @@ SLOW_START_NODE = """
 import sys, time
 from rclpy.node import Node
 from std_msgs.msg import String
-from aerial_sim.nodes.common import run_node
+from aerial_sim.rosnode.run import run_node
 
 class SlowStart(Node):
     def __init__(self):
@@ -531,7 +533,7 @@ def test_a_crash_in_native_code_prints_the_nodes_python_stack():
     import subprocess
     import sys
 
-    crash = ("from aerial_sim.nodes import _process\n_process.start_node_process()\n"
+    crash = ("from aerial_sim.rosnode import process\nprocess.start_node_process()\n"
              "import ctypes\ndef build_the_node():\n    ctypes.string_at(0)\nbuild_the_node()\n")
     done = subprocess.run([sys.executable, "-c", crash], capture_output=True, text=True, timeout=30)
     assert done.returncode == -signal.SIGSEGV

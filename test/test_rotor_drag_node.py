@@ -16,8 +16,8 @@ def test_node_publishes_drag_opposing_the_flight_in_the_body_frame(ros_node, tmp
     from nav_msgs.msg import Odometry
     from sensor_msgs.msg import JointState
 
-    from aerial_sim.nodes.common import LOCKSTEP_QOS
     from aerial_sim.physics.rotor_drag import RotorDragParams
+    from aerial_sim.rosnode.qos import LOCKSTEP_QOS
 
     log_path = tmp_path / "rotor_drag.log"
     log = open(log_path, "w")

@@ -12,7 +12,7 @@ CALLERS = 50
 def test_fifty_concurrent_callers_all_get_an_answer(launch, ros_node):
     from std_srvs.srv import SetBool, Trigger
 
-    from aerial_sim.nodes._services import SERVICE_QOS
+    from aerial_sim.rosnode.services import SERVICE_QOS
 
     control = launch("control.launch.yaml", "mission:=none")
     kinds = [(SetBool, "/drone1/arm", lambda: SetBool.Request(data=False)),

@@ -95,7 +95,7 @@ def test_every_stamped_frame_resolves_to_map(monkeypatch):
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.publisher import Publisher
 
-    from aerial_sim.nodes import common
+    from aerial_sim.rosnode import frames, transport
 
     lock = threading.Lock()
     transforms: set[tuple[str, str, bool]] = set()
@@ -105,7 +105,7 @@ def test_every_stamped_frame_resolves_to_map(monkeypatch):
         return RecordingBroadcaster(transforms, lock, static)
 
     modules = {name: importlib.import_module(f"aerial_sim.nodes.{name}") for name in NODES}
-    for module in [common, importlib.import_module("aerial_sim.nodes._sensor"), *modules.values()]:
+    for module in [frames, importlib.import_module("aerial_sim.nodes._sensor"), *modules.values()]:
         if hasattr(module, "make_tf_broadcaster"):
             monkeypatch.setattr(module, "make_tf_broadcaster", recorder)
 
@@ -124,7 +124,7 @@ def test_every_stamped_frame_resolves_to_map(monkeypatch):
 
     monkeypatch.setattr(Publisher, "publish", recording_publish)
 
-    common.use_transport_profile()
+    transport.use_transport_profile()
     rclpy.init(args=["--ros-args", "-r", f"__ns:=/{NAMESPACE}", "-p", "scene:=empty"])
     nodes, executor = [], None
     try:

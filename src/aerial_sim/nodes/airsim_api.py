@@ -64,11 +64,15 @@ from aerial_sim.config import require, require_positive
 from aerial_sim.control.geometry import quat_from_yaw, quat_to_matrix
 from aerial_sim.environment.geodesy import HomePoint
 from aerial_sim.environment.gravity import normal_gravity
-from aerial_sim.nodes._services import SERVICE_QOS
+from aerial_sim.rosnode.clocks import InputStampClock
+from aerial_sim.rosnode.message_fields import is_finite_sequence
+from aerial_sim.rosnode.parameters import declare_params
+from aerial_sim.rosnode.qos import COMMAND_QOS, stream_qos
+from aerial_sim.rosnode.run import run_node
+from aerial_sim.rosnode.services import SERVICE_QOS
+from aerial_sim.rosnode.stamps import from_stamp, to_stamp
+from aerial_sim.rosnode.subscriptions import subscribe_imu, subscribe_joint_state, subscribe_odometry
 from aerial_sim.sensors.common import truth_from_odometry
-from aerial_sim.nodes.common import (COMMAND_QOS, InputStampClock, declare_params, from_stamp, is_finite_sequence,
-                                     run_node, stream_qos, subscribe_imu, subscribe_joint_state, subscribe_odometry,
-                                     to_stamp)
 from aerial_sim.vehicles.fleet import require_vehicle_names
 from aerial_sim.vehicles.multirotor import load_vehicle
 from aerial_sim.world.camera import CameraParams

@@ -21,8 +21,11 @@ from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2, PointField
 
 from aerial_sim.config import require
-from aerial_sim.nodes.common import InputStampClock, declare_params, run_node, stream_qos
 from aerial_sim.recording.export import image_to_array
+from aerial_sim.rosnode.clocks import InputStampClock
+from aerial_sim.rosnode.parameters import declare_params
+from aerial_sim.rosnode.qos import stream_qos
+from aerial_sim.rosnode.run import run_node
 from aerial_sim.viewer.depth_points import depth_to_points, intrinsics_from_k
 
 FIELDS = [

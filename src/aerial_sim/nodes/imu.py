@@ -14,9 +14,16 @@ from rclpy.node import Node
 from sensor_msgs.msg import Imu as ImuMsg
 
 from aerial_sim.cdr import ImuFields, JointStateFields, encode_imu
-from aerial_sim.nodes.common import (FleetHosting, InputStampClock, declare_params, diagonal_covariance,
-                                     frame_in_namespace, is_finite_sequence, participant_publisher, publish_static_mount,
-                                     run_node, stream_qos, subscribe_imu, subscribe_joint_state, to_stamp_ns)
+from aerial_sim.rosnode.clocks import InputStampClock
+from aerial_sim.rosnode.frames import frame_in_namespace, publish_static_mount
+from aerial_sim.rosnode.hosting import FleetHosting
+from aerial_sim.rosnode.lockstep import participant_publisher
+from aerial_sim.rosnode.message_fields import diagonal_covariance, is_finite_sequence
+from aerial_sim.rosnode.parameters import declare_params
+from aerial_sim.rosnode.qos import stream_qos
+from aerial_sim.rosnode.run import run_node
+from aerial_sim.rosnode.stamps import to_stamp_ns
+from aerial_sim.rosnode.subscriptions import subscribe_imu, subscribe_joint_state
 from aerial_sim.sensors.common import Resampler, SensorNodeOptions, TruthSample, load_preset, resample_for
 from aerial_sim.sensors.imu import Imu, ImuParams
 

@@ -36,10 +36,14 @@ from aerial_sim.control.geometry import quat_from_yaw, yaw_of
 from aerial_sim.control.mission import is_setpoint_due, load_mission, pattern_path, require_setpoint_rate
 from aerial_sim.control.track import TrackRecorder, compare_tracks, summary_text, write_plots
 from aerial_sim.control.trajectory import PathFollower, Trajectory
-from aerial_sim.nodes.common import (COMMAND_QOS, InputStampClock, declare_params, from_stamp, run_folder_parameter,
-                                     run_node, stream_qos, subscribe_odometry, to_stamp, to_stamp_ns)
-from aerial_sim.nodes._services import SERVICE_QOS
 from aerial_sim.physics.rotation import rotate
+from aerial_sim.rosnode.clocks import InputStampClock
+from aerial_sim.rosnode.parameters import declare_params, run_folder_parameter
+from aerial_sim.rosnode.qos import COMMAND_QOS, stream_qos
+from aerial_sim.rosnode.run import run_node
+from aerial_sim.rosnode.services import SERVICE_QOS
+from aerial_sim.rosnode.stamps import from_stamp, to_stamp, to_stamp_ns
+from aerial_sim.rosnode.subscriptions import subscribe_odometry
 
 #: The AirSim paper's sim-vs-real Hausdorff distances (FSR 2017, sec. 4), shown beside ours.
 PAPER_HAUSDORFF_M = {"square_5m": 0.65, "circle_10m": 1.47}

@@ -68,23 +68,16 @@ from aerial_sim.control.controller import STABLE_STATE_RATE_HZ
 from aerial_sim.environment.atmosphere import MAX_ALTITUDE_M, MIN_ALTITUDE_M
 from aerial_sim.environment.environment import EnvironmentParams
 from aerial_sim.environment.geodesy import HomePoint
-from aerial_sim.nodes.common import (
-    COMMAND_QOS,
-    LOCKSTEP_ANNOUNCEMENTS_QOS,
-    LOCKSTEP_PARTICIPANTS_TOPIC,
-    LOCKSTEP_QOS,
-    declare_params,
-    make_tf_broadcaster,
-    not_called,
-    run_node,
-    stream_qos,
-    take_raw,
-    to_stamp,
-    unspun_reader_node,
-)
 from aerial_sim.physics.lockstep import LockstepGate, Participant, parse_participants
 from aerial_sim.physics.rotation import rotate_inverse
 from aerial_sim.physics.world import PhysicsParams, PhysicsWorld, RunControl
+from aerial_sim.rosnode.frames import make_tf_broadcaster
+from aerial_sim.rosnode.lockstep import LOCKSTEP_ANNOUNCEMENTS_QOS, LOCKSTEP_PARTICIPANTS_TOPIC
+from aerial_sim.rosnode.parameters import declare_params
+from aerial_sim.rosnode.qos import COMMAND_QOS, LOCKSTEP_QOS, stream_qos
+from aerial_sim.rosnode.raw_take import not_called, take_raw, unspun_reader_node
+from aerial_sim.rosnode.run import run_node
+from aerial_sim.rosnode.stamps import to_stamp
 from aerial_sim.vehicles import swarm_messages
 from aerial_sim.vehicles.fleet import FleetSelection, require_vehicle_names
 from aerial_sim.vehicles.multirotor import load_vehicle
@@ -700,7 +693,7 @@ class PhysicsNode(Node):
     def _publish_state(self) -> None:
         """Ground truth first, ``/clock`` last: the controllers, which the next step waits for, start
         on their odometry while the rest goes out. Nodes driven by ground truth take their time
-        from its stamps (:class:`~aerial_sim.nodes.common.InputStampClock`), not from ``/clock``."""
+        from its stamps (:class:`~aerial_sim.rosnode.clocks.InputStampClock`), not from ``/clock``."""
         self._published_at = time.monotonic()
         stamp_ns = self._clock_ns()
         stamp = to_stamp(self.world.time_s)

@@ -44,19 +44,6 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from std_msgs.msg import Header, String
 
 from aerial_sim.cdr import cdr_header_stamp_ns
-from aerial_sim.nodes.common import (
-    LOCKSTEP_ANNOUNCEMENTS_QOS,
-    LOCKSTEP_PARTICIPANTS_TOPIC,
-    LOCKSTEP_QOS,
-    InputStampClock,
-    announce_lockstep_participant,
-    declare_params,
-    not_called,
-    run_folder_parameter,
-    run_node,
-    take_raw_with_info,
-    unspun_reader_node,
-)
 from aerial_sim.config import ParamsError
 from aerial_sim.physics.lockstep import Participant
 from aerial_sim.recording.bag import BagWriter, qos_profile_dict
@@ -74,6 +61,14 @@ from aerial_sim.recording.rates import (
     rate_from_table,
 )
 from aerial_sim.recording.recorder import RecorderParams, WallSpan, has_header, progress_text
+from aerial_sim.rosnode.clocks import InputStampClock
+from aerial_sim.rosnode.lockstep import (
+    LOCKSTEP_ANNOUNCEMENTS_QOS, LOCKSTEP_PARTICIPANTS_TOPIC, announce_lockstep_participant,
+)
+from aerial_sim.rosnode.parameters import declare_params, run_folder_parameter
+from aerial_sim.rosnode.qos import LOCKSTEP_QOS
+from aerial_sim.rosnode.raw_take import not_called, take_raw_with_info, unspun_reader_node
+from aerial_sim.rosnode.run import run_node
 
 
 #: Discovery rounds a publisher's parameter service is waited for before its rates are given up.

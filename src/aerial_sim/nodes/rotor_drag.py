@@ -20,9 +20,15 @@ from rclpy.node import Node
 
 from aerial_sim.cdr import JointStateFields, OdometryFields
 from aerial_sim.config import require, require_positive
-from aerial_sim.nodes.common import (InputStampClock, declare_params, frame_in_namespace, participant_publisher,
-                                     run_node, stamp_from_fields, stream_qos, subscribe_joint_state, subscribe_odometry)
 from aerial_sim.physics.rotor_drag import RotorDragModel, RotorDragParams, air_velocity_body
+from aerial_sim.rosnode.clocks import InputStampClock
+from aerial_sim.rosnode.frames import frame_in_namespace
+from aerial_sim.rosnode.lockstep import participant_publisher
+from aerial_sim.rosnode.parameters import declare_params
+from aerial_sim.rosnode.qos import stream_qos
+from aerial_sim.rosnode.run import run_node
+from aerial_sim.rosnode.stamps import stamp_from_fields
+from aerial_sim.rosnode.subscriptions import subscribe_joint_state, subscribe_odometry
 from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, truth_from_odometry
 
 

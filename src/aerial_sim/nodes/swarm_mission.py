@@ -52,9 +52,12 @@ from aerial_sim.control.formation import (
     summary_text,
 )
 from aerial_sim.control.geometry import quat_from_yaw, yaw_of
-from aerial_sim.nodes.common import (COMMAND_QOS, declare_params, run_folder_parameter, run_node, stream_qos,
-                                     subscribe_odometry, to_stamp)
-from aerial_sim.nodes._services import SERVICE_QOS
+from aerial_sim.rosnode.parameters import declare_params, run_folder_parameter
+from aerial_sim.rosnode.qos import COMMAND_QOS, stream_qos
+from aerial_sim.rosnode.run import run_node
+from aerial_sim.rosnode.services import SERVICE_QOS
+from aerial_sim.rosnode.stamps import to_stamp
+from aerial_sim.rosnode.subscriptions import subscribe_odometry
 from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, truth_from_odometry
 from aerial_sim.vehicles.fleet import FleetSelection, require_vehicle_names
 

@@ -44,7 +44,7 @@ the call the main thread is stuck in. (Should the main thread hold the GIL while
 stuck, no Python runs at all and the launcher's SIGKILL remains the way out.)
 
 rclpy's own signal handlers are not installed (they raise KeyboardInterrupt in
-arbitrary places on a second Ctrl-C); :func:`aerial_sim.nodes.common.run_node`
+arbitrary places on a second Ctrl-C); :func:`aerial_sim.rosnode.run.run_node`
 polls :func:`stop_requested` instead.
 """
 

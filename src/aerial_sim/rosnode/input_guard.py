@@ -1,0 +1,123 @@
+"""The last line of defence: no message, request or timer tick may end a node (:class:`InputGuard`)."""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+
+from rclpy.node import Node
+
+from aerial_sim.rosnode import process
+
+
+class InputGuard:
+    """No message or request may end a node: the last line of defence behind each callback's own checks.
+
+    Every subscription and service callback of the node is wrapped: an exception
+    raised while handling one message (a value no check foresaw, a wrong size)
+    drops that message; a service request gets ``success = False`` where the
+    response has that field. One warning per topic and ``interval_s`` names the
+    topic, the message type and the problem, and counts what was dropped since.
+    Timer callbacks are wrapped too: they work on what messages left behind (the web
+    viewer draws the newest cloud at each refresh), so a failing tick is skipped and
+    reported the same way. Shutdown (a dead context, a stop signal) is not input: it passes through.
+    """
+
+    def __init__(self, node: Node, interval_s: float = 5.0):
+        self.node = node
+        self.interval_s = interval_s
+        self._dropped: dict[str, int] = {}
+        self._reported_at: dict[str, float] = {}
+        self._guarded_key: tuple = (0, None, 0)
+        self.guard_all()
+        for factory in ("create_subscription", "create_service", "create_timer"):
+            # What the node creates from now on (the recorder subscribes as topics appear) is
+            # guarded as it is created, before the executor can call it.
+            setattr(node, factory, self._guarding(getattr(node, factory)))
+
+    def _guarding(self, create):
+        def create_guarded(*args, **kwargs):
+            entity = create(*args, **kwargs)
+            self.guard_all()
+            return entity
+        return create_guarded
+
+    def guard_all(self) -> None:
+        """Wrap every callback not wrapped yet (cheap when there is none).
+
+        New entities are spotted by the count and the last one: a node that destroys and recreates
+        subscriptions (the web viewer, as browsers come and go) can end at the same count."""
+        subscriptions, services, timers = list(self.node.subscriptions), list(self.node.services), list(self.node.timers)
+        key = (len(subscriptions), subscriptions[-1] if subscriptions else None, len(services), len(timers),
+               timers[-1] if timers else None)
+        if key == self._guarded_key:
+            return
+        for subscription in self.node.subscriptions:
+            if not hasattr(subscription.callback, "input_guard"):
+                subscription.callback = self._guarded(subscription.callback, subscription.topic_name,
+                                                      subscription.msg_type.__name__, subscription._callback_type.name)
+        for service in self.node.services:
+            if not hasattr(service.callback, "input_guard"):
+                service.callback = self._guarded_service(service.callback, service.srv_name)
+        for timer in timers:
+            if timer.callback is not None and not hasattr(timer.callback, "input_guard"):
+                timer.callback = self._guarded_timer(timer.callback)
+        self._guarded_key = key
+
+    def _guarded(self, callback, topic: str, type_name: str, callback_type: str):
+        # Keep the callback's arity: rclpy passes the message info only to two-argument callbacks.
+        if callback_type == "WithMessageInfo":
+            def guarded(message, info):
+                return self._call(callback, topic, type_name, None, message, info)
+        else:
+            def guarded(message):
+                return self._call(callback, topic, type_name, None, message)
+        guarded.input_guard = self
+        return guarded
+
+    def _guarded_service(self, callback, name: str):
+        def guarded(request, response):
+            answer = self._call(callback, name, type(request).__name__, response, request, response)
+            return response if answer is None else answer
+        guarded.input_guard = self
+        return guarded
+
+    def _guarded_timer(self, callback):
+        name = f"timer {getattr(callback, '__qualname__', type(callback).__name__)}"
+
+        @functools.wraps(callback)  # keeps its signature: rclpy passes TimerInfo to callbacks that ask for it
+        def guarded(*args, **kwargs):
+            try:
+                return callback(*args, **kwargs)
+            except Exception as error:  # noqa: BLE001 - as for a message: the node goes on
+                if process.stop_requested() or not self.node.context.ok():
+                    raise
+                self.report(name, "timer", error, outcome="tick skipped")
+        guarded.input_guard = self
+        return guarded
+
+    def _call(self, callback, topic: str, type_name: str, refusal, *args):
+        try:
+            return callback(*args)
+        except Exception as error:  # noqa: BLE001 - this is the point: input never ends the node
+            if process.stop_requested() or not self.node.context.ok():
+                raise
+            self.report(topic, type_name, error)
+            if refusal is not None and hasattr(refusal, "success"):
+                refusal.success = False
+                if hasattr(refusal, "message"):
+                    refusal.message = f"refused: {type(error).__name__}: {error}"
+            return refusal
+
+    def report(self, topic: str, type_name: str, error: Exception, outcome: str = "message dropped") -> None:
+        self._dropped[topic] = self._dropped.get(topic, 0) + 1
+        now = time.monotonic()
+        if now - self._reported_at.get(topic, -math.inf) < self.interval_s:
+            return
+        self._reported_at[topic] = now
+        count, self._dropped[topic] = self._dropped[topic], 0
+        detail = " ".join(str(error).split())[:200] or "-"
+        self.node.get_logger().warning(
+            f"{topic}: {outcome} ({type_name}: {type(error).__name__}: {detail}); "
+            f"{count} since the last such warning")

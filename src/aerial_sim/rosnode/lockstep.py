@@ -1,0 +1,96 @@
+"""A lockstep participant's side: announcing the outputs the physics node waits for
+(``/lockstep/participants``), and publishers that enter the graph once their inputs are connected.
+The physics node's side is :mod:`aerial_sim.nodes.physics`; the rules are :mod:`aerial_sim.physics.lockstep`."""
+
+from __future__ import annotations
+
+import time
+
+import rclpy.clock
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from aerial_sim.rosnode.qos import LATCHED_QOS
+from aerial_sim.rosnode.swarm_link import SWARM_TRUTH
+
+
+#: Lockstep participants announce themselves here (std_msgs/String, one entry per message, latched).
+LOCKSTEP_PARTICIPANTS_TOPIC = "/lockstep/participants"
+
+
+#: What the physics node reads announcements with: every announcement of every node, late joiners included.
+LOCKSTEP_ANNOUNCEMENTS_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000, reliability=ReliabilityPolicy.RELIABLE,
+                                        durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+def announce_lockstep_participant(node: Node, topic: str, rate_hz: float, first_s: float = 0.0, lag_s: float = 0.0):
+    """Tell a lockstep physics node to wait for ``topic`` (relative names resolve in the node's
+    namespace): an entry ``TOPIC@RATE_HZ:FIRST_S:LAG_S`` on ``/lockstep/participants``
+    (:mod:`aerial_sim.physics.lockstep` says what the fields mean). Latched, so a physics node
+    that starts later still hears it. Returns the publisher (keep it alive with the node)."""
+    from std_msgs.msg import String  # noqa: PLC0415 - only lockstep nodes need it
+
+    from aerial_sim.physics.lockstep import Participant  # noqa: PLC0415
+
+    entry = Participant(node.resolve_topic_name(topic), rate_hz, first_s, lag_s).text()
+    publisher = node.create_publisher(String, LOCKSTEP_PARTICIPANTS_TOPIC, LATCHED_QOS)
+    publisher.publish(String(data=entry))
+    node.get_logger().info(f"lockstep participant: {entry}")
+    return publisher
+
+
+def participant_publisher(node: Node, message_type: type, topic: str, qos: QoSProfile, lockstep: bool,
+                          rate_hz: float, first_s: float = 0.0, lag_s: float = 0.0, inputs: tuple[str, ...] = ()):
+    """The publisher of a node's lockstep output ``topic``, made from what it reads on ``inputs``: a
+    plain publisher when ``lockstep`` is false; otherwise the output is announced at once
+    (:func:`announce_lockstep_participant`) and a :class:`ConnectedInputsPublisher` stands in for its publisher."""
+    if not lockstep:
+        return node.create_publisher(message_type, topic, qos)
+    announcement = announce_lockstep_participant(node, topic, rate_hz, first_s, lag_s)
+    return ConnectedInputsPublisher(node, message_type, topic, qos, inputs, announcement)
+
+
+class ConnectedInputsPublisher:
+    """A lockstep participant's output publisher that enters the graph only once the node's
+    subscription to each of ``inputs`` has matched a publisher (checked on a wall-clock timer,
+    since sim time stands still until the first step).
+
+    The physics node takes its first step once it reads every announced output from its publisher
+    (:class:`aerial_sim.nodes.physics.LockstepOutputs`), but it cannot see whether a participant's
+    own inputs are connected. Depth noise reading the camera after the camera's first frames went out
+    lost them (issue 11's identical-bags test failed so once in six CI runs). Holding the output back
+    until the inputs are matched makes the physics node wait for that as well.
+    ``publish`` before then drops the message (nothing flows before the first step anyway).
+    """
+
+    CHECK_PERIOD_S = 0.05
+    #: After this long without every input, one line (repeated at most every 10 s) names what is missing.
+    REPORT_AFTER_S = 5.0
+
+    def __init__(self, node: Node, message_type: type, topic: str, qos: QoSProfile, inputs: tuple[str, ...],
+                 announcement):
+        self.node, self.message_type, self.topic, self.qos = node, message_type, topic, qos
+        self.inputs = {node.resolve_topic_name(name) for name in inputs}
+        self.announcement = announcement  # keeps the latched entry alive with the node
+        self.publisher = None
+        self.since = time.monotonic()
+        steady = rclpy.clock.Clock(clock_type=rclpy.clock.ClockType.STEADY_TIME)
+        self.timer = node.create_timer(self.CHECK_PERIOD_S, self.connect_when_inputs_are, clock=steady)
+
+    def unconnected_inputs(self) -> list[str]:
+        connected = {s.topic_name for s in self.node.subscriptions if s.get_publisher_count() > 0}
+        return sorted(self.inputs - connected - SWARM_TRUTH.connected_topics(self.node))
+
+    def connect_when_inputs_are(self) -> None:
+        missing = self.unconnected_inputs()
+        if missing:
+            if time.monotonic() - self.since >= self.REPORT_AFTER_S:
+                self.node.get_logger().info(f"lockstep: {self.topic} waits for a publisher of {', '.join(missing)}",
+                                            throttle_duration_sec=10.0)
+            return
+        self.node.destroy_timer(self.timer)
+        self.publisher = self.node.create_publisher(self.message_type, self.topic, self.qos)
+
+    def publish(self, message) -> None:
+        if self.publisher is not None:
+            self.publisher.publish(message)
