@@ -32,6 +32,12 @@ def _vehicle_file(directory: Path, name: str, old: str, new: str) -> str:
     return str(path)
 
 
+def _empty_file(directory: Path, name: str) -> str:
+    path = directory / name
+    path.write_text("# nothing here yet\n")
+    return str(path)
+
+
 CASES = {
     # 1. A vehicle file with a wrong-typed field: physics and the flight controller both read it.
     "vehicle_wrong_type": (lambda d: (*SMALL_SIM, "record:=false",
@@ -47,6 +53,9 @@ CASES = {
     # 3. A run folder that cannot be created, with recording on.
     "run_dir": (lambda d: (*SMALL_SIM, "record:=true", "run_dir:=/proc/nope"),
                 r"output_dir: cannot create run folder '/proc/nope'"),
+    # 5. An empty scene file (was a 0-triangle world with no word).
+    "scene_empty": (lambda d: ("physics.launch.yaml", "scene:=" + _empty_file(d, "blank.yaml")),
+                    r"scene '.*blank\.yaml': blank\.yaml is empty"),
     # 4. A negative noise seed (numpy's own refusal named no parameter).
     "depth_noise_seed": (lambda d: ("depth_noise.launch.yaml", "seed:=-1"),
                          r"seed must be an integer >= 0, got -1"),
@@ -69,3 +78,26 @@ def test_a_configuration_error_is_one_fatal_line_and_no_traceback(case, tmp_path
     assert "Traceback" not in output and "Exception ignored" not in output, output
     assert "failed to terminate" not in output, output  # the others stopped promptly on SIGINT
     assert elapsed < 45, (elapsed, output)
+
+
+def test_without_strict_a_fatal_configuration_error_still_exits_1(tmp_path, monkeypatch):
+    """A required node (on_exit: shutdown) that stops on a FATAL error ends the launch with exit 1, with or
+    without --strict (ros2 launch exits 0 there: doc/reliability.md)."""
+    monkeypatch.setenv("ROS_LOG_DIR", str(tmp_path / "ros_log"))
+    done = subprocess.run([sys.executable, "-m", "aerial_sim", "launch", "physics.launch.yaml",
+                           "scene:=" + _empty_file(tmp_path, "blank.yaml")],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "blank.yaml is empty" in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("argument", ["lockstep:=maybe", "use_camera:=yes", "record:=1"])
+def test_a_boolean_launch_argument_that_is_no_boolean_is_one_line_naming_it(argument, tmp_path):
+    """Refused before anything starts, naming the argument (ros2 launch, reading the same `choices`, says
+    "Argument 'lockstep' provided value 'maybe' is not valid")."""
+    done = subprocess.run([sys.executable, "-m", "aerial_sim", "launch", "sim.launch.yaml", argument],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)  # fmt: skip
+    name, value = argument.split(":=")
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    assert done.returncode != 0 and len(lines) == 1, lines
+    assert f"launch argument '{name}' is '{value}', expected one of: true, false" in lines[0]

@@ -20,8 +20,10 @@ parameters this way.
 
 ``--strict`` (an aerial_sim extension): exit 1 when a process exited non-zero or by
 a signal, or could not be started; 3 when it did so only while the launch was being
-stopped (:mod:`aerial_sim.launcher.runner`). Without it the exit status is ``ros2 launch``'s:
-0 whatever the processes did (a failure is only in the log).
+stopped (:mod:`aerial_sim.launcher.runner`). Without it: 1 when a required process
+(``on_exit: shutdown``) failed and so ended the launch (a FATAL configuration error, a
+node that died), else 0 whatever the other processes did, as ``ros2 launch`` (which
+exits 0 in the first case too: doc/reliability.md).
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-p", "--print", action="store_true", dest="dry_run", help="print the commands and exit")
     parser.add_argument(
         "--strict", action="store_true",
-        help="exit 1 when a process failed, 3 when only while stopping (ros2 launch, and this without --strict, exit 0)",
+        help="exit 1 when any process failed, 3 when only while stopping (without it: 1 only when a required "
+             "process failed; ros2 launch exits 0)",
     )
     parser.add_argument(
         "--log-dir", type=Path, metavar="DIR", help="directory for the processes' output (default: under the ROS log dir)"

@@ -16,13 +16,17 @@ file behaves the same under both:
   their handlers are in place, :mod:`aerial_sim.rosnode.process`), so a Ctrl-C
   during their interpreter start-up is neither lost nor fatal.
 
-Exit status of :meth:`Runner.run`, as ``ros2 launch`` (launch ``LaunchService.run_async``
-returns 1 only for an exception inside launch itself, e.g. a node whose executable is
-not found, which here is exit 2 before anything starts; a process's exit code never
-changes it, and a process that cannot be spawned is only logged, in
-``ExecuteLocal.__execute_process``):
-- 0: the launch ran, whatever its processes' exit codes (a failure is in the log:
-  ``process has died``);
+Exit status of :meth:`Runner.run` (``ros2 launch`` differs in one case, below):
+- 1: a required process (``on_exit: shutdown``) failed, i.e. exited non-zero or by a
+  signal, or could not be started, and so ended the launch: a FATAL configuration
+  error (exit 2 of the node) or a node that died. ``ros2 launch`` exits 0 there: its
+  ``LaunchService.run_async`` returns 1 only for an exception inside launch itself
+  (e.g. a node whose executable is not found, here exit 2 before anything starts),
+  and the YAML frontend's ``on_exit`` knows only ``shutdown``, which carries no
+  status. A script that needs the failure under ``ros2 launch`` reads the log's
+  ``process has died`` line (doc/reliability.md);
+- 0: otherwise, whatever the other processes' exit codes, as ``ros2 launch`` (a failure
+  of a process that is not required is in the log: ``process has died``);
 - with ``strict`` (``aerial_sim launch --strict``, an aerial_sim extension that
   ``aerial_sim batch`` uses): 1 when a process exited with a non-zero status or by a
   signal, or could not be started, while the launch ran; else 3 when one did so only
@@ -105,6 +109,8 @@ class Runner:
         self.log_dir = log_dir
         self.failed = False
         self.failed_while_stopping = False
+        #: A required process (on_exit: shutdown) failed while the launch ran (exit status 1 even without strict).
+        self.required_failed = False
         self.stdout = stdout or sys.stdout
         self.stderr = stderr or sys.stderr
         self.running: list[_Running] = []
@@ -124,6 +130,10 @@ class Runner:
             for item in self.items:
                 if not self._start(item):  # ros2 launch logs it and starts the others
                     self.failed = True
+                    if item.spec.shutdown_on_exit:
+                        self.required_failed = True
+                        self.info(f"process[{item.label}] was required: shutting down launched system")
+                        break
                 if self._signals:
                     break
             else:
@@ -134,7 +144,7 @@ class Runner:
                 signal.signal(signum, handler)
             self._remove_shared_memory_of_killed()
         if not self.strict:
-            return 0
+            return EXIT_FAILED if self.required_failed else 0
         return EXIT_FAILED if self.failed else EXIT_FAILED_WHILE_STOPPING if self.failed_while_stopping else 0
 
     # -- messages ------------------------------------------------------------------------------
@@ -240,6 +250,7 @@ class Runner:
                     continue
                 self._report_exit(running)
                 if running.item.spec.shutdown_on_exit:
+                    self.required_failed |= running.popen.returncode != 0
                     self.info(f"process[{running.item.label}] was required: shutting down launched system")
                     return
             if alive == 0:

@@ -192,7 +192,9 @@ def load_scene(name_or_path: str | Path, materials_path: str | Path | None = Non
         raise ParamsError(f"scene '{name_or_path}': file not found ({path})") from error
     except yaml.YAMLError as error:
         raise ParamsError(f"{path.name}: not valid YAML: {error}") from error
-    document = document or {}
+    if document is None:  # an empty file (or comments only): a typo'd path or a file cut short, not a world
+        raise ParamsError(f"scene '{name_or_path}': {path.name} is empty (write 'objects: []' for a ground-only "
+                          "world, as scene:=empty)")
     if not isinstance(document, dict):
         raise ParamsError(f"{path.name}: expected a mapping with ground/objects")
     unknown = sorted(set(document) - {"description", "ground", "objects"})
