@@ -136,10 +136,16 @@ class MavlinkServer:
     async def _ticks(self) -> None:
         period = 1.0 / self.tick_hz
         while True:
-            await self.clock.sleep(period)
-            now = self.clock.now_s
-            for autopilot in self.autopilots:
-                autopilot.tick(now)
+            try:
+                await self.clock.sleep(period)
+                now = self.clock.now_s
+                for autopilot in self.autopilots:
+                    autopilot.tick(now)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # the tick must go on whatever happened in one
+                self.logger.warning(f"MAVLink tick failed: {type(error).__name__}: {error}")
+                await asyncio.sleep(0.01)
 
     async def _heartbeats(self) -> None:
         while True:
