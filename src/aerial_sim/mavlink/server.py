@@ -6,7 +6,7 @@ offboard API and sends to 14540+i (MAVSDK's ``udpin://0.0.0.0:14540``, MAVROS' `
 ``udp://:14540@127.0.0.1:14580``). This server does the same for vehicle *i* with system id
 ``sysid_base + i``; a client that talks first to the bound port is answered at its own address too.
 
-Frames are decoded with pymavlink's MAVLink 2 parser (one per peer, robust parsing: a frame with a
+Frames are decoded with pymavlink's MAVLink 2 parser (robust parsing, one parser per datagram: a frame with a
 bad checksum or length becomes a BAD_DATA message, logged once and dropped).
 """
 
@@ -58,7 +58,6 @@ class Endpoint(asyncio.DatagramProtocol):
         self.logger = logger
         self.transport: asyncio.DatagramTransport | None = None
         self.peers: dict[tuple, float] = {}
-        self.parsers: dict[tuple, mav.MAVLink] = {}
         self.received = 0
 
     def connection_made(self, transport) -> None:
@@ -70,17 +69,17 @@ class Endpoint(asyncio.DatagramProtocol):
         if addr not in self.peers and len(self.peers) >= MAX_PEERS:
             oldest = min(self.peers, key=self.peers.get)
             self.peers.pop(oldest)
-            self.parsers.pop(oldest, None)
         self.peers[addr] = time.monotonic()
-        parser = self.parsers.get(addr)
-        if parser is None:
-            parser = self.parsers[addr] = mav.MAVLink(None)
-            parser.robust_parsing = True
+        # Each datagram holds whole frames: a fresh parser per datagram, so a truncated or corrupt frame
+        # never swallows the start of the next datagram's.
+        parser = mav.MAVLink(None)
+        parser.robust_parsing = True
         try:
-            messages = parser.parse_buffer(data) or []
-        except Exception as error:  # pymavlink raises on some malformed MAVLink 1 frames even when robust
+            messages = list(parser.parse_buffer(data) or [])
+            if parser.buf_len() > 0:
+                messages.append(mav.MAVLink_bad_data(bytes(parser.buf[parser.buf_index:]), "truncated frame"))
+        except Exception as error:  # pymavlink raises on some malformed frames even when robust
             messages = [mav.MAVLink_bad_data(data, f"{type(error).__name__}: {error}")]
-            self.parsers.pop(addr, None)
         for message in messages:
             self.autopilot.receive(message)
 
@@ -93,7 +92,6 @@ class Endpoint(asyncio.DatagramProtocol):
         now = time.monotonic()
         for peer in [p for p, seen in self.peers.items() if now - seen > PEER_TIMEOUT_S]:
             self.peers.pop(peer)
-            self.parsers.pop(peer, None)
         targets = set(self.peers)
         if self.remote is not None:
             targets.add(self.remote)

@@ -1,0 +1,97 @@
+"""Real MAVLink clients fly the launched graph (issue 33): a pymavlink ground-station script on the GCS
+link and MAVSDK (native 4.x binding, libmavsdk inside the wheel) on the offboard-API link.
+
+Launches ``sim.launch.yaml mavlink:=true`` (heavy optional nodes off) with the node's UDP ports moved
+off PX4's defaults to ports derived from this test's DDS domain, so parallel runs never collide. Each
+client runs in its own process (test/data/mavlink/) and prints what it saw as JSON lines.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import private_domain_id, requires_ros
+
+DATA = Path(__file__).parent / "data" / "mavlink"
+pytestmark = [requires_ros, pytest.mark.ros]
+
+
+def ports() -> tuple[int, int]:
+    """(GCS, API) remote ports of this test process: 20000 + 20 x domain id (+0, +1)."""
+    base = 20000 + 20 * private_domain_id()
+    return base, base + 1
+
+
+def run_client(script: str, *args: str, timeout_s: float = 90) -> dict:
+    result = subprocess.run([sys.executable, str(DATA / script), *args], capture_output=True, text=True,
+                            timeout=timeout_s)
+    steps = {}
+    for line in result.stdout.splitlines():
+        if line.startswith("{"):
+            record = json.loads(line)
+            steps[record.pop("step")] = record
+    assert result.returncode == 0 and "done" in steps, f"{script} failed:\n{result.stdout}\n{result.stderr[-3000:]}"
+    return steps
+
+
+@pytest.fixture(scope="module")
+def graph(tmp_path_factory):
+    from conftest import LaunchedGraph
+
+    gcs, api = ports()
+    log = tmp_path_factory.mktemp("mavlink") / "launch.log"
+    launched = LaunchedGraph("sim.launch.yaml", [
+        "mission:=none", "scene:=empty", "record:=false", "viewer:=false", "use_camera:=false",
+        "use_depth_noise:=false", "airsim_api:=false", "mavlink:=true", f"mavlink_gcs_port:={gcs}",
+        f"mavlink_api_port:={api}", "mavlink_gcs_local_port:=0", "mavlink_api_local_port:=0",
+        f"run_dir:={log.parent / 'run'}"], log)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and launched.alive():
+        if re.search(r"MAVLink drone1: sysid 1", launched.output()):
+            break
+        time.sleep(0.2)
+    else:
+        launched.stop()
+        pytest.fail(f"the mavlink node did not start:\n{launched.output()[-3000:]}")
+    yield launched
+    launched.stop()
+
+
+def test_pymavlink_script_arms_takes_off_flies_a_mission_and_returns(graph):
+    gcs, _ = ports()
+    steps = run_client("pymavlink_script.py", str(gcs))
+    assert steps["heartbeat"]["system"] == 1
+    assert steps["param"]["rtl_return_alt"] == 6.0
+    assert steps["takeoff"]["relative_alt_m"] > 2.5
+    assert steps["mission_upload"]["result"] == 0  # MAV_MISSION_ACCEPTED
+    # The last waypoint is 5 m north and 5 m east of home (acceptance radius 0.5 m).
+    mission = steps["mission"]
+    assert steps["mission"]["reached"] == 1
+    assert math.hypot(mission["north_m"] - 5.0, mission["east_m"] - 5.0) < 1.0
+    rtl = steps["rtl"]  # landed (disarmed) back where it armed
+    assert math.hypot(rtl["north_m"] - rtl["home_north_m"], rtl["east_m"] - rtl["home_east_m"]) < 1.0
+    assert abs(rtl["down_m"]) < 0.3
+    assert graph.alive()
+
+
+def test_mavsdk_takeoff_goto_mission_offboard_and_land(graph):
+    _, api = ports()
+    steps = run_client("mavsdk_flights.py", str(api), "param", "takeoff", "goto", "mission", "offboard", "land")
+    assert steps["connected"]["system_id"] == 1 and steps["connected"]["armable"]
+    assert steps["param"]["takeoff_alt"] == 4.0 and steps["param"]["sysid"] == 1 and steps["param"]["count"] >= 15
+    assert steps["takeoff"]["relative_altitude_m"] > 3.7
+    assert abs(steps["goto"]["north_m"] - 8.0) < 0.5
+    mission = steps["mission"]
+    assert mission["uploaded"] == mission["downloaded"] == 2 and mission["current"] == mission["total"] == 2
+    assert abs(mission["north_m"] - 4.0) < 1.0
+    assert abs(steps["offboard"]["east_m"] - 3.0) < 0.3 and steps["offboard"]["climb_m_s"] > 0.7
+    assert steps["land"]["armed"] is False
+    assert re.search(r"process has died.*: mavlink", graph.output()) is None and graph.alive()
