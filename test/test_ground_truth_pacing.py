@@ -20,7 +20,7 @@ PUBLISH_S = 200e-6  # one vehicle's odometry, IMU, rotors and TF
 
 
 def stride_for(count, physics_s=0.2, floor_hz=STABLE_STATE_RATE_HZ, budget_s=0.8, requested_hz=250.0):
-    from aerial_sim.nodes.physics import ground_truth_stride
+    from aerial_sim.nodes._physics.publishing import ground_truth_stride
 
     return ground_truth_stride(PERIOD_HZ, requested_hz, floor_hz, physics_s, PUBLISH_S, count, budget_s)
 
@@ -49,7 +49,7 @@ def test_heavy_load_holds_the_floor_and_says_real_time_is_lost():
 
 
 def test_a_requested_rate_below_the_floor_is_a_clear_error():
-    from aerial_sim.nodes.physics import PhysicsNodeParams
+    from aerial_sim.nodes._physics.params import PhysicsNodeParams
 
     with pytest.raises(ParamsError, match="ground_truth_rate_hz .10. is below ground_truth_min_rate_hz .50."):
         PhysicsNodeParams(ground_truth_rate_hz=10.0)

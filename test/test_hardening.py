@@ -74,7 +74,8 @@ def test_setpoints_beyond_plausible_bounds_are_refused_and_the_vehicle_keeps_its
 
 
 def test_physics_wrench_caps_name_the_limit():
-    from aerial_sim.nodes.physics import PhysicsNodeParams, wrench_problem
+    from aerial_sim.nodes._physics.inputs import wrench_problem
+    from aerial_sim.nodes._physics.params import PhysicsNodeParams
 
     params = PhysicsNodeParams()
     assert wrench_problem((1.0, -2.0, 0.5), (0.01, 0.0, 0.0), params) is None

@@ -54,7 +54,7 @@ def test_the_gate_holds_the_clock_until_each_participant_has_answered():
 
 def test_a_bad_lockstep_participants_parameter_stops_the_physics_node_with_the_entry_named():
     pytest.importorskip("rclpy")
-    from aerial_sim.nodes.physics import PhysicsNodeParams
+    from aerial_sim.nodes._physics.params import PhysicsNodeParams
 
     assert PhysicsNodeParams(lockstep_participants="none").lockstep_participants == "none"
     with pytest.raises(ParamsError, match="participant /drone1/depth: rate_hz"):

@@ -37,7 +37,7 @@ def random_truths(rng: random.Random, count: int):
 @requires_ros
 def test_a_row_is_exactly_what_the_vehicles_own_ground_truth_messages_decode_to():
     from aerial_sim.cdr import decode_imu, decode_odometry
-    from aerial_sim.nodes.physics import imu_bytes, odometry_bytes
+    from aerial_sim.nodes._physics.publishing import imu_bytes, odometry_bytes
     from aerial_sim.vehicles import swarm_messages as sm
 
     truths = random_truths(random.Random(3), 7)

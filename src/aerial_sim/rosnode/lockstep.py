@@ -56,7 +56,7 @@ class ConnectedInputsPublisher:
     since sim time stands still until the first step).
 
     The physics node takes its first step once it reads every announced output from its publisher
-    (:class:`aerial_sim.nodes.physics.LockstepOutputs`), but it cannot see whether a participant's
+    (:class:`aerial_sim.nodes._physics.lockstep.LockstepOutputs`), but it cannot see whether a participant's
     own inputs are connected. Depth noise reading the camera after the camera's first frames went out
     lost them (issue 11's identical-bags test failed so once in six CI runs). Holding the output back
     until the inputs are matched makes the physics node wait for that as well.

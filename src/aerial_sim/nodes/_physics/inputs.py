@@ -1,0 +1,171 @@
+"""What the physics node reads for each vehicle: motor commands, external wrenches and teleports,
+checked before they reach the world, and the simulation thread's wake-up."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from geometry_msgs.msg import PoseStamped, WrenchStamped
+from nav_msgs.msg import Odometry
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+from sensor_msgs.msg import Imu, JointState
+from std_msgs.msg import Float64MultiArray
+
+from aerial_sim.cdr import decode_float64_array
+from aerial_sim.environment.atmosphere import MAX_ALTITUDE_M, MIN_ALTITUDE_M
+from aerial_sim.nodes._physics.params import PhysicsNodeParams
+from aerial_sim.rosnode.qos import COMMAND_QOS, stream_qos
+from aerial_sim.rosnode.raw_take import not_called
+
+if TYPE_CHECKING:  # annotations only: that module imports this one
+    from aerial_sim.nodes.physics import PhysicsNode
+
+
+class Wakeup(threading.Event):
+    """The simulation thread's wake-up (a command, a world edit, a pause, a participant armed...). In
+    lockstep it also triggers a guard condition, so the thread's wait on the middleware
+    (:meth:`PhysicsNode._wait_for_lockstep_inputs`) ends for it too."""
+
+    def __init__(self, context=None):
+        super().__init__()
+        self.guard = _rclpy.GuardCondition(context.handle) if context is not None else None
+
+    def set(self) -> None:
+        super().set()
+        if self.guard is not None:
+            try:
+                self.guard.trigger_guard_condition()
+            except Exception:  # noqa: BLE001 - destroyed while stopping: the event alone will do
+                pass
+
+
+def command_subscription(node: "PhysicsNode", topic: str, callback):
+    """A raw motor-command subscription: ``callback`` called by the executor, or in lockstep none: the
+    simulation thread takes the messages itself (``node.command_reader`` is spun by no executor)."""
+    if node.command_reader is not None:
+        return node.command_reader.create_subscription(Float64MultiArray, topic, not_called, COMMAND_QOS, raw=True)
+    return node.create_subscription(Float64MultiArray, topic, callback, COMMAND_QOS, raw=True)
+
+
+class VehicleChannel:
+    """The publishers, subscriptions and last inputs of one simulated vehicle."""
+
+    def __init__(self, node: "PhysicsNode", name: str, rotor_count: int, lockstep: bool):
+        self.name = name
+        self.rotor_count = rotor_count
+        self.frame = f"{name}/base_link"
+        qos = stream_qos(lockstep)
+        self.odom_pub = node.create_publisher(Odometry, f"/{name}/ground_truth/odom", qos)
+        self.imu_pub = node.create_publisher(Imu, f"/{name}/ground_truth/imu", qos)
+        self.rotors_pub = node.create_publisher(JointState, f"/{name}/rotors", qos)
+        self.rotor_names = [f"rotor_{i}" for i in range(rotor_count)]
+        self._readers_asked_at = -math.inf
+        self._readers = (True, True, True)
+        self.pending_controls: list[float] | None = None
+        self.commands_received = 0
+        self.command_received_at = -math.inf  # sim time of the last valid motor command
+        self.command_received_wall = -math.inf  # and its time.monotonic()
+        self.failsafe = False  # motors cut: commands stopped for motor_command_timeout_s
+        self.wrench: tuple[tuple[float, float, float], tuple[float, float, float]] | None = None
+        self.wrench_received_at = -math.inf
+        self.command_subscription = command_subscription(node, f"/{name}/motor_commands", self.on_motor_commands)
+        self.wrench_topic = f"/{name}/rotor_drag/wrench"
+        self.wrench_subscription = node.create_subscription(WrenchStamped, self.wrench_topic, self.on_wrench,
+                                                            stream_qos(lockstep))
+        node.create_subscription(PoseStamped, f"/{name}/set_pose", self.on_set_pose, COMMAND_QOS)
+        self._node = node
+
+    #: How often (wall s) :meth:`readers` asks again (each question costs 1-3 us, per topic and vehicle).
+    READERS_REFRESH_S = 0.5
+
+    def readers(self) -> tuple[bool, bool, bool]:
+        """Whether ground_truth/odom, ground_truth/imu and rotors have readers (asked at most every
+        READERS_REFRESH_S: a reader that comes waits that long for its first message)."""
+        now = time.monotonic()
+        if now - self._readers_asked_at >= self.READERS_REFRESH_S:
+            self._readers_asked_at = now
+            self._readers = tuple(p.get_subscription_count() > 0 for p in (self.odom_pub, self.imu_pub, self.rotors_pub))
+        return self._readers
+
+    def on_motor_commands(self, data: bytes) -> None:
+        """Raw: decoding the values alone costs a fraction of rclpy's message (on every lockstep period's
+        critical path); bytes that are no Float64MultiArray raise ValueError, which InputGuard reports (in
+        lockstep :meth:`PhysicsNode._take_commands`)."""
+        _, _, values = decode_float64_array(data)
+        self.accept_controls(list(values), "motor_commands")
+
+    def accept_controls(self, controls: list[float], source: str) -> None:
+        """A command from ``<vehicle>/motor_commands`` or the vehicle's row of ``/swarm/motor_commands``."""
+        problem = motor_command_problem(controls, self.rotor_count)
+        if problem:
+            self._node.get_logger().warning(
+                f"{self.name}: {source} rejected ({problem}); keeping the last valid command",
+                throttle_duration_sec=2.0,
+            )
+            return
+        with self._node.inputs_lock:
+            self.pending_controls = controls
+            self.commands_received += 1
+            self.command_received_at = self._node.world.time_s
+            self.command_received_wall = time.monotonic()
+        if threading.current_thread() is not self._node.simulation_thread:  # it is looking already (lockstep)
+            self._node.command_arrived.set()
+
+    def on_wrench(self, message: WrenchStamped) -> None:
+        force = (message.wrench.force.x, message.wrench.force.y, message.wrench.force.z)
+        torque = (message.wrench.torque.x, message.wrench.torque.y, message.wrench.torque.z)
+        problem = wrench_problem(force, torque, self._node.params)
+        if problem:
+            self._node.get_logger().warning(f"{self.name}/rotor_drag/wrench refused ({problem})",
+                                            throttle_duration_sec=2.0)
+            return
+        with self._node.inputs_lock:
+            self.wrench = (force, torque)
+            self.wrench_received_at = self._node.world.time_s
+        if self._node.lockstep_outputs is not None:  # stored first: a released clock applies this wrench
+            stamp = message.header.stamp
+            self._node.lockstep_outputs.observe(self.wrench_topic, stamp.sec * 1_000_000_000 + stamp.nanosec)
+
+
+    def on_set_pose(self, message: PoseStamped) -> None:
+        p, q = message.pose.position, message.pose.orientation
+        position, orientation = (p.x, p.y, p.z), (q.w, q.x, q.y, q.z)
+        norm = math.sqrt(sum(c * c for c in orientation))
+        limit = self._node.params.max_position_m
+        altitude = self._node.params.home.altitude + position[2]
+        if (message.header.frame_id != "map" or not all(math.isfinite(v) for v in position + orientation)
+                or norm < 0.5 or math.dist(position, (0.0, 0.0, 0.0)) > limit
+                or not MIN_ALTITUDE_M <= altitude <= MAX_ALTITUDE_M - 1000.0):
+            self._node.get_logger().warning(
+                f"{self.name}/set_pose refused: needs frame 'map', finite values, a unit quaternion, "
+                f"a position within max_position_m ({limit:g} m) of the origin and an altitude inside the "
+                f"atmosphere model", throttle_duration_sec=2.0)
+            return
+        self._node.edit_world(lambda world: world.set_kinematics(
+            self.name, position, orientation, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)))
+
+
+def wrench_problem(force, torque, params: PhysicsNodeParams) -> str | None:
+    """Why an external wrench is unusable (NaN/inf, or above the node's caps), or None when it is valid."""
+    if not all(math.isfinite(v) for v in (*force, *torque)):
+        return "NaN/inf"
+    if math.hypot(*force) > params.max_external_force_n:
+        return f"|force| {math.hypot(*force):.3g} N > max_external_force_n {params.max_external_force_n:g} N"
+    if math.hypot(*torque) > params.max_external_torque_nm:
+        return f"|torque| {math.hypot(*torque):.3g} N m > max_external_torque_nm {params.max_external_torque_nm:g} N m"
+    return None
+
+
+def motor_command_problem(controls: list[float], rotor_count: int) -> str | None:
+    """Why a motor command is unusable, or None when it is valid."""
+    if len(controls) != rotor_count:
+        return f"expected {rotor_count} values, got {len(controls)}"
+    for index, value in enumerate(controls):
+        if not math.isfinite(value):
+            return f"u[{index}] is {value}"
+        if value < 0.0 or value > 1.0:
+            return f"u[{index}] = {value:g} is outside [0, 1]"
+    return None

@@ -1,0 +1,121 @@
+"""The physics node's ROS parameters (:class:`PhysicsNodeParams`), checked as a frozen dataclass."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from aerial_sim.config import require, require_non_negative, require_positive
+from aerial_sim.control.controller import STABLE_STATE_RATE_HZ
+from aerial_sim.environment.geodesy import HomePoint
+from aerial_sim.physics.lockstep import parse_participants
+from aerial_sim.rosnode.qos import LOCKSTEP_QOS
+from aerial_sim.vehicles.fleet import FleetSelection, require_vehicle_names
+
+
+@dataclass(frozen=True)
+class PhysicsNodeParams:
+    """ROS parameters of the physics node (defaults here only)."""
+
+    vehicle_names: tuple[str, ...] = ("drone1",)
+    vehicle_types: tuple[str, ...] = ("quad_x",)
+    #: x, y, z (ENU, m) of each vehicle in turn.
+    initial_positions: tuple[float, ...] = (0.0, 0.0, 0.0)
+    initial_yaws_rad: tuple[float, ...] = (0.0,)
+    scene: str = "empty"
+    rate_hz: float = 1000.0
+    publish_rate_hz: float = 250.0
+    clock_speed: float = 1.0
+    lockstep: bool = False
+    linear_drag_enabled: bool = True
+    wrench_timeout_s: float = 0.5
+    #: Lockstep: the first step waits until the subscribers to /clock and ground truth have not
+    #: changed for this long (wall s), at most lockstep_settle_max_s: every node joins at t = 0.
+    lockstep_settle_s: float = 1.5
+    lockstep_settle_max_s: float = 20.0
+    #: Lockstep: more outputs to wait for, besides those announced on /lockstep/participants:
+    #: entries TOPIC@RATE_HZ[:FIRST_S[:LAG_S]] separated by spaces or commas (aerial_sim.physics.lockstep),
+    #: e.g. a real driver's "/drone1/realsense/depth/image_rect_raw@30".
+    lockstep_participants: str = ""
+    #: Lockstep: how far (sim s) the clock may run ahead of a participant's due output before it
+    #: waits for it. Each output must still come, in order and none lost (reliable, depth
+    #: LOCKSTEP_QOS), and outputs depend only on their inputs, so bags are the same for any value;
+    #: the slack lets sensors and the camera work while physics steps on instead of one after the
+    #: other. 0 = wait at every due time. Motor commands are awaited every period regardless. Keep 0
+    #: for a participant whose output feeds back into control (attitude_source: imu).
+    lockstep_slack_s: float = 0.1
+    #: Largest external force / torque a rotor_drag/wrench message may apply; larger ones are refused.
+    max_external_force_n: float = 50.0
+    max_external_torque_nm: float = 5.0
+    #: Motor commands older than this, in sim and in wall time, cut the motors (failsafe); 0 disables.
+    #: Not in lockstep (which waits for every command).
+    motor_command_timeout_s: float = 1.0
+    #: set_pose targets farther than this from the origin are refused, m.
+    max_position_m: float = 100_000.0
+    publish_tf: bool = True
+    home: HomePoint = field(default_factory=HomePoint)
+    wind_enu_m_s: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    #: A fleet file (config/fleets/) or a number of vehicles drone1..N on a grid; either one
+    #: replaces vehicle_names, vehicle_types, initial_positions and initial_yaws_rad.
+    fleet: str = ""
+    vehicles: int = 0
+    #: Ground truth (odom, imu, rotors, TF) per vehicle, Hz; 0 = publish_rate_hz. Lowered at start
+    #: to what keeps real time (a whole number of control periods apart). /clock keeps publish_rate_hz.
+    ground_truth_rate_hz: float = 0.0
+    #: Never lower ground truth below this, Hz, whatever the load: the flight controllers act on
+    #: the latest odometry, and the cascade (control.controller.STABLE_STATE_RATE_HZ) rings once
+    #: that odometry plus the command's transport are about 60 ms old and loses the vehicle at 80.
+    #: When load would need less, the node publishes at this rate and runs slower than real time.
+    #: 0 disables the floor (no controller flies).
+    ground_truth_min_rate_hz: float = STABLE_STATE_RATE_HZ
+    #: Share of one core the node may spend (physics + publishing) when it chooses that rate.
+    cpu_budget: float = 0.8
+    #: Physics path: auto (scalar for one vehicle, batched arrays for more), scalar or batched.
+    stepping: str = "auto"
+
+    def __post_init__(self):
+        require_non_negative(self, "ground_truth_rate_hz", "ground_truth_min_rate_hz")
+        require(self.ground_truth_min_rate_hz <= self.publish_rate_hz,
+                f"ground_truth_min_rate_hz ({self.ground_truth_min_rate_hz:g}) cannot exceed publish_rate_hz "
+                f"({self.publish_rate_hz:g})")
+        require(self.ground_truth_rate_hz == 0.0 or self.ground_truth_rate_hz >= self.ground_truth_min_rate_hz,
+                f"ground_truth_rate_hz ({self.ground_truth_rate_hz:g}) is below ground_truth_min_rate_hz "
+                f"({self.ground_truth_min_rate_hz:g}), the rate the flight controllers are stable at; "
+                "set ground_truth_min_rate_hz lower too if no controller flies these vehicles")
+        require(0.0 < self.cpu_budget <= 1.0, f"cpu_budget must be in (0, 1], got {self.cpu_budget!r}")
+        require(self.vehicles >= 0, f"vehicles must be >= 0, got {self.vehicles!r}")
+        require_positive(self, "rate_hz", "publish_rate_hz", "wrench_timeout_s", "max_external_force_n",
+                         "max_external_torque_nm", "max_position_m")
+        require_non_negative(self, "clock_speed", "motor_command_timeout_s", "lockstep_settle_s", "lockstep_settle_max_s")
+        # A participant may lag by slack x publish_rate_hz ground-truth messages: half its queue at most.
+        most = LOCKSTEP_QOS.depth / 2 / self.publish_rate_hz
+        require(0.0 <= self.lockstep_slack_s <= most,
+                f"lockstep_slack_s must be in [0, {most:g}] s (half of the {LOCKSTEP_QOS.depth} messages a lockstep "
+                f"queue holds at publish_rate_hz {self.publish_rate_hz:g}), got {self.lockstep_slack_s!r}")
+        count = len(self.vehicle_names)
+        require(count > 0, "vehicle_names must name at least one vehicle")
+        require_vehicle_names(self.vehicle_names)
+        require(len(set(self.vehicle_names)) == count, f"vehicle_names must be unique, got {self.vehicle_names}")
+        require(len(self.vehicle_types) == count, f"vehicle_types needs {count} entries (one per vehicle)")
+        require(len(self.initial_positions) == 3 * count, f"initial_positions needs {3 * count} numbers (x, y, z per vehicle)")
+        require(len(self.initial_yaws_rad) == count, f"initial_yaws_rad needs {count} entries (one per vehicle)")
+        require(self.publish_rate_hz <= self.rate_hz, "publish_rate_hz cannot exceed rate_hz")
+        parse_participants(self.lockstep_participants)  # a ParamsError names the bad entry
+
+    @property
+    def steps_per_period(self) -> int:
+        return max(1, round(self.rate_hz / self.publish_rate_hz))
+
+    def with_fleet(self) -> "PhysicsNodeParams":
+        """These parameters with the vehicles of the selected fleet (unchanged without one)."""
+        selection = FleetSelection(fleet=self.fleet, vehicles=self.vehicles,
+                                   vehicle_type=self.vehicle_types[0] if self.vehicle_types else "quad_x")
+        if not selection.given:
+            return self
+        fleet = selection.load()
+        return replace(
+            self,
+            vehicle_names=tuple(v.name for v in fleet),
+            vehicle_types=tuple(v.type for v in fleet),
+            initial_positions=tuple(c for v in fleet for c in v.position),
+            initial_yaws_rad=tuple(v.yaw_rad for v in fleet),
+        )
