@@ -36,7 +36,7 @@ from aerial_sim.rosnode.clocks import InputStampClock
 from aerial_sim.rosnode.parameters import declare_params
 from aerial_sim.rosnode.qos import COMMAND_QOS, stream_qos
 from aerial_sim.rosnode.run import run_node
-from aerial_sim.vehicles.fleet import require_vehicle_names
+from aerial_sim.vehicles.fleet import FleetSelection, require_vehicle_names
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,10 @@ class MavlinkNodeParams:
 
     vehicle_names: tuple[str, ...] = ("drone1",)
     vehicle_types: tuple[str, ...] = ("quad_x",)
+    #: A fleet instead of ``vehicle_names`` (the physics node's selection): a fleet file
+    #: (config/fleets/<name>.yaml or a path; ``none`` = none) or ``vehicles`` > 1 = drone1..N of ``vehicle_types[0]``.
+    fleet: str = "none"
+    vehicles: int = 0
     #: System id of the first vehicle; vehicle i gets sysid_base + i (PX4 SITL: MAV_SYS_ID = instance + 1).
     sysid_base: int = 1
     lockstep: bool = False
@@ -55,8 +59,18 @@ class MavlinkNodeParams:
         require(len(self.vehicle_names) > 0, "vehicle_names must name at least one vehicle")
         require_vehicle_names(self.vehicle_names)
         require(len(self.vehicle_types) == len(self.vehicle_names), "vehicle_types needs one entry per vehicle")
-        require(1 <= self.sysid_base and self.sysid_base + len(self.vehicle_names) - 1 <= 250,
-                f"system ids must be in 1..250 (sysid_base {self.sysid_base}, {len(self.vehicle_names)} vehicles)")
+        require(self.vehicles >= 0, f"vehicles must be >= 0, got {self.vehicles}")
+        count = max(len(self.vehicle_names), self.vehicles)
+        require(1 <= self.sysid_base and self.sysid_base + count - 1 <= 250,
+                f"system ids must be in 1..250 (sysid_base {self.sysid_base}, {count} vehicles)")
+
+    def fleet_vehicles(self) -> list[tuple[str, str]]:
+        """(name, vehicle type) of every vehicle served, in system-id order."""
+        selection = FleetSelection(fleet=self.fleet, vehicles=self.vehicles if self.vehicles > 1 else 0,
+                                   vehicle_type=self.vehicle_types[0])
+        if selection.given:
+            return [(vehicle.name, vehicle.type) for vehicle in selection.load()]
+        return list(zip(self.vehicle_names, self.vehicle_types))
 
 
 class MavlinkNode(Node):
@@ -74,7 +88,7 @@ class MavlinkNode(Node):
         self.home = declare_params(self, HomePoint, prefix="home.")
         self.clock = SimClock()
         self.vehicles = {name: RosVehicleLink(self, name, kind, params.lockstep)
-                         for name, kind in zip(params.vehicle_names, params.vehicle_types)}
+                         for name, kind in params.fleet_vehicles()}
         self.create_subscription(Clock, "/clock", self.on_clock, stream_qos(params.lockstep))
         self.sim_clock = InputStampClock(self)
         self.create_subscription(DiagnosticArray, "/diagnostics", self.on_diagnostics, COMMAND_QOS)
