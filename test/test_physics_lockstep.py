@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from aerial_sim.config import ParamsError
-from aerial_sim.physics.lockstep import LockstepGate, Participant, parse_participants
+from aerial_sim.physics.lockstep import EntryRefused, LockstepGate, Participant, parse_participants
 
 MS = 1_000_000
 
@@ -59,3 +59,36 @@ def test_a_bad_lockstep_participants_parameter_stops_the_physics_node_with_the_e
     assert PhysicsNodeParams(lockstep_participants="none").lockstep_participants == "none"
     with pytest.raises(ParamsError, match="participant /drone1/depth: rate_hz"):
         PhysicsNodeParams(lockstep_participants="/drone1/imu/data@200 /drone1/depth@0")
+
+
+def test_an_entry_cannot_replace_another_owners_and_a_huge_name_is_refused_in_a_short_line():
+    """Issue 32: an anonymous /drone1/imu/data@0.0001 silently replaced the IMU's own entry (the IMU then went
+    unawaited); a 1 MB topic name was accepted and logged whole."""
+    gate = LockstepGate(parse_participants("/driver/scan@10"))
+    assert gate.add(Participant("/drone1/imu/data", 200.0), "imu process")
+    assert not gate.add(Participant("/drone1/imu/data", 200.0), "imu process")  # its own repeat: no change
+    for topic, owner in (("/drone1/imu/data", "imu process"), ("/driver/scan", gate.CONFIGURED)):
+        with pytest.raises(EntryRefused, match=f"{topic} is {owner}'s entry"):
+            gate.add(Participant(topic, 0.0001), "someone else")
+    assert {p.topic: p.rate_hz for p in gate.participants()} == {"/driver/scan": 10.0, "/drone1/imu/data": 200.0}
+    with pytest.raises(ParamsError, match="at most 256 characters") as refused:
+        Participant.parse("/" + "x" * 1_000_000 + "@250")
+    assert len(str(refused.value)) < 200
+    gate.remove("/drone1/imu/data")  # its announcer left: anyone may announce the topic again
+    assert gate.add(Participant("/drone1/imu/data", 100.0), "a new imu process")
+
+
+def test_a_participant_silent_past_the_timeout_is_overdue_but_a_slow_one_is_not():
+    gate = LockstepGate((Participant("/silent", 100.0), Participant("/slow", 100.0)))
+    for topic in ("/silent", "/slow"):
+        gate.arm(topic, -1)
+    clock = 50 * MS
+    assert gate.overdue(clock, 0.0, 5.0) == []  # both hold the clock from now
+    gate.observe("/slow", 10 * MS)  # late, but producing: its wait starts again
+    assert gate.overdue(clock, 4.0, 5.0) == []
+    assert [h.participant.topic for h in gate.overdue(clock, 5.0, 5.0)] == ["/silent"]
+    assert [h.participant.topic for h in gate.overdue(clock, 9.5, 5.0)] == ["/silent", "/slow"]
+    assert gate.overdue(clock, 1e6, 0.0) == []  # timeout 0: wait for ever
+    gate.observe("/silent", clock)
+    gate.observe("/slow", clock)
+    assert gate.overdue(clock, 20.0, 5.0) == [] and gate.holdups(clock) == []

@@ -21,6 +21,15 @@ skipped); once armed at clock ``t_arm`` it owes the due stamps after ``t_arm`` o
 output sent before its reader was there is lost to it). Armed before the first state
 went out, it owes every stamp from ``first_s``.
 
+Entries cannot be forged into a stall (issue 32). An announced entry has an *owner*, the
+process that announced it: it cannot replace an entry of another owner (nor one of the
+physics node's own parameter), it is honoured only while its announcer is in the graph
+and expires with it, and once its topic is published, only if the announcer's process is
+among the publishers (the node adapter checks those two). And a participant that holds
+the clock without a new output for ``timeout_s`` of wall time is dropped
+(:meth:`LockstepGate.overdue`): the physics node reports it as an ERROR, and the clock
+goes on without it (a batch counts such a run as failed: :data:`DROPPED_MARKER`).
+
 Entries are written ``TOPIC@RATE_HZ[:FIRST_S[:LAG_S]]`` (``/drone1/imu/data@200``,
 ``/drone1/gps/fix@50:0.2``), the same text in the physics node's ``lockstep_participants``
 parameter and in what a node announces on ``/lockstep/participants``.
@@ -41,8 +50,21 @@ STAMP_TOLERANCE_NS = 1_000
 #: stamp arithmetic in the simulation loop). No participant outputs faster than physics steps.
 MAX_RATE_HZ = 10_000.0
 MAX_OFFSET_S = 1e6
+#: Longest topic name an entry may give (a 1 MB name was accepted, and logged, whole).
+MAX_TOPIC_CHARS = 256
+#: Start of the physics node's ERROR line when it drops a participant (``aerial_sim batch`` fails such a run).
+DROPPED_MARKER = "lockstep: participant dropped"
 
 _TOPIC = re.compile(r"^/[A-Za-z0-9_/~]+$")
+
+
+def shorten(text: str, limit: int = 80) -> str:
+    """``text`` for a log line: cut to ``limit`` characters, saying how long it was."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+class EntryRefused(ParamsError):
+    """An announced entry that may not be taken (its topic is another owner's)."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +77,9 @@ class Participant:
     lag_s: float = 0.0
 
     def __post_init__(self) -> None:
+        if len(self.topic) > MAX_TOPIC_CHARS:
+            raise ParamsError(f"lockstep participant topic must be at most {MAX_TOPIC_CHARS} characters, got "
+                              f"{shorten(self.topic, 40)!r}")
         if not _TOPIC.match(self.topic) or "//" in self.topic or self.topic.endswith("/"):
             raise ParamsError(f"lockstep participant topic must be an absolute ROS name, got {self.topic!r}")
         for name in ("rate_hz", "first_s", "lag_s"):
@@ -72,11 +97,11 @@ class Participant:
         topic, at, numbers = text.strip().partition("@")
         fields = numbers.split(":") if at else []
         if not at or not 1 <= len(fields) <= 3:
-            raise ParamsError(f"lockstep participant {text!r}: write TOPIC@RATE_HZ[:FIRST_S[:LAG_S]]")
+            raise ParamsError(f"lockstep participant {shorten(text)!r}: write TOPIC@RATE_HZ[:FIRST_S[:LAG_S]]")
         try:
             values = [float(f) for f in fields]
         except ValueError:
-            raise ParamsError(f"lockstep participant {text!r}: rate, first and lag must be numbers") from None
+            raise ParamsError(f"lockstep participant {shorten(text)!r}: rate, first and lag must be numbers") from None
         return cls(topic, *values)
 
     def text(self) -> str:
@@ -115,20 +140,46 @@ class Holdup:
 class LockstepGate:
     """The participants and their newest output stamps; thread-safe (stamps arrive in callbacks)."""
 
+    #: Owner of the entries given by the physics node's own ``lockstep_participants`` parameter.
+    CONFIGURED = "the lockstep_participants parameter"
+
     def __init__(self, participants: tuple[Participant, ...] = ()):
         self._lock = threading.Lock()
         self._participants: dict[str, Participant] = {}
+        self._owners: dict[str, str] = {}
         self._latest_ns: dict[str, int] = {}
         self._armed_since_ns: dict[str, int] = {}
+        self._held_since: dict[str, tuple[float, int | None]] = {}  # topic -> (wall s, newest stamp then)
         for participant in participants:
-            self.add(participant)
+            self.add(participant, self.CONFIGURED)
 
-    def add(self, participant: Participant) -> bool:
-        """Await ``participant`` from now on (replacing an entry of the same topic); true when new or changed."""
+    def add(self, participant: Participant, owner: str = CONFIGURED) -> bool:
+        """Await ``participant`` from now on; true when new or changed. Its owner may change its
+        entry; an entry of another owner raises :class:`EntryRefused` (naming that owner)."""
         with self._lock:
+            held_by = self._owners.get(participant.topic)
+            if held_by is not None and held_by != owner:
+                raise EntryRefused(f"lockstep participant {participant.topic} is {held_by}'s entry: "
+                                   f"{shorten(participant.text())} may not replace it")
             changed = self._participants.get(participant.topic) != participant
             self._participants[participant.topic] = participant
+            self._owners[participant.topic] = owner
             return changed
+
+    def owner(self, topic: str) -> str | None:
+        with self._lock:
+            return self._owners.get(topic)
+
+    def remove(self, topic: str) -> Participant | None:
+        """Stop awaiting ``topic`` (it expired or was dropped); its entry, or None."""
+        with self._lock:
+            for table in (self._owners, self._latest_ns, self._armed_since_ns, self._held_since):
+                table.pop(topic, None)
+            return self._participants.pop(topic, None)
+
+    def owned_by(self, owner: str) -> list[Participant]:
+        with self._lock:
+            return [p for t, p in self._participants.items() if self._owners.get(t) == owner]
 
     def arm(self, topic: str, since_ns: int) -> None:
         """``topic`` is read from now on: it owes the due stamps after ``since_ns`` (-1: all)."""
@@ -148,6 +199,24 @@ class LockstepGate:
         with self._lock:
             if stamp_ns > self._latest_ns.get(topic, -1):
                 self._latest_ns[topic] = stamp_ns
+
+    def overdue(self, clock_ns: int, now_s: float, timeout_s: float) -> list[Holdup]:
+        """The participants that have held the clock at ``clock_ns`` for ``timeout_s`` of wall time
+        (``now_s``, any monotonic clock) without producing a new output: silent, not just slow
+        (each new output starts the wait again). ``timeout_s`` 0 or less: none ever is."""
+        held = self.holdups(clock_ns)
+        with self._lock:
+            stale = []
+            for holdup in held:
+                topic = holdup.participant.topic
+                since = self._held_since.get(topic)
+                if since is None or since[1] != holdup.latest_ns:
+                    self._held_since[topic] = (now_s, holdup.latest_ns)
+                elif timeout_s > 0 and now_s - since[0] >= timeout_s:
+                    stale.append(holdup)
+            for topic in set(self._held_since) - {h.participant.topic for h in held}:
+                del self._held_since[topic]
+            return stale
 
     def holdups(self, clock_ns: int) -> list[Holdup]:
         """The participants that have not yet produced their awaited output at clock ``clock_ns``."""
