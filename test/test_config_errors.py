@@ -53,6 +53,11 @@ CASES = {
     # 3. A run folder that cannot be created, with recording on.
     "run_dir": (lambda d: (*SMALL_SIM, "record:=true", "run_dir:=/proc/nope"),
                 r"output_dir: cannot create run folder '/proc/nope'"),
+    # 6. vehicles:=0 (ran a one-vehicle fleet) and a vehicle_name outside the fleet (a camera and mission for no vehicle).
+    "vehicles_zero": (lambda d: (*SMALL_SIM, "record:=false", "vehicles:=0"),
+                      r"vehicles must be at least 1 \(1: the single vehicle vehicle_name; 2 or more: a fleet\), got 0"),
+    "vehicle_not_in_fleet": (lambda d: (*SMALL_SIM, "record:=false", "vehicles:=2", "vehicle_name:=drone9"),
+                             r"vehicle_name 'drone9' is not in the fleet \(drone1, drone2\)"),
     # 5. An empty scene file (was a 0-triangle world with no word).
     "scene_empty": (lambda d: ("physics.launch.yaml", "scene:=" + _empty_file(d, "blank.yaml")),
                     r"scene '.*blank\.yaml': blank\.yaml is empty"),

@@ -47,6 +47,11 @@ class FleetHosting:
     one ``/swarm/motor_commands`` message (:mod:`aerial_sim.rosnode.swarm_link`).
 
     The nodes share one ``/clock`` subscription (one per process instead of one per vehicle).
+
+    ``fleet_vehicle: NAME`` (fleet.launch.yaml passes sim.launch.yaml's ``vehicle_name``, whose
+    camera, viewer, AirSim server and mission serve it): a fleet must be selected and hold a
+    vehicle of that name, else one line says so (``vehicles:=0`` ran a one-vehicle fleet, and a
+    ``vehicle_name`` outside the fleet gave a camera and mission with no vehicle, both silently).
     """
 
     #: The node's name in code (launch's ``name`` replaces it, as for a single node).
@@ -57,7 +62,7 @@ class FleetHosting:
     type_parameter: str | None = None
 
     #: Parameters of the hosting process itself (not passed on to the vehicles' nodes).
-    SELECTION = ("fleet", "vehicles", "namespaces", "shard", "swarm_link")
+    SELECTION = ("fleet", "vehicles", "namespaces", "shard", "swarm_link", "fleet_vehicle")
     OVERRIDE_PREFIX = "vehicle_overrides."
     SEED_STRIDE = 1_000_000
 
@@ -105,6 +110,9 @@ def add_hosted_nodes(node_factory: Callable[..., Node], hosting: FleetHosting, g
         raise ParamsError(f"vehicles must be an integer >= 0, got {count!r}")
     fleet_file = FleetSelection(fleet=str(value.get("fleet") or ""), vehicles=count).fleet_file
     listed = [str(n) for n in value.get("namespaces") or () if str(n)]
+    member = str(value.get("fleet_vehicle") or "")
+    if member and not fleet_file and count == 0:
+        raise ParamsError("vehicles must be at least 1 (1: the single vehicle vehicle_name; 2 or more: a fleet), got 0")
     if not fleet_file and count == 0 and not listed:
         nodes.append(single())  # the single-vehicle node, exactly as without hosting
         return
@@ -113,6 +121,11 @@ def add_hosted_nodes(node_factory: Callable[..., Node], hosting: FleetHosting, g
         fleet = FleetSelection(fleet=fleet_file, vehicles=count, vehicle_type=vehicle_type).load()
     else:
         fleet = tuple(FleetVehicle(name=n) for n in listed)  # ParamsError for a name that is no ROS name
+    names = [v.name for v in fleet]
+    if member and member not in names:
+        shown = ", ".join(names[:8]) + (f", ... ({len(names)} vehicles)" if len(names) > 8 else "")
+        raise ParamsError(f"vehicle_name '{member}' is not in the fleet ({shown}): its camera, viewer and mission "
+                          "would serve no vehicle")
     typed = bool(fleet_file or count) and hosting.type_parameter is not None
     shard, shards = _shard(value.get("shard", [0, 1]))
     served = [(i, v) for i, v in enumerate(fleet) if i % shards == shard
