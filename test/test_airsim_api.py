@@ -341,8 +341,26 @@ def test_images_of_every_supported_type_decode_as_an_airsim_client_would():
         assert len(vis["image_data_uint8"]) > 0 and len(seg["image_data_uint8"]) == 48 * 64 * 3
         seg_raw = np.frombuffer(seg["image_data_uint8"], np.uint8).reshape(48, 64, 3)
         assert np.array_equal(seg_raw[:, :, ::-1], np.asarray(Image.open(io.BytesIO(seg_png["image_data_uint8"]))))
-        with pytest.raises(RpcError, match=r"image type 7 \(Infrared\) is not rendered"):
-            await call(api, "simGetImages", [{"camera_name": "0", "image_type": 7}], "", False)
+        # cv_mode.py's list: one type not rendered here answers an empty image, the others as usual.
+        mixed = await call(api, "simGetImages", [{"camera_name": "0", "image_type": kind, "pixels_as_float": f,
+                                                  "compress": False}
+                                                 for kind, f in ((7, False), (4, True), (6, False), (0, False))], "", False)
+        infrared, disparity, normals, scene = msgpack_roundtrip(mixed)
+        assert infrared["width"] == infrared["height"] == 0 and infrared["image_data_uint8"] == b""
+        assert "image type 7 (Infrared) is not rendered" in infrared["message"]
+        assert len(scene["image_data_uint8"]) == 48 * 64 * 3
+        # DisparityNormalized = fx B / (z W) of the planar depth (fx = W / 2 at 90 deg), 0 where nothing is hit.
+        disparity = np.array(disparity["image_data_float"], np.float32).reshape(48, 64)
+        with np.errstate(divide="ignore"):
+            expected = np.where(ground, np.clip((64 / 2) * 0.10 / (planar * 64), 0.0, 1.0), 0.0)  # too near: 1
+        assert np.allclose(disparity, expected, rtol=1e-3, atol=1e-6)
+        # SurfaceNormals of the ground seen by a level camera: up = -z of AirSim's camera frame -> (128, 128, 0).
+        normals = np.frombuffer(normals["image_data_uint8"], np.uint8).reshape(48, 64, 3)[:, :, ::-1]  # BGR -> RGB
+        seen = ground & (planar > 0)  # ground farther than the minimum range
+        inside = seen[1:-1, 1:-1] & seen[:-2, 1:-1] & seen[2:, 1:-1] & seen[1:-1, :-2] & seen[1:-1, 2:]
+        ground_normals = normals[1:-1, 1:-1][inside].astype(int)
+        assert len(ground_normals) > 100 and np.all(np.abs(ground_normals - [128, 128, 0]) <= 3)
+        assert not normals[0].any()  # sky: no surface, black
         with pytest.raises(RpcError, match="no camera named 'nose'"):
             await call(api, "simGetImage", "nose", 0, "", False)
 

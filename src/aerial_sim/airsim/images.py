@@ -23,9 +23,21 @@ Image types (AirSim's ImageType enum):
   ``NO_RETURN_DEPTH_M``, nearer than the minimum range -> 0. As bytes, the
   DepthVis grey image.
 - DepthVis (3): grey, black = 0 m to white = 100 m (AirSim's scale).
+- DisparityNormalized (4): ``(x_left - x_right) / width`` of the stereo pair
+  front_left/front_right (``STEREO_BASELINE_M`` apart), from planar depth:
+  ``fx * baseline / (z * width)``, in [0, 1] (0 where nothing is hit); as
+  floats (what AirSim's docs advise) or grey bytes (1 = white).
 - Segmentation (5): one colour per segmentation id (a fixed palette, below);
   ``pixels_as_float`` gives the ids themselves.
-Other types answer an error naming them.
+- SurfaceNormals (6): the surface normal of each pixel, from the gradients of
+  the camera-frame points the depth image gives (``cross(dP/du, dP/dv)``,
+  turned toward the camera), in the camera frame AirSim uses (x forward,
+  y right, z down), as colour ``(n + 1) / 2 * 255`` (RGB; BGR bytes when
+  uncompressed, like Scene); black where nothing is hit.
+Any other type (Infrared, OpticalFlow, ...) answers, for that request only, an
+empty image (width and height 0, no bytes) whose ``message`` says why, as
+AirSim answers an image it cannot capture; the other requests of the list are
+answered as usual.
 """
 
 from __future__ import annotations
@@ -49,11 +61,14 @@ from aerial_sim.world.camera import CameraModel, CameraParams
 from aerial_sim.world.geometry import quaternion_to_matrix, rpy_to_matrix
 from aerial_sim.world.scene import Scene
 
-SCENE, DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS, DISPARITY, SEGMENTATION = 0, 1, 2, 3, 4, 5
+SCENE, DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS, DISPARITY, SEGMENTATION, SURFACE_NORMALS = 0, 1, 2, 3, 4, 5, 6
 IMAGE_TYPE_NAMES = {0: "Scene", 1: "DepthPlanar", 2: "DepthPerspective", 3: "DepthVis", 4: "DisparityNormalized",
                     5: "Segmentation", 6: "SurfaceNormals", 7: "Infrared", 8: "OpticalFlow", 9: "OpticalFlowVis",
                     10: "Lighting", 11: "Annotation"}
-SUPPORTED_TYPES = (SCENE, DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS, SEGMENTATION)
+SUPPORTED_TYPES = (SCENE, DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS, DISPARITY, SEGMENTATION, SURFACE_NORMALS)
+DEPTH_TYPES = {DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS, DISPARITY, SURFACE_NORMALS}
+#: DisparityNormalized: the stereo baseline (m), front_left to front_right (5 cm either side of the centre).
+STEREO_BASELINE_M = 0.10
 #: Depth reported where a ray hits nothing within range (the largest half-float: finite, far).
 NO_RETURN_DEPTH_M = 65504.0
 #: DepthVis: white at this depth (AirSim: 100 m).
@@ -187,24 +202,51 @@ class CameraRig:
     # -- rendering -------------------------------------------------------------------------
     def render(self, vehicle: str, requests: Sequence[tuple[str, int, bool, bool]], position, orientation,
                stamp_ns: int) -> list[dict]:
-        """ImageResponse maps for ``requests`` = [(camera_name, image_type, pixels_as_float, compress)]."""
-        for _, image_type, _, _ in requests:
-            if image_type not in SUPPORTED_TYPES:
-                name = IMAGE_TYPE_NAMES.get(image_type, "unknown")
-                supported = ", ".join(IMAGE_TYPE_NAMES[t] for t in SUPPORTED_TYPES)
-                raise RpcFault(f"image type {image_type} ({name}) is not rendered by aerial_sim (supported: {supported})")
+        """ImageResponse maps for ``requests`` = [(camera_name, image_type, pixels_as_float, compress)].
+
+        An unknown camera name fails the whole list (AirSim throws); an image type not rendered here
+        gets an empty image for that request only (module docstring)."""
         frames = {}
         for camera_name in dict.fromkeys(r[0] for r in requests):
             camera = self.camera(vehicle, camera_name)
             kinds = {r[1] for r in requests if r[0] == camera_name}
+            if not kinds & set(SUPPORTED_TYPES):
+                frames[camera_name] = (camera, None)
+                continue
             frames[camera_name] = (camera, camera.model.render(
                 position, orientation,
-                depth=bool(kinds & {DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS}),
+                depth=bool(kinds & DEPTH_TYPES),
                 segmentation=SEGMENTATION in kinds,
                 color=SCENE in kinds,
             ))
-        return [self._response(frames[name], name, kind, as_float, compress, position, orientation, stamp_ns)
-                for name, kind, as_float, compress in requests]
+        responses = []
+        for name, kind, as_float, compress in requests:
+            if kind in SUPPORTED_TYPES:
+                responses.append(self._response(frames[name], name, kind, as_float, compress, position, orientation,
+                                                stamp_ns))
+            else:
+                responses.append(self._empty_response(frames[name][0], name, kind, as_float, compress, position,
+                                                      orientation, stamp_ns))
+        return responses
+
+    def _empty_response(self, camera, camera_name, image_type, as_float, compress, position, orientation, stamp_ns):
+        name = IMAGE_TYPE_NAMES.get(image_type, "unknown")
+        supported = ", ".join(IMAGE_TYPE_NAMES[t] for t in SUPPORTED_TYPES)
+        cam_position, cam_orientation = self.camera_pose(camera, position, orientation)
+        return {
+            "image_data_uint8": b"",
+            "image_data_float": [],
+            "camera_position": vector3r(cam_position),
+            "camera_name": camera_name,
+            "camera_orientation": quaternionr(cam_orientation),
+            "time_stamp": int(stamp_ns),
+            "message": f"image type {image_type} ({name}) is not rendered by aerial_sim (supported: {supported})",
+            "pixels_as_float": bool(as_float),
+            "compress": bool(compress),
+            "width": 0,
+            "height": 0,
+            "image_type": int(image_type),
+        }
 
     def _response(self, rendered, camera_name, image_type, as_float, compress, position, orientation, stamp_ns):
         camera, frame = rendered
@@ -221,6 +263,17 @@ class CameraRig:
             depth = frame.depth * camera.planar_factor
             floats = np.clip(airsim_depth(depth) / DEPTH_VIS_RANGE_M, 0.0, 1.0) if as_float else None
             pixels = None if as_float else depth_vis(depth)
+        elif image_type == DISPARITY:
+            disparity = disparity_normalized(frame.depth * camera.planar_factor, camera.model.fx, width)
+            floats = disparity if as_float else None
+            if not as_float:
+                grey = (disparity * 255.0 + 0.5).astype(np.uint8)
+                pixels = np.repeat(grey[:, :, None], 3, axis=2)
+        elif image_type == SURFACE_NORMALS:
+            model = camera.model
+            rgb = normals_to_rgb(surface_normals(frame.depth * camera.planar_factor, model.fx, model.fy, model.cx,
+                                                 model.cy))
+            pixels = rgb if compress else rgb[:, :, ::-1]
         else:  # SEGMENTATION
             floats = frame.segmentation.astype(np.float32) if as_float else None
             if not as_float:
@@ -267,6 +320,46 @@ class CameraRig:
                   [0.0, 0.0, -1.0, 0.0]]
         return {"pose": {"position": vector3r(cam_position), "orientation": quaternionr(cam_orientation)},
                 "fov": float(p.hfov_deg), "proj_mat": {"matrix": matrix}}
+
+
+def disparity_normalized(planar_depth: np.ndarray, fx: float, width: int,
+                         baseline_m: float = STEREO_BASELINE_M) -> np.ndarray:
+    """AirSim's DisparityNormalized ``(x_l - x_r) / x_max`` = ``fx * baseline / (z * width)``, clipped to [0, 1]
+    (a rectified stereo pair; disparity d = f B / z, Hartley & Zisserman eq. 11.1); no return (+inf) -> 0,
+    nearer than the minimum range (-inf, REP-117) -> 1."""
+    z = np.where(planar_depth == -np.inf, 0.0, planar_depth)
+    with np.errstate(divide="ignore"):
+        return np.clip(fx * baseline_m / (z * width), 0.0, 1.0).astype(np.float32)
+
+
+def surface_normals(planar_depth: np.ndarray, fx: float, fy: float, cx: float, cy: float) -> np.ndarray:
+    """Unit normals (H, W, 3) in AirSim's camera frame (x forward, y right, z down) from a planar depth image:
+    back-project each pixel to P = z ((u - cx) / fx, (v - cy) / fy, 1) (optical frame), take
+    n = dP/du x dP/dv by central differences and turn it toward the camera. No return (or a neighbour
+    without one): zero."""
+    height, width = planar_depth.shape
+    valid = np.isfinite(planar_depth) & (planar_depth > 0)
+    z = np.where(valid, planar_depth, np.nan).astype(np.float64)
+    u, v = np.meshgrid(np.arange(width, dtype=np.float64), np.arange(height, dtype=np.float64))
+    points = np.stack([z * (u - cx) / fx, z * (v - cy) / fy, z], axis=2)  # optical: x right, y down, z forward
+    du = np.gradient(points, axis=1)
+    dv = np.gradient(points, axis=0)
+    normal = np.cross(du, dv)
+    facing = np.einsum("ijk,ijk->ij", normal, points)
+    normal[facing > 0] *= -1.0  # toward the camera
+    norm = np.linalg.norm(normal, axis=2, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        normal = normal / norm
+    normal[~np.isfinite(normal).all(axis=2)] = 0.0
+    # optical (right, down, forward) -> AirSim camera (forward, right, down)
+    return np.stack([normal[:, :, 2], normal[:, :, 0], normal[:, :, 1]], axis=2).astype(np.float32)
+
+
+def normals_to_rgb(normals: np.ndarray) -> np.ndarray:
+    """(n + 1) / 2 * 255 per axis; zero normals (no surface) black."""
+    rgb = ((normals + 1.0) * 127.5 + 0.5).astype(np.uint8)
+    rgb[~normals.any(axis=2)] = 0
+    return rgb
 
 
 def airsim_depth(depth: np.ndarray) -> np.ndarray:

@@ -27,13 +27,15 @@ Decisions (documented in the README):
 - a velocity command is a stream: when none arrives for ``command_timeout_s``
   the vehicle holds the position it has reached.
 - ``arm(false)`` in flight is refused (use ``land``); on the ground it disarms.
+  ``kill`` stops the motors at once whatever the mode (PX4's kill switch; what
+  AirSim's ``armDisarm(False)`` does in the air): the vehicle falls.
 - while landing, ``cmd_pose``/``cmd_vel`` are refused (a setpoint still in flight
   when ``land`` was called must not cancel the landing); ``takeoff`` aborts the
   landing and climbs ``takeoff_altitude`` from where the vehicle is.
 - attitude, rate and motor commands (what AirSim's ``moveByRollPitchYaw*``,
   ``moveByAngleRates*`` and ``moveByMotorPWMs`` need) are streams like
-  ``cmd_vel``: accepted once flying (a motor stream also when armed on the
-  ground), they fall back to holding position after ``command_timeout_s``
+  ``cmd_vel``: accepted once armed, on the ground too (AirSim's
+  ``moveByRollPitchYawThrottle`` takes off with enough throttle), they fall back to holding position after ``command_timeout_s``
   without a new one; motor inputs go to the motors unchanged;
 - ``reset`` (a simulation reset) disarms whatever the mode: the vehicle was
   put back on the ground;
@@ -176,6 +178,16 @@ class FlightSupervisor:
         self._set_mode(Mode.DISARMED, "disarmed")
         return "disarmed"
 
+    def kill(self) -> str:
+        """Motors off now, whatever the mode (a flying vehicle falls): PX4's kill switch, AirSim's disarm."""
+        if not self.armed:
+            return "already disarmed"
+        self.controller.reset()
+        self._direct = ()
+        was = self.mode.value
+        self._set_mode(Mode.DISARMED, f"killed (was {was}): motors off")
+        return f"motors off (was {was})"
+
     def takeoff(self) -> str:
         state = self._require_state()
         if not self.armed:
@@ -281,8 +293,6 @@ class FlightSupervisor:
     def _direct_mode(self, time_s: float, mode: Mode, direct: tuple, what: str) -> None:
         self._require_armed(mode.value)
         self._refuse_while_landing(mode.value)
-        if not self.flying:
-            raise CommandRejected(f"{mode.value} command refused: not flying (take off first)")
         self._direct = direct
         self._last_command_s = time_s
         if self.mode is not mode:

@@ -6,8 +6,8 @@ A thin adapter around :class:`aerial_sim.control.supervisor.FlightSupervisor`
 - state from ``ground_truth/odom`` (pose in ``map``, twist in ``base_link``);
   with ``attitude_source: imu`` the attitude and body rates come from
   ``imu/data`` instead (its frame is assumed aligned with ``base_link``);
-- services ``arm`` (SetBool), ``takeoff``, ``land`` and ``reset`` (Trigger;
-  after a simulation reset: disarm); topics ``cmd_pose`` (PoseStamped, ``map``)
+- services ``arm`` (SetBool), ``takeoff``, ``land``, ``kill`` (motors off now,
+  even in flight) and ``reset`` (Trigger; after a simulation reset: disarm); topics ``cmd_pose`` (PoseStamped, ``map``)
   and ``cmd_vel`` (TwistStamped, ``map`` or ``<ns>/base_link``); refused
   requests are one clear log line and the vehicle keeps holding;
 - lower-level streams (AirSim's attitude, rate and PWM commands):
@@ -151,6 +151,7 @@ class FlightControllerNode(Node):
         serve(self, SetBool, "arm", self.on_arm)
         serve(self, Trigger, "takeoff", self.on_takeoff)
         serve(self, Trigger, "land", self.on_land)
+        serve(self, Trigger, "kill", self.on_kill)
         if params.lockstep:
             self.create_timer(0.05, self.check_client_timeout, clock=Clock(clock_type=ClockType.STEADY_TIME))
         pacing = (("lockstep" + (" (waits for its client)" if self._gate else "")) if params.lockstep
@@ -332,6 +333,9 @@ class FlightControllerNode(Node):
 
     def on_arm(self, request, response):
         return self.service(response, lambda: self.fc.arm(request.data))
+
+    def on_kill(self, request, response):
+        return self.service(response, self.fc.kill)
 
     def on_takeoff(self, request, response):
         return self.service(response, self.fc.takeoff)
