@@ -39,7 +39,7 @@ setup(
         *tree("config"),
         *tree("rviz"),
     ],
-    install_requires=["setuptools", "numpy", "pyyaml", "pymap3d", "fluids"],
+    install_requires=["setuptools", "numpy", "pyyaml", "pymap3d", "fluids", "jsonschema"],
     zip_safe=True,
     maintainer="aerial_sim developers",
     maintainer_email="aerial-sim@example.org",

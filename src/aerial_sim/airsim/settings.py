@@ -1,0 +1,438 @@
+"""An AirSim ``settings.json`` read as an input to aerial_sim (pure, no ROS).
+
+AirSim configures a simulation with one JSON file (docs/settings.md of
+microsoft/AirSim), found in this order: the ``--settings`` argument, a
+``settings.json`` beside the executable, ``~/Documents/AirSim/settings.json``
+(:func:`find_settings_file`). :func:`load_settings` reads such a file,
+checks every key it maps against a JSON schema (the kept ``jsonschema``
+validator: a wrong type or value is one :class:`SettingsError` naming the key
+path), and returns an :class:`AirSimSettings` that the launch and the AirSim
+API node apply. Every key it does not map is one warning naming it
+(``AirSimSettings.warnings``): a user sees what was ignored, nothing fails
+because of it.
+
+Units and frames are AirSim's: positions in metres NED relative to the
+vehicle (cameras, sensors) or to the player start (vehicles, external
+cameras), angles in degrees, wind NED m/s. doc/airsim_settings.md holds the
+table of what maps onto what.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+SIM_MODES = ("Multirotor", "ComputerVision")
+#: VehicleType values flown by aerial_sim's own controller (AirSim's SimpleFlight behaviour).
+MULTIROTOR_TYPES = ("SimpleFlight", "PX4Multirotor", "ArduCopter")
+#: AirSim's SensorType enum.
+SENSOR_TYPES = {1: "Barometer", 2: "Imu", 3: "Gps", 4: "Magnetometer", 5: "Distance", 6: "Lidar"}
+#: AirSim's ImageType enum names (CaptureSettings.ImageType).
+IMAGE_TYPES = {-1: "all", 0: "Scene", 1: "DepthPlanar", 2: "DepthPerspective", 3: "DepthVis", 4: "DisparityNormalized",
+               5: "Segmentation", 6: "SurfaceNormals", 7: "Infrared", 8: "OpticalFlow", 9: "OpticalFlowVis"}
+#: AirSim's defaults (docs/settings.md): 256 x 144 pixels, 90 deg.
+DEFAULT_WIDTH, DEFAULT_HEIGHT, DEFAULT_FOV_DEG = 256, 144, 90.0
+
+
+class SettingsError(ValueError):
+    """A settings file that cannot be used: the message says which file, which key and why."""
+
+
+# -- what is read -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CameraSetting:
+    """A named camera: mount (NED/FRD metres, degrees) on its vehicle, or in the world for an external one."""
+
+    name: str
+    position_ned: tuple[float, float, float] | None = None  # None: AirSim's default mount of that name
+    rpy_deg: tuple[float, float, float] | None = None
+    width: int = DEFAULT_WIDTH
+    height: int = DEFAULT_HEIGHT
+    fov_deg: float = DEFAULT_FOV_DEG
+    image_types: tuple[int, ...] = ()  # the CaptureSettings entries given (empty: every type)
+    external: bool = False
+
+
+@dataclass(frozen=True)
+class SensorSetting:
+    """A named sensor of a vehicle: its AirSim type and the parameters aerial_sim maps (AirSim's names)."""
+
+    name: str
+    kind: str  # Barometer, Imu, Gps, Magnetometer, Distance, Lidar
+    enabled: bool = True
+    params: dict = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class VehicleSetting:
+    name: str
+    vehicle_type: str = "SimpleFlight"
+    position_ned: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    rpy_deg: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    #: AirSim's DefaultVehicleState for simple_flight: "Armed" unless "Inactive"/"Disarmed" is given.
+    default_armed: bool = True
+    cameras: tuple[CameraSetting, ...] = ()
+    sensors: tuple[SensorSetting, ...] = ()
+
+
+@dataclass(frozen=True)
+class AirSimSettings:
+    """What a settings file says that aerial_sim applies (module docstring); defaults are AirSim's."""
+
+    sim_mode: str = "Multirotor"
+    clock_speed: float = 1.0
+    api_server_port: int = 41451
+    local_host_ip: str = ""
+    origin: tuple[float, float, float] | None = None  # latitude, longitude (deg), altitude (m)
+    wind_ned: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    vehicles: tuple[VehicleSetting, ...] = ()
+    camera_defaults: CameraSetting | None = None
+    external_cameras: tuple[CameraSetting, ...] = ()
+    recording: dict = field(default_factory=dict, compare=False, hash=False)
+    warnings: tuple[str, ...] = ()
+    source: str = ""
+
+    @property
+    def computer_vision(self) -> bool:
+        return self.sim_mode == "ComputerVision"
+
+    def vehicle_names(self) -> tuple[str, ...]:
+        return tuple(v.name for v in self.vehicles)
+
+
+# -- the schema of the keys mapped (types and values; unknown keys are warnings, not errors) ----------------
+
+_NUMBER = {"type": "number"}
+_POSE = {"X": _NUMBER, "Y": _NUMBER, "Z": _NUMBER, "Roll": _NUMBER, "Pitch": _NUMBER, "Yaw": _NUMBER}
+_CAPTURE = {
+    "type": "object",
+    "properties": {
+        "ImageType": {"type": "integer", "minimum": -1, "maximum": 11},
+        "Width": {"type": "integer", "minimum": 1, "maximum": 8192},
+        "Height": {"type": "integer", "minimum": 1, "maximum": 8192},
+        "FOV_Degrees": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 180},
+    },
+}
+_CAMERA = {
+    "type": "object",
+    "properties": dict(_POSE, CaptureSettings={"type": "array", "items": _CAPTURE}),
+}
+_SENSOR = {
+    "type": "object",
+    "required": ["SensorType"],
+    "properties": dict(
+        _POSE,
+        SensorType={"type": "integer", "enum": sorted(SENSOR_TYPES)},
+        Enabled={"type": "boolean"},
+        NumberOfChannels={"type": "integer", "minimum": 1, "maximum": 512},
+        Range={"type": "number", "exclusiveMinimum": 0},
+        PointsPerSecond={"type": "integer", "minimum": 1},
+        RotationsPerSecond={"type": "number", "exclusiveMinimum": 0},
+        HorizontalFOVStart={"type": "number", "minimum": -360, "maximum": 360},
+        HorizontalFOVEnd={"type": "number", "minimum": -360, "maximum": 360},
+        VerticalFOVUpper={"type": "number", "minimum": -90, "maximum": 90},
+        VerticalFOVLower={"type": "number", "minimum": -90, "maximum": 90},
+        MinDistance={"type": "number", "minimum": 0},
+        MaxDistance={"type": "number", "exclusiveMinimum": 0},
+    ),
+}
+_VEHICLE = {
+    "type": "object",
+    "properties": dict(
+        _POSE,
+        VehicleType={"type": "string"},
+        DefaultVehicleState={"type": "string", "enum": ["", "Armed", "Inactive", "Disarmed"]},
+        Cameras={"type": "object", "additionalProperties": _CAMERA},
+        Sensors={"type": "object", "additionalProperties": _SENSOR},
+    ),
+}
+SCHEMA = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "type": "object",
+    "properties": {
+        "SettingsVersion": {"type": "number"},
+        "SimMode": {"type": "string"},
+        "ClockSpeed": {"type": "number", "minimum": 0},
+        "ApiServerPort": {"type": "integer", "minimum": 0, "maximum": 65535},
+        "LocalHostIp": {"type": "string"},
+        "OriginGeopoint": {
+            "type": "object",
+            "properties": {"Latitude": {"type": "number", "minimum": -90, "maximum": 90},
+                           "Longitude": {"type": "number", "minimum": -180, "maximum": 180},
+                           "Altitude": _NUMBER},
+        },
+        "Wind": {"type": "object", "properties": {"X": _NUMBER, "Y": _NUMBER, "Z": _NUMBER}},
+        "Vehicles": {"type": "object", "additionalProperties": _VEHICLE},
+        "CameraDefaults": _CAMERA,
+        "ExternalCameras": {"type": "object", "additionalProperties": _CAMERA},
+        "DefaultSensors": {"type": "object", "additionalProperties": _SENSOR},
+        "Recording": {
+            "type": "object",
+            "properties": {"RecordOnMove": {"type": "boolean"}, "RecordInterval": {"type": "number", "minimum": 0},
+                           "Folder": {"type": "string"}, "Enabled": {"type": "boolean"},
+                           "Cameras": {"type": "array"}},
+        },
+    },
+}
+_VALIDATOR = jsonschema.Draft7Validator(SCHEMA)
+
+#: Keys read, per section; any other key is one warning naming it.
+_TOP_KEYS = set(SCHEMA["properties"])
+_VEHICLE_KEYS = set(_VEHICLE["properties"])
+_CAMERA_KEYS = set(_CAMERA["properties"])
+_CAPTURE_KEYS = set(_CAPTURE["properties"])
+_SENSOR_COMMON = {"SensorType", "Enabled", "X", "Y", "Z", "Roll", "Pitch", "Yaw"}
+_SENSOR_KEYS = {
+    "Lidar": _SENSOR_COMMON | {"NumberOfChannels", "Range", "PointsPerSecond", "RotationsPerSecond",
+                               "HorizontalFOVStart", "HorizontalFOVEnd", "VerticalFOVUpper", "VerticalFOVLower"},
+    "Distance": _SENSOR_COMMON | {"MinDistance", "MaxDistance"},
+    "Imu": {"SensorType", "Enabled"},
+    "Barometer": {"SensorType", "Enabled"},
+    "Magnetometer": {"SensorType", "Enabled"},
+    "Gps": {"SensorType", "Enabled"},
+}
+_RECORDING_KEYS = {"RecordOnMove", "RecordInterval", "Folder", "Enabled", "Cameras"}
+#: AirSim's sensors of a multirotor when its settings name none (AirSimSettings.hpp: createDefaultSensorSettings).
+DEFAULT_MULTIROTOR_SENSORS = (SensorSetting("Imu", "Imu"), SensorSetting("Magnetometer", "Magnetometer"),
+                              SensorSetting("Gps", "Gps"), SensorSetting("Barometer", "Barometer"))
+
+
+# -- reading --------------------------------------------------------------------------------------------------
+
+
+def find_settings_file(explicit: str = "auto", home: str | None = None) -> Path | None:
+    """AirSim's search order: an explicit path (must exist), else ``~/Documents/AirSim/settings.json`` if
+    present, else None (AirSim's defaults). ``explicit`` ``""``/``none`` means: no settings file."""
+    if explicit.strip().lower() in ("", "none"):
+        return None
+    if explicit != "auto":
+        path = Path(explicit).expanduser()
+        if not path.is_file():
+            raise SettingsError(f"AirSim settings file {explicit} does not exist")
+        return path
+    documents = Path(home if home is not None else os.path.expanduser("~")) / "Documents" / "AirSim" / "settings.json"
+    return documents if documents.is_file() else None
+
+
+def load_settings(path: str | os.PathLike) -> AirSimSettings:
+    """Read, validate and map one settings file (:class:`SettingsError` if it cannot be used)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")  # Windows editors write a BOM
+    except (OSError, UnicodeDecodeError) as error:
+        raise SettingsError(f"cannot read AirSim settings file {path}: {error}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise SettingsError(f"AirSim settings file {path} is not valid JSON: {error.msg} at line {error.lineno} "
+                            f"column {error.colno}") from None
+    return parse_settings(data, str(path))
+
+
+def parse_settings(data: Any, source: str = "settings") -> AirSimSettings:
+    """Map the decoded JSON of a settings file (see :func:`load_settings`)."""
+    errors = sorted(_VALIDATOR.iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        first = errors[0]
+        where = "/".join(str(p) for p in first.absolute_path) or "(top level)"
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise SettingsError(f"AirSim settings {source}: {where}: {first.message}{more}")
+    warnings: list[str] = []
+
+    def unknown(section: dict, known: set, where: str) -> None:
+        for key in section:
+            if key not in known:
+                warnings.append(f"{where}{key}: not supported by aerial_sim, ignored")
+
+    unknown(data, _TOP_KEYS, "")
+    sim_mode = data.get("SimMode", "") or "Multirotor"
+    if sim_mode not in SIM_MODES:
+        raise SettingsError(f"AirSim settings {source}: SimMode: '{sim_mode}' is not simulated here "
+                            f"(aerial_sim flies {', '.join(SIM_MODES)})")
+    origin = None
+    if "OriginGeopoint" in data:
+        geo = data["OriginGeopoint"]
+        unknown(geo, {"Latitude", "Longitude", "Altitude"}, "OriginGeopoint/")
+        origin = (float(geo.get("Latitude", 47.641468)), float(geo.get("Longitude", -122.140165)),
+                  float(geo.get("Altitude", 122.0)))
+    wind = data.get("Wind", {})
+    unknown(wind, {"X", "Y", "Z"}, "Wind/")
+    camera_defaults = None
+    if "CameraDefaults" in data:
+        camera_defaults = _camera("CameraDefaults", data["CameraDefaults"], None, False, warnings, "CameraDefaults/")
+    external = tuple(_camera(name, spec, camera_defaults, True, warnings, f"ExternalCameras/{name}/")
+                     for name, spec in data.get("ExternalCameras", {}).items())
+    default_sensors = _sensors(data.get("DefaultSensors", {}), warnings, "DefaultSensors/")
+    vehicles = []
+    for name, spec in data.get("Vehicles", {}).items():
+        vehicles.append(_vehicle(name, spec, sim_mode, camera_defaults, default_sensors, warnings))
+    if not vehicles:  # AirSim's default vehicle of the mode
+        default_name = "ComputerVision" if sim_mode == "ComputerVision" else "SimpleFlight"
+        vehicles.append(VehicleSetting(default_name, "ComputerVision" if sim_mode == "ComputerVision" else "SimpleFlight",
+                                       sensors=default_sensors or DEFAULT_MULTIROTOR_SENSORS))
+    recording = dict(data.get("Recording", {}))
+    unknown(recording, _RECORDING_KEYS, "Recording/")
+    return AirSimSettings(
+        sim_mode=sim_mode,
+        clock_speed=float(data.get("ClockSpeed", 1.0)),
+        api_server_port=int(data.get("ApiServerPort", 41451)),
+        local_host_ip=str(data.get("LocalHostIp", "")),
+        origin=origin,
+        wind_ned=(float(wind.get("X", 0.0)), float(wind.get("Y", 0.0)), float(wind.get("Z", 0.0))),
+        vehicles=tuple(vehicles),
+        camera_defaults=camera_defaults,
+        external_cameras=external,
+        recording=recording,
+        warnings=tuple(warnings),
+        source=source,
+    )
+
+
+def _pose(spec: dict, default_position=None, default_rpy=None):
+    position = default_position
+    if any(k in spec for k in ("X", "Y", "Z")):
+        base = default_position or (0.0, 0.0, 0.0)
+        position = tuple(float(spec.get(k, b)) for k, b in zip("XYZ", base))
+    rpy = default_rpy
+    if any(k in spec for k in ("Roll", "Pitch", "Yaw")):
+        base = default_rpy or (0.0, 0.0, 0.0)
+        rpy = tuple(float(spec.get(k, b)) for k, b in zip(("Roll", "Pitch", "Yaw"), base))
+    for value in (position or ()) + (rpy or ()):
+        if not math.isfinite(value):
+            raise SettingsError("a pose value is not finite")
+    return position, rpy
+
+
+def _camera(name: str, spec: dict, defaults: CameraSetting | None, external: bool, warnings: list,
+            where: str) -> CameraSetting:
+    unknown = [k for k in spec if k not in _CAMERA_KEYS]
+    warnings.extend(f"{where}{k}: not supported by aerial_sim, ignored" for k in unknown)
+    base = defaults or CameraSetting(name)
+    position, rpy = _pose(spec, base.position_ned, base.rpy_deg)
+    width, height, fov, types = base.width, base.height, base.fov_deg, list(base.image_types)
+    captures = spec.get("CaptureSettings")
+    if captures is not None:
+        types = []
+        for index, capture in enumerate(captures):
+            for key in capture:
+                if key not in _CAPTURE_KEYS:
+                    warnings.append(f"{where}CaptureSettings/{index}/{key}: not supported by aerial_sim, ignored")
+            # aerial_sim renders every type of a camera from one ray cast: one resolution and FOV per camera
+            # (the largest asked for).
+            width = max(width if types else 0, int(capture.get("Width", DEFAULT_WIDTH)))
+            height = max(height if types else 0, int(capture.get("Height", DEFAULT_HEIGHT)))
+            fov = float(capture.get("FOV_Degrees", fov))
+            types.append(int(capture.get("ImageType", 0)))
+    return CameraSetting(name, position, rpy, width, height, fov, tuple(types), external)
+
+
+def _sensors(spec: dict, warnings: list, where: str) -> tuple[SensorSetting, ...]:
+    sensors = []
+    for name, sensor in spec.items():
+        kind = SENSOR_TYPES[sensor["SensorType"]]
+        known = _SENSOR_KEYS[kind]
+        for key in sensor:
+            if key not in known:
+                warnings.append(f"{where}{name}/{key}: not supported by aerial_sim for a {kind}, ignored")
+        params = {k: v for k, v in sensor.items() if k in known and k not in ("SensorType", "Enabled")}
+        sensors.append(SensorSetting(name, kind, bool(sensor.get("Enabled", True)), params))
+    return tuple(sensors)
+
+
+def _vehicle(name: str, spec: dict, sim_mode: str, camera_defaults, default_sensors, warnings) -> VehicleSetting:
+    where = f"Vehicles/{name}/"
+    for key in spec:
+        if key not in _VEHICLE_KEYS:
+            warnings.append(f"{where}{key}: not supported by aerial_sim, ignored")
+    kind = spec.get("VehicleType", "ComputerVision" if sim_mode == "ComputerVision" else "SimpleFlight")
+    if sim_mode == "ComputerVision":
+        if kind != "ComputerVision":
+            warnings.append(f"{where}VehicleType: '{kind}' in SimMode ComputerVision: flown as a ComputerVision "
+                            "vehicle")
+            kind = "ComputerVision"
+    elif kind not in MULTIROTOR_TYPES:
+        raise SettingsError(f"{where}VehicleType: '{kind}' is not a multirotor type aerial_sim flies "
+                            f"({', '.join(MULTIROTOR_TYPES)}); SimMode is Multirotor")
+    elif kind != "SimpleFlight":
+        warnings.append(f"{where}VehicleType: '{kind}' is flown by aerial_sim's own controller (as SimpleFlight)")
+        kind = "SimpleFlight"
+    position, rpy = _pose(spec, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
+    state = spec.get("DefaultVehicleState", "")
+    cameras = tuple(_camera(cam, cam_spec, camera_defaults, False, warnings, f"{where}Cameras/{cam}/")
+                    for cam, cam_spec in spec.get("Cameras", {}).items())
+    sensors = _sensors(spec.get("Sensors", {}), warnings, f"{where}Sensors/") if "Sensors" in spec else None
+    if sensors is None:
+        sensors = default_sensors or DEFAULT_MULTIROTOR_SENSORS
+    names = _valid_name(name, where)
+    return VehicleSetting(names, kind, position, rpy, state in ("", "Armed"), cameras, sensors)
+
+
+def _valid_name(name: str, where: str) -> str:
+    """A vehicle name is a ROS namespace here: letters, digits and underscores, not starting with a digit."""
+    if not name or not (name[0].isalpha() or name[0] == "_") or not all(c.isalnum() or c == "_" for c in name):
+        raise SettingsError(f"{where[:-1]}: the vehicle name '{name}' cannot be a ROS namespace (use letters, "
+                            "digits and underscores, starting with a letter)")
+    return name
+
+
+# -- onto the launch ----------------------------------------------------------------------------------------
+
+
+def launch_arguments(settings: AirSimSettings) -> dict[str, str]:
+    """``sim.launch.yaml`` arguments that realise ``settings`` (what the launch itself must change)."""
+    arguments = {"clock_speed": f"{settings.clock_speed:g}", "airsim_port": str(settings.api_server_port)}
+    names = settings.vehicle_names()
+    if len(names) == 1:
+        arguments["vehicle_name"] = names[0]
+    else:
+        arguments["vehicles"] = str(len(names))
+    lidar = any(s.kind == "Lidar" and s.enabled for v in settings.vehicles for s in v.sensors)
+    distance = any(s.kind == "Distance" and s.enabled for v in settings.vehicles for s in v.sensors)
+    arguments["use_lidar"] = str(lidar).lower()
+    arguments["use_distance"] = str(distance).lower()
+    if settings.computer_vision:
+        arguments["mission"] = "none"
+    if settings.recording.get("Enabled") is False:
+        arguments["record"] = "false"
+    return arguments
+
+
+def settings_json(settings: AirSimSettings) -> str:
+    """``getSettingsString``: the settings as AirSim would report them (the keys aerial_sim applies)."""
+    vehicles = {}
+    for vehicle in settings.vehicles:
+        x, y, z = vehicle.position_ned
+        roll, pitch, yaw = vehicle.rpy_deg
+        vehicles[vehicle.name] = {"VehicleType": vehicle.vehicle_type, "X": x, "Y": y, "Z": z, "Roll": roll,
+                                  "Pitch": pitch, "Yaw": yaw,
+                                  "Cameras": {c.name: _camera_json(c) for c in vehicle.cameras},
+                                  "Sensors": {s.name: {"SensorType": _sensor_type(s.kind), "Enabled": s.enabled,
+                                                       **s.params} for s in vehicle.sensors}}
+    out = {"SettingsVersion": 1.2, "SimMode": settings.sim_mode, "ClockSpeed": settings.clock_speed,
+           "Vehicles": vehicles, "Wind": dict(zip("XYZ", settings.wind_ned))}
+    if settings.origin is not None:
+        out["OriginGeopoint"] = dict(zip(("Latitude", "Longitude", "Altitude"), settings.origin))
+    if settings.external_cameras:
+        out["ExternalCameras"] = {c.name: _camera_json(c) for c in settings.external_cameras}
+    return json.dumps(out)
+
+
+def _camera_json(camera: CameraSetting) -> dict:
+    out = {"CaptureSettings": [{"ImageType": t, "Width": camera.width, "Height": camera.height,
+                                "FOV_Degrees": camera.fov_deg} for t in (camera.image_types or (0,))]}
+    if camera.position_ned is not None:
+        out.update(zip("XYZ", camera.position_ned))
+    if camera.rpy_deg is not None:
+        out.update(zip(("Roll", "Pitch", "Yaw"), camera.rpy_deg))
+    return out
+
+
+def _sensor_type(kind: str) -> int:
+    return next(code for code, name in SENSOR_TYPES.items() if name == kind)

@@ -1,0 +1,95 @@
+"""An AirSim settings.json as an input (aerial_sim.airsim.settings): every supported section mapped, every
+unsupported key one warning naming it, every kind of mistake one error naming the key."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aerial_sim.airsim.settings import (SettingsError, find_settings_file, launch_arguments, load_settings,
+                                        parse_settings, settings_json)
+
+FULL = Path(__file__).parent / "data" / "airsim" / "settings_full.json"
+
+
+def test_a_settings_file_with_every_supported_section_is_mapped():
+    s = load_settings(FULL)
+    assert s.sim_mode == "Multirotor" and s.clock_speed == 2.0 and s.api_server_port == 41460
+    assert s.origin == (47.641468, -122.140165, 122.0) and s.wind_ned == (2.0, -1.0, 0.0)
+    assert s.recording["RecordInterval"] == 0.05
+    assert s.vehicle_names() == ("Drone1", "Drone2")
+    drone1, drone2 = s.vehicles
+    assert drone1.rpy_deg == (0.0, 0.0, 90.0) and drone2.position_ned == (4.0, 0.0, 0.0)
+    assert drone1.default_armed and not drone2.default_armed  # "Inactive": starts disarmed
+    cameras = {c.name: c for c in drone1.cameras}
+    assert cameras["low_res"].position_ned == (0.5, 0.0, 0.1) and cameras["low_res"].rpy_deg == (0.0, -20.0, 0.0)
+    assert (cameras["low_res"].width, cameras["low_res"].height, cameras["low_res"].fov_deg) == (256, 144, 80.0)
+    assert (cameras["high_res"].width, cameras["high_res"].height, cameras["high_res"].fov_deg) == (1280, 720, 100.0)
+    assert cameras["high_res"].position_ned is None  # AirSim's default mount
+    (fixed1,) = s.external_cameras
+    assert fixed1.external and fixed1.position_ned == (0.0, 0.0, -5.0) and fixed1.rpy_deg == (0.0, -90.0, 0.0)
+    assert (fixed1.width, fixed1.height, fixed1.fov_deg, fixed1.image_types) == (128, 96, 60.0, (1,))
+    sensors = {x.name: x for x in drone1.sensors}
+    assert [sensors[n].kind for n in ("Imu1", "Gps1", "Distance1", "LidarTop", "LidarBottom")] == \
+        ["Imu", "Gps", "Distance", "Lidar", "Lidar"]
+    assert sensors["LidarTop"].params["NumberOfChannels"] == 16 and sensors["LidarBottom"].params["Range"] == 10
+    assert {x.kind for x in drone2.sensors} == {"Imu", "Magnetometer", "Gps", "Barometer"}  # AirSim's defaults
+    assert launch_arguments(s) == {"clock_speed": "2", "airsim_port": "41460", "vehicles": "2", "use_lidar": "true",
+                                   "use_distance": "true"}
+    again = json.loads(settings_json(s))
+    assert set(again["Vehicles"]) == {"Drone1", "Drone2"} and "fixed1" in again["ExternalCameras"]
+
+
+def test_every_unsupported_key_is_one_warning_naming_it():
+    warnings = load_settings(FULL).warnings
+    expected = ["SeeDocsAt", "ViewMode", "CameraDefaults/CaptureSettings/0/MotionBlurAmount",
+                "Vehicles/Drone1/EnableCollisionPassthrogh", "Vehicles/Drone1/Sensors/Gps1/EphTimeConstant",
+                "Vehicles/Drone1/Sensors/LidarTop/DrawDebugPoints"]
+    assert sorted(w.split(":")[0] for w in warnings) == sorted(expected)
+    assert all("ignored" in w for w in warnings)
+
+
+def test_computer_vision_mode_and_the_defaults_of_an_empty_file():
+    cv = parse_settings({"SettingsVersion": 1.2, "SimMode": "ComputerVision"})
+    assert cv.computer_vision and cv.vehicle_names() == ("ComputerVision",)
+    assert launch_arguments(cv)["mission"] == "none"
+    default = parse_settings({})
+    assert default.sim_mode == "Multirotor" and default.vehicle_names() == ("SimpleFlight",)
+    assert default.clock_speed == 1.0 and default.api_server_port == 41451 and default.warnings == ()
+
+
+@pytest.mark.parametrize("text, message", [
+    ("{ \"SimMode\": \"Multirotor\", }", "is not valid JSON: .* at line 1"),
+    ("[]", r"\(top level\): \[\] is not of type 'object'"),
+    ('{"ClockSpeed": "fast"}', "ClockSpeed: 'fast' is not of type 'number'"),
+    ('{"ClockSpeed": -1}', "ClockSpeed: -1 is less than the minimum of 0"),
+    ('{"SimMode": "Car"}', "SimMode: 'Car' is not simulated here"),
+    ('{"Vehicles": {"d": {"VehicleType": "PhysXCar"}}}', "Vehicles/d/VehicleType: 'PhysXCar' is not a multirotor"),
+    ('{"Vehicles": {"1st drone": {}}}', "vehicle name '1st drone' cannot be a ROS namespace"),
+    ('{"Vehicles": {"d": {"Sensors": {"s": {"SensorType": 9}}}}}', "Vehicles/d/Sensors/s/SensorType: 9 is not one of"),
+    ('{"Vehicles": {"d": {"Sensors": {"s": {"Enabled": true}}}}}', "'SensorType' is a required property"),
+    ('{"Vehicles": {"d": {"Cameras": {"c": {"CaptureSettings": [{"FOV_Degrees": 0}]}}}}}',
+     "Vehicles/d/Cameras/c/CaptureSettings/0/FOV_Degrees: 0 is less than or equal to the minimum of 0"),
+    ('{"OriginGeopoint": {"Latitude": 91}}', "OriginGeopoint/Latitude: 91 is greater than the maximum of 90"),
+    ('{"Wind": {"X": "strong"}}', "Wind/X: 'strong' is not of type 'number'"),
+])
+def test_each_kind_of_mistake_is_one_clear_error(tmp_path, text, message):
+    path = tmp_path / "settings.json"
+    path.write_text(text)
+    with pytest.raises(SettingsError, match=message):
+        load_settings(path)
+
+
+def test_airsims_search_order(tmp_path):
+    assert find_settings_file("auto", home=str(tmp_path)) is None  # nothing there: AirSim's defaults
+    documents = tmp_path / "Documents" / "AirSim"
+    documents.mkdir(parents=True)
+    (documents / "settings.json").write_text("{}")
+    assert find_settings_file("auto", home=str(tmp_path)) == documents / "settings.json"
+    assert find_settings_file(str(FULL)) == FULL and find_settings_file("none") is None
+    with pytest.raises(SettingsError, match="does not exist"):
+        find_settings_file(str(tmp_path / "missing.json"))
+    with pytest.raises(SettingsError, match="cannot read"):
+        load_settings(tmp_path)  # a folder
