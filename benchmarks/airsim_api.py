@@ -65,6 +65,7 @@ def server_share() -> dict:
     from aerial_sim.airsim.rpc import ContainsPrepacked, encode_response
     from aerial_sim.vehicles.multirotor import load_vehicle
     from aerial_sim.world.camera import CameraParams
+    from aerial_sim.world.colliders import scene_colliders
     from aerial_sim.world.scene import load_scene
 
     class Link:
@@ -75,7 +76,7 @@ def server_share() -> dict:
         vehicles, clock, paused = {"drone1": Link()}, SimClock(), False
 
     scene = load_scene("urban")
-    api = AirSimApi(Graph(), CameraRig(scene, CameraParams()), scene_colliders=scene.colliders())
+    api = AirSimApi(Graph(), CameraRig(scene, CameraParams()), scene_colliders=scene_colliders(scene))
     requests = [{"camera_name": "0", "image_type": 1, "pixels_as_float": True, "compress": False},
                 {"camera_name": "0", "image_type": 5, "pixels_as_float": False, "compress": False},
                 {"camera_name": "0", "image_type": 0, "pixels_as_float": False, "compress": False}]

@@ -26,6 +26,7 @@ NODE_SECONDS = 10.0
 from _node_rate import child_pid, cpu_seconds  # noqa: E402
 
 from aerial_sim.world.camera import CameraModel, CameraParams
+from aerial_sim.world.geometry import ray_caster_of
 from aerial_sim.world.scene import load_scene
 
 POSES = {  # a view with plenty of geometry in each scene
@@ -120,7 +121,7 @@ def main(argv: list[str]) -> int:
         for path, reference in (("compiled", False), ("reference", True)):
             figures = {case: time_ms(lambda: camera.render(position, orientation, reference=reference, **flags), 10)
                        for case, flags in CASES.items()}
-            print(f"{name:<10} {scene.ray_caster.triangle_count:>9} {path:>9} "
+            print(f"{name:<10} {ray_caster_of(scene).triangle_count:>9} {path:>9} "
                   + " ".join(f"{figures[case][0]:>6.1f}/{figures[case][1]:<6.1f}" for case in CASES)
                   + f"   {1e3 / figures['all three'][1]:.0f}")
     if with_node:

@@ -110,9 +110,10 @@ def test_a_mixed_fleet_steps_each_vehicle_as_its_own_scalar_flight():
 
 def test_scene_contacts_on_the_batched_path_agree_with_the_scalar_path():
     """One vehicle pushed into a building of the urban scene, another dropped onto a roof."""
+    from aerial_sim.world.colliders import scene_colliders
     from aerial_sim.world.scene import load_scene
 
-    colliders = list(load_scene("urban").colliders())
+    colliders = list(scene_colliders(load_scene("urban")))
     starts = {"wall": (15.0, 9.0, 6.0), "roof": (30.0, -15.0, 11.0)}  # building_s2: 9 m high
     together = make_world("batched")
     alone = {name: make_world("scalar") for name in starts}

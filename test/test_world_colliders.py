@@ -8,6 +8,7 @@ import textwrap
 import numpy as np
 import pytest
 
+from aerial_sim.world.colliders import scene_colliders
 from aerial_sim.world.scene import load_scene
 
 LEVEL = (1.0, 0.0, 0.0, 0.0)
@@ -21,7 +22,7 @@ def scene_from(tmp_path, objects: str):
 
 
 def test_box_wall_contact_has_penetration_depth_and_outward_normal():
-    wall = load_scene("corridor").colliders()[0]  # plastic wall, front face x = 10
+    wall = scene_colliders(load_scene("corridor"))[0]  # plastic wall, front face x = 10
     assert wall.contact((10.0 - 0.25, 0.0, 6.0), LEVEL, BODY_HALF) is None
     contact = wall.contact((10.0 - 0.15, 0.5, 6.0), LEVEL, BODY_HALF)
     assert contact.depth_m == pytest.approx(0.05, abs=1e-6)
@@ -39,7 +40,7 @@ def test_box_wall_contact_has_penetration_depth_and_outward_normal():
     ("{name: crate, shape: box, size: [1, 1, 2], position: [0, 0, 1.0], yaw_deg: 20, segmentation_id: 2}", 0.03),
 ])
 def test_body_resting_on_top_of_an_object_is_pushed_up(tmp_path, shape, expected_depth):
-    collider = scene_from(tmp_path, f"- {shape}\n").colliders()[0]
+    collider = scene_colliders(scene_from(tmp_path, f"- {shape}\n"))[0]
     # Body bottom face 3 cm below the object's top (z = 2).
     contact = collider.contact((0.0, 0.0, 2.0 + 0.05 - expected_depth), LEVEL, BODY_HALF)
     assert contact.depth_m == pytest.approx(expected_depth, abs=2e-3)
@@ -53,7 +54,7 @@ def test_mesh_collider_pushes_out_of_the_surface(tmp_path):
     scene = scene_from(tmp_path, """
         - {name: roof, shape: mesh, file: %s, scale: 4.0, position: [0, 0, 0], segmentation_id: 2}
     """ % (load_scene("urban").base_dir / "meshes" / "pyramid.obj"))
-    collider = scene.colliders()[0]
+    collider = scene_colliders(scene)[0]
     assert collider.contact((0.0, 0.0, 4.2), LEVEL, BODY_HALF) is None
     # Body over the +x face (slope 2:1 -> outward normal (2, 0, 1)/sqrt(5)), sunk into it.
     contact = collider.contact((1.0, 0.0, 2.0 + 0.05 - 0.02), LEVEL, BODY_HALF)
@@ -68,7 +69,7 @@ def make_world(scene, x, y, z):
     from aerial_sim.vehicles.multirotor import load_vehicle
 
     world = PhysicsWorld(PhysicsParams())
-    for collider in scene.colliders():
+    for collider in scene_colliders(scene):
         world.add_collider(collider)
     vehicle = load_vehicle("quad_x")
     world.add_vehicle("drone1", vehicle, position=(x, y, z))

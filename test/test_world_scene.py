@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from aerial_sim.config import ParamsError
-from aerial_sim.world.geometry import SURFACE_GROUND
+from aerial_sim.world.colliders import scene_colliders
+from aerial_sim.world.geometry import SURFACE_GROUND, ray_caster_of
 from aerial_sim.world.scene import load_scene
 
 
@@ -23,7 +24,7 @@ def test_shipped_scenes_load_with_unique_names(name):
     scene = load_scene(name)
     assert scene.name == name
     assert len({o.name for o in scene.objects}) == len(scene.objects)
-    assert len(scene.colliders()) == len(scene.objects)
+    assert len(scene_colliders(scene)) == len(scene.objects)
 
 
 def test_corridor_walls_carry_the_seed_004_material_coefficients():
@@ -45,14 +46,14 @@ def test_urban_mesh_object_is_where_the_file_and_pose_put_it():
     roof = next(o for o in scene.objects if o.shape == "mesh")
     # pyramid.obj: apex 1 m above its origin; scaled 8x and placed at the roof position.
     apex = np.array(roof.position) + (0.0, 0.0, roof.scale * 1.0)
-    hits = scene.ray_caster.cast(apex + (0.0, 0.0, 5.0), np.array([[0.0, 0.0, -1.0]]))
+    hits = ray_caster_of(scene).cast(apex + (0.0, 0.0, 5.0), np.array([[0.0, 0.0, -1.0]]))
     assert hits.distance[0] == pytest.approx(5.0, abs=1e-4)
     assert hits.surface[0] == 2 + scene.objects.index(roof)
 
 
 def test_ground_plane_is_hit_from_above_and_missed_when_looking_up():
     scene = load_scene("empty")
-    hits = scene.ray_caster.cast((1.0, 2.0, 3.0), np.array([[0.6, 0.0, -0.8], [0.0, 0.0, 1.0]]))
+    hits = ray_caster_of(scene).cast((1.0, 2.0, 3.0), np.array([[0.6, 0.0, -0.8], [0.0, 0.0, 1.0]]))
     assert hits.distance[0] == pytest.approx(3.0 / 0.8, rel=1e-6)
     assert hits.surface.tolist() == [SURFACE_GROUND, 0]
     assert np.isinf(hits.distance[1])

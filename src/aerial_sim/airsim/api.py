@@ -931,15 +931,18 @@ class AirSimApi:
         length = float(np.linalg.norm(b - a))
         if length < 1e-9:
             return True
-        hits = self._cameras().scene.ray_caster.cast(a[None, :], ((b - a) / length)[None, :], normals=False)
+        from aerial_sim.world.geometry import ray_caster_of
+
+        hits = ray_caster_of(self._cameras().scene).cast(a[None, :], ((b - a) / length)[None, :], normals=False)
         return bool(hits.distance[0] >= length - 1e-6)
 
     async def rpc_simGetWorldExtents(self):
         scene = self._cameras().scene
-        meshes = scene.ray_caster.meshes
-        if meshes:
-            low = np.min([m.bounds[0] for m in meshes], axis=0)
-            high = np.max([m.bounds[1] for m in meshes], axis=0)
+        from aerial_sim.world.geometry import ray_caster_of
+
+        bounds = ray_caster_of(scene).bounds
+        if bounds is not None:
+            low, high = bounds
         else:
             low, high = np.array([-100.0, -100.0, 0.0]), np.array([100.0, 100.0, 100.0])
         return [self._geo(low), self._geo(high)]

@@ -320,11 +320,12 @@ class AirSimApiNode(Node):
 
         cameras, colliders = None, []
         if params.scene:
+            from aerial_sim.world.colliders import scene_colliders
             from aerial_sim.world.scene import load_scene
 
-            scene = load_scene(params.scene)
+            scene = load_scene(params.scene, home=self.home)
             cameras = CameraRig(scene, camera_params)
-            colliders = scene.colliders()
+            colliders = scene_colliders(scene)
         self.api = AirSimApi(self, cameras, ApiParams(guidance=params.guidance, home=self.home),
                              scene_colliders=colliders, logger=_RosLogger(self))
         self.api.render_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="airsim-render")

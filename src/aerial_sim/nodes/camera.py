@@ -106,7 +106,7 @@ class CameraNode(Node):
         self._last_stamp_s = -math.inf
         self._last_frame = None  # (position, orientation, stamp ns) of the last frame published
         self.get_logger().info(
-            f"camera: scene '{self.scene.name}' ({self.scene.ray_caster.triangle_count} triangles), "
+            f"camera: scene '{self.scene.name}' ({self.model.caster.triangle_count} triangles), "
             f"{self.camera_params.width}x{self.camera_params.height} at {p.rate_hz:g} Hz sim time, "
             f"hfov {self.camera_params.hfov_deg:g} deg, {self.camera_params.depth_mode} depth"
         )

@@ -35,6 +35,7 @@ import numpy as np
 
 from aerial_sim.config import require, require_non_negative, require_positive
 from aerial_sim.sensors.common import GroundTruthLike, Mount, RandomCheckpoint, check_rate_and_seed, rotation_matrix, sensor_rng
+from aerial_sim.world.geometry import ray_caster_of
 from aerial_sim.world.scene import Scene
 
 GOLDEN_ANGLE_RAD = math.pi * (3.0 - math.sqrt(5.0))
@@ -89,7 +90,7 @@ class DistanceSensor:
 
     def __init__(self, params: DistanceSensorParams, scene: Scene, rng: np.random.Generator | None = None):
         self.params = params
-        self.caster = scene.ray_caster
+        self.caster = ray_caster_of(scene)
         self._rng = rng if rng is not None else sensor_rng(params.seed, "distance")
         self._random_start = RandomCheckpoint(self._rng)
         self.directions_sensor = cone_directions(params.field_of_view_deg, params.cone_rays)

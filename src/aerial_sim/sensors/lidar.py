@@ -79,6 +79,7 @@ from aerial_sim.sensors.common import (
     sensor_rng,
 )
 from aerial_sim.sensors.pointcloud import LIDAR_POINT_DTYPE
+from aerial_sim.world.geometry import ray_caster_of
 from aerial_sim.world.scene import NO_HIT_ID, Scene
 
 #: The plastic number g (real root of g^3 = g + 1), generator of the R2 sequence.
@@ -234,7 +235,7 @@ class LidarModel:
     def __init__(self, params: LidarParams, scene: Scene, rng: np.random.Generator | None = None):
         self.params = params
         self.scene = scene
-        self.caster = scene.ray_caster
+        self.caster = ray_caster_of(scene)
         self._rng = rng if rng is not None else sensor_rng(params.seed, "lidar")
         self._random_start = RandomCheckpoint(self._rng)
         self._mount_rotation = params.mount.rotation.astype(np.float32)  # lidar -> base_link

@@ -16,7 +16,17 @@ images; seed 000, sec. 3 and Fig. 1):
 - segmentation, uint16: the segmentation id of the surface hit, 0 where none.
 - colour, uint8 RGB: surface colour x (ambient + (1 - ambient) max(0, n.s))
   (Lambert's cosine law with a sun direction s), ground as a 2-tone checker,
-  sky colour where nothing was hit.
+  sky colour where nothing was hit. The surface colour is the triangle's base
+  colour times its texture at the hit point; the scene's ``lighting`` section
+  (:mod:`aerial_sim.world.lighting`) may place the sun from the time of day,
+  hide it behind occluders (shadow rays, Embree occlusion queries), grade the
+  sky, fog by distance, scale the exposure and supersample the colour image.
+- instance, uint16: the instance id of the object hit (unique per object; 1 the
+  ground, 0 nothing) beside the class segmentation id.
+- normals, float32 (H, W, 3): the unit surface normal in the optical frame
+  (facing the camera; zero where nothing was hit), AirSim's SurfaceNormals.
+
+Depth, segmentation, instance and normals never depend on the lighting.
 
 The camera is mounted on ``base_link`` at ``mount_position_m`` (FLU) with
 ``mount_rpy_deg`` (roll, pitch, yaw of the camera link; pitch > 0 looks
@@ -34,7 +44,8 @@ import numpy as np
 
 from aerial_sim.config import require, require_positive
 from aerial_sim.world import render_kernels
-from aerial_sim.world.geometry import SURFACE_GROUND, quaternion_to_matrix, rpy_to_matrix
+from aerial_sim.world.geometry import SURFACE_GROUND, quaternion_to_matrix, ray_caster_of, rpy_to_matrix
+from aerial_sim.world.lighting import daylight, parse_time_of_day, sun_direction_enu, sun_position
 from aerial_sim.world.scene import NO_HIT_ID, Scene
 
 #: Columns are the optical axes (x right, y down, z forward) in the camera link frame (x forward, y left, z up).
@@ -73,12 +84,14 @@ class CameraFrame:
     depth: np.ndarray | None  # (H, W) float32 metres
     segmentation: np.ndarray | None  # (H, W) uint16
     color: np.ndarray | None  # (H, W, 3) uint8 RGB
+    instance: np.ndarray | None = None  # (H, W) uint16 instance ids
+    normals: np.ndarray | None = None  # (H, W, 3) float32 unit normals, optical frame
 
 
 class CameraModel:
     """Renders :class:`CameraFrame` s of ``scene`` from a base_link pose (position ENU, quaternion w,x,y,z)."""
 
-    def __init__(self, params: CameraParams, scene: Scene):
+    def __init__(self, params: CameraParams, scene: Scene, supersample: bool = True):
         self.params = params
         self.scene = scene
         self.fx = self.fy = (params.width / 2.0) / math.tan(math.radians(params.hfov_deg) / 2.0)
@@ -91,11 +104,39 @@ class CameraModel:
         norms = np.linalg.norm(rays, axis=1)
         self._unit_rays_optical = (rays / norms[:, None]).astype(np.float32)
         self._planar_per_metre = (1.0 / norms).astype(np.float32)  # optical z of a unit ray
-        sun = np.asarray(params.sun_direction_enu, float)
-        self._sun = (sun / np.linalg.norm(sun)).astype(np.float32)
+        self.lighting = scene.lighting
+        self._gain = np.float32(2.0 ** self.lighting.exposure_ev)
+        self._set_sun(params.sun_direction_enu, 1.0, 1.0)
+        if self.lighting.time_of_day is not None:
+            self.set_time_of_day(parse_time_of_day(self.lighting.time_of_day, scene.home.longitude))
         self._build_lookup_tables()
-        self.caster = scene.ray_caster
+        self.caster = ray_caster_of(scene)
+        self._supersampled: CameraModel | None = None
+        #: Colour supersampling factor per axis (the fine model itself renders plainly).
+        self._antialiasing = self.lighting.antialiasing if supersample else 1
         render_kernels.warm_up(shading=True)  # compile or load now, not on the first frame
+
+    # -- sun --------------------------------------------------------------------------------
+    def _set_sun(self, direction, direct: float, ambient_factor: float) -> None:
+        sun = np.asarray(direction, float)
+        self._sun = (sun / np.linalg.norm(sun)).astype(np.float32)
+        ambient = self.params.ambient
+        self._ambient = np.float32(ambient * ambient_factor)
+        self._lit_share = np.float32(1.0 - ambient) if direct == 1.0 else np.float32((1.0 - ambient) * direct)
+
+    def set_time_of_day(self, moment) -> tuple[float, float]:
+        """Place the sun for ``moment`` (an aware datetime) at the scene's home point; returns (azimuth, elevation) deg."""
+        azimuth, elevation = sun_position(moment, self.scene.home.latitude, self.scene.home.longitude)
+        direct, ambient_factor = daylight(elevation)
+        self._set_sun(sun_direction_enu(azimuth, elevation), direct, ambient_factor)
+        if getattr(self, "_supersampled", None) is not None:
+            self._supersampled.set_time_of_day(moment)
+        return azimuth, elevation
+
+    @property
+    def sun_direction(self) -> np.ndarray:
+        """Unit ENU vector toward the sun the colour image is lit by."""
+        return self._sun.astype(float)
 
     # -- intrinsics -------------------------------------------------------------------------
     @property
@@ -138,34 +179,76 @@ class CameraModel:
     # -- rendering --------------------------------------------------------------------------
     def render(self, position: Sequence[float], orientation: Sequence[float],
                depth: bool = True, segmentation: bool = True, color: bool = True,
-               reference: bool = False) -> CameraFrame:
+               reference: bool = False, instance: bool = False, normals: bool = False) -> CameraFrame:
         """Find the first hit of each pixel's ray from the camera at this base_link pose and build the asked images.
 
         Hits come from the compiled rasteriser (:class:`~aerial_sim.world.geometry.PinholeRasterizer`),
         colours from :mod:`aerial_sim.world.render_kernels`; ``reference=True`` (or no numba) casts
         the rays with Embree and shades with the NumPy code they are tested against.
         """
-        if not (depth or segmentation or color):
+        if not (depth or segmentation or color or instance or normals):
             return CameraFrame(None, None, None)
         shape = (self.params.height, self.params.width)
+        supersample = self._antialiasing > 1 and color
+        if supersample and not (depth or segmentation or instance or normals):
+            return CameraFrame(None, None, self._supersampled_color(position, orientation, reference))
         R_world_optical, origin = self.optical_pose(position, orientation)
         directions = self._unit_rays_optical @ R_world_optical.T.astype(np.float32)
         reference = reference or not render_kernels.COMPILED
+        with_normals = color or normals
         if reference:
-            hits = self.caster.cast(origin, directions, normals=color, reference=True)
+            hits = self.caster.cast(origin, directions, normals=with_normals, reference=True)
         else:
             p = self.params
             hits = self.caster.rasterizer.hits(origin, R_world_optical, (self.fx, self.fy, self.cx, self.cy),
-                                               (p.width, p.height), directions, self._unit_rays_optical, normals=color)
-        depth_image = segmentation_image = color_image = None
+                                               (p.width, p.height), directions, self._unit_rays_optical,
+                                               normals=with_normals)
+        depth_image = segmentation_image = color_image = instance_image = normal_image = None
         if depth:
             depth_image = self._depth(hits.distance).reshape(shape)
         if segmentation:
             segmentation_image = self._segmentation_lut[hits.surface].reshape(shape)
-        if color:
+        if instance:
+            instance_image = hits.surface.astype(np.uint16).reshape(shape)
+        if normals:
+            normal_image = (hits.normal @ R_world_optical.astype(np.float32)).reshape(shape + (3,))
+        if supersample:
+            color_image = self._supersampled_color(position, orientation, reference)
+        elif color:
             shade = self._color_reference if reference else self._color
             color_image = shade(origin, directions, hits).reshape(shape + (3,))
-        return CameraFrame(depth_image, segmentation_image, color_image)
+        return CameraFrame(depth_image, segmentation_image, color_image, instance_image, normal_image)
+
+    def _supersampled_color(self, position, orientation, reference: bool) -> np.ndarray:
+        """Colour rendered at s x the resolution (same field of view) and averaged over s x s blocks."""
+        s = self._antialiasing
+        if self._supersampled is None:
+            import dataclasses
+
+            fine = dataclasses.replace(self.params, width=self.params.width * s, height=self.params.height * s)
+            self._supersampled = CameraModel(fine, self.scene, supersample=False)
+            self._supersampled._set_sun(self._sun, 1.0, 1.0)
+            self._supersampled._ambient, self._supersampled._lit_share = self._ambient, self._lit_share
+        fine = self._supersampled.render(position, orientation, depth=False, segmentation=False, reference=reference)
+        blocks = fine.color.reshape(self.params.height, s, self.params.width, s, 3).astype(np.float32)
+        return (blocks.mean(axis=(1, 3)) + 0.5).astype(np.uint8)
+
+    def _sun_visibility(self, origin: np.ndarray, directions: np.ndarray, hits) -> np.ndarray:
+        """(N,) uint8: 1 where the sun lights the hit point (no shadows asked: everywhere), 0 in shadow."""
+        lit = np.ones(len(directions), np.uint8)
+        if not self.lighting.shadows or self._lit_share == 0 or self._sun[2] <= 0:
+            return lit
+        facing = (hits.surface != 0) & (hits.normal @ self._sun > 0)
+        index = np.flatnonzero(facing)
+        if len(index) == 0:
+            return lit
+        distance = hits.distance[index, None].astype(np.float64)
+        points = origin + directions[index] * distance
+        # Start a little off the surface (relative to the float32 precision of the hit) so it does not shadow itself.
+        points += hits.normal[index] * (2e-3 + 1e-4 * distance)
+        sun = np.broadcast_to(self._sun, (len(index), 3))
+        lit[index[self.caster.occluded(points, sun)]] = 0
+        return lit
 
     def _depth(self, distance: np.ndarray) -> np.ndarray:
         value = distance * self._planar_per_metre if self.params.depth_mode == "planar" else distance.copy()
@@ -175,25 +258,75 @@ class CameraModel:
 
     def _color(self, origin: np.ndarray, directions: np.ndarray, hits) -> np.ndarray:
         rgb = np.empty((len(directions), 3), np.uint8)
-        ambient = self.params.ambient
-        render_kernels.shade_colors(origin, directions, hits.distance, hits.surface, hits.normal, self._albedo_lut,
-                                    self._sun, np.float32(ambient), np.float32(1.0 - ambient),
-                                    float(self.scene.ground.checker_size_m), self._sky, rgb)
+        surfaces = self.caster.surfaces
+        lighting = self.lighting
+        render_kernels.shade_surfaces(
+            origin, directions, hits.distance, hits.surface, hits.triangle, hits.normal,
+            self._sun_visibility(origin, directions, hits), surfaces.triangles, surfaces.uv, surfaces.texture,
+            surfaces.albedo, surfaces.texels, surfaces.texture_table, self._albedo_lut[1], self._sun, self._ambient,
+            self._lit_share, float(self.scene.ground.checker_size_m), self._sky, self._sky_zenith,
+            lighting.sky_zenith_color is not None, np.float32(lighting.fog_density_per_m), self._fog, self._gain, rgb)
         return rgb
 
     def _color_reference(self, origin: np.ndarray, directions: np.ndarray, hits) -> np.ndarray:
-        """NumPy version of :func:`~aerial_sim.world.render_kernels.shade_colors` (the reference)."""
-        albedo = self._albedo_lut[hits.surface]
-        ground = hits.surface == SURFACE_GROUND
+        """NumPy version of :func:`~aerial_sim.world.render_kernels.shade_surfaces` (the reference)."""
+        surfaces = self.caster.surfaces
+        lighting = self.lighting
+        triangle = hits.triangle
+        on_triangle = triangle >= 0
+        albedo = np.tile(self._albedo_lut[1], (len(directions), 1))
+        albedo[on_triangle] = surfaces.albedo[triangle[on_triangle]]
+        textured = np.zeros(len(directions), bool)
+        textured[on_triangle] = surfaces.texture[triangle[on_triangle]] >= 0
+        if textured.any():
+            albedo[textured] *= self._sample_textures(origin, directions[textured], hits.distance[textured],
+                                                      triangle[textured])
+        ground = (hits.surface == SURFACE_GROUND) & ~textured
         if self.scene.ground.checker_size_m > 0 and ground.any():
-            xy = origin[:2] + directions[ground, :2] * hits.distance[ground, None]
+            xy = origin[:2] + (directions[ground, :2] * hits.distance[ground, None]).astype(np.float64)
             cell = np.floor(xy / self.scene.ground.checker_size_m).astype(np.int64).sum(axis=1) & 1
             albedo[ground] *= np.where(cell == 1, 0.85, 1.0).astype(np.float32)[:, None]
-        ambient = self.params.ambient
-        shade = ambient + (1.0 - ambient) * np.clip(hits.normal @ self._sun, 0.0, 1.0)
+        cosine = np.clip(hits.normal @ self._sun, 0.0, 1.0)
+        cosine[self._sun_visibility(origin, directions, hits) == 0] = 0.0
+        shade = self._ambient + self._lit_share * cosine
         rgb = albedo * shade[:, None]
-        rgb[hits.surface == 0] = self.params.sky_color
-        return (rgb + 0.5).astype(np.uint8)  # albedo <= 255 and shade <= 1: no clipping needed
+        if self._gain != 1:
+            rgb *= self._gain
+        if lighting.fog_density_per_m > 0:
+            fog = (1.0 - np.exp(-lighting.fog_density_per_m * hits.distance.astype(np.float64))).astype(np.float32)
+            rgb += (self._fog - rgb) * fog[:, None]
+        sky = hits.surface == 0
+        up = np.clip(directions[sky, 2], 0.0, None) if lighting.sky_zenith_color is not None else np.zeros(sky.sum())
+        rgb[sky] = self._sky + (self._sky_zenith - self._sky) * up[:, None].astype(np.float32)
+        return np.minimum(rgb + 0.5, 255.0).astype(np.uint8)
+
+    def _sample_textures(self, origin, directions, distance, triangle) -> np.ndarray:
+        """Bilinear texture samples / 255 (M, 3) at the hits on textured triangles (as the kernel samples)."""
+        surfaces = self.caster.surfaces
+        points = origin + directions * distance[:, None].astype(np.float64)
+        corners = surfaces.triangles[triangle]
+        e1, e2, q = corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0], points - corners[:, 0]
+        d00, d01, d11 = (e1 * e1).sum(1), (e1 * e2).sum(1), (e2 * e2).sum(1)
+        d20, d21 = (q * e1).sum(1), (q * e2).sum(1)
+        den = d00 * d11 - d01 * d01
+        b1, b2 = (d11 * d20 - d01 * d21) / den, (d00 * d21 - d01 * d20) / den
+        weights = np.stack([1.0 - b1 - b2, b1, b2], axis=1)
+        uv = np.einsum("nk,nkc->nc", weights, surfaces.uv[triangle].astype(np.float64))
+        out = np.empty((len(triangle), 3), np.float32)
+        for k in np.unique(surfaces.texture[triangle]):
+            rows = surfaces.texture[triangle] == k
+            offset, width, height = surfaces.texture_table[k]
+            image = surfaces.texels[offset:offset + width * height * 3].reshape(height, width, 3).astype(np.float32)
+            x = (uv[rows, 0] - np.floor(uv[rows, 0])) * width - 0.5
+            y = (1.0 - (uv[rows, 1] - np.floor(uv[rows, 1]))) * height - 0.5
+            x0, y0 = np.floor(x), np.floor(y)
+            fx, fy = (x - x0).astype(np.float32)[:, None], (y - y0).astype(np.float32)[:, None]
+            xa, ya = x0.astype(np.int64) % width, y0.astype(np.int64) % height
+            xb, yb = (xa + 1) % width, (ya + 1) % height
+            top = image[ya, xa] + (image[ya, xb] - image[ya, xa]) * fx
+            bottom = image[yb, xa] + (image[yb, xb] - image[yb, xa]) * fx
+            out[rows] = (top + (bottom - top) * fy) * np.float32(1.0 / 255.0)
+        return out
 
     def set_surface_segmentation_id(self, surface: int, segmentation_id: int) -> None:
         """Render surface ``surface`` (1 ground, 2 + k object k) with ``segmentation_id`` from now on."""
@@ -205,3 +338,6 @@ class CameraModel:
         self._segmentation_lut = np.asarray(scene.surface_table(lambda s: s.segmentation_id, NO_HIT_ID), np.uint16)
         self._albedo_lut = np.asarray(scene.surface_table(scene.object_color, self.params.sky_color), np.float32)
         self._sky = np.asarray(self.params.sky_color, np.float32)
+        zenith = self.lighting.sky_zenith_color
+        self._sky_zenith = np.asarray(zenith if zenith is not None else self.params.sky_color, np.float32)
+        self._fog = np.asarray(self.lighting.fog_color, np.float32)

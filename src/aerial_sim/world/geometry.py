@@ -15,18 +15,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 import numpy as np
 import trimesh
 from embreex import rtcore_scene
 from embreex.mesh_construction import TriangleMesh
 
-from aerial_sim.config import ParamsError
 from aerial_sim.world import raster_kernels, render_kernels
-
-if TYPE_CHECKING:
-    from aerial_sim.world.scene import Scene, SceneObject
+from aerial_sim.world.assets import SurfacePart, load_asset
+from aerial_sim.world.scene import Scene, SceneObject
 
 #: Surface index of a ray that hit nothing; 1 is the ground, 2 + k is scene object k.
 SURFACE_NONE = 0
@@ -70,30 +68,46 @@ def object_transform(obj: SceneObject) -> np.ndarray:
     return transform
 
 
-def object_mesh(obj: SceneObject, scene: Scene) -> trimesh.Trimesh:
-    """The object's triangle mesh in the world frame."""
+def object_parts(obj: SceneObject, scene: Scene) -> list[SurfacePart]:
+    """The object's surfaces in the world frame: one part for a primitive, one per material of a mesh file."""
+    if obj.shape == "mesh":
+        parts = mesh_file_parts(obj, scene)
+        transform = object_transform(obj)
+        transform[:3, :3] *= obj.scale
+        return [part.transformed(transform) for part in parts]
     if obj.shape == "box":
         mesh = trimesh.creation.box(extents=obj.size)
     elif obj.shape == "cylinder":
         mesh = trimesh.creation.cylinder(radius=obj.radius, height=obj.height, sections=CYLINDER_SECTIONS)
-    elif obj.shape == "sphere":
-        mesh = trimesh.creation.icosphere(subdivisions=3, radius=obj.radius)
     else:
-        mesh = load_mesh_file(scene.mesh_path(obj), f"{scene.name}: object '{obj.name}'.file")
-        mesh.apply_scale(obj.scale)
+        mesh = trimesh.creation.icosphere(subdivisions=3, radius=obj.radius)
     mesh.apply_transform(object_transform(obj))
+    return [SurfacePart(np.asarray(mesh.triangles, np.float64))]
+
+
+def mesh_file_parts(obj: SceneObject, scene: Scene) -> list[SurfacePart]:
+    """The parts of a mesh object's file in the file's frame, read once per scene (``scene.cache``)."""
+    loaded = scene.cache.setdefault("mesh_files", {})
+    path = scene.mesh_path(obj)
+    if path not in loaded:
+        loaded[path] = load_asset(path, f"{scene.name}: object '{obj.name}'.file")
+    return loaded[path]
+
+
+def object_mesh(obj: SceneObject, scene: Scene) -> trimesh.Trimesh:
+    """The object's triangle mesh in the world frame (all its parts as one mesh, vertices merged)."""
+    triangles = np.concatenate([part.triangles for part in object_parts(obj, scene)])
+    mesh = trimesh.Trimesh(vertices=triangles.reshape(-1, 3), faces=np.arange(3 * len(triangles)).reshape(-1, 3),
+                           process=False)
+    mesh.merge_vertices()
     return mesh
 
 
 def load_mesh_file(path, where: str) -> trimesh.Trimesh:
-    """Load an OBJ/STL (anything trimesh reads) as one triangle mesh; ParamsError if unreadable."""
-    try:
-        loaded = trimesh.load(str(path), force="mesh", process=False)
-    except Exception as error:  # trimesh raises many types for unreadable files
-        raise ParamsError(f"{where}: cannot read mesh {path}: {error}") from error
-    if not isinstance(loaded, trimesh.Trimesh) or len(loaded.faces) == 0:
-        raise ParamsError(f"{where}: {path} holds no triangles")
-    return loaded
+    """Load a mesh file (OBJ/STL/glTF/GLB) as one triangle mesh in its own frame; ParamsError if unusable."""
+    triangles = np.concatenate([part.triangles for part in load_asset(path, where)])
+    return trimesh.Trimesh(vertices=triangles.reshape(-1, 3), faces=np.arange(3 * len(triangles)).reshape(-1, 3),
+                           process=False)
 
 
 @dataclass(frozen=True)
@@ -104,37 +118,141 @@ class RayHits:
     surface: np.ndarray  # (N,) int32: SURFACE_NONE, SURFACE_GROUND or 2 + object index
     normal: np.ndarray  # (N, 3) float32 unit world normals facing the ray origin; zero where nothing was hit
     #                     ((0, 3) when the cast was asked for no normals)
+    triangle: np.ndarray | None = None  # (N,) int32 index into SceneSurfaces.triangles, -1: none or ground plane
+
+
+@dataclass(frozen=True)
+class SceneSurfaces:
+    """Every triangle of a scene with what the renderer needs per triangle (all arrays row-aligned).
+
+    ``triangles`` (T, 3, 3) float64 world corners; ``surface`` (T,) int32 (1 ground/terrain, 2 + k object k);
+    ``uv`` (T, 3, 2) float32 corner texture coordinates (0 where untextured); ``texture`` (T,) int32 index into
+    ``texture_table`` or -1; ``albedo`` (T, 3) float32 base colour 0-255 (multiplies the texture, / 255);
+    ``texels`` all textures' RGB bytes, flat; ``texture_table`` (K, 3) int64 (offset, width, height).
+    """
+
+    triangles: np.ndarray
+    surface: np.ndarray
+    uv: np.ndarray
+    texture: np.ndarray
+    albedo: np.ndarray
+    texels: np.ndarray
+    texture_table: np.ndarray
+
+    @property
+    def count(self) -> int:
+        return len(self.triangles)
+
+
+def scene_surfaces(scene: Scene) -> SceneSurfaces:
+    """Gather the terrain's and every object's triangles, colours and textures (built once per scene)."""
+    if "surfaces" in scene.cache:
+        return scene.cache["surfaces"]
+    chunks = []  # (triangles, surface, uv, albedo, texture image or None)
+    if scene.terrain is not None:
+        terrain = scene.terrain
+        chunks.append((terrain.triangles, SURFACE_GROUND, terrain.corner_uv if terrain.texture is not None else None,
+                       scene.object_color(scene.ground) if terrain.texture is None else (255.0, 255.0, 255.0),
+                       terrain.texture))
+    for index, obj in enumerate(scene.objects):
+        for part in object_parts(obj, scene):
+            if obj.color is not None or part.base_color is None:
+                color = scene.object_color(obj) if part.texture is None or obj.color is not None else (255.0,) * 3
+            else:
+                color = part.base_color
+            chunks.append((part.triangles, 2 + index, part.uv, color, part.texture))
+    textures: list[np.ndarray] = []
+    texture_ids: dict[int, int] = {}
+    triangles, surface, uv, texture, albedo = [], [], [], [], []
+    for corners, kind, corner_uv, color, image in chunks:
+        count = len(corners)
+        triangles.append(np.asarray(corners, np.float64))
+        surface.append(np.full(count, kind, np.int32))
+        albedo.append(np.tile(np.asarray(color, np.float32), (count, 1)))
+        if image is None or corner_uv is None:
+            uv.append(np.zeros((count, 3, 2), np.float32))
+            texture.append(np.full(count, -1, np.int32))
+        else:
+            key = id(image)
+            if key not in texture_ids:
+                texture_ids[key] = len(textures)
+                textures.append(image)
+            uv.append(np.asarray(corner_uv, np.float32))
+            texture.append(np.full(count, texture_ids[key], np.int32))
+    table = np.zeros((len(textures), 3), np.int64)
+    offset = 0
+    for k, image in enumerate(textures):
+        table[k] = (offset, image.shape[1], image.shape[0])
+        offset += image.size
+    texels = np.concatenate([image.ravel() for image in textures]) if textures else np.zeros(3, np.uint8)
+
+    def joined(items, empty):
+        return np.ascontiguousarray(np.concatenate(items)) if items else empty
+
+    surfaces = SceneSurfaces(
+        triangles=joined(triangles, np.empty((0, 3, 3))), surface=joined(surface, np.empty(0, np.int32)),
+        uv=joined(uv, np.empty((0, 3, 2), np.float32)), texture=joined(texture, np.empty(0, np.int32)),
+        albedo=joined(albedo, np.empty((0, 3), np.float32)), texels=np.ascontiguousarray(texels), texture_table=table,
+    )
+    scene.cache["surfaces"] = surfaces
+    return surfaces
+
+
+def ray_caster_of(scene: Scene) -> RayCaster:
+    """The scene's :class:`RayCaster`, built on first use and shared by every sensor of the process."""
+    caster = scene.cache.get("ray_caster")
+    if caster is None:
+        caster = scene.cache["ray_caster"] = RayCaster(scene)
+    return caster
 
 
 class RayCaster:
-    """First-hit ray queries against a scene's objects (Embree) and ground plane (analytic)."""
+    """First-hit ray queries against a scene's triangles (Embree) and, without a terrain, the ground plane (analytic)."""
 
     def __init__(self, scene: Scene):
         self.scene = scene
-        meshes = [object_mesh(obj, scene) for obj in scene.objects]
-        self.meshes = meshes
+        self.surfaces = scene_surfaces(scene)
+        #: Whether the ground is the analytic plane z = 0 (no terrain).
+        self.ground_plane = scene.terrain is None
         self._embree = None
-        self._surface_of_triangle = np.empty(0, np.int32)
+        self._surface_of_triangle = self.surfaces.surface
         render_kernels.warm_up()
-        if meshes:
-            triangles = np.concatenate([m.triangles for m in meshes]).astype(np.float32)
+        if self.surfaces.count:
             self._embree = rtcore_scene.EmbreeScene()
-            TriangleMesh(self._embree, triangles)
-            counts = [len(m.faces) for m in meshes]
-            # Embree reports a primitive (triangle) id; map it to 2 + object index.
-            self._surface_of_triangle = np.repeat(np.arange(len(meshes), dtype=np.int32) + 2, counts)
+            TriangleMesh(self._embree, self.surfaces.triangles.astype(np.float32))
         self._rasterizer: PinholeRasterizer | None = None
 
     @property
     def triangle_count(self) -> int:
-        return sum(len(m.faces) for m in self.meshes)
+        return self.surfaces.count
+
+    @property
+    def bounds(self) -> np.ndarray | None:
+        """((xmin, ymin, zmin), (xmax, ymax, zmax)) of every triangle, None for an empty scene."""
+        if not self.surfaces.count:
+            return None
+        corners = self.surfaces.triangles.reshape(-1, 3)
+        return np.array([corners.min(axis=0), corners.max(axis=0)])
 
     @property
     def rasterizer(self) -> PinholeRasterizer:
         """A :class:`PinholeRasterizer` over the same triangles (built once, on first use)."""
         if self._rasterizer is None:
-            self._rasterizer = PinholeRasterizer(self.meshes, self._surface_of_triangle)
+            self._rasterizer = PinholeRasterizer(self.surfaces.triangles, self._surface_of_triangle, self.ground_plane)
         return self._rasterizer
+
+    def occluded(self, origins: np.ndarray, directions: np.ndarray, max_distance: float = np.inf) -> np.ndarray:
+        """(N,) bool: whether a triangle lies along each ray within ``max_distance`` (Embree's occlusion query).
+
+        The ground plane is not tested: shadow rays toward a sun above the horizon cannot meet it from above.
+        """
+        count = len(directions)
+        if self._embree is None or count == 0:
+            return np.zeros(count, bool)
+        origins = np.ascontiguousarray(origins, np.float32)
+        directions = np.ascontiguousarray(directions, np.float32)
+        dists = None if not np.isfinite(max_distance) else np.full(count, max_distance, np.float32)
+        return self._embree.run(origins, directions, dists=dists, query="OCCLUDED") >= 0
 
     def cast(self, origins: np.ndarray, directions: np.ndarray, normals: bool = True,
              reference: bool = False) -> RayHits:
@@ -156,40 +274,44 @@ class RayCaster:
             return self._merge_reference(origins, directions, tfar, prim, ng, normals)
         distance = np.empty(count, np.float32)
         surface = np.empty(count, np.int32)
+        triangle = np.empty(count, np.int32)
         normal = np.zeros((count, 3) if normals else (0, 3), np.float32)
-        render_kernels.merge_hits(origins, directions, tfar, prim, ng, self._surface_of_triangle,
-                                  distance, surface, normal)
-        return RayHits(distance, surface, normal)
+        render_kernels.merge_hits(origins, directions, tfar, prim, ng, self._surface_of_triangle, self.ground_plane,
+                                  distance, surface, normal, triangle)
+        return RayHits(distance, surface, normal, triangle)
 
     def _merge_reference(self, origins, directions, tfar, prim, ng, normals: bool) -> RayHits:
         """NumPy version of :func:`~aerial_sim.world.render_kernels.merge_hits` (the reference)."""
         count = len(directions)
         distance = np.full(count, np.inf, np.float32)
         surface = np.zeros(count, np.int32)
+        triangle = np.full(count, -1, np.int32)
         normal = np.zeros((count, 3) if normals else (0, 3), np.float32)
 
-        # Ground plane z = 0, seen from either side.
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t_ground = -origins[:, 2] / directions[:, 2]
-        ground = np.isfinite(t_ground) & (t_ground > 0)
-        distance[ground] = t_ground[ground]
-        surface[ground] = SURFACE_GROUND
-        if normals:
-            normal[ground, 2] = np.where(origins[ground, 2] >= 0, 1.0, -1.0)
+        if self.ground_plane:
+            # Ground plane z = 0, seen from either side.
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t_ground = -origins[:, 2] / directions[:, 2]
+            ground = np.isfinite(t_ground) & (t_ground > 0)
+            distance[ground] = t_ground[ground]
+            surface[ground] = SURFACE_GROUND
+            if normals:
+                normal[ground, 2] = np.where(origins[ground, 2] >= 0, 1.0, -1.0)
 
         if len(prim):
             hit = prim >= 0
             closer = hit & (tfar < distance)
             distance[closer] = tfar[closer]
             surface[closer] = self._surface_of_triangle[prim[closer]]
+            triangle[closer] = prim[closer]
             if not normals:
-                return RayHits(distance, surface, normal)
+                return RayHits(distance, surface, normal, triangle)
             ng = ng[closer]
             ng /= np.linalg.norm(ng, axis=1, keepdims=True)
             facing = np.einsum("ij,ij->i", ng, directions[closer]) > 0
             ng[facing] *= -1.0
             normal[closer] = ng
-        return RayHits(distance, surface, normal)
+        return RayHits(distance, surface, normal, triangle)
 
 
 class PinholeRasterizer:
@@ -203,15 +325,15 @@ class PinholeRasterizer:
 
     NEAR_PLANE_M = 1e-3
 
-    def __init__(self, meshes: Sequence[trimesh.Trimesh], surface_of_triangle: np.ndarray):
-        if meshes:
-            self.triangles = np.concatenate([m.triangles for m in meshes]).astype(np.float64)
-        else:
-            self.triangles = np.empty((0, 3, 3))
+    def __init__(self, triangles: np.ndarray, surface_of_triangle: np.ndarray, ground_plane: bool = True):
+        self.triangles = np.asarray(triangles, np.float64).reshape(-1, 3, 3)
+        self.ground_plane = bool(ground_plane)
         normals = np.cross(self.triangles[:, 1] - self.triangles[:, 0], self.triangles[:, 2] - self.triangles[:, 0])
         lengths = np.linalg.norm(normals, axis=1)
         visible = lengths > 0  # a degenerate triangle covers no pixel and has no plane
         self.triangles = np.ascontiguousarray(self.triangles[visible])
+        #: Index of each kept triangle among the ones given (hits report that index).
+        self.index = np.ascontiguousarray(np.flatnonzero(visible).astype(np.int32))
         self.surface_of_triangle = np.ascontiguousarray(np.asarray(surface_of_triangle, np.int32)[visible])
         self.world_normals = normals[visible] / lengths[visible, None]
         self.world_normals32 = self.world_normals.astype(np.float32)
@@ -241,7 +363,8 @@ class PinholeRasterizer:
         distance = np.empty(pixels, np.float32)
         surface = np.empty(pixels, np.int32)
         normal = np.zeros((pixels, 3) if normals else (0, 3), np.float32)
+        triangle = np.empty(pixels, np.int32)
         raster_kernels.resolve_hits(origin32, directions, rays_optical, triangle_of_pixel, plane_normals,
-                                    plane_offsets, self.world_normals32, self.surface_of_triangle,
-                                    distance, surface, normal)
-        return RayHits(distance, surface, normal)
+                                    plane_offsets, self.world_normals32, self.surface_of_triangle, self.index,
+                                    self.ground_plane, distance, surface, normal, triangle)
+        return RayHits(distance, surface, normal, triangle)

@@ -151,13 +151,15 @@ def _fill(p0, p1, p2, triangle, width, height, inverse_depth, triangle_of_pixel)
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def resolve_hits(origin, directions, rays_optical, triangle_of_pixel, plane_normals, plane_offsets,
-                 world_normals, surface_of_triangle, distance, surface, normal):
+                 world_normals, surface_of_triangle, index, ground_plane, distance, surface, normal, triangle):
     """Per pixel: nearest of the ground plane and the visible triangle's plane, as the ray caster reports hits.
 
     ``origin`` (3,) float32 camera centre (world); ``directions`` (N, 3) float32 unit world rays;
     ``rays_optical`` (N, 3) float32 the same rays in the optical frame; ``plane_normals`` (T, 3) and
     ``plane_offsets`` (T,) the triangles' planes n . p = offset in the optical frame (float64, camera
-    at the origin); ``world_normals`` (T, 3) float32 unit normals. Outputs as
+    at the origin); ``world_normals`` (T, 3) float32 unit normals; ``index`` (T,) the scene's index of
+    each triangle, written to ``triangle`` (-1 for the ground plane or nothing); ``ground_plane``: whether
+    the plane z = 0 is the ground (False over a terrain). Outputs as
     :func:`~aerial_sim.world.render_kernels.merge_hits` (``normal``: zeros on entry, or no rows when
     normals are not asked for).
     """
@@ -168,7 +170,8 @@ def resolve_hits(origin, directions, rays_optical, triangle_of_pixel, plane_norm
         t_ground = -oz / directions[i, 2]
         best = np.float32(np.inf)
         kind = 0
-        if math.isfinite(t_ground) and t_ground > 0:
+        which = -1
+        if ground_plane and math.isfinite(t_ground) and t_ground > 0:
             best = t_ground
             kind = 1
             if with_normals:
@@ -183,6 +186,7 @@ def resolve_hits(origin, directions, rays_optical, triangle_of_pixel, plane_norm
             if hit > 0 and hit < best:
                 best = hit
                 kind = surface_of_triangle[t]
+                which = index[t]
                 if with_normals:
                     gx, gy, gz = world_normals[t, 0], world_normals[t, 1], world_normals[t, 2]
                     if gx * directions[i, 0] + gy * directions[i, 1] + gz * directions[i, 2] > 0:
@@ -192,6 +196,7 @@ def resolve_hits(origin, directions, rays_optical, triangle_of_pixel, plane_norm
                     normal[i, 2] = gz
         distance[i] = best
         surface[i] = kind
+        triangle[i] = which
 
 
 def warm_up() -> None:
@@ -206,4 +211,5 @@ def warm_up() -> None:
     rays = np.array([[0.0, 0.0, 1.0]] * 4, np.float32)
     resolve_hits(np.zeros(3, np.float32), rays, rays, triangle_of_pixel, np.array([[0.0, 0.0, 1.0]]),
                  np.array([2.0]), np.array([[0.0, 0.0, 1.0]], np.float32), np.array([2], np.int32),
-                 np.empty(4, np.float32), np.empty(4, np.int32), np.empty((4, 3), np.float32))
+                 np.array([0], np.int32), True, np.empty(4, np.float32), np.empty(4, np.int32),
+                 np.empty((4, 3), np.float32), np.empty(4, np.int32))

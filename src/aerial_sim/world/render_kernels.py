@@ -9,10 +9,13 @@ a dozen NumPy passes with masked temporaries:
   when finite and > 0), then Embree's nearest triangle hit where it is nearer
   (ties go to the ground, as in the reference), and the unit geometric normal
   turned to face the ray origin (n <- -n when n.d > 0).
-- :func:`shade_colors`: Lambert's cosine law, colour = albedo x (a + (1 - a)
-  max(0, min(1, n.s))) (a the ambient share, s the unit sun direction), the
-  ground's 2-tone checker (albedo x 0.85 on cells with odd floor(x/c) +
-  floor(y/c)), sky colour where nothing was hit, rounded to uint8.
+- :func:`shade_surfaces`: Lambert's cosine law, colour = albedo x (a + (1 - a)
+  max(0, min(1, n.s))) (a the ambient share, s the unit sun direction; the
+  direct term dropped where a shadow ray found the sun hidden), the albedo a
+  triangle's colour times its texture sampled at the hit (barycentric uv,
+  bilinear), the ground's 2-tone checker (albedo x 0.85 on cells with odd
+  floor(x/c) + floor(y/c)), exposure gain, distance fog, a sky gradient where
+  nothing was hit, rounded to uint8.
 
 Every quantity keeps the reference's precision (float32 rays, distances and
 normals; the checker's world x, y in float64), and numba does not contract to
@@ -38,11 +41,14 @@ from aerial_sim.jit import COMPILED, njit
 
 # error_model="numpy": x / 0 gives inf or nan as in NumPy (the ground test of a horizontal ray).
 @njit(cache=True, nogil=True, error_model="numpy")
-def merge_hits(origins, directions, tfar, prim, ng, surface_of_triangle, distance, surface, normal):
-    """Nearest of ground plane and Embree hit per ray, into ``distance``, ``surface`` and (if it has rows) ``normal``.
+def merge_hits(origins, directions, tfar, prim, ng, surface_of_triangle, ground_plane, distance, surface, normal,
+               triangle):
+    """Nearest of ground plane and Embree hit per ray, into ``distance``, ``surface``, ``triangle`` (-1: none or
+    the ground plane) and (if it has rows) ``normal``.
 
     ``tfar``, ``prim``, ``ng``: Embree's per-ray distance, primitive id (-1: no hit) and geometric
-    normal, or empty arrays when the scene has no objects.
+    normal, or empty arrays when the scene has no triangles; ``ground_plane``: whether the plane z = 0
+    is the ground (False over a terrain, whose triangles are then the ground).
     """
     with_objects = prim.shape[0] > 0
     with_normals = normal.shape[0] > 0
@@ -52,7 +58,8 @@ def merge_hits(origins, directions, tfar, prim, ng, surface_of_triangle, distanc
         t_ground = -oz / directions[i, 2]
         best = np.float32(np.inf)
         kind = 0
-        if math.isfinite(t_ground) and t_ground > 0:
+        which = -1
+        if ground_plane and math.isfinite(t_ground) and t_ground > 0:
             best = t_ground
             kind = 1
             if with_normals:
@@ -62,6 +69,7 @@ def merge_hits(origins, directions, tfar, prim, ng, surface_of_triangle, distanc
         if with_objects and prim[i] >= 0 and tfar[i] < best:
             best = tfar[i]
             kind = surface_of_triangle[prim[i]]
+            which = prim[i]
             if with_normals:
                 gx, gy, gz = ng[i, 0], ng[i, 1], ng[i, 2]
                 length = np.float32(math.sqrt(gx * gx + gy * gy + gz * gz))
@@ -73,35 +81,114 @@ def merge_hits(origins, directions, tfar, prim, ng, surface_of_triangle, distanc
                 normal[i, 2] = gz
         distance[i] = best
         surface[i] = kind
+        triangle[i] = which
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def shade_colors(origin, directions, distance, surface, normal, albedo_lut, sun, ambient, lit_share, checker_size_m,
-                 sky, out):
-    """Lambert-shaded uint8 RGB per ray into ``out`` (N, 3).
+def shade_surfaces(origin, directions, distance, surface, triangle, normal, lit, corners, corner_uv, texture_of,
+                   albedo_of, texels, texture_table, ground_albedo, sun, ambient, lit_share, checker_size_m,
+                   sky_horizon, sky_zenith, sky_gradient, fog_density, fog_color, gain, out):
+    """Shaded uint8 RGB per ray into ``out`` (N, 3); see :func:`shade_pixel` for the arithmetic.
 
-    ``origin`` (3,) float64; ``ambient`` = a and ``lit_share`` = 1 - a, both rounded to float32 (from float64).
+    ``origin`` (3,) float64; ``triangle`` (N,) int32 scene triangle index (-1: ground plane or nothing);
+    ``lit`` (N,) uint8, 0 where the sun is hidden (shadow); ``corners`` (T, 3, 3) float64,
+    ``corner_uv`` (T, 3, 2) float32, ``texture_of`` (T,) int32, ``albedo_of`` (T, 3) float32: the
+    :class:`~aerial_sim.world.geometry.SceneSurfaces` arrays; ``ambient`` = a and ``lit_share`` =
+    (1 - a) x direct light, float32.
     """
-    dark_cell = np.float32(0.85)
-    half = np.float32(0.5)
     for i in range(directions.shape[0]):
-        kind = surface[i]
-        if kind == 0:
-            for c in range(3):
-                out[i, c] = np.uint8(sky[c] + half)
-            continue
-        factor = np.float32(1.0)
-        if kind == 1 and checker_size_m > 0:
-            x = origin[0] + np.float64(directions[i, 0] * distance[i])
-            y = origin[1] + np.float64(directions[i, 1] * distance[i])
-            cell = np.int64(math.floor(x / checker_size_m)) + np.int64(math.floor(y / checker_size_m))
-            if cell & 1:
-                factor = dark_cell
-        cosine = normal[i, 0] * sun[0] + normal[i, 1] * sun[1] + normal[i, 2] * sun[2]
-        cosine = min(max(cosine, np.float32(0.0)), np.float32(1.0))
-        shade = ambient + lit_share * cosine
+        shade_pixel(i, origin, directions, distance, surface, triangle, normal, lit, corners, corner_uv, texture_of,
+                    albedo_of, texels, texture_table, ground_albedo, sun, ambient, lit_share, checker_size_m,
+                    sky_horizon, sky_zenith, sky_gradient, fog_density, fog_color, gain, out)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def shade_pixel(i, origin, directions, distance, surface, triangle, normal, lit, corners, corner_uv, texture_of,
+                albedo_of, texels, texture_table, ground_albedo, sun, ambient, lit_share, checker_size_m,
+                sky_horizon, sky_zenith, sky_gradient, fog_density, fog_color, gain, out):
+    """colour = albedo x (a + (1 - a) direct max(0, n.s) lit) x gain, fogged, + 0.5, clipped to 255.
+
+    albedo: the triangle's base colour, times its texture's bilinear sample at the hit's texture
+    coordinates (barycentric interpolation of the corners' uv, repeat wrapping) / 255; the ground
+    plane's colour, or an untextured terrain's, in the 2-tone checker. Fog: c + (fog - c)(1 - exp(-k d)).
+    Sky: the horizon colour, blended linearly in the ray's up component toward the zenith colour.
+    """
+    half = np.float32(0.5)
+    kind = surface[i]
+    if kind == 0:
+        t = np.float32(0.0)
+        if sky_gradient:
+            t = max(directions[i, 2], np.float32(0.0))
         for c in range(3):
-            out[i, c] = np.uint8(albedo_lut[kind, c] * factor * shade + half)
+            out[i, c] = np.uint8(sky_horizon[c] + (sky_zenith[c] - sky_horizon[c]) * t + half)
+        return
+    w = triangle[i]
+    r, g, b = ground_albedo[0], ground_albedo[1], ground_albedo[2]
+    textured = False
+    if w >= 0:
+        r, g, b = albedo_of[w, 0], albedo_of[w, 1], albedo_of[w, 2]
+        k = texture_of[w]
+        if k >= 0:
+            textured = True
+            px = origin[0] + np.float64(directions[i, 0] * distance[i])
+            py = origin[1] + np.float64(directions[i, 1] * distance[i])
+            pz = origin[2] + np.float64(directions[i, 2] * distance[i])
+            ax, ay, az = corners[w, 0, 0], corners[w, 0, 1], corners[w, 0, 2]
+            e1x, e1y, e1z = corners[w, 1, 0] - ax, corners[w, 1, 1] - ay, corners[w, 1, 2] - az
+            e2x, e2y, e2z = corners[w, 2, 0] - ax, corners[w, 2, 1] - ay, corners[w, 2, 2] - az
+            qx, qy, qz = px - ax, py - ay, pz - az
+            d00 = e1x * e1x + e1y * e1y + e1z * e1z
+            d01 = e1x * e2x + e1y * e2y + e1z * e2z
+            d11 = e2x * e2x + e2y * e2y + e2z * e2z
+            d20 = qx * e1x + qy * e1y + qz * e1z
+            d21 = qx * e2x + qy * e2y + qz * e2z
+            den = d00 * d11 - d01 * d01
+            b1 = (d11 * d20 - d01 * d21) / den
+            b2 = (d00 * d21 - d01 * d20) / den
+            b0 = 1.0 - b1 - b2
+            u = b0 * corner_uv[w, 0, 0] + b1 * corner_uv[w, 1, 0] + b2 * corner_uv[w, 2, 0]
+            v = b0 * corner_uv[w, 0, 1] + b1 * corner_uv[w, 1, 1] + b2 * corner_uv[w, 2, 1]
+            offset, width, height = texture_table[k, 0], texture_table[k, 1], texture_table[k, 2]
+            x = (u - math.floor(u)) * width - 0.5
+            y = (1.0 - (v - math.floor(v))) * height - 0.5
+            x0, y0 = math.floor(x), math.floor(y)
+            fx, fy = np.float32(x - x0), np.float32(y - y0)
+            xa, ya = int(x0) % width, int(y0) % height
+            xb, yb = (xa + 1) % width, (ya + 1) % height
+            scale = np.float32(1.0 / 255.0)
+            sampled = np.empty(3, np.float32)
+            for c in range(3):
+                t00 = np.float32(texels[offset + (ya * width + xa) * 3 + c])
+                t01 = np.float32(texels[offset + (ya * width + xb) * 3 + c])
+                t10 = np.float32(texels[offset + (yb * width + xa) * 3 + c])
+                t11 = np.float32(texels[offset + (yb * width + xb) * 3 + c])
+                top = t00 + (t01 - t00) * fx
+                bottom = t10 + (t11 - t10) * fx
+                sampled[c] = (top + (bottom - top) * fy) * scale
+            r, g, b = r * sampled[0], g * sampled[1], b * sampled[2]
+    factor = np.float32(1.0)
+    if kind == 1 and not textured and checker_size_m > 0:
+        x = origin[0] + np.float64(directions[i, 0] * distance[i])
+        y = origin[1] + np.float64(directions[i, 1] * distance[i])
+        cell = np.int64(math.floor(x / checker_size_m)) + np.int64(math.floor(y / checker_size_m))
+        if cell & 1:
+            factor = np.float32(0.85)
+    cosine = normal[i, 0] * sun[0] + normal[i, 1] * sun[1] + normal[i, 2] * sun[2]
+    cosine = min(max(cosine, np.float32(0.0)), np.float32(1.0))
+    if lit[i] == 0:
+        cosine = np.float32(0.0)
+    shade = ambient + lit_share * cosine
+    fog = np.float32(0.0)
+    if fog_density > 0:
+        fog = np.float32(1.0 - math.exp(-fog_density * distance[i]))
+    for c in range(3):
+        albedo = r if c == 0 else (g if c == 1 else b)
+        value = albedo * factor * shade
+        if gain != 1:
+            value = value * gain
+        if fog_density > 0:
+            value = value + (fog_color[c] - value) * fog
+        out[i, c] = np.uint8(min(value + half, np.float32(255.0)))
 
 
 def warm_up(shading: bool = False) -> None:
@@ -114,8 +201,12 @@ def warm_up(shading: bool = False) -> None:
     origins[0, 2] = 1.0
     distance, surface, normal = np.empty(1, np.float32), np.empty(1, np.int32), np.empty((1, 3), np.float32)
     merge_hits(origins, directions, np.empty(0, np.float32), np.empty(0, np.int32), np.empty((0, 3), np.float32),
-               np.empty(0, np.int32), distance, surface, normal)
+               np.empty(0, np.int32), True, distance, surface, normal, np.empty(1, np.int32))
     if shading:
-        shade_colors(np.zeros(3), directions, distance, surface, normal, np.zeros((2, 3), np.float32),
-                     np.array([0.0, 0.0, 1.0], np.float32), np.float32(0.35), np.float32(0.65), 1.0,
-                     np.zeros(3, np.float32), np.empty((1, 3), np.uint8))
+        colour = np.zeros(3, np.float32)
+        shade_surfaces(np.zeros(3), directions, distance, surface, np.full(1, -1, np.int32), normal,
+                       np.ones(1, np.uint8), np.zeros((1, 3, 3)), np.zeros((1, 3, 2), np.float32),
+                       np.full(1, -1, np.int32), np.zeros((1, 3), np.float32), np.zeros(3, np.uint8),
+                       np.zeros((0, 3), np.int64), colour, np.array([0.0, 0.0, 1.0], np.float32), np.float32(0.35),
+                       np.float32(0.65), 1.0, colour, colour, False, np.float32(0.0), colour, np.float32(1.0),
+                       np.empty((1, 3), np.uint8))

@@ -1,26 +1,47 @@
 """Scenes: a ground plane plus posed objects, loaded from ``config/scenes/<name>.yaml``.
 
-A scene file has three top-level keys::
+A scene file has these top-level keys (all optional)::
 
     description: free text
     ground: {segmentation_id: 1, material: asphalt, color: [..], checker_size_m: 1.0}
+    terrain: {file: hills.png, size_m: [400, 400], height_range_m: [0, 35]}   # or a GeoTIFF DEM
+    lighting: {time_of_day: "2026-06-21 15:30:00", shadows: true, ...}
     objects:
       - {name: tower, shape: box, size: [4, 4, 20], position: [20, 0, 10], yaw_deg: 30,
          segmentation_id: 10, material: cement}
       - {name: pole, shape: cylinder, radius: 0.15, height: 8, position: [5, 3, 4], ...}
       - {name: ball, shape: sphere, radius: 1.0, ...}
       - {name: statue, shape: mesh, file: meshes/statue.obj, scale: 1.0, ...}
+      - {name: house, shape: mesh, file: assets/house.glb, scale: 2.0, ...}
 
 Positions are ENU metres of the object's centre (box, cylinder, sphere) or of
 the mesh file's origin; orientation is ``yaw_deg`` (about ENU z, counter-
 clockwise from east) or a body->world quaternion ``orientation: [w, x, y, z]``.
-A cylinder's axis is its local z. Mesh paths are relative to the scene file.
+A cylinder's axis is its local z. Mesh paths are relative to the scene file;
+a mesh file may be OBJ (with its MTL materials and textures), STL, or glTF 2.0 /
+GLB (base colour and base-colour texture; glTF's +Y up becomes +Z):
+:mod:`aerial_sim.world.assets`.
+
+Each object is one *instance*: its instance id is its place in the list + 2
+(:meth:`Scene.instance_id`; 0 nothing, 1 the ground), unique per object, while
+its ``segmentation_id`` is its *class* (several objects may share it) and its
+``material`` the class of surface depth noise and lidar intensity depend on.
+
+``terrain`` (:mod:`aerial_sim.world.terrain`) replaces the ground plane with a
+height field, for every sensor and for collisions; it takes the ground's
+segmentation id and material. ``lighting`` is :mod:`aerial_sim.world.lighting`.
 
 Segmentation ids (``mono16`` pixels): 0 means nothing was hit (sky); the
 ground has its own id (default 1); objects use 1..65535. Objects may share an
 id (a class of objects) only if they share a material, so that
 :meth:`Scene.material_of_id` is unambiguous. The ground is the plane z = 0,
-the same plane the physics engine builds in (so it has no collider here).
+the same plane the physics engine builds in (so it has no collider here),
+unless a terrain is given.
+
+This module only describes a scene; what is built from it lives beside it:
+triangles and the ray caster in :mod:`aerial_sim.world.geometry`
+(:func:`~aerial_sim.world.geometry.ray_caster_of`), colliders in
+:mod:`aerial_sim.world.colliders` (:func:`~aerial_sim.world.colliders.scene_colliders`).
 
 This is the scene description AirSim takes from the Unreal level (seed 000,
 sec. 3: depth, segmentation and scene images; sec. 3.3.4: collisions).
@@ -39,8 +60,11 @@ import yaml
 
 from aerial_sim.config import ParamsError, params_from_mapping, require
 from aerial_sim.paths import resolve_config
+from aerial_sim.world.assets import load_asset
 from aerial_sim.world.errors import located
+from aerial_sim.world.lighting import LightingParams
 from aerial_sim.world.materials import DEFAULT_MATERIAL, Material, load_materials
+from aerial_sim.world.terrain import Terrain, TerrainParams, load_terrain
 
 #: Segmentation id of pixels that hit nothing.
 NO_HIT_ID = 0
@@ -77,7 +101,7 @@ class SceneObject:
     size: tuple[float, float, float] | None = None  # box: full extents along its local x, y, z (m)
     radius: float | None = None  # cylinder, sphere (m)
     height: float | None = None  # cylinder: length along its local z (m)
-    file: str | None = None  # mesh: OBJ/STL path, relative to the scene file
+    file: str | None = None  # mesh: OBJ/STL/glTF/GLB path, relative to the scene file
     scale: float = 1.0  # mesh: uniform scale applied to the file's coordinates
     material: str = DEFAULT_MATERIAL
     color: tuple[int, int, int] | None = None  # None: the material's colour
@@ -114,13 +138,27 @@ class Scene:
     """A loaded scene: ground, objects, materials; builds the ray caster and colliders on demand."""
 
     def __init__(self, name: str, ground: GroundParams, objects: tuple[SceneObject, ...],
-                 materials: dict[str, Material], base_dir: Path, description: str = ""):
+                 materials: dict[str, Material], base_dir: Path, description: str = "",
+                 terrain: Terrain | None = None, lighting: LightingParams | None = None, home=None):
+        from aerial_sim.environment.geodesy import HomePoint
+
         self.name = name
         self.ground = ground
         self.objects = objects
         self.materials = materials
         self.base_dir = base_dir
         self.description = description
+        #: The ground's height field, or None for the plane z = 0.
+        self.terrain = terrain
+        self.lighting = lighting or LightingParams()
+        #: The WGS-84 origin of ``map`` the terrain and the sun were placed with.
+        self.home = home or HomePoint()
+        #: Built things cached on the scene by the modules that build them (ray caster, ...).
+        self.cache: dict[str, Any] = {}
+
+    def instance_id(self, index: int) -> int:
+        """Instance id of object ``index`` (its ray-caster surface index): unique per object, ground 1, none 0."""
+        return index + 2
 
     def material(self, name: str) -> Material:
         return self.materials[name]
@@ -155,19 +193,6 @@ class Scene:
         path = Path(obj.file).expanduser()
         return path if path.is_absolute() else self.base_dir / path
 
-    def colliders(self) -> list:
-        """One collider per object, for ``PhysicsWorld.add_collider`` (the ground is built into the world)."""
-        from aerial_sim.world.colliders import collider_for
-
-        return [collider_for(obj, self) for obj in self.objects]
-
-    @cached_property
-    def ray_caster(self):
-        """The scene's :class:`~aerial_sim.world.geometry.RayCaster` (built once, on first use)."""
-        from aerial_sim.world.geometry import RayCaster
-
-        return RayCaster(self)
-
     @cached_property
     def _material_name_by_id(self) -> dict[int, str]:
         by_id = {self.ground.segmentation_id: self.ground.material}
@@ -179,8 +204,11 @@ class Scene:
         return f"Scene({self.name!r}, {len(self.objects)} objects)"
 
 
-def load_scene(name_or_path: str | Path, materials_path: str | Path | None = None) -> Scene:
+def load_scene(name_or_path: str | Path, materials_path: str | Path | None = None, home=None) -> Scene:
     """Load ``config/scenes/<name>.yaml`` (or a path) into a :class:`Scene`.
+
+    ``home`` (a :class:`~aerial_sim.environment.geodesy.HomePoint`; default AirSim's) places a
+    GeoTIFF terrain and the sun of ``lighting.time_of_day``.
 
     Every error is a :class:`ParamsError` naming the file, object and field,
     e.g. ``urban.yaml: objects[2] 'pole_1'.radius: must be > 0, got -1.0``.
@@ -197,9 +225,10 @@ def load_scene(name_or_path: str | Path, materials_path: str | Path | None = Non
                           "world, as scene:=empty)")
     if not isinstance(document, dict):
         raise ParamsError(f"{path.name}: expected a mapping with ground/objects")
-    unknown = sorted(set(document) - {"description", "ground", "objects"})
+    known = ("description", "ground", "objects", "terrain", "lighting")
+    unknown = sorted(set(document) - set(known))
     if unknown:
-        raise ParamsError(f"{path.name}: {unknown[0]}: unknown key (known: description, ground, objects)")
+        raise ParamsError(f"{path.name}: {unknown[0]}: unknown key (known: {', '.join(known)})")
     materials = load_materials(materials_path)
     with located(f"{path.name}: ground"):
         ground = params_from_mapping(GroundParams, document.get("ground"), where=f"{path.name}: ground")
@@ -229,7 +258,24 @@ def load_scene(name_or_path: str | Path, materials_path: str | Path | None = Non
         if obj.shape == "mesh" and not (path.parent / obj.file).is_file() and not Path(obj.file).is_file():
             raise ParamsError(f"{where}.file: no such mesh file: {obj.file}")
         objects.append(obj)
-    return Scene(path.stem, ground, tuple(objects), materials, path.parent, str(document.get("description", "")))
+    from aerial_sim.environment.geodesy import HomePoint
+
+    home = home or HomePoint()
+    terrain = None
+    if document.get("terrain") is not None:
+        with located(f"{path.name}: terrain"):
+            terrain_params = params_from_mapping(TerrainParams, document["terrain"], where=f"{path.name}: terrain")
+        terrain = load_terrain(terrain_params, path.parent, home, f"{path.name}: terrain")
+    with located(f"{path.name}: lighting"):
+        lighting = params_from_mapping(LightingParams, document.get("lighting"), where=f"{path.name}: lighting")
+    scene = Scene(path.stem, ground, tuple(objects), materials, path.parent, str(document.get("description", "")),
+                  terrain=terrain, lighting=lighting, home=home)
+    # Read every mesh file now, so that a broken one is an error of the scene file, not of the first frame.
+    loaded = scene.cache.setdefault("mesh_files", {})
+    for obj in objects:
+        if obj.shape == "mesh" and scene.mesh_path(obj) not in loaded:
+            loaded[scene.mesh_path(obj)] = load_asset(scene.mesh_path(obj), f"{scene.name}: object '{obj.name}'.file")
+    return scene
 
 
 def _check_material(materials: dict[str, Material], name: str, where: str) -> None:

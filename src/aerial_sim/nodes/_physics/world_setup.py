@@ -15,25 +15,39 @@ from aerial_sim.vehicles.multirotor import load_vehicle
 def build_world(params: PhysicsNodeParams) -> PhysicsWorld:
     """Create the world, its scene colliders and its vehicles from the node parameters."""
     environment = EnvironmentParams(home=params.home, wind_enu_m_s=params.wind_enu_m_s)
+    colliders, ground_height_m, terrain = scene_colliders(params.scene, params.home)
     world = PhysicsWorld(PhysicsParams(rate_hz=params.rate_hz, linear_drag_enabled=params.linear_drag_enabled,
-                                       stepping=params.stepping), environment)
-    for collider in scene_colliders(params.scene):
+                                       stepping=params.stepping, ground_height_m=ground_height_m), environment)
+    for collider in colliders:
         world.add_collider(collider)
     for index, (name, kind) in enumerate(zip(params.vehicle_names, params.vehicle_types)):
         position = tuple(params.initial_positions[3 * index : 3 * index + 3])
-        world.add_vehicle(name, load_vehicle(kind), position=position, yaw=params.initial_yaws_rad[index])
+        vehicle = load_vehicle(kind)
+        if terrain is not None:
+            # Over a terrain, a vehicle placed below its surface starts resting on it.
+            floor = float(terrain.height_at(position[0], position[1])) + 0.5 * vehicle.body_box_m[2]
+            if floor == floor and position[2] < floor:
+                position = (position[0], position[1], floor)
+        world.add_vehicle(name, vehicle, position=position, yaw=params.initial_yaws_rad[index])
     return world
 
 
-def scene_colliders(scene_name: str) -> list:
-    """Colliders for every object of the scene (the ground plane is built into the world)."""
+def scene_colliders(scene_name: str, home=None) -> tuple[list, float, object]:
+    """(colliders of every object and of the terrain, height of the built-in ground plane, the terrain or None).
+
+    Without a terrain the ground is the world's plane z = 0; over one, the plane is lowered to the
+    terrain's lowest point and the terrain collider is the ground.
+    """
     if scene_name in ("", "empty", "none"):
-        return []
+        return [], 0.0, None
     try:
+        from aerial_sim.world.colliders import ground_height_below
+        from aerial_sim.world.colliders import scene_colliders as colliders_of
         from aerial_sim.world.scene import load_scene
     except ImportError as error:
         raise ParamsError(f"scene '{scene_name}' needs the world module: {error}") from error
-    return list(load_scene(scene_name).colliders())
+    scene = load_scene(scene_name, home=home)
+    return list(colliders_of(scene)), ground_height_below(scene), scene.terrain
 
 
 def hovering_copy(params: PhysicsNodeParams) -> PhysicsWorld:

@@ -1,0 +1,114 @@
+"""Images that look like the world: the sun from the time of day, shadows, fog, exposure, antialiasing.
+
+Depth and segmentation never change with the lighting; the same pose renders the same image.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+
+import numpy as np
+import pytest
+
+from aerial_sim.config import ParamsError
+from aerial_sim.world.camera import CameraModel, CameraParams
+from aerial_sim.world.lighting import parse_time_of_day, sun_position
+from aerial_sim.world.scene import load_scene
+
+DOWN = (math.cos(math.pi / 4), 0.0, math.sin(math.pi / 4), 0.0)  # pitch +90 deg: camera looking straight down
+LEVEL = (1.0, 0.0, 0.0, 0.0)
+
+
+def scene_from(tmp_path, lighting: str, objects: str = "[]"):
+    path = tmp_path / "lit.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        ground: {{material: cement, checker_size_m: 0}}
+        lighting: {lighting}
+        objects: {objects}
+    """))
+    return load_scene(str(path))
+
+
+def test_sun_at_local_solar_noon_of_the_june_solstice_is_due_south_at_90_minus_latitude_plus_tilt():
+    latitude, longitude = 47.641468, -122.140165
+    azimuth, elevation = sun_position(parse_time_of_day("2026-06-21 12:00:00", longitude), latitude, longitude)
+    # Solar noon: the sun crosses the meridian at 90 - (latitude - declination), declination 23.44 deg;
+    # the equation of time (-1.7 min on 21 June, 0.4 deg of hour angle) moves it about 1 deg in azimuth
+    # this high in the sky.
+    assert azimuth == pytest.approx(180.0, abs=2.0)
+    assert elevation == pytest.approx(90.0 - latitude + 23.44, abs=0.3)
+    # An explicit UTC offset is that instant: 12:00 at UTC-8 is 20:00 UTC.
+    assert parse_time_of_day("2026-06-21T12:00:00-08:00", 0.0).hour == 20
+    with pytest.raises(ParamsError, match="time_of_day"):
+        parse_time_of_day("noon", 0.0)
+
+
+def test_a_box_shadow_falls_where_the_sun_direction_puts_it(tmp_path):
+    scene = scene_from(tmp_path, '{time_of_day: "2026-06-21 16:00:00", shadows: true}',
+                       "[{name: tower, shape: box, size: [2, 2, 4], position: [0, 0, 2], segmentation_id: 5}]")
+    params = CameraParams(width=200, height=200, hfov_deg=90.0, ambient=0.3, mount_position_m=(0.0, 0.0, 0.0))
+    camera = CameraModel(params, scene)
+    sun = camera.sun_direction
+    assert 0.2 < sun[2] < 0.9 and sun[0] < -0.3  # afternoon: the sun in the west, part way up
+    position = (0.0, 0.0, 30.0)
+    frame = camera.render(position, DOWN)
+    away = -sun[:2] / np.linalg.norm(sun[:2])  # the shadow points away from the sun
+    reach = 4.0 / math.tan(math.asin(sun[2]))  # the top edge's shadow is this far beyond the foot
+    albedo = np.array(scene.material("cement").color, float)
+    lit = np.round(albedo * (0.3 + 0.7 * sun[2]))
+    dark = np.round(albedo * 0.3)
+
+    def colour_at(distance):
+        # Centre line of the shadow, measured from the box's centre.
+        point = np.array([*(away * distance), 0.0])
+        col, row = np.round(camera.project(point, position, DOWN)[0]).astype(int)
+        assert frame.segmentation[row, col] == 1  # the ground, not the box
+        return frame.color[row, col].astype(float)
+
+    for distance in (2.0, 1.0 + 0.5 * reach, 0.5 + reach):
+        assert np.abs(colour_at(distance) - dark).max() <= 1, distance
+    for distance in (1.5 + reach, 3.0 + reach):
+        assert np.abs(colour_at(distance) - lit).max() <= 1, distance
+    point = np.array([*(-away * 3.0), 0.0])  # on the sunny side
+    col, row = np.round(camera.project(point, position, DOWN)[0]).astype(int)
+    assert np.abs(frame.color[row, col] - lit).max() <= 1
+    # The NumPy reference casts the same shadow rays.
+    reference = camera.render(position, DOWN, reference=True)
+    assert (np.abs(reference.color.astype(int) - frame.color) > 1).any(axis=-1).mean() < 2e-3
+
+
+def test_night_has_no_direct_light_and_depth_and_segmentation_ignore_the_lighting(tmp_path):
+    objects = "[{name: tower, shape: box, size: [2, 2, 4], position: [8, 0, 2], segmentation_id: 5}]"
+    plain = CameraModel(CameraParams(width=96, height=64), scene_from(tmp_path, "{}", objects))
+    night = CameraModel(CameraParams(width=96, height=64), scene_from(
+        tmp_path, '{time_of_day: "2026-12-21 01:00:00", shadows: true, fog_density_per_m: 0.05, exposure_ev: 1,'
+                  ' antialiasing: 2, sky_zenith_color: [10, 20, 40]}', objects))
+    a, b = plain.render((0.0, 0.0, 1.5), LEVEL), night.render((0.0, 0.0, 1.5), LEVEL)
+    assert np.array_equal(a.depth, b.depth) and np.array_equal(a.segmentation, b.segmentation)
+    assert b.color.shape == a.color.shape
+    ground = a.segmentation == 1
+    assert b.color[ground].mean() < 0.6 * a.color[ground].mean()
+    # Lockstep: the same pose renders the same image, byte for byte.
+    assert np.array_equal(night.render((0.0, 0.0, 1.5), LEVEL).color, b.color)
+
+
+def test_fog_takes_far_surfaces_to_the_fog_colour_by_beer_lambert(tmp_path):
+    fog = (200, 210, 225)
+    scene = scene_from(tmp_path, "{fog_density_per_m: 0.1}",
+                       "[{name: wall, shape: box, size: [0.2, 40, 40], position: [20.1, 0, 0], segmentation_id: 5}]")
+    camera = CameraModel(CameraParams(width=64, height=48, sun_direction_enu=(-1.0, 0.0, 0.0), ambient=0.0), scene)
+    frame = camera.render((0.0, 0.0, 5.0), LEVEL)
+    row, col = 24, 32
+    distance = frame.depth[row, col] / camera._planar_per_metre.reshape(48, 64)[row, col]
+    albedo = np.array(scene.material("default").color, float)
+    transmittance = math.exp(-0.1 * distance)
+    expected = albedo * transmittance + np.array(fog) * (1 - transmittance)
+    assert np.abs(frame.color[row, col] - expected).max() <= 1.5
+
+
+def test_bad_lighting_is_one_error_naming_the_field(tmp_path):
+    for body, error in [('{time_of_day: "dawn"}', "time_of_day"), ("{fog_density_per_m: -1}", "fog_density_per_m"),
+                        ("{antialiasing: 9}", "antialiasing"), ("{sun: 3}", "sun: unknown parameter")]:
+        with pytest.raises(ParamsError, match=error):
+            scene_from(tmp_path, body)
