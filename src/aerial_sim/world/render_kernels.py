@@ -88,107 +88,104 @@ def merge_hits(origins, directions, tfar, prim, ng, surface_of_triangle, ground_
 def shade_surfaces(origin, directions, distance, surface, triangle, normal, lit, corners, corner_uv, texture_of,
                    albedo_of, texels, texture_table, ground_albedo, sun, ambient, lit_share, checker_size_m,
                    sky_horizon, sky_zenith, sky_gradient, fog_density, fog_color, gain, out):
-    """Shaded uint8 RGB per ray into ``out`` (N, 3); see :func:`shade_pixel` for the arithmetic.
-
-    ``origin`` (3,) float64; ``triangle`` (N,) int32 scene triangle index (-1: ground plane or nothing);
-    ``lit`` (N,) uint8, 0 where the sun is hidden (shadow); ``corners`` (T, 3, 3) float64,
-    ``corner_uv`` (T, 3, 2) float32, ``texture_of`` (T,) int32, ``albedo_of`` (T, 3) float32: the
-    :class:`~aerial_sim.world.geometry.SceneSurfaces` arrays; ``ambient`` = a and ``lit_share`` =
-    (1 - a) x direct light, float32.
-    """
-    for i in range(directions.shape[0]):
-        shade_pixel(i, origin, directions, distance, surface, triangle, normal, lit, corners, corner_uv, texture_of,
-                    albedo_of, texels, texture_table, ground_albedo, sun, ambient, lit_share, checker_size_m,
-                    sky_horizon, sky_zenith, sky_gradient, fog_density, fog_color, gain, out)
-
-
-@njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def shade_pixel(i, origin, directions, distance, surface, triangle, normal, lit, corners, corner_uv, texture_of,
-                albedo_of, texels, texture_table, ground_albedo, sun, ambient, lit_share, checker_size_m,
-                sky_horizon, sky_zenith, sky_gradient, fog_density, fog_color, gain, out):
-    """colour = albedo x (a + (1 - a) direct max(0, n.s) lit) x gain, fogged, + 0.5, clipped to 255.
+    """Shaded uint8 RGB per ray into ``out`` (N, 3):
+    colour = albedo x (a + (1 - a) direct max(0, n.s) lit) x gain, fogged, + 0.5, clipped to 255.
 
     albedo: the triangle's base colour, times its texture's bilinear sample at the hit's texture
     coordinates (barycentric interpolation of the corners' uv, repeat wrapping) / 255; the ground
     plane's colour, or an untextured terrain's, in the 2-tone checker. Fog: c + (fog - c)(1 - exp(-k d)).
     Sky: the horizon colour, blended linearly in the ray's up component toward the zenith colour.
+
+    ``origin`` (3,) float64; ``triangle`` (N,) int32 scene triangle index (-1: ground plane or nothing);
+    ``lit`` (N,) uint8, 0 where the sun is hidden (shadow); ``corners`` (T, 3, 3) float64,
+    ``corner_uv`` (T, 3, 2) float32, ``texture_of`` (T,) int32, ``albedo_of`` (T, 3) float32: the
+    :class:`~aerial_sim.world.geometry.SceneSurfaces` arrays; ``ambient`` = a and ``lit_share`` =
+    (1 - a) x direct light, float32. (One loop, no per-pixel call: a call with these
+    arguments costs more than the shading.)
     """
     half = np.float32(0.5)
-    kind = surface[i]
-    if kind == 0:
-        t = np.float32(0.0)
-        if sky_gradient:
-            t = max(directions[i, 2], np.float32(0.0))
-        for c in range(3):
-            out[i, c] = np.uint8(sky_horizon[c] + (sky_zenith[c] - sky_horizon[c]) * t + half)
-        return
-    w = triangle[i]
-    r, g, b = ground_albedo[0], ground_albedo[1], ground_albedo[2]
-    textured = False
-    if w >= 0:
-        r, g, b = albedo_of[w, 0], albedo_of[w, 1], albedo_of[w, 2]
-        k = texture_of[w]
-        if k >= 0:
-            textured = True
-            px = origin[0] + np.float64(directions[i, 0] * distance[i])
-            py = origin[1] + np.float64(directions[i, 1] * distance[i])
-            pz = origin[2] + np.float64(directions[i, 2] * distance[i])
-            ax, ay, az = corners[w, 0, 0], corners[w, 0, 1], corners[w, 0, 2]
-            e1x, e1y, e1z = corners[w, 1, 0] - ax, corners[w, 1, 1] - ay, corners[w, 1, 2] - az
-            e2x, e2y, e2z = corners[w, 2, 0] - ax, corners[w, 2, 1] - ay, corners[w, 2, 2] - az
-            qx, qy, qz = px - ax, py - ay, pz - az
-            d00 = e1x * e1x + e1y * e1y + e1z * e1z
-            d01 = e1x * e2x + e1y * e2y + e1z * e2z
-            d11 = e2x * e2x + e2y * e2y + e2z * e2z
-            d20 = qx * e1x + qy * e1y + qz * e1z
-            d21 = qx * e2x + qy * e2y + qz * e2z
-            den = d00 * d11 - d01 * d01
-            b1 = (d11 * d20 - d01 * d21) / den
-            b2 = (d00 * d21 - d01 * d20) / den
-            b0 = 1.0 - b1 - b2
-            u = b0 * corner_uv[w, 0, 0] + b1 * corner_uv[w, 1, 0] + b2 * corner_uv[w, 2, 0]
-            v = b0 * corner_uv[w, 0, 1] + b1 * corner_uv[w, 1, 1] + b2 * corner_uv[w, 2, 1]
-            offset, width, height = texture_table[k, 0], texture_table[k, 1], texture_table[k, 2]
-            x = (u - math.floor(u)) * width - 0.5
-            y = (1.0 - (v - math.floor(v))) * height - 0.5
-            x0, y0 = math.floor(x), math.floor(y)
-            fx, fy = np.float32(x - x0), np.float32(y - y0)
-            xa, ya = int(x0) % width, int(y0) % height
-            xb, yb = (xa + 1) % width, (ya + 1) % height
-            scale = np.float32(1.0 / 255.0)
-            sampled = np.empty(3, np.float32)
+    for i in range(directions.shape[0]):
+        kind = surface[i]
+        if kind == 0:
+            t = np.float32(0.0)
+            if sky_gradient:
+                t = max(directions[i, 2], np.float32(0.0))
             for c in range(3):
-                t00 = np.float32(texels[offset + (ya * width + xa) * 3 + c])
-                t01 = np.float32(texels[offset + (ya * width + xb) * 3 + c])
-                t10 = np.float32(texels[offset + (yb * width + xa) * 3 + c])
-                t11 = np.float32(texels[offset + (yb * width + xb) * 3 + c])
-                top = t00 + (t01 - t00) * fx
-                bottom = t10 + (t11 - t10) * fx
-                sampled[c] = (top + (bottom - top) * fy) * scale
-            r, g, b = r * sampled[0], g * sampled[1], b * sampled[2]
-    factor = np.float32(1.0)
-    if kind == 1 and not textured and checker_size_m > 0:
-        x = origin[0] + np.float64(directions[i, 0] * distance[i])
-        y = origin[1] + np.float64(directions[i, 1] * distance[i])
-        cell = np.int64(math.floor(x / checker_size_m)) + np.int64(math.floor(y / checker_size_m))
-        if cell & 1:
-            factor = np.float32(0.85)
-    cosine = normal[i, 0] * sun[0] + normal[i, 1] * sun[1] + normal[i, 2] * sun[2]
-    cosine = min(max(cosine, np.float32(0.0)), np.float32(1.0))
-    if lit[i] == 0:
-        cosine = np.float32(0.0)
-    shade = ambient + lit_share * cosine
-    fog = np.float32(0.0)
-    if fog_density > 0:
-        fog = np.float32(1.0 - math.exp(-fog_density * distance[i]))
-    for c in range(3):
-        albedo = r if c == 0 else (g if c == 1 else b)
-        value = albedo * factor * shade
-        if gain != 1:
-            value = value * gain
+                out[i, c] = np.uint8(sky_horizon[c] + (sky_zenith[c] - sky_horizon[c]) * t + half)
+            continue
+        w = triangle[i]
+        r, g, b = ground_albedo[0], ground_albedo[1], ground_albedo[2]
+        textured = False
+        if w >= 0:
+            r, g, b = albedo_of[w, 0], albedo_of[w, 1], albedo_of[w, 2]
+            k = texture_of[w]
+            if k >= 0:
+                textured = True
+                px = origin[0] + np.float64(directions[i, 0] * distance[i])
+                py = origin[1] + np.float64(directions[i, 1] * distance[i])
+                pz = origin[2] + np.float64(directions[i, 2] * distance[i])
+                ax, ay, az = corners[w, 0, 0], corners[w, 0, 1], corners[w, 0, 2]
+                e1x, e1y, e1z = corners[w, 1, 0] - ax, corners[w, 1, 1] - ay, corners[w, 1, 2] - az
+                e2x, e2y, e2z = corners[w, 2, 0] - ax, corners[w, 2, 1] - ay, corners[w, 2, 2] - az
+                qx, qy, qz = px - ax, py - ay, pz - az
+                d00 = e1x * e1x + e1y * e1y + e1z * e1z
+                d01 = e1x * e2x + e1y * e2y + e1z * e2z
+                d11 = e2x * e2x + e2y * e2y + e2z * e2z
+                d20 = qx * e1x + qy * e1y + qz * e1z
+                d21 = qx * e2x + qy * e2y + qz * e2z
+                den = d00 * d11 - d01 * d01
+                b1 = (d11 * d20 - d01 * d21) / den
+                b2 = (d00 * d21 - d01 * d20) / den
+                b0 = 1.0 - b1 - b2
+                u = b0 * corner_uv[w, 0, 0] + b1 * corner_uv[w, 1, 0] + b2 * corner_uv[w, 2, 0]
+                v = b0 * corner_uv[w, 0, 1] + b1 * corner_uv[w, 1, 1] + b2 * corner_uv[w, 2, 1]
+                offset, width, height = texture_table[k, 0], texture_table[k, 1], texture_table[k, 2]
+                x = (u - math.floor(u)) * width - 0.5
+                y = (1.0 - (v - math.floor(v))) * height - 0.5
+                x0, y0 = math.floor(x), math.floor(y)
+                fx, fy = np.float32(x - x0), np.float32(y - y0)
+                xa, ya = int(x0) % width, int(y0) % height
+                xb, yb = (xa + 1) % width, (ya + 1) % height
+                i00 = offset + (ya * width + xa) * 3
+                i01 = offset + (ya * width + xb) * 3
+                i10 = offset + (yb * width + xa) * 3
+                i11 = offset + (yb * width + xb) * 3
+                r = r * _bilinear(texels, i00, i01, i10, i11, fx, fy)
+                g = g * _bilinear(texels, i00 + 1, i01 + 1, i10 + 1, i11 + 1, fx, fy)
+                b = b * _bilinear(texels, i00 + 2, i01 + 2, i10 + 2, i11 + 2, fx, fy)
+        factor = np.float32(1.0)
+        if kind == 1 and not textured and checker_size_m > 0:
+            x = origin[0] + np.float64(directions[i, 0] * distance[i])
+            y = origin[1] + np.float64(directions[i, 1] * distance[i])
+            cell = np.int64(math.floor(x / checker_size_m)) + np.int64(math.floor(y / checker_size_m))
+            if cell & 1:
+                factor = np.float32(0.85)
+        cosine = normal[i, 0] * sun[0] + normal[i, 1] * sun[1] + normal[i, 2] * sun[2]
+        cosine = min(max(cosine, np.float32(0.0)), np.float32(1.0))
+        if lit[i] == 0:
+            cosine = np.float32(0.0)
+        shade = ambient + lit_share * cosine
+        fog = np.float32(0.0)
         if fog_density > 0:
-            value = value + (fog_color[c] - value) * fog
-        out[i, c] = np.uint8(min(value + half, np.float32(255.0)))
+            fog = np.float32(1.0 - math.exp(-fog_density * distance[i]))
+        for c in range(3):
+            albedo = r if c == 0 else (g if c == 1 else b)
+            value = albedo * factor * shade
+            if gain != 1:
+                value = value * gain
+            if fog_density > 0:
+                value = value + (fog_color[c] - value) * fog
+            out[i, c] = np.uint8(min(value + half, np.float32(255.0)))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _bilinear(texels, i00, i01, i10, i11, fx, fy):
+    """Bilinear blend / 255 of four texels (one channel): weights (1 - fx)(1 - fy), fx (1 - fy), ..."""
+    t00, t01 = np.float32(texels[i00]), np.float32(texels[i01])
+    t10, t11 = np.float32(texels[i10]), np.float32(texels[i11])
+    top = t00 + (t01 - t00) * fx
+    bottom = t10 + (t11 - t10) * fx
+    return (top + (bottom - top) * fy) * np.float32(1.0 / 255.0)
 
 
 def warm_up(shading: bool = False) -> None:
