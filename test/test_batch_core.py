@@ -324,3 +324,15 @@ def test_pinned_runs_get_disjoint_cores_and_the_launch_keeps_its_processes_on_th
     refused = subprocess.run([sys.executable, "-m", "aerial_sim", "launch", "--cpus", "4096", str(probe)],
                              capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and "--cpus: '4096' is not a set of this process's cores" in refused.stderr
+
+
+def test_a_run_whose_physics_dropped_a_lockstep_participant_is_named_failed_with_the_line(tmp_path):
+    from aerial_sim.batch.execute import lockstep_drop
+
+    log = tmp_path / "attempt-1.log"
+    log.write_text("[physics] [INFO] [1.0] [physics]: lockstep: starting\n"
+                   "[physics] [ERROR] [2.0] [physics]: lockstep: participant dropped: /ghost held the clock at "
+                   "t = 1.020 s for 20 s of wall time without a new output\n")
+    assert lockstep_drop(log).startswith("lockstep: participant dropped: /ghost held the clock at t = 1.020 s")
+    log.write_text("[physics] [INFO] [1.0] [physics]: lockstep: starting\n")
+    assert lockstep_drop(log) == "" == lockstep_drop(tmp_path / "missing.log")

@@ -14,7 +14,10 @@ ends the launch with exit status 0 when it has landed and written
   its work was done, so the run stands, with that line in its entry's ``warnings``, unless the
   node was the recorder (:data:`MUST_STOP_CLEANLY`), whose bag may then lack its end;
 - it runs past ``timeout_s`` wall-clock seconds (hung): it is stopped and killed;
-- it exits 0 without ``metrics.json``, or post-processing fails.
+- it exits 0 without ``metrics.json``, or post-processing fails;
+- the physics node dropped a lockstep participant that stayed silent (``lockstep: participant
+  dropped`` in the log, :mod:`aerial_sim.physics.lockstep`): the run went on without it, so it is
+  not the repeatable run asked for (kind ``lockstep``, that line as the reason).
 
 A failed attempt is retried while attempts are left (:func:`should_retry`);
 its log stays in ``logs/attempt-<n>.log``, everything else of it is cleared
@@ -192,6 +195,9 @@ def _launch_and_postprocess(run, folder: Path, number: int, launch_file: Path, o
                     return Attempt(False, "crashed", f"launch exited with code {code}: {fatal}", log_path, lease.domain_id, wall_s, **times)
             elif code != 0:
                 return Attempt(False, "crashed", f"launch exited with code {code}{_last_error(log_path)}", log_path, lease.domain_id, wall_s, **times)
+            dropped = lockstep_drop(log_path)
+            if dropped:  # the run went on without a participant: it is not the run asked for
+                return Attempt(False, "lockstep", dropped, log_path, lease.domain_id, wall_s, **times)
         elif kind == "timeout":
             return Attempt(False, "timeout", f"no landing within {options.timeout_s:g} s (stopped)", log_path, lease.domain_id, wall_s, **times)
         else:
@@ -219,6 +225,20 @@ def _watch(launcher: subprocess.Popen, marker: str, options: RunOptions, cancell
         time.sleep(0.2)
     reap_session(launcher, marker)  # nodes a dying launcher could not stop
     return "exited"
+
+
+def lockstep_drop(log_path: Path) -> str:
+    """The physics node's first ``lockstep: participant dropped`` line in the launch log ("" if none)."""
+    from aerial_sim.physics.lockstep import DROPPED_MARKER
+
+    try:
+        text = log_path.read_text(errors="replace")
+    except OSError:
+        return ""
+    for line in text.splitlines():
+        if DROPPED_MARKER in line:
+            return line[line.index(DROPPED_MARKER):][:300]
+    return ""
 
 
 def judge_stop_failures(launch_log: str) -> tuple[list[str], str]:

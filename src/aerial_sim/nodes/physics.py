@@ -317,6 +317,8 @@ class PhysicsNode(Node):
             self._lockstep_wait_s = 0.05
             return False
         held = bool(self.lockstep_outputs.holdups(self._awaited_clock_ns()))
+        if held and self.lockstep_outputs.started and self.lockstep_outputs.drop_overdue(self._awaited_clock_ns()):
+            held = bool(self.lockstep_outputs.holdups(self._awaited_clock_ns()))
         self._lockstep_wait_s = LockstepOutputs.POLL_S if held else 0.05
         return not held and not self._stop.is_set()
 
@@ -411,6 +413,10 @@ class PhysicsNode(Node):
         why = f"{vehicle.name}: motor_commands again; failsafe over"
         self.get_logger().info(why)
         self._publish_status(DiagnosticStatus.OK, f"physics: {vehicle.name} motor commands", why, vehicle.name)
+
+    def report_lockstep_drop(self, why: str) -> None:
+        """A lockstep participant was dropped (:meth:`LockstepOutputs.drop_overdue`): an ERROR on /diagnostics."""
+        self._publish_status(DiagnosticStatus.ERROR, "physics: lockstep", why)
 
     def _publish_status(self, level, name: str, message: str, hardware_id: str = "physics") -> None:
         status = DiagnosticStatus(level=level, name=name, message=message, hardware_id=hardware_id)

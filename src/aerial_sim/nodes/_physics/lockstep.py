@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib
+import time
 from typing import TYPE_CHECKING
 
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -11,7 +12,8 @@ from std_msgs.msg import String
 
 from aerial_sim.cdr import cdr_header_stamp_ns
 from aerial_sim.config import ParamsError
-from aerial_sim.physics.lockstep import LockstepGate, Participant, parse_participants
+from aerial_sim.physics.lockstep import (DROPPED_MARKER, Holdup, LockstepGate, Participant,
+                                         parse_participants, shorten)
 from aerial_sim.rosnode.lockstep import LOCKSTEP_ANNOUNCEMENTS_QOS, LOCKSTEP_PARTICIPANTS_TOPIC
 from aerial_sim.rosnode.raw_take import not_called, take_raw, unspun_reader_node
 
@@ -36,7 +38,20 @@ class LockstepOutputs:
     executor spins: the simulation thread takes whatever has arrived when it looks
     (:meth:`take_arrived`), instead of an executor callback and a wake-up per output (425 a
     simulated second from the four sensors and the recorder).
+
+    Announcements cannot freeze the clock (issue 32; the rules are the gate's): an entry belongs to
+    the node that announced it (found by the announcement's publisher in the graph) and cannot
+    replace another's; it expires when that announcer leaves the graph; once its topic has
+    publishers, the announcer's process must be among them (``/clock@250`` from anyone but the
+    physics node is refused); and a participant silent for ``lockstep_timeout_s`` is dropped with an
+    ERROR (:meth:`drop_overdue`).
     """
+
+    #: Graph rounds (CONNECT_PERIOD_S each) an announcer may be missing before its entries expire:
+    #: discovery can report a writer a moment after its data arrived.
+    ABSENT_ROUNDS = 3
+    #: Distinct refused entries logged (each once); past this many, refusals are silent.
+    MAX_REFUSALS_LOGGED = 100
 
     #: How often topics not yet in the graph are looked for (wall s).
     CONNECT_PERIOD_S = 0.2
@@ -53,7 +68,13 @@ class LockstepOutputs:
         # Not spun by any executor (see the class doc); its own name, not launch's remapped one.
         self.reader = unspun_reader_node(node, "lockstep_outputs")
         self.taken: dict[str, object] = {}  # topic -> subscription of self.reader
-        node.create_subscription(String, LOCKSTEP_PARTICIPANTS_TOPIC, self.on_announcement, LOCKSTEP_ANNOUNCEMENTS_QOS)
+        #: Announced topic -> (announcing publisher's GID, rounds it has been missing from the graph).
+        self.announcers: dict[str, list] = {}
+        self.refused: set[str] = set()
+        # Read with the announcer's GID (the message info), taken on the graph timer: the events
+        # executor fails ("null argument to internal routine") on a callback that asks for the info.
+        self.announcements = self.reader.create_subscription(String, LOCKSTEP_PARTICIPANTS_TOPIC, not_called,
+                                                             LOCKSTEP_ANNOUNCEMENTS_QOS)
         node.create_timer(self.CONNECT_PERIOD_S, self.connect_pending)
 
     def observe(self, topic: str, stamp_ns: int) -> None:
@@ -72,20 +93,95 @@ class LockstepOutputs:
         return " [no header: unreadable]" if topic in self.subscriptions and self.subscriptions[topic] is None \
             else " [no publisher in the graph yet]"
 
-    def on_announcement(self, message: String) -> None:
+    def take_announcements(self) -> None:
+        """Handle every announcement that has arrived (executor thread)."""
+        while True:
+            try:
+                with self.announcements.handle:
+                    taken = self.announcements.handle.take_message(String, False)
+            except Exception:  # noqa: BLE001 - destroyed while stopping, or a middleware error
+                return
+            if taken is None:
+                return
+            message, info = taken
+            self.on_announcement(message, info)
+
+    def on_announcement(self, message: String, info: dict) -> None:
+        gid = bytes((info or {}).get("publisher_gid", {}).get("data", b""))
         try:
             participant = Participant.parse(message.data)
-        except ParamsError as error:
-            self.node.get_logger().warning(f"{LOCKSTEP_PARTICIPANTS_TOPIC}: entry refused: {error}",
-                                           throttle_duration_sec=2.0)
+            owner = self.announcer_name(gid)
+            changed = self.gate.add(participant, owner)
+        except ParamsError as error:  # EntryRefused among them
+            text = str(error)
+            if text not in self.refused and len(self.refused) < self.MAX_REFUSALS_LOGGED:
+                self.refused.add(text)  # each refusal once: a repeated (or flooded) entry is not a log flood
+                self.node.get_logger().warning(f"{LOCKSTEP_PARTICIPANTS_TOPIC}: entry refused: {text}")
             return
-        if self.gate.add(participant):
-            self.node.get_logger().info(f"lockstep: waiting for {participant.text()} from t = {self.node.world.time_s:.3f} s")
-        self.connect_pending()
+        self.announcers[participant.topic] = [gid, 0]
+        if changed:
+            self.node.get_logger().info(f"lockstep: waiting for {participant.text()} (announced by {owner}) from "
+                                        f"t = {self.node.world.time_s:.3f} s")
+
+    def announcer_name(self, gid: bytes) -> str:
+        """The announcing node, ``/namespace/name (process <GUID prefix>)``, from the graph."""
+        for info in self.node.get_publishers_info_by_topic(LOCKSTEP_PARTICIPANTS_TOPIC):
+            if bytes(info.endpoint_gid) == gid:
+                return f"{info.node_namespace.rstrip('/')}/{info.node_name} (process {gid[:12].hex()})"
+        return f"an unnamed node (process {gid[:12].hex()})"
+
+    def expire_and_verify(self) -> None:
+        """Drop the entries whose announcer has left the graph, and those whose topic is published
+        but not by the announcer's process (executor thread)."""
+        if not self.announcers:
+            return
+        alive = {bytes(i.endpoint_gid) for i in self.node.get_publishers_info_by_topic(LOCKSTEP_PARTICIPANTS_TOPIC)}
+        for topic, entry in list(self.announcers.items()):
+            gid = entry[0]
+            entry[1] = 0 if gid in alive else entry[1] + 1
+            if entry[1] >= self.ABSENT_ROUNDS:
+                self.forget(topic, f"lockstep: no longer waiting for {topic}: {self.gate.owner(topic)}, which "
+                                   "announced it, has left the graph", error=False)
+                continue
+            publishers = self.node.get_publishers_info_by_topic(topic)
+            if publishers and gid[:12] not in {bytes(i.endpoint_gid)[:12] for i in publishers}:
+                names = ", ".join(sorted({f"{i.node_namespace.rstrip('/')}/{i.node_name}" for i in publishers}))
+                self.forget(topic, f"lockstep: entry {topic} refused: {self.gate.owner(topic)} announced it but "
+                                   f"does not publish it (its publishers: {shorten(names)})", error=True)
+
+    def forget(self, topic: str, why: str, error: bool) -> None:
+        self.announcers.pop(topic, None)
+        if self.gate.remove(topic) is None:
+            pass
+        elif error:  # (rclpy wants one severity per call site)
+            self.node.get_logger().error(why)
+        else:
+            self.node.get_logger().warning(why)
+        self.node.command_arrived.set()
+
+    def drop_overdue(self, clock_ns: int) -> list[Holdup]:
+        """Drop every participant that has held the clock for ``lockstep_timeout_s`` of wall time
+        without a new output: one ERROR line (starting :data:`DROPPED_MARKER`) and an ERROR on
+        ``/diagnostics`` each; the clock goes on without them (simulation thread)."""
+        timeout_s = self.node.params.lockstep_timeout_s
+        overdue = self.gate.overdue(clock_ns, time.monotonic(), timeout_s)
+        for holdup in overdue:
+            topic = holdup.participant.topic
+            why = (f"{DROPPED_MARKER}: {topic} held the clock at t = {self.node.world.time_s:.3f} s for "
+                   f"{timeout_s:g} s of wall time without a new output ({holdup.describe()}"
+                   f"{self.why_silent(topic)}): the clock goes on without it, and this run is no longer "
+                   "repeatable")
+            self.announcers.pop(topic, None)
+            self.gate.remove(topic)
+            self.node.get_logger().error(why)
+            self.node.report_lockstep_drop(why)
+        return overdue
 
     def connect_pending(self) -> None:
         """Subscribe to every participant whose topic now has a publisher, and arm those whose
         publisher the subscription has matched (executor thread)."""
+        self.take_announcements()
+        self.expire_and_verify()
         participants = self.gate.participants()
         pending = [p.topic for p in participants if p.topic not in self.subscriptions]
         types = dict(self.node.get_topic_names_and_types()) if pending else {}

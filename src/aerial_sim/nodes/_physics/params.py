@@ -43,6 +43,11 @@ class PhysicsNodeParams:
     #: other. 0 = wait at every due time. Motor commands are awaited every period regardless. Keep 0
     #: for a participant whose output feeds back into control (attitude_source: imu).
     lockstep_slack_s: float = 0.1
+    #: Lockstep: a participant that holds the clock this long (wall s) without a new output is dropped,
+    #: with an ERROR in the log and on /diagnostics, and the clock goes on without it (issue 32: one
+    #: forged entry froze a run for good). 0 = wait for ever. A slow participant is not silent: each
+    #: new output starts the wait again.
+    lockstep_timeout_s: float = 20.0
     #: Largest external force / torque a rotor_drag/wrench message may apply; larger ones are refused.
     max_external_force_n: float = 50.0
     max_external_torque_nm: float = 5.0
@@ -85,7 +90,8 @@ class PhysicsNodeParams:
         require(self.vehicles >= 0, f"vehicles must be >= 0, got {self.vehicles!r}")
         require_positive(self, "rate_hz", "publish_rate_hz", "wrench_timeout_s", "max_external_force_n",
                          "max_external_torque_nm", "max_position_m")
-        require_non_negative(self, "clock_speed", "motor_command_timeout_s", "lockstep_settle_s", "lockstep_settle_max_s")
+        require_non_negative(self, "clock_speed", "motor_command_timeout_s", "lockstep_settle_s", "lockstep_settle_max_s",
+                             "lockstep_timeout_s")
         # A participant may lag by slack x publish_rate_hz ground-truth messages: half its queue at most.
         most = LOCKSTEP_QOS.depth / 2 / self.publish_rate_hz
         require(0.0 <= self.lockstep_slack_s <= most,
