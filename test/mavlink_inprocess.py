@@ -63,9 +63,12 @@ class Harness:
         self._tick_task = asyncio.get_running_loop().create_task(self._ticks())
         await self.graph.clock.started()
 
-    async def _ticks(self) -> None:
+    async def _ticks(self) -> None:  # the absolute schedule of MavlinkServer._ticks
+        period = 1.0 / self.autopilot.params.tick_hz
+        due = await self.graph.clock.started()
         while True:
-            await self.graph.clock.sleep(1.0 / self.autopilot.params.tick_hz)
+            due += period
+            await self.graph.clock.wait_until(due)
             self.autopilot.tick(self.graph.clock.now_s)
 
     async def stop(self) -> None:

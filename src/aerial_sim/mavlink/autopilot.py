@@ -75,10 +75,11 @@ IGNORE_BODY_RATES, IGNORE_THRUST, IGNORE_ATTITUDE = 0b111, 1 << 6, 1 << 7
 
 @dataclass(frozen=True)
 class TelemetryRates:
-    """Default streaming rates (Hz of simulation time), PX4's "onboard" profile where it has one;
-    position and attitude at 50 Hz. SET_MESSAGE_INTERVAL changes them per message at run time."""
+    """Default streaming rates (Hz of simulation time): PX4's "onboard" profile (the 14540 link), except
+    LOCAL_POSITION_NED at 50 Hz (PX4: 30) and SYS_STATUS at 2 Hz. SET_MESSAGE_INTERVAL changes them per
+    message at run time, up to ``tick_hz``."""
 
-    attitude: float = 50.0
+    attitude: float = 100.0
     attitude_quaternion: float = 50.0
     local_position_ned: float = 50.0
     global_position_int: float = 50.0
@@ -100,8 +101,9 @@ class TelemetryRates:
 class AutopilotParams:
     """The autopilot's behaviour outside PX4's own parameters (defaults here only)."""
 
-    #: Guidance tick (simulation time): setpoints re-sent and modes advanced at this rate.
-    tick_hz: float = 50.0
+    #: Guidance and telemetry tick (simulation time): setpoints re-sent, modes advanced and streams sent
+    #: at this rate (the highest stream rate).
+    tick_hz: float = 100.0
     #: Takeoff is over (mode Hold) within this distance of its altitude, m.
     takeoff_tolerance_m: float = 0.3
     #: RTL reaches home (and a goto its goal) within this horizontal distance, m.
@@ -495,7 +497,7 @@ class Autopilot:
         elif interval_us == -1:
             self._rates[msg_id] = 0.0
         else:
-            self._rates[msg_id] = min(1e6 / interval_us, 250.0)
+            self._rates[msg_id] = min(1e6 / interval_us, self.params.tick_hz)
         self._next_due.pop(msg_id, None)
         return ACCEPTED
 
@@ -1047,11 +1049,12 @@ class Autopilot:
 
     # -- telemetry --------------------------------------------------------------------------
     def _stream(self, now_s: float) -> None:
+        slack = 0.5 / self.params.tick_hz  # a message due before the next tick goes now (rates up to tick_hz exact)
         for msg_id, rate in self._rates.items():
             if rate <= 0.0:
                 continue
             due = self._next_due.get(msg_id)
-            if due is not None and now_s + 1e-9 < due:
+            if due is not None and now_s + slack < due:
                 continue
             period = 1.0 / rate
             self._next_due[msg_id] = now_s + period if due is None or now_s - due > period else due + period

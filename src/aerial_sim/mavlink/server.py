@@ -132,11 +132,17 @@ class MavlinkServer:
         self._tasks = [loop.create_task(self._ticks()), loop.create_task(self._heartbeats())]
 
     async def _ticks(self) -> None:
+        """Tick every ``1 / tick_hz`` of simulation time on an absolute schedule (waiting for the next
+        /clock message after each would stretch every period by up to one control period)."""
         period = 1.0 / self.tick_hz
+        due = await self.clock.started()
         while True:
             try:
-                await self.clock.sleep(period)
+                due += period
+                await self.clock.wait_until(due)
                 now = self.clock.now_s
+                if abs(now - due) > 1.0:  # a reset, a jump or a long stall: start the schedule afresh
+                    due = now
                 for autopilot in self.autopilots:
                     autopilot.tick(now)
             except asyncio.CancelledError:
