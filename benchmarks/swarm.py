@@ -75,7 +75,7 @@ def hover_world(count: int, stepping: str = "auto"):
     from aerial_sim.physics.world import PhysicsParams, PhysicsWorld
     from aerial_sim.vehicles.multirotor import load_vehicle
 
-    world = PhysicsWorld(PhysicsParams(rate_hz=RATE_HZ, stepping=stepping), EnvironmentParams())
+    world = PhysicsWorld(PhysicsParams(rate_hz=RATE_HZ, stepping=stepping, drag_law="projected"), EnvironmentParams())
     quad = load_vehicle("quad_x")
     controls = quad.hover_controls(world.environment.air_density(HEIGHT_M), world.environment.gravity(HEIGHT_M))
     for index, position in enumerate(grid(count)):

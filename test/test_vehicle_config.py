@@ -94,3 +94,15 @@ def test_cross_section_is_airsims_body_box_plus_propeller_areas():
     assert quad.cross_section == pytest.approx((0.0331, 0.0359, 0.6765), abs=1e-4)
     given = MultirotorParams(cross_section_m2=(0.01, 0.02, 0.03), rotors=quad.rotors)
     assert given.cross_section == (0.01, 0.02, 0.03)
+
+
+def test_the_f450_of_seed_004_has_its_11_inch_props_450_mm_diagonal_and_the_inertia_it_claims():
+    f450 = load_vehicle("f450")
+    assert f450.mass_kg == 1.7 and len(f450.rotors) == 4
+    assert all(r.diameter_m == pytest.approx(11 * 0.0254) for r in f450.rotors)  # 11 x 4.7 in propellers
+    for r in f450.rotors:  # 450 mm motor to motor across the diagonal
+        assert 2 * (r.position_m[0] ** 2 + r.position_m[1] ** 2) ** 0.5 == pytest.approx(0.45, abs=1e-5)
+    expected = box_with_point_masses_inertia(1.7 - 4 * 0.09, f450.body_box_m, 0.09, [r.position_m for r in f450.rotors])
+    for row, expected_row in zip(f450.inertia_kg_m2, expected):
+        assert row == pytest.approx(expected_row, rel=1e-5, abs=1e-9)
+    assert 4 * f450.rotors[0].max_thrust_n(1.225) / (1.7 * 9.80665) == pytest.approx(2.83, abs=0.01)

@@ -216,7 +216,7 @@ def simulate_line_flight(speed_m_s: float, distance_m: float = 80.0, altitude_m:
     vehicle = load_vehicle(vehicle_name)
     drag = drag or RotorDragParams()
     model = RotorDragModel(drag, tuple(r.position_m for r in vehicle.rotors))
-    world = PhysicsWorld(PhysicsParams(linear_drag_enabled=truth == "airsim"))
+    world = PhysicsWorld(PhysicsParams(linear_drag_enabled=truth == "airsim", drag_law="projected"))  # airsim_linear_drag_body
     world.add_vehicle("uav", vehicle, position=(0.0, 0.0, altitude_m))
     controller = CascadedController(
         ControllerParams(max_horizontal_speed_m_s=max(8.0, 1.5 * speed_m_s), max_tilt_rad=0.8), vehicle

@@ -40,7 +40,9 @@ STATE_COLUMNS = 39
 # Columns of the per-vehicle constants array.
 MASS, INV_MASS, INERTIA, INV_INERTIA, AREAS, LIN_DRAG, ANG_DRAG = 0, 1, 2, 11, 20, 23, 24
 RADIUS, MAX_LIFT, HALF_EXTENTS = 27, 28, 29
-CONST_COLUMNS = 32
+#: Drag law (index into physics.drag.DRAG_LAWS, -1: no drag) and the rotor law's (k, b, c_d1).
+DRAG_LAW, ROTOR_DRAG = 32, 33
+CONST_COLUMNS = 36
 
 # Columns of the per-rotor constants (as RotorArray.constants): lag gain, unit wrench (Fx, Fy, Fz, Tx, Ty, Tz).
 ROTOR_COLUMNS = 7
@@ -89,7 +91,6 @@ def advance_free(indices, steps_left, state, const, rotor_const, commands, filte
     """
     half_dt = 0.5 * dt
     half_dt2 = 0.5 * dt * dt
-    wind_x, wind_y, wind_z = wind[0], wind[1], wind[2]
     g0, g1, g2 = gravity_poly[0], gravity_poly[1], gravity_poly[2]
     stopped = 0
     for i in indices:
@@ -117,6 +118,9 @@ def advance_free(indices, steps_left, state, const, rotor_const, commands, filte
         j20, j21, j22 = const[i, INV_INERTIA + 6], const[i, INV_INERTIA + 7], const[i, INV_INERTIA + 8]
         area_x, area_y, area_z = const[i, AREAS], const[i, AREAS + 1], const[i, AREAS + 2]
         lin_c = const[i, LIN_DRAG]
+        law = int(const[i, DRAG_LAW])
+        rotor_k, rotor_b, rotor_c = const[i, ROTOR_DRAG], const[i, ROTOR_DRAG + 1], const[i, ROTOR_DRAG + 2]
+        wind_x, wind_y, wind_z = wind[i, 0], wind[i, 1], wind[i, 2]
         kdx, kdy, kdz = const[i, ANG_DRAG], const[i, ANG_DRAG + 1], const[i, ANG_DRAG + 2]
         rotors = rotor_count[i]
         diagonal = is_diagonal(const, i)
@@ -187,6 +191,7 @@ def advance_free(indices, steps_left, state, const, rotor_const, commands, filte
                 tx += u * rotor_const[i, k, 4]
                 ty += u * rotor_const[i, k, 5]
                 tz += u * rotor_const[i, k, 6]
+            thrust = fz * rho
             fx = fx * rho + efx
             fy = fy * rho + efy
             fz = fz * rho + efz
@@ -200,14 +205,23 @@ def advance_free(indices, steps_left, state, const, rotor_const, commands, filte
             ox = wx + bx * dt
             oy = wy + by * dt
             oz = wz + bz * dt
-            if lin_c != 0.0:
+            if law >= 0:
                 lx = r00 * ux + r10 * uy + r20 * uz
                 ly = r01 * ux + r11 * uy + r21 * uz
                 lz = r02 * ux + r12 * uy + r22 * uz
-                drag = lin_c * rho * (area_x * abs(lx) + area_y * abs(ly) + area_z * abs(lz))
-                fx += drag * lx
-                fy += drag * ly
-                fz += drag * lz
+                if law == 0:
+                    drag = lin_c * rho * (area_x * abs(lx) + area_y * abs(ly) + area_z * abs(lz))
+                    fx += drag * lx
+                    fy += drag * ly
+                    fz += drag * lz
+                elif law == 1:
+                    fx += lin_c * rho * area_x * lx * abs(lx)
+                    fy += lin_c * rho * area_y * ly * abs(ly)
+                    fz += lin_c * rho * area_z * lz * abs(lz)
+                else:
+                    drag = -(rotor_k * thrust + rotor_b) * rotor_c
+                    fx += drag * lx
+                    fy += drag * ly
             tx -= rho * kdx * ox * abs(ox)
             ty -= rho * kdy * oy * abs(oy)
             tz -= rho * kdz * oz * abs(oz)
@@ -272,9 +286,11 @@ def sweep_radii(state, const, steps, dt, slack_m, wind):
         speed = math.sqrt(s[V] ** 2 + s[V + 1] ** 2 + s[V + 2] ** 2)
         accel = math.sqrt(s[A] ** 2 + s[A + 1] ** 2 + s[A + 2] ** 2)
         external = math.sqrt(s[EXT_FORCE] ** 2 + s[EXT_FORCE + 1] ** 2 + s[EXT_FORCE + 2] ** 2)
-        air = math.sqrt((s[V] - wind[0]) ** 2 + (s[V + 1] - wind[1]) ** 2 + (s[V + 2] - wind[2]) ** 2) + 1.0
+        air = math.sqrt((s[V] - wind[i, 0]) ** 2 + (s[V + 1] - wind[i, 1]) ** 2 + (s[V + 2] - wind[i, 2]) ** 2) + 1.0
         area = c[AREAS] + c[AREAS + 1] + c[AREAS + 2]
         drag = abs(c[LIN_DRAG]) * 2.0 * s[DENSITY] * area * air * air
+        if c[DRAG_LAW] == 2.0:  # rotor drag at full thrust
+            drag = (c[ROTOR_DRAG] * c[MAX_LIFT] * s[DENSITY] + c[ROTOR_DRAG + 1]) * c[ROTOR_DRAG + 2] * air
         bound = accel + 2.0 * ((c[MAX_LIFT] * s[DENSITY] + external + drag) * c[INV_MASS] + s[GRAVITY])
         radii[i] = c[RADIUS] + speed * horizon + bound * horizon * horizon + slack_m
     return radii

@@ -38,6 +38,7 @@ import numpy as np
 
 from aerial_sim.environment.environment import Environment
 from aerial_sim.physics import batch_kernels as kernels
+from aerial_sim.physics.drag import DRAG_LAWS
 from aerial_sim.physics.batch_kernels import (
     ANCHOR_UP,
     ANG_DRAG,
@@ -49,6 +50,8 @@ from aerial_sim.physics.batch_kernels import (
     INV_MASS,
     INV_INERTIA,
     LIN_DRAG,
+    DRAG_LAW,
+    ROTOR_DRAG,
     MASS,
     MAX_LIFT,
     RA,
@@ -130,7 +133,9 @@ class BatchedBodies:
         self._plan: tuple | None = None  # (near, pairs) of the last broad phase, while reusable
         self._plan_steps_left = 0
         self._gravity = gravity_polynomial(environment)
-        self._wind = np.array(environment.wind_enu_m_s, dtype=float)
+        #: Each vehicle's wind (ENU, m/s): the environment's, or its own from a wind field (set_winds).
+        self._wind = np.tile(np.array(environment.wind_enu_m_s, dtype=float), (count, 1))
+        self._own_winds = False
         lines = density_lines or {}
         # A vehicle's band starts where a fresh environment's does, moved to where the vehicle is
         # (as the scalar path's shared band is for a world's first vehicle).
@@ -158,6 +163,8 @@ class BatchedBodies:
         row[INV_INERTIA : INV_INERTIA + 9] = [v for line in body.inverse_inertia for v in line]
         row[AREAS : AREAS + 3] = body.areas
         row[LIN_DRAG] = -0.5 * body.vehicle.linear_drag_coefficient if self.linear_drag_enabled else 0.0
+        row[DRAG_LAW] = DRAG_LAWS.index(body.drag_law) if self.linear_drag_enabled else -1
+        row[ROTOR_DRAG : ROTOR_DRAG + 3] = body.rotor_drag
         row[ANG_DRAG : ANG_DRAG + 3] = body.angular_drag
         row[RADIUS] = body.bounding_radius
         row[HALF_EXTENTS : HALF_EXTENTS + 3] = body.half_extents
@@ -284,8 +291,25 @@ class BatchedBodies:
             lows.append(low)
             highs.append(high)
         self._bounds = (np.array(lows, dtype=float).reshape(-1, 3), np.array(highs, dtype=float).reshape(-1, 3))
-        self._wind = np.array(environment.wind_enu_m_s, dtype=float)
+        if not self._own_winds:
+            self._wind[:] = environment.wind_enu_m_s
         self._gravity = gravity_polynomial(environment)
+
+    def set_winds(self, winds: np.ndarray | None) -> None:
+        """Each vehicle's own wind (N, 3; ENU, m/s) from a wind field; None: the environment's for all."""
+        if winds is None:
+            self._own_winds = False
+            self._wind[:] = self.environment.wind_enu_m_s
+        else:
+            self._own_winds = True
+            changed = np.any(self._wind != winds, axis=1)
+            self._wind[:] = winds
+            self.asleep &= ~changed
+        self._plan = None
+
+    def winds(self) -> np.ndarray:
+        """The wind each vehicle feels (N, 3; ENU, m/s), a copy."""
+        return self._wind.copy()
 
     def _broad_phase(self, window: int) -> tuple[np.ndarray, np.ndarray]:
         """Near vehicles and close pairs for the next ``window`` steps: the plan still held when it
@@ -354,6 +378,7 @@ class BatchedBodies:
         body = self.body(index)
         scratch = self._scratch
         scratch.wind_enu_m_s = self.environment.wind_enu_m_s
+        body.wind_enu_m_s = tuple(self._wind[index].tolist()) if self._own_winds else None
         scratch.home_altitude_m = self.environment.home_altitude_m
         scratch.density_line = tuple(self.state[index, ANCHOR_UP : ANCHOR_UP + 3].tolist())
         body.advance(steps, scratch, colliders, *settings)

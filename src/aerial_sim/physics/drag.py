@@ -1,4 +1,17 @@
-"""Linear and angular air drag on the body (AirSim paper, Shah et al. 2017, sec. 3.3.1).
+"""Air drag on the body (AirSim paper, Shah et al. 2017, sec. 3.3.1) and the drag laws the engine offers.
+
+Drag laws (``PhysicsParams.drag_law``), each on the velocity relative to the air
+the vehicle is in (its own wind, :mod:`aerial_sim.environment.wind`):
+
+- ``projected``: the paper's statement, below: one drag equation along ``v`` with
+  the area seen along ``v``;
+- ``faces``: AirSim's code (``FastPhysicsEngine::getDragWrench``): each box face
+  moving into the air, ``-1/2 rho C A_k v_k |v_k|`` along body axis k (AirSim also
+  skips faces slower than 0.1 m/s; here they keep their tiny force);
+- ``rotor``: seed 004's rotor drag, eq. (13), ``-(k T + b) c_d1 (I - e3 e3^T) v``
+  in the body frame (T the rotors' total thrust), in place of the body drag. Seed 004
+  fitted it below 4 m/s of wind; here it is applied to the air-relative velocity
+  at any wind speed, an extension the paper names as future work.
 
 Linear drag (the drag equation): ``|F_d| = 1/2 rho |v|^2 C_lin A`` opposite to
 the air-relative velocity ``v = v_body - wind``. The cross-section ``A`` is the
@@ -29,8 +42,27 @@ constants once per vehicle.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
+from scipy.optimize import brentq
+
+from aerial_sim.physics.rotor_drag import linearize_sqrt_thrust, ram_drag_bound
+
+#: The engine's drag laws, in the order the compiled step numbers them (module docstring).
+DRAG_LAWS = ("projected", "faces", "rotor")
+
+
+def rotor_drag_coefficients(vehicle) -> tuple[float, float, float]:
+    """(k, b, c_d1) of seed 004 eq. (13) for ``vehicle``: its ``rotor_drag`` if given, else derived as
+    :mod:`aerial_sim.physics.rotor_drag` derives quad_x's (sqrt(T) line over 20-100 % of the rotor's
+    maximum thrust; 40 % of the momentum-theory ram-drag bound of its disc)."""
+    given = getattr(vehicle, "rotor_drag", None)
+    if given is not None:
+        return tuple(float(v) for v in given)
+    rotor = vehicle.rotors[0]
+    k, b = linearize_sqrt_thrust(len(vehicle.rotors), rotor.max_thrust_n())
+    return (k, b, 0.4 * ram_drag_bound(rotor.diameter_m))
 
 Vector3 = tuple[float, float, float]
 
@@ -66,3 +98,57 @@ def _angular_drag_constants(body_box_m: Vector3, coefficient: float, samples: in
         constants.append(0.5 * coefficient * total)
     return tuple(constants)
 
+
+
+def body_drag_force(law: str, vehicle, velocity_air_body, thrust_n: float, air_density: float) -> tuple:
+    """Body-frame drag force (N) of ``law`` at the body-frame air-relative velocity, as the engine's step
+    applies it (rigid_body.py, batch_kernels.py); ``thrust_n`` is the rotors' total, for ``rotor``."""
+    lx, ly, lz = velocity_air_body
+    c = -0.5 * vehicle.linear_drag_coefficient * air_density
+    ax, ay, az = vehicle.cross_section
+    if law == "projected":
+        scale = c * (ax * abs(lx) + ay * abs(ly) + az * abs(lz))
+        return (scale * lx, scale * ly, scale * lz)
+    if law == "faces":
+        return (c * ax * lx * abs(lx), c * ay * ly * abs(ly), c * az * lz * abs(lz))
+    if law == "rotor":
+        k, b, c_d1 = rotor_drag_coefficients(vehicle)
+        scale = -(k * thrust_n + b) * c_d1
+        return (scale * lx, scale * ly, 0.0)
+    raise ValueError(f"drag law must be one of {', '.join(DRAG_LAWS)}, got {law!r}")
+
+
+def level_flight_pitch(law: str, vehicle, airspeed_m_s: float, air_density: float = 1.225,
+                       gravity: float = 9.80665) -> tuple[float, float]:
+    """(pitch rad, thrust N) that hold ``vehicle`` in steady level flight nose first (along body x) at
+    ``airspeed_m_s`` under ``law`` (or hovering, nose into a wind of that speed): thrust along body z, tilted by
+    the pitch into the air stream,
+    balances weight and drag, ``T z_b + R F_drag(R^T v) - m g e_z = 0``.
+
+    With the nose down by theta the body sees the air at (V cos theta, 0, V sin theta); the drag
+    (:func:`body_drag_force`) turned into the world has a horizontal part D_x and a vertical part D_z,
+    and theta solves ``T sin theta + D_x = 0`` with ``T cos theta = m g - D_z`` (for ``rotor`` the
+    drag grows with T: both solved together). None when no tilt below 89 deg holds the speed.
+    """
+    mass_g = vehicle.mass_kg * gravity
+
+    def balance(theta: float) -> tuple[float, float]:
+        cos_t, sin_t = math.cos(theta), math.sin(theta)
+        body_velocity = (airspeed_m_s * cos_t, 0.0, airspeed_m_s * sin_t)
+        thrust = mass_g / cos_t
+        for _ in range(50):  # only rotor drag depends on the thrust; a contraction for any sane k c_d1 V
+            fx, _, fz = body_drag_force(law, vehicle, body_velocity, thrust, air_density)
+            drag_x, drag_z = fx * cos_t + fz * sin_t, -fx * sin_t + fz * cos_t
+            new_thrust = (mass_g - drag_z) / cos_t
+            if abs(new_thrust - thrust) < 1e-12 * mass_g:
+                break
+            thrust = new_thrust
+        return thrust * sin_t + drag_x, thrust
+
+    high = math.radians(89.0)
+    if airspeed_m_s == 0:
+        return 0.0, mass_g
+    if balance(high)[0] < 0:
+        return None
+    theta = brentq(lambda t: balance(t)[0], 0.0, high, xtol=1e-12)
+    return theta, balance(theta)[1]

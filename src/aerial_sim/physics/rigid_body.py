@@ -44,7 +44,7 @@ from typing import Sequence
 from aerial_sim.environment.environment import Environment
 from aerial_sim.environment.gravity import STANDARD_GRAVITY_M_S2
 from aerial_sim.physics.contact import Contact
-from aerial_sim.physics.drag import angular_drag_constants
+from aerial_sim.physics.drag import DRAG_LAWS, angular_drag_constants, rotor_drag_coefficients
 from aerial_sim.physics.forces import RotorArray
 from aerial_sim.physics.rotation import (
     add,
@@ -89,6 +89,11 @@ class RigidBody:
         self.rotors = RotorArray(vehicle.rotors, self.dt)
         self.external_force = ZERO
         self.external_torque = ZERO
+        #: The wind this body feels (ENU, m/s) when a wind field sets it per vehicle; None: the environment's.
+        self.wind_enu_m_s: Vector3 | None = None
+        #: Drag law (:data:`aerial_sim.physics.drag.DRAG_LAWS`) and, for ``rotor``, (k, b, c_d1) of seed 004 eq. (13).
+        self.drag_law = "projected"
+        self.rotor_drag = rotor_drag_coefficients(vehicle)
         # The six kinematic quantities (sec. 3.3). ``acceleration`` is the one the integrator
         # uses; ``reported_acceleration`` adds the contact impulses of the step (what an IMU feels).
         self.position = tuple(float(v) for v in position)
@@ -195,7 +200,8 @@ class RigidBody:
         colliders and the engine settings (air density is checked apart)."""
         rotors = self.rotors
         return (tuple(rotors.commands), rotors.constants, self.external_force, self.external_torque,
-                environment.wind_enu_m_s, environment.gravity_coefficients, tuple(colliders), settings)
+                self.wind_enu_m_s or environment.wind_enu_m_s, environment.gravity_coefficients, tuple(colliders),
+                settings, self.drag_law)
 
     def _still_resting(self, environment: Environment, colliders: list, settings: tuple) -> bool:
         """Is the body still at the fixed point :meth:`advance` found?
@@ -239,10 +245,12 @@ class RigidBody:
         (j00, j01, j02), (j10, j11, j12), (j20, j21, j22) = self.inverse_inertia
         area_x, area_y, area_z = self.areas
         lin_c = -0.5 * self.vehicle.linear_drag_coefficient if linear_drag_enabled else 0.0
+        law = DRAG_LAWS.index(self.drag_law) if linear_drag_enabled else -1
+        rotor_k, rotor_b, rotor_c = self.rotor_drag
         kdx, kdy, kdz = self.angular_drag
         efx, efy, efz = self.external_force
         etx, ety, etz = self.external_torque
-        wind_x, wind_y, wind_z = environment.wind_enu_m_s
+        wind_x, wind_y, wind_z = self.wind_enu_m_s or environment.wind_enu_m_s
         density_at = environment.air_density
         g0, g1, g2 = environment.gravity_coefficients
         radius = self.bounding_radius
@@ -328,6 +336,7 @@ class RigidBody:
                 tx += u * ctx
                 ty += u * cty
                 tz += u * ctz
+            thrust = fz * rho  # the rotors' total thrust (normals along body z), for rotor drag
             fx = fx * rho + efx
             fy = fy * rho + efy
             fz = fz * rho + efz
@@ -342,15 +351,24 @@ class RigidBody:
             ox = wx + bx * dt
             oy = wy + by * dt
             oz = wz + bz * dt
-            # linear drag (sec. 3.3.1): -1/2 rho C (Ax|vx| + Ay|vy| + Az|vz|) v, body frame
-            if lin_c:
+            # drag on the air-relative velocity, body frame (physics/drag.py)
+            if law >= 0:
                 lx = r00 * ux + r10 * uy + r20 * uz
                 ly = r01 * ux + r11 * uy + r21 * uz
                 lz = r02 * ux + r12 * uy + r22 * uz
-                scale = lin_c * rho * (area_x * abs(lx) + area_y * abs(ly) + area_z * abs(lz))
-                fx += scale * lx
-                fy += scale * ly
-                fz += scale * lz
+                if law == 0:  # projected (sec. 3.3.1): -1/2 rho C (Ax|vx| + Ay|vy| + Az|vz|) v
+                    scale = lin_c * rho * (area_x * abs(lx) + area_y * abs(ly) + area_z * abs(lz))
+                    fx += scale * lx
+                    fy += scale * ly
+                    fz += scale * lz
+                elif law == 1:  # faces (AirSim's code): -1/2 rho C A_k v_k |v_k| per body axis
+                    fx += lin_c * rho * area_x * lx * abs(lx)
+                    fy += lin_c * rho * area_y * ly * abs(ly)
+                    fz += lin_c * rho * area_z * lz * abs(lz)
+                else:  # rotor (seed 004 eq. 13): -(k T + b) c_d1 (I - e3 e3^T) v
+                    scale = -(rotor_k * thrust + rotor_b) * rotor_c
+                    fx += scale * lx
+                    fy += scale * ly
             # angular drag integrated over the body box (sec. 3.3.1)
             tx -= rho * kdx * ox * abs(ox)
             ty -= rho * kdy * oy * abs(oy)

@@ -25,7 +25,9 @@ import numpy as np
 
 from aerial_sim.config import ParamsError, require, require_non_negative, require_positive
 from aerial_sim.environment.environment import Environment, EnvironmentParams
+from aerial_sim.environment.wind import WindField
 from aerial_sim.physics.contact import Collider, GroundPlane
+from aerial_sim.physics.drag import DRAG_LAWS
 from aerial_sim.physics.rigid_body import RigidBody
 from aerial_sim.physics.rotation import quat_from_yaw
 from aerial_sim.physics.state import GroundTruth, RotorState
@@ -42,8 +44,11 @@ class PhysicsParams:
 
     #: Physics steps per simulated second (AirSim: 1000 Hz).
     rate_hz: float = 1000.0
-    #: AirSim's linear drag on the body; switch off to fly with a rotor-drag model alone.
+    #: Drag on the body, on its air-relative velocity (off: fly with a rotor-drag node's wrench alone).
     linear_drag_enabled: bool = True
+    #: Which drag law (physics/drag.py): ``projected`` (the AirSim paper's statement), ``faces``
+    #: (AirSim's code, face by face) or ``rotor`` (seed 004 eq. 13 rotor drag, computed in the step).
+    drag_law: Literal["projected", "faces", "rotor"] = "faces"
     #: Height of the built-in ground plane in ``map`` (m).
     ground_height_m: float = 0.0
     #: Penetration (m) a resting body keeps, so its contact persists from step to step.
@@ -65,6 +70,7 @@ class PhysicsParams:
         require_non_negative(self, "rest_speed_m_s")
         require(self.stepping in ("auto", "scalar", "batched"), f"stepping must be auto, scalar or batched, got {self.stepping!r}")
         require(self.batched_min_vehicles >= 1, f"batched_min_vehicles must be >= 1, got {self.batched_min_vehicles!r}")
+        require(self.drag_law in DRAG_LAWS, f"drag_law must be one of {', '.join(DRAG_LAWS)}, got {self.drag_law!r}")
 
     @property
     def dt(self) -> float:
@@ -92,6 +98,10 @@ class PhysicsWorld:
         self._batch: BatchedBodies | None = None
         #: Each vehicle's air-density band while the batched path is not in use (see batched.py).
         self._density_lines: dict[str, tuple[float, float, float]] = {}
+        #: The wind field every vehicle samples at its own position (set_wind_field), else None.
+        self.wind_field: WindField | None = None
+        self._wind_sampled_s = -math.inf
+        self._wind_resample = False
 
     @property
     def batched(self) -> bool:
@@ -130,6 +140,7 @@ class PhysicsWorld:
         if position[2] < floor:
             position = (position[0], position[1], floor)
         body = RigidBody(vehicle, self.params.dt, position, quat_from_yaw(yaw))
+        body.drag_law = self.params.drag_law
         body.gravity = self.environment.gravity(position[2])
         body.air_density = self.environment.air_density(position[2])
         body.set_kinematics()  # consistent initial accelerations: free fall with the motors off
@@ -144,6 +155,70 @@ class PhysicsWorld:
         if len(wind) != 3 or not all(math.isfinite(v) for v in wind):
             raise ValueError(f"wind needs 3 finite values (ENU, m/s), got {wind_enu_m_s!r}")
         self.environment.wind_enu_m_s = wind
+        if self.wind_field is not None:
+            self.wind_field.set_mean(wind)
+            self._wind_resample = True  # the new mean from the next step on
+
+    def set_wind_field(self, field: WindField | None) -> None:
+        """Let every vehicle feel ``field`` (mean wind with shear, gusts, turbulence) at its own position from
+        now on, sampled at the start of each :meth:`step` call at most every ``field.params.update_period_s``
+        and held in between; None: back to the environment's one constant wind. The field's mean
+        becomes the environment's wind (``set_wind`` changes both)."""
+        self.wind_field = field
+        self._wind_sampled_s = -math.inf
+        self._wind_resample = True
+        if field is None:
+            for body in self.bodies.values():
+                body.wind_enu_m_s = None
+            if self._batch is not None:
+                self._batch.set_winds(None)
+            return
+        if field.vehicles != len(self.bodies):
+            field.resize(len(self.bodies))
+        self.environment.wind_enu_m_s = tuple(float(v) for v in field.mean_enu_m_s)
+
+    def winds(self) -> np.ndarray:
+        """The wind each vehicle feels now (N, 3; ENU, m/s), in the order of :meth:`vehicle_names`."""
+        bodies = list(self.bodies.values())
+        if self._batch is not None:
+            return self._batch.winds()
+        default = self.environment.wind_enu_m_s
+        return np.array([body.wind_enu_m_s or default for body in bodies], dtype=float).reshape(-1, 3)
+
+    def _sample_wind(self) -> None:
+        """Each vehicle's wind from the field at its position (and air speed) now."""
+        field = self.wind_field
+        if field is None:
+            return
+        now = self.time_s
+        due = now - self._wind_sampled_s >= field.params.update_period_s - 1e-12
+        if not (self._wind_resample or due and not field.steady):
+            return
+        self._wind_resample = False
+        if field.steady:  # the same wind everywhere: the environment's, as without a field
+            self.environment.wind_enu_m_s = tuple(float(v) for v in field.mean_enu_m_s)
+            for body in self.bodies.values():
+                body.wind_enu_m_s = None
+            if self._batch is not None:
+                self._batch.set_winds(None)
+            return
+        if field.vehicles != len(self.bodies):
+            field.resize(len(self.bodies))
+        dt = now - self._wind_sampled_s if math.isfinite(self._wind_sampled_s) else 0.0
+        self._wind_sampled_s = now
+        batch = self._ensure_batch()
+        if batch is not None:
+            positions, velocities = batch.state[:, 0:3], batch.state[:, 7:10]
+        else:
+            bodies = list(self.bodies.values())
+            positions = np.array([b.position for b in bodies], dtype=float).reshape(-1, 3)
+            velocities = np.array([b.velocity for b in bodies], dtype=float).reshape(-1, 3)
+        winds = field.step(now, dt, positions, velocities)
+        if batch is not None:
+            batch.set_winds(winds)
+        else:
+            for body, wind in zip(self.bodies.values(), winds.tolist()):
+                body.wind_enu_m_s = tuple(wind)
 
     def vehicle_names(self) -> tuple[str, ...]:
         return tuple(self.bodies)
@@ -205,6 +280,7 @@ class PhysicsWorld:
             return
         params = self.params
         settings = (params.linear_drag_enabled, params.contact_slop_m, params.rest_speed_m_s, params.sleep_at_rest)
+        self._sample_wind()
         batch = self._ensure_batch()
         if batch is not None:
             batch.advance(n_steps, self._steps, self.colliders, settings)
@@ -259,6 +335,9 @@ class PhysicsWorld:
 
             self._batch = BatchedBodies(list(self.bodies), list(self.bodies.values()), self.environment,
                                         self.params.linear_drag_enabled, self._density_lines)
+            if self.wind_field is not None:
+                self._batch.set_winds(np.array([b.wind_enu_m_s or self.environment.wind_enu_m_s
+                                                for b in self.bodies.values()], dtype=float))
         return self._batch
 
     def _retire_batch(self) -> dict:
@@ -267,7 +346,8 @@ class PhysicsWorld:
         if batch is None:
             return {}
         for index in range(len(batch.bodies)):
-            batch.body(index)
+            body = batch.body(index)
+            body.wind_enu_m_s = tuple(batch.winds()[index].tolist()) if self.wind_field is not None else None
         anchor_up = _kernels().ANCHOR_UP
         return {name: tuple(batch.state[i, anchor_up : anchor_up + 3].tolist())
                 for i, name in enumerate(batch.names)}

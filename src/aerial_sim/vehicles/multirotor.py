@@ -121,6 +121,9 @@ class MultirotorParams:
     cross_section_m2: Vector3 | None = None
     linear_drag_coefficient: float = 0.325
     angular_drag_coefficient: float = 0.325
+    #: (k, b, c_d1) of seed 004 eq. (13) for the engine's ``rotor`` drag law; None: derived from the rotors
+    #: (:func:`aerial_sim.physics.drag.rotor_drag_coefficients`).
+    rotor_drag: tuple[float, float, float] | None = None
     #: Coefficient of restitution for impacts, 0 (no bounce) .. 1 (elastic).
     restitution: float = 0.55
     #: Coulomb friction coefficient for contacts.
@@ -135,6 +138,8 @@ class MultirotorParams:
         require(0.0 <= self.restitution <= 1.0, f"restitution must be in [0, 1], got {self.restitution!r}")
         if self.cross_section_m2 is not None:
             require(all(math.isfinite(v) and v >= 0 for v in self.cross_section_m2), f"cross_section_m2 must be >= 0, got {self.cross_section_m2!r}")
+        if self.rotor_drag is not None:
+            require(all(math.isfinite(v) and v >= 0 for v in self.rotor_drag), f"rotor_drag (k, b, c_d1) must be >= 0, got {self.rotor_drag!r}")
         _check_inertia(self.inertia_kg_m2)
 
     @property
