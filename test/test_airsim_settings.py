@@ -93,3 +93,37 @@ def test_airsims_search_order(tmp_path):
         find_settings_file(str(tmp_path / "missing.json"))
     with pytest.raises(SettingsError, match="cannot read"):
         load_settings(tmp_path)  # a folder
+
+
+def test_settings_cameras_render_with_their_names_mounts_and_resolutions():
+    """high_res_camera.py / external_camera.py: named vehicle cameras and an external camera fixed in the world."""
+    import numpy as np
+
+    from aerial_sim.airsim.images import EXTERNAL, EXTERNAL_POSE, CameraRig
+    from aerial_sim.airsim.wire import RpcFault
+    from aerial_sim.world.camera import CameraParams
+    from aerial_sim.world.scene import load_scene
+
+    settings = parse_settings({
+        "CameraDefaults": {"CaptureSettings": [{"ImageType": 0, "Width": 64, "Height": 48}]},
+        "ExternalCameras": {"fixed1": {"X": 3, "Y": 4, "Z": -5, "Pitch": -90,
+                                       "CaptureSettings": [{"ImageType": 1, "Width": 40, "Height": 30}]}},
+        "Vehicles": {"Drone1": {"Cameras": {"low_res": {"CaptureSettings": [{"Width": 32, "Height": 24}]}}}},
+    })
+    rig = CameraRig(load_scene("empty"), CameraParams(), settings)
+    pose = ((0.0, 0.0, 1.0), (1.0, 0.0, 0.0, 0.0))
+    low, front = rig.render("Drone1", [("low_res", 0, False, False), ("front_center", 0, False, False)], *pose, 0)
+    assert (low["width"], low["height"]) == (32, 24) and (front["width"], front["height"]) == (64, 48)
+    (fixed,) = rig.render(EXTERNAL, [("fixed1", 1, True, False)], *EXTERNAL_POSE, 0)
+    import msgpack
+
+    depth = np.array(msgpack.unpackb(fixed["image_data_float"].data), np.float32).reshape(30, 40)
+    assert depth[15, 20] == pytest.approx(5.0, abs=0.02)  # 5 m up, looking straight down at the ground
+    info = rig.camera_info(EXTERNAL, "fixed1", *EXTERNAL_POSE)
+    position = info["pose"]["position"]
+    assert (position["x_val"], position["y_val"], position["z_val"]) == pytest.approx((3.0, 4.0, -5.0), abs=1e-6)
+    assert (fixed["width"], fixed["height"]) == (40, 30)
+    with pytest.raises(RpcFault, match="no camera named 'low_res'"):
+        rig.render("Drone2", [("low_res", 0, False, False)], *pose, 0)  # Drone1's camera only
+    with pytest.raises(RpcFault, match="no external camera named 'fixed2' \\(have: fixed1\\)"):
+        rig.render(EXTERNAL, [("fixed2", 0, False, False)], *EXTERNAL_POSE, 0)

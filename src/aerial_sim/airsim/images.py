@@ -14,6 +14,14 @@ given (460x320, 90 deg by default):
 | ``bottom_center`` (3) | at the centre, looking down                      |
 | ``back_center`` (4)   | at the back, looking backward                    |
 
+More cameras come from an AirSim settings file (:mod:`aerial_sim.airsim.settings`):
+``CameraDefaults`` sets every camera's resolution and FOV, a vehicle's ``Cameras``
+add named cameras (or change a default one) with their mount, resolution and
+FOV, and ``ExternalCameras`` are fixed in the world: rendered from the map
+origin facing north, with their settings pose (NED) as the mount, asked for
+with ``external=True`` (:data:`EXTERNAL`). AirSim's mount angles (roll, pitch
+up, yaw right, degrees) become the FLU mount's (roll, -pitch, -yaw).
+
 Image types (AirSim's ImageType enum):
 - Scene (0): colour; uncompressed bytes are H x W x 3 in **BGR** order (what
   AirSim's uncompressed images hold: its examples save them with
@@ -74,6 +82,11 @@ NO_RETURN_DEPTH_M = 65504.0
 #: DepthVis: white at this depth (AirSim: 100 m).
 DEPTH_VIS_RANGE_M = 100.0
 
+#: The name under which external cameras are kept (they belong to no vehicle).
+EXTERNAL = "<external>"
+#: Pose of the frame external cameras are mounted on: the map origin, facing north (ENU yaw 90 deg).
+EXTERNAL_POSE = ((0.0, 0.0, 0.0), (math.cos(math.pi / 4), 0.0, 0.0, math.sin(math.pi / 4)))
+
 CAMERA_ALIASES = {"": "front_center", "0": "front_center", "1": "front_right", "2": "front_left",
                   "3": "bottom_center", "4": "back_center"}
 
@@ -113,10 +126,12 @@ class Camera:
 class CameraRig:
     """The five cameras of every vehicle, rendered on demand (see module docstring)."""
 
-    def __init__(self, scene: Scene, params: CameraParams):
+    def __init__(self, scene: Scene, params: CameraParams, settings=None):
         self.scene = scene
         self.base = dataclasses.replace(params, depth_mode="perspective")
         self.mounts = default_mounts(params.mount_position_m)
+        #: Cameras of one vehicle (or EXTERNAL) from a settings file: (vehicle, name) -> CameraParams changes.
+        self._named: dict[tuple[str, str], dict] = {}
         self._cameras: dict[tuple[str, str], Camera] = {}
         self._overrides: dict[tuple[str, str], dict] = {}
         palette = segmentation_palette()
@@ -125,21 +140,63 @@ class CameraRig:
         self._palette_bgr = np.ascontiguousarray(palette[:, ::-1]).view("V3").ravel()
         self.object_ids = {obj.name: obj.segmentation_id for obj in scene.objects}
         self._surface_ids: dict[int, int] = {}  # surface index -> segmentation id set by the API
+        if settings is not None:
+            self._apply_settings(settings)
 
     # -- cameras --------------------------------------------------------------------------
-    def canonical(self, camera_name: str) -> str:
+    def _apply_settings(self, settings) -> None:
+        """Cameras of an :class:`~aerial_sim.airsim.settings.AirSimSettings` (module docstring)."""
+        defaults = settings.camera_defaults
+        if defaults is not None:
+            self.base = dataclasses.replace(self.base, width=defaults.width, height=defaults.height,
+                                            hfov_deg=defaults.fov_deg)
+        for vehicle in settings.vehicles:
+            for camera in vehicle.cameras:
+                self.add_camera(vehicle.name, camera)
+        for camera in settings.external_cameras:
+            self.add_camera(EXTERNAL, camera)
+
+    def add_camera(self, vehicle: str, camera) -> None:
+        """A settings camera (:class:`~aerial_sim.airsim.settings.CameraSetting`) on ``vehicle`` or EXTERNAL."""
+        name = CAMERA_ALIASES.get(camera.name, camera.name)
+        changes = dict(width=camera.width, height=camera.height, hfov_deg=camera.fov_deg)
+        if camera.position_ned is not None:
+            x, y, z = camera.position_ned
+            changes["mount_position_m"] = (x, -y, -z)
+        elif name not in self.mounts:
+            changes["mount_position_m"] = self.mounts["front_center"][0] if vehicle != EXTERNAL else (0.0, 0.0, 0.0)
+        if camera.rpy_deg is not None:
+            roll, pitch, yaw = camera.rpy_deg
+            changes["mount_rpy_deg"] = (roll, -pitch, -yaw)
+        elif name not in self.mounts:
+            changes["mount_rpy_deg"] = (0.0, 0.0, 0.0)
+        self._named[(vehicle, name)] = changes
+        self._cameras.pop((vehicle, name), None)
+
+    def names(self, vehicle: str) -> list[str]:
+        defaults = [] if vehicle == EXTERNAL else list(self.mounts)
+        return defaults + [n for (v, n) in self._named if v == vehicle and n not in self.mounts]
+
+    def canonical(self, camera_name: str, vehicle: str | None = None) -> str:
         name = CAMERA_ALIASES.get(camera_name, camera_name)
-        if name not in self.mounts:
-            raise RpcFault(f"no camera named '{camera_name}' (have: {', '.join(self.mounts)} or 0-4)")
+        if vehicle == EXTERNAL:
+            if (EXTERNAL, name) not in self._named:
+                have = ", ".join(self.names(EXTERNAL)) or "none: add ExternalCameras to the settings file"
+                raise RpcFault(f"no external camera named '{camera_name}' (have: {have})")
+            return name
+        if name not in self.mounts and (vehicle is None or (vehicle, name) not in self._named):
+            have = ", ".join(self.names(vehicle) if vehicle is not None else self.mounts)
+            raise RpcFault(f"no camera named '{camera_name}' (have: {have} or 0-4)")
         return name
 
     def camera(self, vehicle: str, camera_name: str) -> Camera:
-        name = self.canonical(camera_name)
+        name = self.canonical(camera_name, vehicle)
         key = (vehicle, name)
         camera = self._cameras.get(key)
         if camera is None:
-            position, rpy = self.mounts[name]
-            settings = dict(mount_position_m=position, mount_rpy_deg=rpy) | self._overrides.get(key, {})
+            position, rpy = self.mounts.get(name, ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0)))
+            settings = (dict(mount_position_m=position, mount_rpy_deg=rpy) | self._named.get(key, {})
+                        | self._overrides.get(key, {}))
             model = CameraModel(dataclasses.replace(self.base, **settings), self.scene)
             self._apply_segmentation_overrides(model)
             p = model.params
@@ -150,8 +207,10 @@ class CameraRig:
 
     def set_pose(self, vehicle: str, camera_name: str, position_frd, orientation_frd) -> None:
         """simSetCameraPose: the camera's pose relative to the vehicle (FRD; NaN keeps a value)."""
-        name = self.canonical(camera_name)
-        mount_position, mount_rpy = self.mounts[name]
+        name = self.canonical(camera_name, vehicle)
+        mount_position, mount_rpy = self.mounts.get(name, ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0)))
+        named = self._named.get((vehicle, name), {})
+        mount_position = named.get("mount_position_m", mount_position)
         current = self._overrides.get((vehicle, name), {})
         position = [old if math.isnan(new) else new
                     for old, new in zip(current.get("mount_position_m", mount_position), body_to_flu(position_frd))]
@@ -165,7 +224,7 @@ class CameraRig:
         self._cameras.pop((vehicle, name), None)
 
     def set_fov(self, vehicle: str, camera_name: str, fov_deg: float) -> None:
-        name = self.canonical(camera_name)
+        name = self.canonical(camera_name, vehicle)
         if not 0.0 < fov_deg < 180.0:
             raise RpcFault(f"fov_degrees must be in (0, 180), got {fov_deg:g}")
         self._overrides[(vehicle, name)] = dict(self._overrides.get((vehicle, name), {}), hfov_deg=float(fov_deg))
