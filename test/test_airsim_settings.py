@@ -127,3 +127,29 @@ def test_settings_cameras_render_with_their_names_mounts_and_resolutions():
         rig.render("Drone2", [("low_res", 0, False, False)], *pose, 0)  # Drone1's camera only
     with pytest.raises(RpcFault, match="no external camera named 'fixed2' \\(have: fixed1\\)"):
         rig.render(EXTERNAL, [("fixed2", 0, False, False)], *EXTERNAL_POSE, 0)
+
+
+def test_two_named_lidars_and_a_distance_sensor_scan_the_scene_each_with_its_own_settings():
+    """Two lidars of one vehicle return two different clouds (the issue: both returned one)."""
+    import numpy as np
+
+    from aerial_sim.airsim.sensors import NamedSensors
+    from aerial_sim.world.scene import load_scene
+
+    settings = parse_settings({"Vehicles": {"Drone1": {"Sensors": {
+        "LidarTop": {"SensorType": 6, "NumberOfChannels": 8, "PointsPerSecond": 8000, "Range": 50,
+                     "VerticalFOVUpper": -10, "VerticalFOVLower": -40},
+        "LidarDown": {"SensorType": 6, "NumberOfChannels": 4, "PointsPerSecond": 4000, "Range": 8,
+                      "VerticalFOVUpper": -80, "VerticalFOVLower": -89},
+        "Down": {"SensorType": 5, "Pitch": -90, "MaxDistance": 40},
+        "Off": {"SensorType": 6, "Enabled": False}}}}})
+    sensors = NamedSensors(load_scene("empty"), settings)
+    assert sorted(sensors.names("Drone1", "Lidar")) == ["LidarDown", "LidarTop"]
+    pose = ((0.0, 0.0, 5.0), (1.0, 0.0, 0.0, 0.0))  # 5 m above flat ground
+    top = sensors.lidar("Drone1", "LidarTop", 1.0, *pose)
+    down = sensors.lidar("Drone1", "LidarDown", 1.0, *pose)
+    assert len(top.points) == 8000 / 10 and len(down.points) == 4000 / 10  # every beam hits the ground
+    assert np.allclose(top.points[:, 2], -5.0, atol=0.01) and np.allclose(down.points[:, 2], -5.0, atol=0.01)
+    assert np.max(np.linalg.norm(down.points[:, :2], axis=1)) < 5.0 / np.tan(np.radians(80)) + 0.01
+    assert np.max(np.linalg.norm(top.points, axis=1)) > 10.0  # the other lidar reaches far out
+    assert sensors.distance("Drone1", "Down", 1.0, *pose).distance_m == pytest.approx(5.0, abs=0.01)
