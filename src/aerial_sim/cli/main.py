@@ -18,6 +18,7 @@ SUBCOMMANDS = {
     "export": ("aerial_sim.cli.export", "export a bag to PNG/NPY/CSV dataset files"),
     "drag-eval": ("aerial_sim.cli.drag_eval", "compare drag models against a recorded flight"),
     "batch": ("aerial_sim.cli.batch", "run a sweep of headless simulations (datasets at scale), locally or on Ray"),
+    "airsim-settings": ("aerial_sim.cli.airsim_settings", "the launch arguments an AirSim settings.json implies"),
     "precompile": ("aerial_sim.cli.precompile", "compile the numba kernels once (nodes then start without compiling)"),
 }
 

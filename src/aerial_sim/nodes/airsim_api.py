@@ -25,6 +25,7 @@ scene file, at the pose of the newest ground truth (one worker thread).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import ipaddress
 import math
 import threading
@@ -59,6 +60,7 @@ from aerial_sim.airsim.graph import (
 )
 from aerial_sim.airsim.images import CameraRig
 from aerial_sim.airsim.rpc import MsgpackRpcServer
+from aerial_sim.airsim.settings import SettingsError, find_settings_file, load_settings
 from aerial_sim.cdr import ImuFields, JointStateFields, OdometryFields
 from aerial_sim.config import require, require_positive
 from aerial_sim.control.geometry import quat_from_yaw, quat_to_matrix
@@ -73,7 +75,7 @@ from aerial_sim.rosnode.services import SERVICE_QOS
 from aerial_sim.rosnode.stamps import from_stamp, to_stamp
 from aerial_sim.rosnode.subscriptions import subscribe_imu, subscribe_joint_state, subscribe_odometry
 from aerial_sim.sensors.common import truth_from_odometry
-from aerial_sim.vehicles.fleet import require_vehicle_names
+from aerial_sim.vehicles.fleet import FleetSelection, require_vehicle_names
 from aerial_sim.vehicles.multirotor import load_vehicle
 from aerial_sim.world.camera import CameraParams
 
@@ -95,6 +97,13 @@ class AirSimApiNodeParams:
     max_request_bytes: int = 16 * 1024 * 1024
     lockstep: bool = False
     guidance: GuidanceParams = field(default_factory=GuidanceParams)
+    #: AirSim settings file: a path, ``auto`` (AirSim's search order: ~/Documents/AirSim/settings.json if
+    #: present) or ``none`` (doc/airsim_settings.md).
+    settings: str = "none"
+    #: Serve every vehicle of a fleet (config/fleets/<name>.yaml or a path; ``none`` = none) or drone1..N
+    #: (``vehicles`` > 1) instead of ``vehicle_names`` (the physics node's selection).
+    fleet: str = "none"
+    vehicles: int = 0
 
     def __post_init__(self):
         require(0 <= self.port <= 65535, f"port must be in 0..65535, got {self.port}")
@@ -102,23 +111,35 @@ class AirSimApiNodeParams:
         require_vehicle_names(self.vehicle_names)
         require(len(self.vehicle_types) == len(self.vehicle_names), "vehicle_types needs one entry per vehicle")
         require_positive(self, "max_request_bytes")
+        require(self.vehicles >= 0, f"vehicles must be >= 0, got {self.vehicles}")
+
+    def fleet_vehicles(self) -> list[tuple[str, str]]:
+        """(ROS name, vehicle type) of every vehicle served, the first one AirSim's default vehicle."""
+        selection = FleetSelection(fleet=self.fleet, vehicles=self.vehicles if self.vehicles > 1 else 0,
+                                   vehicle_type=self.vehicle_types[0])
+        if selection.given:
+            return [(vehicle.name, vehicle.type) for vehicle in selection.load()]
+        return list(zip(self.vehicle_names, self.vehicle_types))
 
 
 class RosVehicleLink:
     """:class:`aerial_sim.airsim.graph.VehicleLink` on one vehicle's topics and services."""
 
-    def __init__(self, node: "AirSimApiNode", name: str, vehicle_type: str, lockstep: bool):
+    def __init__(self, node: "AirSimApiNode", name: str, vehicle_type: str, lockstep: bool,
+                 namespace: str | None = None):
         self.node = node
-        self.name = name
+        self.name = name  # what AirSim clients call it (a settings file's vehicle name, or the ROS name)
+        self.namespace = namespace or name
         self.vehicle = load_vehicle(vehicle_type)
         self.kinematics = self.imu = self.pressure = self.magnetic = self.gps = None
         self.rotors = self.lidar = self.distance = None
         self.controller_mode = None
         self._specific_force = (0.0, 0.0, 0.0)
         self._gps_velocity = (0.0, 0.0, 0.0)
-        ns = f"/{name}"
+        ns = f"/{self.namespace}"
         self.lockstep = lockstep
         self.subscriptions: list = []  # the state streams, held only while a client is connected
+        self.live = False  # the streams are subscribed: a callback still queued after unsubscribing is dropped
         pub = node.create_publisher
         self.pose_pub = pub(PoseStamped, f"{ns}/cmd_pose", COMMAND_QOS)
         self.vel_pub = pub(TwistStamped, f"{ns}/cmd_vel", COMMAND_QOS)
@@ -130,12 +151,14 @@ class RosVehicleLink:
         self.takeoff_client = node.create_client(Trigger, f"{ns}/takeoff", qos_profile=SERVICE_QOS)
         self.land_client = node.create_client(Trigger, f"{ns}/land", qos_profile=SERVICE_QOS)
         self.reset_client = node.create_client(Trigger, f"{ns}/reset", qos_profile=SERVICE_QOS)
-        self.body_frame = f"{name}/base_link"
+        self.kill_client = node.create_client(Trigger, f"{ns}/kill", qos_profile=SERVICE_QOS)
+        self.body_frame = f"{self.namespace}/base_link"
 
     def subscribe_streams(self) -> None:
         """Read the vehicle's state streams (a client connected; executor thread)."""
-        node, ns, qos = self.node, f"/{self.name}", stream_qos(self.lockstep)
+        node, ns, qos = self.node, f"/{self.namespace}", stream_qos(self.lockstep)
         sub = node.create_subscription
+        self.live = True
         self.subscriptions = [
             subscribe_odometry(node, f"{ns}/ground_truth/odom", self.on_odom, qos),
             subscribe_imu(node, f"{ns}/ground_truth/imu", self.on_truth_imu, qos),
@@ -152,6 +175,7 @@ class RosVehicleLink:
     def unsubscribe_streams(self) -> None:
         """Stop reading the state streams and forget the last readings (the last client left): the
         next client waits for fresh ones instead of being answered from stale state."""
+        self.live = False
         for subscription in self.subscriptions:
             self.node.destroy_subscription(subscription)
         self.subscriptions = []
@@ -173,6 +197,8 @@ class RosVehicleLink:
         if previous is not None and 0.0 < truth.time_s - previous.time_s < 0.1:
             dt = truth.time_s - previous.time_s
             angular_accel = tuple((a - b) / dt for a, b in zip(truth.angular_velocity_body, previous.angular_velocity_body))
+        if not self.live:
+            return  # delivered after the last client left: the next client must not be answered from it
         self.kinematics = KinematicsReading(truth.time_s, tuple(truth.position), tuple(truth.orientation),
                                             truth.velocity_world, tuple(truth.angular_velocity_body),
                                             tuple(float(a) for a in accel), angular_accel)
@@ -290,6 +316,9 @@ class RosVehicleLink:
     async def reset_controller(self) -> ServiceAnswer:
         return await self.node.call(self.reset_client, Trigger.Request())
 
+    async def kill(self) -> ServiceAnswer:
+        return await self.node.call(self.kill_client, Trigger.Request())
+
 
 #: Wall time for the last period's /clock and state to arrive after the physics node paused (it stops
 #: at the end of the control period under way: 4 ms of sim time).
@@ -308,8 +337,21 @@ class AirSimApiNode(Node):
         camera_params = declare_params(self, CameraParams, prefix="camera.")
         self.clock = SimClock()
         self.paused = False
-        self.vehicles = {name: RosVehicleLink(self, name, kind, params.lockstep)
-                         for name, kind in zip(params.vehicle_names, params.vehicle_types)}
+        self.settings = self._load_settings(params.settings)
+        if self.settings is not None and self.settings.origin is not None:
+            latitude, longitude, altitude = self.settings.origin
+            self.home = dataclasses.replace(self.home, latitude=latitude, longitude=longitude, altitude=altitude)
+        graph_vehicles = params.fleet_vehicles()
+        airsim_names = [v.name for v in self.settings.vehicles] if self.settings is not None else []
+        if len(airsim_names) > len(graph_vehicles):
+            self.get_logger().warning(
+                f"settings name {len(airsim_names)} vehicles, the launch has {len(graph_vehicles)}: "
+                f"{', '.join(airsim_names[len(graph_vehicles):])} not served (launch with vehicles:={len(airsim_names)}; "
+                "`aerial_sim airsim-settings FILE` prints the launch arguments)")
+        self.vehicles = {}
+        for index, (ros_name, kind) in enumerate(graph_vehicles):
+            name = airsim_names[index] if index < len(airsim_names) else ros_name
+            self.vehicles[name] = RosVehicleLink(self, name, kind, params.lockstep, namespace=ros_name)
         self.create_subscription(Clock, "/clock", self.on_clock, stream_qos(params.lockstep))
         self.sim_clock = InputStampClock(self)  # set from on_clock: one /clock subscription, not two
         self.create_subscription(DiagnosticArray, "/diagnostics", self.on_diagnostics, COMMAND_QOS)
@@ -324,7 +366,7 @@ class AirSimApiNode(Node):
             from aerial_sim.world.scene import load_scene
 
             scene = load_scene(params.scene, home=self.home)
-            cameras = CameraRig(scene, camera_params)
+            cameras = CameraRig(scene, camera_params, self.settings)
             colliders = scene_colliders(scene)
         self.api = AirSimApi(self, cameras, ApiParams(guidance=params.guidance, home=self.home),
                              scene_colliders=colliders, logger=_RosLogger(self))
@@ -352,6 +394,23 @@ class AirSimApiNode(Node):
             f"AirSim API on {params.host}:{self.server.port} for {', '.join(self.vehicles)} "
             f"({len(self.api.method_names)} methods; images: {params.scene or 'off'})"
         )
+
+    def _load_settings(self, spec: str):
+        """The AirSim settings file (``settings`` parameter), or None; a broken one is one error line and
+        the server runs with AirSim's defaults (a file must never stop the simulation)."""
+        try:
+            path = find_settings_file(spec)
+            if path is None:
+                return None
+            settings = load_settings(path)
+        except SettingsError as error:
+            self.get_logger().error(f"{error}; serving with AirSim's default settings")
+            return None
+        for warning in settings.warnings:
+            self.get_logger().warning(f"settings {path}: {warning}")
+        self.get_logger().info(f"AirSim settings from {path}: SimMode {settings.sim_mode}, vehicles "
+                               f"{', '.join(settings.vehicle_names())}")
+        return settings
 
     def _follow_clients(self) -> None:
         """Hold the vehicles' state subscriptions while at least one AirSim client is connected (about a
