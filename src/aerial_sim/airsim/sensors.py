@@ -27,7 +27,7 @@ import numpy as np
 
 from aerial_sim.sensors.common import Mount, PoseTrack
 from aerial_sim.sensors.lidar import LidarModel, LidarParams
-from aerial_sim.world.geometry import quaternion_to_matrix
+from aerial_sim.world.geometry import quaternion_to_matrix, ray_caster_of
 from aerial_sim.world.scene import Scene
 
 
@@ -116,7 +116,7 @@ class NamedSensors:
         rotation = quaternion_to_matrix(orientation)
         origin = np.asarray(position, float) + rotation @ np.asarray(mount.position_m, float)
         direction = rotation @ mount.rotation @ np.array([1.0, 0.0, 0.0])
-        hits = self.scene.ray_caster.cast(origin[None, :], direction[None, :], normals=False)
+        hits = ray_caster_of(self.scene).cast(origin[None, :], direction[None, :], normals=False)
         distance = float(hits.distance[0])
         if not math.isfinite(distance) or distance > high:
             distance = high  # AirSim reports the maximum when nothing is in range
