@@ -1,0 +1,104 @@
+"""The other direction (issue 33 item 3): the ``mavlink_vehicle`` node serves the flight controller's
+contract (arm/takeoff/land services, cmd_pose/cmd_vel, odom, /diagnostics) by commanding a MAVLink
+autopilot. The far end here is aerial_sim's own PX4-style autopilot (the ``mavlink`` node in front of
+the simulated drone1) over loopback UDP: the driver in namespace /px4 flies /drone1, and what it
+publishes as the autopilot's estimate must match drone1's ground truth."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import requires_ros, spin_until
+from test_mavlink_clients import ports
+
+pytestmark = [requires_ros, pytest.mark.ros]
+
+
+def test_mavlink_vehicle_flies_the_simulated_px4_through_the_controller_contract(launch, ros_node, tmp_path):
+    from diagnostic_msgs.msg import DiagnosticArray
+    from geometry_msgs.msg import PoseStamped, TwistStamped
+    from nav_msgs.msg import Odometry
+    from rclpy.qos import qos_profile_sensor_data
+    from std_srvs.srv import SetBool, Trigger
+
+    from aerial_sim.rosnode.qos import COMMAND_QOS
+
+    gcs, api = ports()
+    gcs, api = gcs + 5, api + 5  # away from the other MAVLink tests' ports
+    graph = launch("sim.launch.yaml", "mission:=none", "scene:=empty", "record:=false", "viewer:=false",
+                   "use_camera:=false", "use_depth_noise:=false", "airsim_api:=false", "mavlink:=true",
+                   f"mavlink_gcs_port:={gcs}", f"mavlink_api_port:={api}", "mavlink_gcs_local_port:=0",
+                   "mavlink_api_local_port:=0", f"run_dir:={tmp_path / 'run'}")
+    log = open(tmp_path / "vehicle.log", "w")
+    driver = subprocess.Popen([sys.executable, "-m", "aerial_sim.nodes.mavlink_vehicle", "--ros-args",
+                               "-r", "__ns:=/px4", "-p", f"url:=udpin:127.0.0.1:{api}"], stdout=log,
+                              stderr=subprocess.STDOUT)
+    try:
+        latest = {}
+        ros_node.create_subscription(Odometry, "/px4/odom", lambda m: latest.__setitem__("estimate", m), 10)
+        ros_node.create_subscription(Odometry, "/drone1/ground_truth/odom", lambda m: latest.__setitem__("truth", m),
+                                     qos_profile_sensor_data)
+
+        def on_diagnostics(message):
+            for status in message.status:
+                if status.hardware_id == "px4":
+                    latest["px4"] = {v.key: v.value for v in status.values}
+        ros_node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, COMMAND_QOS)
+        assert spin_until(ros_node, lambda: "estimate" in latest and "truth" in latest and "px4" in latest, 60), \
+            f"no estimate from the driver:\n{(tmp_path / 'vehicle.log').read_text()[-2000:]}\n{graph.output()[-2000:]}"
+        assert latest["px4"]["mode"] == "disarmed"
+
+        def call(service_type, name, request):
+            client = ros_node.create_client(service_type, name)
+            assert client.wait_for_service(timeout_sec=20)
+            future = client.call_async(request)
+            assert spin_until(ros_node, future.done, 15)
+            return future.result()
+
+        def position(kind):
+            p = latest[kind].pose.pose.position
+            return p.x, p.y, p.z
+
+        refused = call(Trigger, "/px4/takeoff", Trigger.Request())
+        assert not refused.success and "not armed" in refused.message
+        assert call(SetBool, "/px4/arm", SetBool.Request(data=True)).success
+        assert call(Trigger, "/px4/takeoff", Trigger.Request()).success
+        assert spin_until(ros_node, lambda: position("estimate")[2] > 1.8, 20)
+
+        pose = PoseStamped()
+        pose.header.frame_id = "map"
+        pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = 3.0, -2.0, 2.5
+        pose.pose.orientation.w = 1.0
+        pose_pub = ros_node.create_publisher(PoseStamped, "/px4/cmd_pose", COMMAND_QOS)
+        pose_pub.publish(pose)
+        arrived = spin_until(ros_node, lambda: math.dist(position("estimate"), (3.0, -2.0, 2.5)) < 0.2, 25)
+        assert arrived, (position("estimate"), latest["px4"], (tmp_path / "vehicle.log").read_text()[-2000:])
+        # The driver's estimate is the autopilot's (here: ground truth through MAVLink and back).
+        assert math.dist(position("estimate"), position("truth")) < 0.1
+        assert spin_until(ros_node, lambda: latest["px4"]["autopilot_mode"] == "Offboard", 5)
+
+        velocity = TwistStamped()
+        velocity.header.frame_id = "map"
+        velocity.twist.linear.y = 1.0  # north at 1 m/s
+        vel_pub = ros_node.create_publisher(TwistStamped, "/px4/cmd_vel", COMMAND_QOS)
+        start = position("estimate")[1]
+        deadline = time.monotonic() + 6
+        while time.monotonic() < deadline and position("estimate")[1] < start + 2.0:
+            vel_pub.publish(velocity)
+            spin_until(ros_node, lambda: False, 0.1)
+        assert position("estimate")[1] >= start + 2.0
+        assert latest["px4"]["mode"] == "velocity"
+
+        assert call(Trigger, "/px4/land", Trigger.Request()).success
+        assert spin_until(ros_node, lambda: latest["px4"]["armed"] == "false", 30)
+        assert position("truth")[2] < 0.3
+        assert driver.poll() is None and graph.alive()
+    finally:
+        driver.terminate()
+        driver.wait(timeout=10)
+        log.close()
