@@ -1,0 +1,216 @@
+"""AirSim's simulation-control and world methods: reset, pause, continue, teleport, wind, vehicles,
+settings, scene objects, line of sight, and the drawing calls accepted without effect (AIRSIM_API.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+import time
+
+import numpy as np
+
+from aerial_sim.airsim import wire
+from aerial_sim.airsim.graph import VehicleLink
+from aerial_sim.airsim.ned import orientation_to_enu, orientation_to_ned, world_to_enu, world_to_ned
+from aerial_sim.airsim.wire import RpcFault
+from aerial_sim.control.geometry import yaw_of
+from aerial_sim.environment.geodesy import geodetic_to_enu
+from aerial_sim.physics.rotation import quat_normalize
+
+
+class SimulationMethods:
+    """AirSim's simulation-control and world methods, mixed into :class:`~aerial_sim.airsim.api.AirSimApi`
+    (whose state they use)."""
+
+    # -- simulation control -------------------------------------------------------------------
+    async def rpc_reset(self):
+        """Every vehicle back to its start, disarmed, API control off (AirSim's reset); sim time goes on."""
+        for name in list(self._tasks):
+            self._cancel(name)
+        answer = await self.graph.reset()
+        if not answer.success:
+            raise RpcFault(answer.message)
+        for link in self.graph.vehicles.values():
+            await link.reset_controller()
+            self._api_control[link.name] = False
+        self._collisions.clear()
+        self._rc.clear()
+
+    async def rpc_simPause(self, is_paused):
+        answer = await self.graph.pause(wire.flag(is_paused, "is_paused"))
+        if not answer.success:
+            raise RpcFault(answer.message)
+
+    async def rpc_simIsPaused(self):
+        return bool(self.graph.paused)
+
+    async def rpc_simContinueForTime(self, seconds):
+        await self.graph.continue_for(wire.duration(seconds, "seconds"))
+
+    async def rpc_simContinueForFrames(self, frames):
+        count = wire.integer(frames, "frames")
+        if count < 0:
+            raise RpcFault(f"frames must be >= 0, got {count}")
+        await self.graph.continue_for(count * self.params.frame_period_s)
+
+    async def rpc_simSetVehiclePose(self, pose, ignore_collision, vehicle_name=""):
+        link = self.vehicle(vehicle_name)
+        position_ned, orientation_ned = wire.parse_pose(pose, "pose")
+        wire.flag(ignore_collision, "ignore_collision")
+        state = self.kinematics(link)
+        current_ned = world_to_ned(state.position)
+        position = world_to_enu([c if math.isnan(n) else n for n, c in zip(position_ned, current_ned)])
+        if any(math.isnan(c) for c in orientation_ned):
+            orientation = state.orientation
+        else:
+            try:
+                orientation = orientation_to_enu(quat_normalize(orientation_ned))
+            except ValueError:
+                raise RpcFault("pose.orientation is a zero quaternion") from None
+        link.teleport(position, orientation)
+        if self._flying(link):
+            link.send_pose(position, yaw_of(orientation))  # hold where it was put, not where it was
+        await self._wait_for_pose(link, position)
+
+    async def _wait_for_pose(self, link: VehicleLink, position, wall_timeout_s: float = 2.0) -> None:
+        """Until ground truth shows the teleported position (or a short wall-clock timeout)."""
+        deadline = time.monotonic() + wall_timeout_s
+        while time.monotonic() < deadline:
+            now = link.kinematics
+            if now is not None and math.dist(now.position, position) < 0.05:
+                return
+            await asyncio.sleep(0.005)
+
+    async def rpc_simSetWind(self, wind):
+        self.graph.set_wind(world_to_enu(wire.parse_vector3r(wind, "wind")))
+
+    async def rpc_listVehicles(self):
+        return list(self.graph.vehicles)
+
+    async def rpc_simAddVehicle(self, vehicle_name, vehicle_type, pose, pawn_path=""):
+        self._once("simAddVehicle", "simAddVehicle: vehicles are fixed by the physics node's vehicle_names; refused")
+        return False
+
+    async def rpc_getSettingsString(self):
+        vehicles = {name: {"VehicleType": "SimpleFlight"} for name in self.graph.vehicles}
+        return json.dumps({"SettingsVersion": 1.2, "SimMode": "Multirotor", "Vehicles": vehicles,
+                           "OriginGeopoint": {"Latitude": self.params.home.latitude,
+                                              "Longitude": self.params.home.longitude,
+                                              "Altitude": self.params.home.altitude}})
+
+    # -- world ---------------------------------------------------------------------------------
+    async def rpc_simListSceneObjects(self, name_regex=".*"):
+        try:
+            pattern = re.compile(wire.text(name_regex, "name_regex"))
+        except re.error as error:
+            raise RpcFault(f"name_regex is not a valid regular expression: {error}") from None
+        names = ["ground"] + [obj.name for obj in self._scene_objects()]
+        return [name for name in names if pattern.fullmatch(name)]
+
+    async def rpc_simGetObjectPose(self, object_name, ned=True):
+        name = wire.text(object_name, "object_name")
+        for obj in self._scene_objects():
+            if obj.name == name:
+                return wire.pose(world_to_ned(obj.position), orientation_to_ned(obj.quaternion))
+        if name in self.graph.vehicles and self.graph.vehicles[name].kinematics is not None:
+            return await self.rpc_simGetVehiclePose(name)
+        return wire.nan_pose()
+
+    async def rpc_simSetObjectPose(self, object_name, pose, teleport=True):
+        wire.parse_pose(pose, "pose")
+        self._once("simSetObjectPose", "simSetObjectPose: scene objects are static in aerial_sim (they collide in "
+                   "the physics node); refused")
+        return False
+
+    async def rpc_simGetObjectScale(self, object_name):
+        name = wire.text(object_name, "object_name")
+        for obj in self._scene_objects():
+            if obj.name == name:
+                return wire.vector3r((obj.scale,) * 3)
+        return wire.vector3r((math.nan,) * 3)
+
+    async def rpc_simSetSegmentationObjectID(self, mesh_name, object_id, is_name_regex=False):
+        return self._cameras().set_segmentation_id(wire.text(mesh_name, "mesh_name"), wire.integer(object_id, "object_id"),
+                                                   wire.flag(is_name_regex, "is_name_regex"))
+
+    async def rpc_simGetSegmentationObjectID(self, mesh_name):
+        name = wire.text(mesh_name, "mesh_name")
+        ids = self._cameras().object_ids
+        return int(ids.get(name, -1))
+
+    async def rpc_simTestLineOfSightToPoint(self, point, vehicle_name=""):
+        state = self.kinematics(self.vehicle(vehicle_name))
+        target = geodetic_to_enu(*wire.parse_geo_point(point, "point"), self.params.home)
+        return self._clear_line(state.position, target)
+
+    async def rpc_simTestLineOfSightBetweenPoints(self, point1, point2):
+        home = self.params.home
+        a = geodetic_to_enu(*wire.parse_geo_point(point1, "point1"), home)
+        b = geodetic_to_enu(*wire.parse_geo_point(point2, "point2"), home)
+        return self._clear_line(a, b)
+
+    def _clear_line(self, a, b) -> bool:
+        a, b = np.asarray(a, float), np.asarray(b, float)
+        length = float(np.linalg.norm(b - a))
+        if length < 1e-9:
+            return True
+        from aerial_sim.world.geometry import ray_caster_of
+
+        hits = ray_caster_of(self._cameras().scene).cast(a[None, :], ((b - a) / length)[None, :], normals=False)
+        return bool(hits.distance[0] >= length - 1e-6)
+
+    async def rpc_simGetWorldExtents(self):
+        scene = self._cameras().scene
+        from aerial_sim.world.geometry import ray_caster_of
+
+        bounds = ray_caster_of(scene).bounds
+        if bounds is not None:
+            low, high = bounds
+        else:
+            low, high = np.array([-100.0, -100.0, 0.0]), np.array([100.0, 100.0, 100.0])
+        return [self._geo(low), self._geo(high)]
+
+    def _scene_objects(self):
+        return self.cameras.scene.objects if self.cameras is not None else ()
+
+    # -- accepted without effect (nothing to draw, no weather) ---------------------------------
+    async def rpc_simSetTraceLine(self, color_rgba, thickness=1.0, vehicle_name=""):
+        self.vehicle(vehicle_name)
+
+    async def rpc_simEnableWeather(self, enable):
+        self._once("weather", "weather is not simulated: simEnableWeather/simSetWeatherParameter have no effect")
+
+    async def rpc_simSetWeatherParameter(self, param, val):
+        await self.rpc_simEnableWeather(True)
+
+    async def rpc_simPrintLogMessage(self, message, message_param="", severity=0):
+        self.log.info(f"client: {wire.text(message, 'message')} {wire.text(message_param, 'message_param')}")
+
+    async def rpc_simFlushPersistentMarkers(self):
+        pass
+
+    async def rpc_simPlotPoints(self, points, color_rgba=None, size=10.0, duration=-1.0, is_persistent=False):
+        self._once("plot", "there is no Unreal viewport: simPlot* calls are accepted and draw nothing")
+
+    async def rpc_simPlotLineStrip(self, points, color_rgba=None, thickness=5.0, duration=-1.0, is_persistent=False):
+        await self.rpc_simPlotPoints(points)
+
+    async def rpc_simPlotLineList(self, points, color_rgba=None, thickness=5.0, duration=-1.0, is_persistent=False):
+        await self.rpc_simPlotPoints(points)
+
+    async def rpc_simPlotArrows(self, points_start, points_end, color_rgba=None, thickness=5.0, arrow_size=2.0,
+                                duration=-1.0, is_persistent=False):
+        await self.rpc_simPlotPoints(points_start)
+
+    async def rpc_simPlotStrings(self, strings, positions, scale=5, color_rgba=None, duration=-1.0):
+        await self.rpc_simPlotPoints(positions)
+
+    async def rpc_simPlotTransforms(self, poses, scale=5.0, thickness=5.0, duration=-1.0, is_persistent=False):
+        await self.rpc_simPlotPoints(poses)
+
+    async def rpc_simPlotTransformsWithNames(self, poses, names, tf_scale=5.0, tf_thickness=5.0, text_scale=10.0,
+                                             text_color_rgba=None, duration=-1.0):
+        await self.rpc_simPlotPoints(poses)
