@@ -336,3 +336,27 @@ def test_a_run_whose_physics_dropped_a_lockstep_participant_is_named_failed_with
     assert lockstep_drop(log).startswith("lockstep: participant dropped: /ghost held the clock at t = 1.020 s")
     log.write_text("[physics] [INFO] [1.0] [physics]: lockstep: starting\n")
     assert lockstep_drop(log) == "" == lockstep_drop(tmp_path / "missing.log")
+
+
+def test_the_digest_ends_with_the_run_so_a_longer_shutdown_tail_does_not_change_it(tmp_path):
+    """Issue 32: identical runs' bags differ only after the disarm (how far the clock gets while the graph
+    stops is wall-clock timing); the batch digests up to the end of the run, the last stamp of track.csv."""
+    from test_record_bag import cdr_odometry
+
+    from aerial_sim.batch.postprocess import run_end_ns
+
+    topic = "/drone1/ground_truth/odom"
+    runs = {}
+    for name, tail in (("a", 3), ("b", 40)):
+        with BagWriter(tmp_path / name / "bag") as writer:
+            writer.add_topic(topic, "nav_msgs/msg/Odometry")
+            for k in range(50 + tail):
+                writer.write(topic, cdr_odometry(0.004 * k, 0.1 * k), k * 4_000_000)
+        (tmp_path / name / "track.csv").write_text("time_s,x_m\n" + "".join(f"{0.004 * k:.6f},0\n" for k in range(50)))
+        runs[name] = run_end_ns(tmp_path / name)
+    assert runs["a"] == runs["b"] == round(0.004 * 49 * 1e9)
+    whole = [bag_content(tmp_path / name) for name in "ab"]
+    ended = [bag_content(tmp_path / name, until_ns=runs[name]) for name in "ab"]
+    assert whole[0].digest != whole[1].digest
+    assert ended[0].digest == ended[1].digest and ended[0].topics[topic].count == 50
+    assert run_end_ns(tmp_path / "no_such_run") is None

@@ -53,11 +53,18 @@ def test_two_lockstep_runs_with_every_node_record_identical_bags(launch, tmp_pat
     assert landed_at[0] == landed_at[1]
     # The recorder takes part too: the clock never outran what it had written by more than the slack.
     assert "lockstep participant: /recorder/written@50" in graphs[0].output(), graphs[0].output()[-3000:]
-    # The mission's track ends at the disarm's own stamp: the whole flight repeats, bit for bit. (Its
-    # phase column says which phase the runner was in when a sample came, which a service answer's
-    # wall-clock arrival decides; the motion does not depend on it.)
-    tracks = [[line.split(",")[:7] for line in (run / "track.csv").read_text().splitlines()] for run in runs]
+    # The mission's track ends at the disarm's own stamp: the whole flight repeats, bit for bit, phase
+    # labels included (a service's answer takes effect at the first due stamp after the call, whenever
+    # it arrives: issue 32 found `arm` vs `takeoff` in the first 30 ms).
+    tracks = [(run / "track.csv").read_text().splitlines() for run in runs]
     assert tracks[0] == tracks[1] and len(tracks[0]) > 1500  # ~7 s at 250 Hz
+    # The batch's digest ends with the run (the disarm): the same for both, whatever the shutdown tail.
+    from aerial_sim.batch.postprocess import run_end_ns
+    from aerial_sim.recording.digest import bag_content
+
+    ends = [run_end_ns(run) for run in runs]
+    assert ends[0] == ends[1] is not None
+    assert bag_content(runs[0], until_ns=ends[0]).digest == bag_content(runs[1], until_ns=ends[1]).digest
     # Every stamped message up to the landing, on every topic, in both bags. (After it the graph is
     # shutting down, and how far the clock gets before the recorder stops is wall-clock timing.)
     end_ns = round(landed_at[0] * 1e9)

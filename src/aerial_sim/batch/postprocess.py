@@ -23,6 +23,19 @@ REPORT_FILE = "bag_report.json"
 DATASET_DIR = "dataset"
 
 
+def run_end_ns(run_dir: Path) -> int | None:
+    """The end of the run: the last stamp of the mission's ``track.csv`` (the disarm's), or None without one.
+    The digest stops there (:class:`aerial_sim.recording.digest.ContentCollector`)."""
+    try:
+        with open(run_dir / "track.csv", "rb") as stream:
+            stream.seek(0, 2)
+            stream.seek(max(0, stream.tell() - 4096))
+            last = stream.read().decode(errors="replace").strip().splitlines()[-1]
+        return round(float(last.split(",")[0]) * 1e9)
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def bag_report(run_dir: Path, export: bool) -> dict:
     """The run's bag report; the summary, the digest and the export share one read of the bag."""
     from aerial_sim.recording.digest import ContentCollector
@@ -30,7 +43,7 @@ def bag_report(run_dir: Path, export: bool) -> dict:
     from aerial_sim.recording.summary import SummaryCollector
 
     bag = find_bag(run_dir)
-    summarizer, digester = SummaryCollector(bag), ContentCollector()
+    summarizer, digester = SummaryCollector(bag), ContentCollector(until_ns=run_end_ns(run_dir))
     consumers = [summarizer, digester]
     if export:
         from aerial_sim.recording.export import ExportCollector

@@ -94,6 +94,7 @@ class MissionNode(Node):
         self.exit_code: int | None = None
         self.recorder = TrackRecorder()
         self.phase = "wait"
+        self.answered: str | None = None  # a service answer's phase, waiting for the next due stamp
         self.phase_started = 0.0
         self.pending = None  # an in-flight service call
         self.deferred = None  # odometry that arrived while a call was in flight
@@ -131,11 +132,14 @@ class MissionNode(Node):
 
     def on_odom(self, odom: OdometryFields) -> None:
         stamp = odom.time_s
-        repeated = stamp == self.last_stamp and self.phase == "wait"  # lockstep re-sends while it waits for us
+        # Lockstep re-sends while it waits for us (an answer not yet in effect counts as out of "wait").
+        repeated = stamp == self.last_stamp and self.phase == "wait" and self.answered is None
         if (stamp <= self.last_stamp and not repeated) or self.exit_code is not None:
             return
         due = is_setpoint_due(stamp, self.last_stamp, self.params.setpoint_rate_hz) or stamp == self.last_due
         self.last_stamp = stamp
+        if due and self.pending is None and self.answered is not None:
+            self.phase, self.answered = self.answered, None  # a service's answer takes effect at a due stamp
         orientation = odom.orientation_wxyz
         velocity = rotate(orientation, odom.linear_velocity)  # body -> world, in plain floats: every message
         if not repeated:
@@ -233,27 +237,37 @@ class MissionNode(Node):
     def call(self, client, request, name: str, stamp: float) -> None:
         self.get_logger().info(f"[{stamp:7.2f} s] calling {name}")
         future = client.call_async(request)
-        self.pending, self.deferred = name, None
+        self.pending, self.deferred, self.answered = name, None, None
 
         def done(result_future):
             self.pending = None
+            # The phase an answer starts takes effect at the first due stamp after the call, whenever
+            # the answer arrives: the samples' phase labels (track.csv) repeat from run to run.
+            deferred, self.deferred = self.deferred, None
             response = result_future.result()
             if response is None or not response.success:
                 reason = response.message if response is not None else "no response"
                 waited = time.monotonic() - self.started_wall
                 if name == "arm" and "no vehicle state" in reason and waited < self.params.wait_for_services_s:
-                    self.phase = "wait"  # the flight controller has not seen odometry yet: ask again
+                    self.take_effect("wait", deferred, stamp)  # the flight controller has not seen odometry yet: ask again
                     return
                 self.finish(1, f"{name} failed: {reason}")
                 return
-            self.phase = name
-            if self.deferred is not None and self.deferred[0] > stamp:
-                # The next step's odometry came in before this answer: act on it now, or the
-                # flight controller (waiting for this client in lockstep) would wait in vain.
-                sample, self.deferred = self.deferred, None
-                self.act(sample)
+            self.take_effect(name, deferred, stamp)
 
         future.add_done_callback(done)
+
+    def take_effect(self, phase: str, deferred, call_stamp: float) -> None:
+        """A service's answer: ``phase`` from the first due stamp after the call. If that sample came
+        in before the answer (``deferred``), its samples are relabelled and it is acted on now (or the
+        flight controller, waiting for this client in lockstep, would wait in vain); else the next due
+        sample starts the phase (:meth:`on_odom`)."""
+        if deferred is not None and deferred[0] > call_stamp:
+            self.recorder.relabel_from(deferred[0], phase)
+            self.phase = phase
+            self.act(deferred)
+        else:
+            self.answered = phase
 
     def send_pose(self, stamp: float, position) -> None:
         message = PoseStamped()

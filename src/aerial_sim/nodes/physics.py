@@ -75,6 +75,7 @@ from aerial_sim.rosnode.parameters import declare_params
 from aerial_sim.rosnode.qos import COMMAND_QOS, stream_qos
 from aerial_sim.rosnode.raw_take import take_raw, unspun_reader_node
 from aerial_sim.rosnode.run import run_node
+from aerial_sim.rosnode.services import serve
 from aerial_sim.rosnode.stamps import to_stamp
 
 
@@ -100,8 +101,8 @@ class PhysicsNode(Node):
         self.tf_broadcaster = make_tf_broadcaster(self) if self.params.publish_tf else None
         self.run_control = RunControl()
         self._world_edits: list = []
-        self.create_service(SetBool, "/physics/pause", self.on_pause)
-        self.create_service(Trigger, "/physics/reset", self.on_reset)
+        serve(self, SetBool, "/physics/pause", self.on_pause)
+        serve(self, Trigger, "/physics/reset", self.on_reset)
         self.create_subscription(Float64, "/physics/continue_for", self.on_continue_for, COMMAND_QOS)
         self.create_subscription(Vector3Stamped, "/physics/wind", self.on_wind, COMMAND_QOS)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS)

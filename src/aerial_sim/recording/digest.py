@@ -20,6 +20,12 @@ are compared by content instead:
   different sim times; on the span both recorded, a deterministic run's
   messages are bit-identical.
 
+With ``until_ns`` (``aerial_sim batch`` passes the end of the run: the disarm's stamp, where the
+mission's ``track.csv`` ends), messages stamped later are left out of the digest and the counts:
+what the graph publishes while it is being stopped after the run depends on how long stopping
+takes in wall time (issue 32: three identical runs' bags held 7,991 / 8,061 / 7,960 odometry
+messages, so their digests differed). A message without a stamp counts by its log time.
+
 ``/rosout`` and ``/parameter_events`` are left out: their content is logging
 with wall-clock stamps, not data.
 """
@@ -83,9 +89,9 @@ class BagContent:
         return sum(t.count for t in self.topics.values())
 
 
-def bag_content(path: str | Path, exclude: tuple[str, ...] = EXCLUDED_TOPICS) -> BagContent:
-    """Read the bag at ``path`` (bag dir or run dir) once and digest it per topic."""
-    collector = ContentCollector(exclude)
+def bag_content(path: str | Path, exclude: tuple[str, ...] = EXCLUDED_TOPICS, until_ns: int | None = None) -> BagContent:
+    """Read the bag at ``path`` (bag dir or run dir) once and digest it per topic (up to ``until_ns``: module doc)."""
+    collector = ContentCollector(exclude, until_ns)
     read_once(path, [collector])
     return collector.result()
 
@@ -93,8 +99,10 @@ def bag_content(path: str | Path, exclude: tuple[str, ...] = EXCLUDED_TOPICS) ->
 class ContentCollector:
     """:func:`bag_content` as a consumer of :func:`aerial_sim.recording.reader.read_once` (one pass shared with others)."""
 
-    def __init__(self, exclude: tuple[str, ...] = EXCLUDED_TOPICS):
+    def __init__(self, exclude: tuple[str, ...] = EXCLUDED_TOPICS, until_ns: int | None = None):
         self.exclude = exclude
+        self.until_ns = until_ns
+        self.stamped: dict[str, bool] = {}
         self.hashes: dict[str, set[bytes]] = {}
         self.counts: dict[str, int] = {}
         self.stamps: dict[str, list[int]] = {}
@@ -104,6 +112,7 @@ class ContentCollector:
         for connection in reader.connections:
             if connection.topic not in self.exclude:
                 self.types[connection.topic] = connection.msgtype
+                self.stamped[connection.topic] = begins_with_stamp(connection)
                 self.hashes.setdefault(connection.topic, set())
                 self.counts.setdefault(connection.topic, 0)
 
@@ -112,6 +121,10 @@ class ContentCollector:
         if topic in self.exclude:
             return
         data = bytes(raw)
+        if self.until_ns is not None:
+            stamp = cdr_header_stamp_ns(data) if self.stamped.get(topic) else None
+            if (t_ns if stamp is None else stamp) > self.until_ns:
+                return  # after the end of the run (module doc)
         self.counts[topic] += 1
         self.hashes[topic].add(hashlib.sha256(data).digest())
         if connection.msgtype in PERIODIC_TYPES:
