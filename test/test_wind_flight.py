@@ -107,3 +107,26 @@ def test_every_vehicle_feels_the_wind_at_its_own_height_and_scalar_and_batched_s
 def test_a_bad_drag_law_is_one_clear_error():
     with pytest.raises(ParamsError, match="drag_law"):
         PhysicsParams(drag_law="quadratic")
+
+
+def test_the_physics_node_parameters_build_the_field_and_name_a_bad_wind_value():
+    from aerial_sim.config import params_from_mapping
+    from aerial_sim.nodes._physics.params import PhysicsNodeParams
+    from aerial_sim.nodes._physics.world_setup import build_world
+
+    params = params_from_mapping(PhysicsNodeParams, {
+        "wind_enu_m_s": [4.0, 0.0, 0.0], "drag_law": "rotor", "initial_positions": [0.0, 0.0, 20.0],
+        "wind": {"turbulence": "moderate", "shear": "log_law", "gusts": "1.0 0.5 0 0.5 0 3 0; 4, 1, 1, 1, 0, 0, -1"}})  # fmt: skip
+    world = build_world(params)
+    assert world.params.drag_law == "rotor" and world.body("drone1").drag_law == "rotor"
+    field = world.wind_field
+    assert field.params.turbulence == "moderate" and len(field.params.gusts) == 2
+    assert field.params.gusts[1].amplitude_enu_m_s == (0.0, 0.0, -1.0)
+    world.step(4)
+    assert np.linalg.norm(world.winds()[0] - field.mean_at([20.0])[0]) > 0.0  # turbulence on top of the mean
+    for values, name in (({"wind": {"turbulence": "gale"}}, "wind.turbulence"),
+                         ({"wind": {"gusts": "1 2 3"}}, "gusts\\[0\\]"),
+                         ({"wind": {"gusts": "1 0 0 1 0 0 0"}}, "rise_s"),
+                         ({"drag_law": "cubic"}, "drag_law")):  # fmt: skip
+        with pytest.raises(ParamsError, match=name):
+            params_from_mapping(PhysicsNodeParams, values)

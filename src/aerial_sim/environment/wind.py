@@ -315,3 +315,24 @@ class WindField:
         l22 = np.sqrt(np.maximum(i0 - l21**2, 0.0))
         n1, n2 = noise[:, 0:2], noise[:, 2:4]
         return np.stack([l11 * n1, l21 * n1 + l22 * n2], axis=-1)
+
+
+def parse_gusts(text: str) -> tuple[GustParams, ...]:
+    """Gusts from one string, as a ROS parameter carries them: entries separated by ``;``, each seven numbers
+    ``start_s rise_s hold_s fall_s east north up`` (spaces or commas); a bad entry is a ParamsError naming it."""
+    gusts = []
+    for index, entry in enumerate(e for e in text.split(";") if e.strip()):
+        fields = entry.replace(",", " ").split()
+        try:
+            numbers = [float(f) for f in fields]
+        except ValueError:
+            numbers = []
+        if len(numbers) != 7:
+            raise ParamsError(f"gusts[{index}]: expected 7 numbers 'start_s rise_s hold_s fall_s east north up', "
+                              f"got {entry.strip()!r}")
+        start, rise, hold, fall, *amplitude = numbers
+        try:
+            gusts.append(GustParams(start, rise, hold, fall, tuple(amplitude)))
+        except ParamsError as error:
+            raise ParamsError(f"gusts[{index}]: {error}") from None
+    return tuple(gusts)

@@ -3,13 +3,41 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from aerial_sim.config import require, require_non_negative, require_positive
 from aerial_sim.control.controller import STABLE_STATE_RATE_HZ
 from aerial_sim.environment.geodesy import HomePoint
+from aerial_sim.environment.wind import WindParams, parse_gusts
 from aerial_sim.physics.lockstep import parse_participants
 from aerial_sim.rosnode.qos import LOCKSTEP_QOS
 from aerial_sim.vehicles.fleet import FleetSelection, require_vehicle_names
+
+
+@dataclass(frozen=True)
+class PhysicsWindParams:
+    """The physics node's ``wind.*`` parameters: the wind field around the mean ``wind_enu_m_s``
+    (aerial_sim.environment.wind; /physics/wind and simSetWind change the mean at run time)."""
+
+    turbulence: Literal["none", "light", "moderate", "severe"] = "none"
+    shear: Literal["none", "power_law", "log_law"] = "none"
+    reference_height_m: float = 6.096
+    power_law_exponent: float = 1.0 / 7.0
+    roughness_length_m: float = 0.0457
+    #: 1 - cos gusts: entries 'start_s rise_s hold_s fall_s east north up' separated by ';'.
+    gusts: str = ""
+    seed: int = 0
+    min_airspeed_m_s: float = 1.0
+    update_period_s: float = 0.02
+
+    def __post_init__(self):
+        self.field_params((0.0, 0.0, 0.0))  # a bad value is a ParamsError naming it
+
+    def field_params(self, mean_enu_m_s) -> WindParams:
+        return WindParams(mean_enu_m_s=tuple(mean_enu_m_s), shear=self.shear, reference_height_m=self.reference_height_m,
+                          power_law_exponent=self.power_law_exponent, roughness_length_m=self.roughness_length_m,
+                          turbulence=self.turbulence, min_airspeed_m_s=self.min_airspeed_m_s,
+                          gusts=parse_gusts(self.gusts), seed=self.seed, update_period_s=self.update_period_s)
 
 
 @dataclass(frozen=True)
@@ -59,6 +87,11 @@ class PhysicsNodeParams:
     publish_tf: bool = True
     home: HomePoint = field(default_factory=HomePoint)
     wind_enu_m_s: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    #: Turbulence, gusts and shear around that mean (wind.turbulence, wind.gusts, wind.shear, ...).
+    wind: PhysicsWindParams = field(default_factory=PhysicsWindParams)
+    #: Drag law of the engine: faces (AirSim's code), projected (the AirSim paper's statement) or rotor
+    #: (seed 004 eq. 13); doc/wind_and_drag.md compares them.
+    drag_law: Literal["faces", "projected", "rotor"] = "faces"
     #: A fleet file (config/fleets/) or a number of vehicles drone1..N on a grid; either one
     #: replaces vehicle_names, vehicle_types, initial_positions and initial_yaws_rad.
     fleet: str = ""

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from aerial_sim.config import ParamsError
 from aerial_sim.environment.environment import EnvironmentParams
+from aerial_sim.environment.wind import WindField
 from aerial_sim.nodes._physics.params import PhysicsNodeParams
 from aerial_sim.physics.world import PhysicsParams, PhysicsWorld
 from aerial_sim.vehicles.multirotor import load_vehicle
@@ -17,7 +18,8 @@ def build_world(params: PhysicsNodeParams) -> PhysicsWorld:
     environment = EnvironmentParams(home=params.home, wind_enu_m_s=params.wind_enu_m_s)
     colliders, ground_height_m, terrain = scene_colliders(params.scene, params.home)
     world = PhysicsWorld(PhysicsParams(rate_hz=params.rate_hz, linear_drag_enabled=params.linear_drag_enabled,
-                                       stepping=params.stepping, ground_height_m=ground_height_m), environment)
+                                       stepping=params.stepping, ground_height_m=ground_height_m,
+                                       drag_law=params.drag_law), environment)
     for collider in colliders:
         world.add_collider(collider)
     for index, (name, kind) in enumerate(zip(params.vehicle_names, params.vehicle_types)):
@@ -29,6 +31,7 @@ def build_world(params: PhysicsNodeParams) -> PhysicsWorld:
             if floor == floor and position[2] < floor:
                 position = (position[0], position[1], floor)
         world.add_vehicle(name, vehicle, position=position, yaw=params.initial_yaws_rad[index])
+    world.set_wind_field(WindField(params.wind.field_params(params.wind_enu_m_s), len(params.vehicle_names)))
     return world
 
 
