@@ -67,9 +67,10 @@ def test_images_arrive_at_the_sim_time_rate_with_encodings_sizes_and_stamps(ros_
 
     rate_hz, width, height = 10.0, 160, 120
     process = start_camera(f"rate_hz:={rate_hz}", f"width:={width}", f"height:={height}", "lockstep:=true")
-    received = {name: [] for name in ("depth", "segmentation", "color", "info")}
+    received = {name: [] for name in ("depth", "segmentation", "color", "info", "instance", "normals")}
     topics = {"depth": ("camera/depth/image_ideal", Image), "segmentation": ("camera/segmentation/image_raw", Image),
-              "color": ("camera/color/image_raw", Image), "info": ("camera/depth/camera_info", CameraInfo)}
+              "color": ("camera/color/image_raw", Image), "info": ("camera/depth/camera_info", CameraInfo),
+              "instance": ("camera/instance/image_raw", Image), "normals": ("camera/normals/image_raw", Image)}
     for name, (topic, kind) in topics.items():
         ros_node.create_subscription(kind, f"/drone1/{topic}", received[name].append, LOCKSTEP_QOS)
     try:
@@ -90,11 +91,12 @@ def test_images_arrive_at_the_sim_time_rate_with_encodings_sizes_and_stamps(ros_
     finally:
         output = stop(process)
     assert len(received["depth"]) == expected_frames, output
-    for name in ("depth", "segmentation", "color", "info"):
+    for name in received:
         stamps = [from_stamp(m.header.stamp) for m in received[name]]
         assert np.allclose(stamps, np.arange(expected_frames) / rate_hz, atol=1e-6), (name, stamps)
         assert all(m.header.frame_id == "drone1/camera_depth_optical_frame" for m in received[name])
-    for name, encoding, channel_bytes in (("depth", "32FC1", 4), ("segmentation", "mono16", 2), ("color", "rgb8", 3)):
+    for name, encoding, channel_bytes in (("depth", "32FC1", 4), ("segmentation", "mono16", 2), ("color", "rgb8", 3),
+                                          ("instance", "mono16", 2), ("normals", "32FC3", 12)):
         message = received[name][-1]
         assert (message.encoding, message.width, message.height) == (encoding, width, height)
         assert message.step == width * channel_bytes and len(message.data) == height * message.step
@@ -102,6 +104,10 @@ def test_images_arrive_at_the_sim_time_rate_with_encodings_sizes_and_stamps(ros_
     assert np.abs(depth - DISTANCE_M).max() < 1e-3
     segmentation = np.frombuffer(bytes(received["segmentation"][-1].data), np.uint16)
     assert (segmentation == 10).all()  # the plastic wall
+    instance = np.frombuffer(bytes(received["instance"][-1].data), np.uint16)
+    assert (instance == 2).all()  # the corridor's first object
+    normals = np.frombuffer(bytes(received["normals"][-1].data), np.float32).reshape(height, width, 3)
+    assert np.allclose(normals, (0.0, 0.0, -1.0), atol=1e-5)  # the wall faces the camera: -z in the optical frame
     info = received["info"][-1]
     assert (info.width, info.height, info.distortion_model) == (width, height, "plumb_bob")
     assert info.k[0] == pytest.approx((width / 2) / math.tan(math.radians(90.0) / 2))

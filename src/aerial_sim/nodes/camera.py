@@ -8,10 +8,12 @@ with that message's sim time and framed ``<ns>/camera_depth_optical_frame``:
 - ``camera/depth/image_ideal`` (32FC1, metres; +inf no return, -inf too near),
 - ``camera/segmentation/image_raw`` (mono16 scene segmentation ids),
 - ``camera/color/image_raw`` (rgb8),
+- ``camera/instance/image_raw`` (mono16 instance ids, unique per scene object),
+- ``camera/normals/image_raw`` (32FC3 unit surface normals in the optical frame),
 - ``camera/depth/camera_info`` and ``camera/color/camera_info``.
 
 Each image can be switched off (``publish_depth``, ``publish_segmentation``,
-``publish_color``); only what is published is computed, and an image no
+``publish_color``, ``publish_instance``, ``publish_normals``); only what is published is computed, and an image no
 subscriber is matched to at that moment is not rendered either (DDS would not
 deliver it to anyone; the camera_info messages are always sent). Rendering runs
 in the odometry callback: a 460x320 urban frame with all three images costs
@@ -56,6 +58,8 @@ class CameraNodeParams:
     publish_depth: bool = True
     publish_segmentation: bool = True
     publish_color: bool = True
+    publish_instance: bool = True  # camera/instance/image_raw, mono16 instance ids (rendered only while subscribed)
+    publish_normals: bool = True  # camera/normals/image_raw, 32FC3 unit normals in the optical frame (same)
     lockstep: bool = False  # reliable QoS on the odometry input and image outputs
     frame_id: str = "camera_depth_optical_frame"  # prefixed with the namespace
 
@@ -96,6 +100,10 @@ class CameraNode(Node):
             self.create_publisher(Image, "camera/segmentation/image_raw", qos) if p.publish_segmentation else None
         )
         self.color_pub = self.create_publisher(Image, "camera/color/image_raw", qos) if p.publish_color else None
+        self.instance_pub = (
+            self.create_publisher(Image, "camera/instance/image_raw", qos) if p.publish_instance else None
+        )
+        self.normals_pub = self.create_publisher(Image, "camera/normals/image_raw", qos) if p.publish_normals else None
         # Depth camera_info goes out last, after the frame's images: the output lockstep waits for.
         self.depth_info_pub = participant_publisher(self, CameraInfo, "camera/depth/camera_info", qos, p.lockstep, p.rate_hz,
                                                     inputs=("ground_truth/odom",))
@@ -140,6 +148,8 @@ class CameraNode(Node):
             depth=has_subscribers(self.depth_pub),
             segmentation=has_subscribers(self.segmentation_pub),
             color=has_subscribers(self.color_pub),
+            instance=has_subscribers(self.instance_pub),
+            normals=has_subscribers(self.normals_pub),
         )
         self.camera_info.header.stamp = stamp
         self.camera_info.header.frame_id = self.frame_id
@@ -150,6 +160,10 @@ class CameraNode(Node):
             self.segmentation_pub.publish(image_message(frame.segmentation, "mono16", header))
         if frame.color is not None:
             self.color_pub.publish(image_message(frame.color, "rgb8", header))
+        if frame.instance is not None:
+            self.instance_pub.publish(image_message(frame.instance, "mono16", header))
+        if frame.normals is not None:
+            self.normals_pub.publish(image_message(frame.normals, "32FC3", header))
         if self.color_info_pub is not None:
             self.color_info_pub.publish(self.camera_info)
         self.depth_info_pub.publish(self.camera_info)
