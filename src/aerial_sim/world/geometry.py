@@ -14,6 +14,7 @@ Meshes are built and loaded (OBJ/STL) with ``trimesh``.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -337,7 +338,17 @@ class PinholeRasterizer:
         self.surface_of_triangle = np.ascontiguousarray(np.asarray(surface_of_triangle, np.int32)[visible])
         self.world_normals = normals[visible] / lengths[visible, None]
         self.world_normals32 = self.world_normals.astype(np.float32)
+        self._local = threading.local()
         raster_kernels.warm_up()
+
+    def _buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """This thread's per-frame work arrays (kept between frames: for a large world, allocating them
+        each frame cost more than transforming the triangles into them)."""
+        buffers = getattr(self._local, "buffers", None)
+        if buffers is None:
+            count = len(self.triangles)
+            buffers = self._local.buffers = (np.empty((count, 3, 3)), np.empty((count, 3)), np.empty(count))
+        return buffers
 
     def hits(self, origin: np.ndarray, R_world_optical: np.ndarray, intrinsics: tuple[float, float, float, float],
              size: tuple[int, int], directions: np.ndarray, rays_optical: np.ndarray, normals: bool = True) -> RayHits:
@@ -349,8 +360,7 @@ class PinholeRasterizer:
         """
         width, height = size
         origin32 = np.asarray(origin, np.float32)  # the ray caster's float32 ray origin
-        count = len(self.triangles)
-        vertices, plane_normals, plane_offsets = np.empty((count, 3, 3)), np.empty((count, 3)), np.empty(count)
+        vertices, plane_normals, plane_offsets = self._buffers()
         raster_kernels.to_optical(self.triangles, self.world_normals, origin32.astype(np.float64),
                                   np.ascontiguousarray(R_world_optical, np.float64), vertices, plane_normals,
                                   plane_offsets)

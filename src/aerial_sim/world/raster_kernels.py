@@ -8,7 +8,8 @@ Visibility Buffer", JCGT 2(2), 2013). The hit distance itself is then computed e
 ray caster does, as the intersection of the pixel's ray with the chosen triangle's plane,
 so depth does not carry the rasteriser's interpolation error.
 
-- :func:`rasterize`: each triangle is clipped against the near plane z = ``near`` in the optical
+- :func:`rasterize`: a triangle with its three corners beyond one side plane of the view frustum is
+  skipped; every other triangle is clipped against the near plane z = ``near`` in the optical
   frame (Sutherland-Hodgman, one plane: a triangle becomes 0, 3 or 4 vertices), projected with
   u = f_x x / z + c_x, v = f_y y / z + c_y, and every pixel centre (integer u, v) inside it, by
   the signs of its three edge functions (Pineda, "A Parallel Algorithm for Polygon
@@ -72,7 +73,20 @@ def rasterize(vertices, width, height, fx, fy, cx, cy, near, inverse_depth, tria
     """
     polygon = np.empty((4, 3))
     projected = np.empty((4, 3))
+    # The frustum's side planes, a pixel wider than the image: x = left z, x = right z, y = top z, y = bottom z.
+    left, right = (-1.0 - cx) / fx, (width - cx) / fx
+    top, bottom = (-1.0 - cy) / fy, (height - cy) / fy
     for t in range(vertices.shape[0]):
+        # A triangle with all three corners beyond one side plane cannot cover a pixel (cheap early out).
+        out_left = out_right = out_top = out_bottom = 0
+        for k in range(3):
+            x, y, z = vertices[t, k, 0], vertices[t, k, 1], vertices[t, k, 2]
+            out_left += x < left * z
+            out_right += x > right * z
+            out_top += y < top * z
+            out_bottom += y > bottom * z
+        if out_left == 3 or out_right == 3 or out_top == 3 or out_bottom == 3:
+            continue
         count = _clip_near(vertices[t], near, polygon)
         if count < 3:
             continue
