@@ -1,0 +1,71 @@
+"""ArduPilot's JSON SITL interface (issue 33 item 2): the packet format and state line as SIM_JSON.cpp
+reads them, and a hover flown through the ``ardupilot_sitl`` node by a peer that plays ArduPilot's side
+(test/data/mavlink/ardupilot_peer.py) with the flight controller left out of the graph."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from aerial_sim.sitl.ardupilot_json import (PacketError, controls_from_pwm, encode_servo_packet, parse_servo_packet,
+                                            state_json)
+from conftest import private_domain_id, requires_ros
+
+PEER = Path(__file__).parent / "data" / "mavlink" / "ardupilot_peer.py"
+
+
+def test_servo_packets_parse_as_ardupilot_packs_them_and_bad_ones_are_refused():
+    packet = parse_servo_packet(encode_servo_packet(400, 7, [1000, 1500, 2000, 1250]))
+    assert (packet.frame_rate_hz, packet.frame_count) == (400, 7)
+    assert controls_from_pwm(packet.pwm_us, 4) == (0.0, 0.5, 1.0, 0.25)
+    assert controls_from_pwm([900, 2100], 2) == (0.0, 1.0)  # clipped to the rotor's range
+    for bad in (b"", b"\x00" * 7, encode_servo_packet(400, 1, [1500])[:-2], b"\x01\x00" + bytes(38)):
+        with pytest.raises(PacketError):
+            parse_servo_packet(bad)
+
+
+def test_state_line_is_ned_frd_in_the_keys_and_layout_ardupilot_parses():
+    # 1 m east, 2 m up, flying north at 3 m/s, level facing east (ENU yaw 0), at rest on the IMU.
+    line = state_json(1.5, (1.0, 0.0, 2.0), (0.0, 3.0, 0.0), (1.0, 0.0, 0.0, 0.0), (0.1, 0.0, 0.0), (0.0, 0.0, 9.81))
+    assert line.endswith("\n")
+    state = json.loads(line)
+    assert state["position"] == [0.0, 1.0, -2.0] and state["velocity"] == [3.0, 0.0, -0.0]
+    assert state["imu"]["accel_body"] == [0.0, -0.0, -9.81] and state["imu"]["gyro"] == [0.1, -0.0, -0.0]
+    w, x, y, z = state["quaternion"]  # facing east in NED: yaw +90 deg
+    assert math.degrees(math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))) == pytest.approx(90.0)
+    # SIM_JSON.cpp reads vectors with sscanf("[%f, %f, %f]"): json.dumps writes exactly that layout.
+    assert re.search(r'"position": \[[-0-9.e]+, [-0-9.e]+, [-0-9.e]+\]', line)
+    with pytest.raises(ValueError):
+        state_json(math.nan, (0, 0, 0), (0, 0, 0), (1, 0, 0, 0), (0, 0, 0), (0, 0, 0))
+
+
+@requires_ros
+@pytest.mark.ros
+def test_a_peer_playing_ardupilot_hovers_the_vehicle_through_the_bridge(launch, tmp_path):
+    port = 20000 + 20 * private_domain_id() + 15
+    graph = launch("sim.launch.yaml", "mission:=none", "scene:=empty", "record:=false", "viewer:=false",
+                   "use_camera:=false", "use_depth_noise:=false", "airsim_api:=false", "autopilot:=ardupilot",
+                   f"ardupilot_port:={port}", f"run_dir:={tmp_path / 'run'}")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and graph.alive() and "ArduPilot JSON SITL interface" not in graph.output():
+        time.sleep(0.2)
+    assert "ArduPilot JSON SITL interface" in graph.output(), graph.output()[-3000:]
+    assert "flight_controller" not in graph.output()  # ArduPilot is the flight controller
+    time.sleep(3.0)  # ground truth reaches the bridge
+    result = subprocess.run([sys.executable, str(PEER), str(port), "12"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-3000:]
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen["answers"] > 0.9 * seen["frames"]  # nearly every servo packet answered
+    assert seen["accel_body_at_start"][2] == pytest.approx(-9.8, abs=0.2)  # at rest: specific force up = -z FRD
+    assert seen["sim_s"] > 4.0
+    start, final = seen["start"], seen["final"]
+    assert final[2] - start[2] == pytest.approx(2.0, abs=0.25)  # hovering 2 m up
+    assert math.hypot(final[0] - start[0], final[1] - start[1]) < 0.3
+    assert graph.alive()
