@@ -153,6 +153,8 @@ def turbulence_scales(turbulence: str, height_m: np.ndarray) -> tuple[np.ndarray
     low_lu, low_lw = low_h / factor**1.2, low_h
     low_sw = 0.1 * W20_KNOTS[turbulence] * KNOT_M_S / FOOT_M  # ft/s
     low_su = low_sw / factor**0.4
+    if np.all(h_ft <= LOW_ALTITUDE_FT):  # every vehicle in the low-altitude model (a drone's usual case)
+        return low_lu * FOOT_M, low_lw * FOOT_M, low_su * FOOT_M, np.full_like(h_ft, low_sw * FOOT_M)
     if turbulence == "none":
         high_sigma = np.zeros_like(h_ft)
     else:
@@ -263,15 +265,15 @@ class WindField:
             noise = None  # the same instant again: the same turbulence
         else:
             noise = self._rng.standard_normal((self.vehicles, 5))
+        tau = np.stack([lu, lw], 1) / airspeed[:, None]  # (vehicle, v/w)
         if not self._started:  # start from the stationary distribution, not from calm air
             self._started = True
             self._u = su * noise[:, 0]
-            self._lateral[:] = self._stationary_lateral(np.stack([lu, lw], 1) / airspeed[:, None], noise[:, 1:5])
+            self._lateral[:] = self._stationary_lateral(tau, noise[:, 1:5])
         elif noise is not None:
-            decay = np.exp(-dt * airspeed / lu)
-            self._u = decay * self._u + su * np.sqrt(-np.expm1(-2 * dt * airspeed / lu)) * noise[:, 0]
-            self._advance_lateral(np.stack([lu, lw], 1) / airspeed[:, None], dt, noise[:, 1:5])
-        tau = np.stack([lu, lw], 1) / airspeed[:, None]
+            x = 2 * dt / tau[:, 0]  # the u filter's scale length is L_u, as v's
+            self._u = np.exp(-0.5 * x) * self._u + su * np.sqrt(-np.expm1(-x)) * noise[:, 0]
+            self._advance_lateral(tau, dt, noise[:, 1:5])
         sigma = np.stack([su, sw], 1)
         lam = 1.0 / tau
         gain = sigma * np.sqrt(tau) * lam**2
