@@ -58,6 +58,32 @@ def test_node_publishes_drag_opposing_the_flight_in_the_body_frame(ros_node, tmp
             gain = (p.k * 4 * thrust(wrench.header.stamp.nanosec // 4_000_000) + p.b) * p.c_d1
             force = wrench.wrench.force
             assert (force.x, force.y, force.z) == pytest.approx((-gain * 6.0, gain * 2.0, 0.0), rel=1e-9)
+
+        # /physics/wind sets the mean wind the drag sees: 2 m/s from the west leaves 4 m/s of air speed along x
+        from geometry_msgs.msg import Vector3Stamped
+
+        from aerial_sim.rosnode.qos import COMMAND_QOS
+
+        wind_pub = ros_node.create_publisher(Vector3Stamped, "/physics/wind", COMMAND_QOS)
+        assert spin_until(ros_node, lambda: wind_pub.get_subscription_count() > 0, timeout_s=10), log_path.read_text()
+        wind = Vector3Stamped()
+        wind.header.frame_id = "map"
+        wind.vector.x = 2.0
+        wind_pub.publish(wind)
+        spin_until(ros_node, lambda: False, timeout_s=0.5)
+        received.clear()
+        odom = Odometry()
+        odom.header.stamp.sec, odom.header.stamp.nanosec = 2, 0
+        odom.pose.pose.orientation.w = 1.0
+        odom.twist.twist.linear.x, odom.twist.twist.linear.y = 6.0, -2.0
+        rotors = JointState(name=[f"rotor_{i}" for i in range(4)], effort=[2.5] * 4)
+        rotors.header.stamp = odom.header.stamp
+        odom_pub.publish(odom)
+        rotors_pub.publish(rotors)
+        assert spin_until(ros_node, lambda: len(received) >= 1, timeout_s=10), log_path.read_text()
+        gain = (p.k * 4 * 2.5 + p.b) * p.c_d1
+        force = received[0].wrench.force
+        assert (force.x, force.y) == pytest.approx((-gain * 4.0, gain * 2.0), rel=1e-9)
     finally:
         node.terminate()
         node.wait(timeout=10)

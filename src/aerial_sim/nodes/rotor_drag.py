@@ -7,7 +7,10 @@ Subscribes ``rotors`` (JointState, effort = thrust N) and ``ground_truth/odom``
 time and stamped with the odometry it was computed from (in lockstep, with the
 thrusts of that same stamp, whichever of the two arrives first). The physics node adds
 the wrench to the body and holds it until a newer one arrives; run it with
-``linear_drag_enabled: false`` to fly on rotor drag alone.
+``linear_drag_enabled: false`` to fly on rotor drag alone. The air-relative velocity
+uses the mean wind (``wind_enu_m_s``, then whatever ``/physics/wind`` sets); the
+physics node's turbulence, gusts and shear are not seen here: for those, use the
+engine's own ``drag_law: rotor`` (doc/wind_and_drag.md).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from geometry_msgs.msg import WrenchStamped
+from geometry_msgs.msg import Vector3Stamped, WrenchStamped
 from rclpy.node import Node
 
 from aerial_sim.cdr import JointStateFields, OdometryFields
@@ -25,7 +28,7 @@ from aerial_sim.rosnode.clocks import InputStampClock
 from aerial_sim.rosnode.frames import frame_in_namespace
 from aerial_sim.rosnode.lockstep import participant_publisher
 from aerial_sim.rosnode.parameters import declare_params
-from aerial_sim.rosnode.qos import stream_qos
+from aerial_sim.rosnode.qos import COMMAND_QOS, stream_qos
 from aerial_sim.rosnode.run import run_node
 from aerial_sim.rosnode.stamps import stamp_from_fields
 from aerial_sim.rosnode.subscriptions import subscribe_joint_state, subscribe_odometry
@@ -79,11 +82,21 @@ class RotorDragNode(Node):
                                                self.node_params.rate_hz, inputs=("rotors", "ground_truth/odom"))
         subscribe_joint_state(self, "rotors", self.on_rotors, qos)
         subscribe_odometry(self, "ground_truth/odom", self.on_odom, qos, clock=InputStampClock(self))
+        # The mean wind follows the physics node's: /physics/wind (and AirSim's simSetWind) set it at run time.
+        self.create_subscription(Vector3Stamped, "/physics/wind", self.on_wind, COMMAND_QOS)
         form = "eq. (11), per rotor" if self.drag_params.per_rotor else "eq. (13)"
         self.get_logger().info(
             f"rotor drag {form}: k={self.drag_params.k:g}, b={self.drag_params.b:g}, "
             f"c_d1={self.drag_params.c_d1:g}, wind {self.wind} m/s, up to {self.node_params.rate_hz:g} Hz"
         )
+
+    def on_wind(self, message: Vector3Stamped) -> None:
+        wind = (message.vector.x, message.vector.y, message.vector.z)
+        if message.header.frame_id not in ("", "map") or not all(math.isfinite(v) and abs(v) < 200.0 for v in wind):
+            self.get_logger().warning(f"/physics/wind refused: needs frame 'map' and |v| < 200 m/s, got {wind}",
+                                      throttle_duration_sec=2.0)
+            return
+        self.wind = tuple(float(v) for v in wind)
 
     def on_rotors(self, rotors: JointStateFields) -> None:
         thrusts = rotors.effort
