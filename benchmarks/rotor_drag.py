@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 import timeit
 
+from _results import record, row
 from aerial_sim.physics.rotor_drag import RotorDragModel, RotorDragParams, air_velocity_body
 
 THRUSTS = (2.45, 2.47, 2.44, 2.46)
@@ -60,18 +61,28 @@ def main(argv: list[str]) -> int:
     lumped = RotorDragModel(RotorDragParams())
     per_rotor = RotorDragModel(RotorDragParams(per_rotor=True), ROTORS)
     total = sum(THRUSTS)
+    timings = [
+        ("eq. (13) force only, total thrust given", microseconds(lambda: lumped.force_eq13(total, VELOCITY))),
+        ("eq. (13) wrench from 4 rotor thrusts", microseconds(lambda: lumped.wrench(THRUSTS, VELOCITY))),
+        ("eq. (11) per rotor, with omega x d_i", microseconds(lambda: per_rotor.wrench(THRUSTS, VELOCITY, RATES))),
+        ("air-relative velocity under wind",
+         microseconds(lambda: air_velocity_body(VELOCITY, ORIENTATION, (3.0, 1.0, 0.0)))),
+    ]
     print("rotor drag, microseconds per evaluation (best of 5; paper 4.36 us for eq. 13):")
-    print(f"  eq. (13) force only, total thrust given   {microseconds(lambda: lumped.force_eq13(total, VELOCITY)):6.3f} us")
-    print(f"  eq. (13) wrench from 4 rotor thrusts      {microseconds(lambda: lumped.wrench(THRUSTS, VELOCITY)):6.3f} us")
-    print(f"  eq. (11) per rotor, with omega x d_i      {microseconds(lambda: per_rotor.wrench(THRUSTS, VELOCITY, RATES)):6.3f} us")
-    print(f"  air-relative velocity under wind          "
-          f"{microseconds(lambda: air_velocity_body(VELOCITY, ORIENTATION, (3.0, 1.0, 0.0))):6.3f} us")
+    for what, us in timings:
+        print(f"  {what:42s}{us:6.3f} us")
+    rows = [row(what, round(us, 3), "us", "paper: 4.36 us for eq. (13)" if what.startswith("eq. (13) force") else "")
+            for what, us in timings]
     if "--model-only" in argv:
+        record("rotor_drag", "Rotor drag (seed 004 eqs. 11, 13)", rows, "tools/dev.sh bench rotor_drag --model-only")
         return 0
     print("rotor drag node, 4 s each (rotors + odometry pairs -> wrench received, Hz):")
     for target in (250.0, 1000.0):
         sent, got = node_rates(target)
         print(f"  {target:6.0f} Hz offered: published {sent:7.1f} Hz, received {got:7.1f} Hz")
+        rows.append(row(f"node: wrench rate with {target:.0f} Hz of input offered", round(got, 1), "Hz",
+                        f"inputs published at {sent:.1f} Hz"))
+    record("rotor_drag", "Rotor drag (seed 004 eqs. 11, 13)", rows)
     return 0
 
 

@@ -4,12 +4,14 @@
 #   tools/dev.sh sim  [launch args...]   set up .venv if needed, then run the full simulation
 #   tools/dev.sh test [pytest args...]   set up .venv if needed, then run the whole test suite
 #   tools/dev.sh bench NAME              set up .venv if needed, then run benchmarks/NAME.py
+#   tools/dev.sh docs [sphinx args...]   set up .venv if needed, then build doc/ into doc/_build/html
 #   tools/dev.sh run CMD...              run any command inside the project environment
 #
 # The set-up is idempotent: the virtual environment is rebuilt only when
 # tools/requirements.txt changes, so the second run starts in about a second.
 # test, bench and run also install the optional tools/requirements-ray.txt (the Ray backend of
-# `aerial_sim batch`), again only when that file changes.
+# `aerial_sim batch`), and test, docs and run tools/requirements-docs.txt (Sphinx + MyST), again
+# only when that file changes.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -65,6 +67,19 @@ ensure_optional() {
   fi
 }
 
+# Documentation tools (Sphinx + MyST): installed into the same venv, once per change of
+# tools/requirements-docs.txt. Required: the suite builds the docs (test/test_docs.py).
+ensure_docs() {
+  local docs="$repo/tools/requirements-docs.txt" docs_stamp="$venv/.requirements-docs.sha256" wanted
+  wanted="$(sha256sum "$docs" | cut -d' ' -f1)"
+  if [[ -f "$docs_stamp" && "$(cat "$docs_stamp")" == "$wanted" ]]; then
+    return
+  fi
+  echo "[aerial_sim] installing the documentation tools (tools/requirements-docs.txt)..." >&2
+  "$venv/bin/python" -m pip install --quiet -r "$docs" >&2
+  echo "$wanted" > "$docs_stamp"
+}
+
 # The web viewer's browser test needs Chromium (Debian's package; a browser download
 # of its own is not possible here). Installed once when we may; otherwise that test skips.
 ensure_browser() {
@@ -100,6 +115,7 @@ case "$command" in
     ensure_venv
     ensure_compiled
     ensure_optional
+    ensure_docs
     ensure_browser
     cd "$repo"
     # Run test/ unless the arguments name test files or directories themselves.
@@ -115,13 +131,21 @@ case "$command" in
     shift
     exec "$venv/bin/python" "$repo/benchmarks/$name.py" "$@"
     ;;
+  docs)
+    ensure_venv
+    ensure_docs
+    cd "$repo"
+    # -W --keep-going: every warning is an error, all of them listed (test/test_docs.py runs the same).
+    exec "$venv/bin/python" -m sphinx -b html -j auto -W --keep-going doc doc/_build/html "$@"
+    ;;
   run)
     ensure_venv
     ensure_optional
+    ensure_docs
     PATH="$venv/bin:$PATH" exec "$@"
     ;;
   *)
-    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

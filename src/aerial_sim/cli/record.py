@@ -1,5 +1,7 @@
 """``aerial_sim record``: record topics of a running simulation into a rosbag2 (MCAP) bag.
 
+::
+
     aerial_sim record [-o DIR] [TOPIC ...| --all] [--max-bag-size BYTES] [--compression lz4|zstd|none]
                       [--expected-rates TOPIC=HZ,...] [--wall-time]
     aerial_sim record --recover DIR     make a bag left by a killed recorder readable

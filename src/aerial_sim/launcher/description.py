@@ -25,7 +25,7 @@ Entities are evaluated in file order against a scope of launch configurations
 environment, exactly as the launch service visits them: ``arg`` keeps a value
 already given (command line or include), a scoped ``group`` (the default)
 restores the scope afterwards, and ``include`` is not scoped (its arguments and
-``let``s stay visible after it, as in ROS 2).
+``let`` values stay visible after it, as in ROS 2).
 
 Supported tags: arg, let, node, executable, include, group, push-ros-namespace,
 set_env, unset_env, log. Anything else is a :class:`LaunchError` naming the tag

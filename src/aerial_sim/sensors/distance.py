@@ -18,7 +18,7 @@ reports where the cone straddles an edge depends on how it measures
 
 The cone is sampled by ``cone_rays`` rays on a sunflower (Vogel) spiral over its
 cross-section, from the axis (ray 0) to the rim (the last ray, at exactly
-fov / 2), evenly spread over the lit disc. A hit's range gets N(0, ``noise_std_m``^2)
+fov / 2), evenly spread over the lit disc. A hit's range gets N(0, ``noise_std_m`` ^ 2)
 noise first, as the instrument measures it; then REP-117 applies to the noisy value:
 nothing within ``max_range_m`` -> +inf, nearer than ``min_range_m`` -> -inf, so a
 finite reading always lies in [min_range_m, max_range_m]. The sensor frame's x axis is the

@@ -114,7 +114,7 @@ class FleetSelection:
 
 def grid_fleet(count: int, vehicle_type: str = "quad_x", sensors: tuple[str, ...] = DEFAULT_SENSORS,
                spacing_m: float = GRID_SPACING_M) -> tuple[FleetVehicle, ...]:
-    """``drone1 .. droneN`` on the ground, :data:`GRID_MAX_ROWS` rows across y centred on y = 0,
+    """``drone1`` to ``droneN`` on the ground, :data:`GRID_MAX_ROWS` rows across y centred on y = 0,
     columns toward +x (east: down the street of the urban scene) from x = 0."""
     require(count > 0, f"vehicles must be > 0, got {count}")
     rows = min(GRID_MAX_ROWS, math.ceil(math.sqrt(count)))
