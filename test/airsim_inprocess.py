@@ -24,7 +24,8 @@ PERIOD_S = 0.004
 class InProcessVehicle:
     def __init__(self, graph: "InProcessGraph", name: str, vehicle_type: str):
         self.graph = graph
-        self.name = name
+        self.name = name  # the AirSim name (a settings file may rename it)
+        self.world_name = name  # the physics world's
         self.vehicle = load_vehicle(vehicle_type)
         self.supervisor = FlightSupervisor(SupervisorParams(), ControllerParams(), self.vehicle)
         self.kinematics = self.imu = self.pressure = self.magnetic = self.gps = None
@@ -36,11 +37,11 @@ class InProcessVehicle:
         return self.supervisor.mode.value
 
     def refresh(self) -> None:
-        truth = self.graph.world.ground_truth(self.name)
+        truth = self.graph.world.ground_truth(self.world_name)
         self.kinematics = KinematicsReading(truth.time_s, truth.position, truth.orientation, truth.velocity_world,
                                             truth.angular_velocity_body, truth.linear_acceleration_world,
                                             truth.angular_acceleration_body)
-        rotors = self.graph.world.rotor_states(self.name)
+        rotors = self.graph.world.rotor_states(self.world_name)
         self.rotors = RotorReading(truth.time_s, tuple(r.speed_rad_s for r in rotors), tuple(r.thrust_n for r in rotors))
         self.supervisor.observe(VehicleState.from_ground_truth(truth))
 
@@ -61,6 +62,9 @@ class InProcessVehicle:
 
     async def reset_controller(self):
         return self._service(self.supervisor.reset)
+
+    async def kill(self):
+        return self._service(self.supervisor.kill)
 
     def _command(self, kind, command):
         self.commands.append(kind)
@@ -88,7 +92,7 @@ class InProcessVehicle:
         self._command(("motors", tuple(controls)), lambda t: self.supervisor.command_motors(t, controls))
 
     def teleport(self, position, orientation):
-        self.graph.world.set_kinematics(self.name, position, orientation, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
+        self.graph.world.set_kinematics(self.world_name, position, orientation, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
         self.refresh()
 
 
@@ -119,8 +123,8 @@ class InProcessGraph:
                 continue
             for link in self.vehicles.values():
                 controls = link.supervisor.update(self.world.time_s, VehicleState.from_ground_truth(
-                    self.world.ground_truth(link.name)), PERIOD_S)
-                self.world.set_controls(link.name, controls)
+                    self.world.ground_truth(link.world_name)), PERIOD_S)
+                self.world.set_controls(link.world_name, controls)
             self.world.step(round(PERIOD_S * self.world.params.rate_hz))
             self.run_control.stepped()
             for link in self.vehicles.values():
@@ -138,9 +142,9 @@ class InProcessGraph:
         await self.clock.wait_until(start + seconds - 1e-6)
 
     async def reset(self):
-        for name in self.vehicles:
-            self.world.reset_vehicle(name)
-            self.vehicles[name].refresh()
+        for link in self.vehicles.values():
+            self.world.reset_vehicle(link.world_name)
+            link.refresh()
         return ServiceAnswer(True, "reset")
 
     def set_wind(self, wind_enu):

@@ -8,6 +8,7 @@ checks what the vehicle did, read back through the same API.
 from __future__ import annotations
 
 import asyncio
+import json
 import io
 import math
 
@@ -18,6 +19,8 @@ from PIL import Image
 from aerial_sim.airsim.api import AirSimApi
 from aerial_sim.airsim.images import NO_RETURN_DEPTH_M, CameraRig
 from aerial_sim.airsim.rpc import RpcError, encode_response
+from aerial_sim.airsim.sensors import NamedSensors
+from aerial_sim.airsim.settings import parse_settings
 from aerial_sim.world.camera import CameraParams
 from aerial_sim.world.scene import load_scene
 
@@ -26,13 +29,20 @@ from airsim_inprocess import InProcessGraph  # noqa: E402 (test helper beside th
 YAW_ANGLE = {"is_rate": False, "yaw_or_rate": 0.0}
 
 
-def fly(script, scene: str | None = None, yaw: float = 0.0):
-    """Run ``script(api, graph)`` (a coroutine function) against a fresh in-process graph."""
+def fly(script, scene: str | None = None, yaw: float = 0.0, settings: dict | None = None, vehicles=None):
+    """Run ``script(api, graph)`` (a coroutine function) against a fresh in-process graph; ``settings``: the
+    decoded JSON of an AirSim settings file, applied as the airsim_api node applies it."""
 
     async def main():
-        graph = InProcessGraph(yaw=yaw)
-        cameras = CameraRig(load_scene(scene), CameraParams(width=64, height=48)) if scene else None
-        api = AirSimApi(graph, cameras)
+        graph = InProcessGraph(yaw=yaw) if vehicles is None else InProcessGraph(vehicles, yaw=yaw)
+        parsed = parse_settings(settings) if settings is not None else None
+        cameras = CameraRig(load_scene(scene), CameraParams(width=64, height=48), parsed) if scene else None
+        named = NamedSensors(load_scene(scene), parsed) if scene and parsed else None
+        if parsed is not None:  # the settings' vehicle names are the AirSim names of the graph's vehicles
+            graph.vehicles = {v.name: link for v, link in zip(parsed.vehicles, graph.vehicles.values())}
+            for name, link in graph.vehicles.items():
+                link.name = name
+        api = AirSimApi(graph, cameras, settings=parsed, named_sensors=named)
         runner = asyncio.create_task(graph.run())
         try:
             return await script(api, graph)
@@ -63,15 +73,93 @@ def yaw_deg(state):
     return math.degrees(math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z)))
 
 
-def test_moves_need_api_control_and_arming_as_in_airsim():
+def test_arming_as_airsims_simple_flight_starts_armed_false_without_control_and_disarm_in_the_air():
+    """hello_drone.py / arm.py / disarm.py: armDisarm answers False (no error) without API control; the
+    vehicle starts armed (takeoff needs no armDisarm); armDisarm(False) in the air stops the motors and the
+    vehicle falls; a move on the disarmed vehicle is refused at once instead of waiting for ever."""
     async def script(api, graph):
         with pytest.raises(RpcError, match="not under API control"):
             await call(api, "takeoff", 20, "")
+        assert await call(api, "armDisarm", True, "") is False
         await call(api, "enableApiControl", True, "")
-        with pytest.raises(RpcError, match="arm first"):
-            await call(api, "takeoff", 20, "")
+        assert graph.vehicles["drone1"].controller_mode == "idle"  # armed from the start
+        assert await call(api, "takeoff", 20, "") is True
+        assert graph.world.ground_truth("drone1").position[2] > 2.5
+        assert await call(api, "armDisarm", False, "") is True
+        await graph.clock.sleep(2.0)
+        truth = graph.world.ground_truth("drone1")
+        assert truth.position[2] < 0.2 and graph.vehicles["drone1"].controller_mode == "disarmed"  # fell
+        before = graph.clock.now_s
+        with pytest.raises(RpcError, match="disarmed: call armDisarm\\(True\\) first"):
+            await call(api, "moveToPosition", 5.0, 0.0, -3.0, 2.0, 3e38, 0, YAW_ANGLE, -1, 1, "")
+        assert graph.clock.now_s - before < 0.1
         state = await call(api, "getMultirotorState", "")
         assert state["landed_state"] == 0
+
+    fly(script)
+
+
+def test_reset_leaves_the_vehicle_armed_and_a_second_flight_needs_no_arming():
+    """drone_stress_test.py: reset, then fly again; AirSim's reset puts back the default (armed) state."""
+    async def script(api, graph):
+        await call(api, "enableApiControl", True, "")
+        assert await call(api, "takeoff", 20, "") is True
+        await call(api, "reset")
+        assert await call(api, "isApiControlEnabled", "") is False  # reset takes API control back
+        assert graph.vehicles["drone1"].controller_mode == "idle"
+        await call(api, "enableApiControl", True, "")
+        assert await call(api, "moveToPosition", 0.0, 0.0, -3.0, 2.0, 20, 0, YAW_ANGLE, -1, 1, "") is True
+        assert graph.world.ground_truth("drone1").position[2] == pytest.approx(3.0, abs=0.35)
+
+    fly(script)
+
+
+def test_manual_mode_flies_the_rc_sticks_and_rc_does_not_end_it():
+    """manual_mode_demo.py: moveByManual(1e6, 1e6, z_min=-1e6, 1e10) then moveByRC(throttle=1) climbs,
+    moveByRC(roll=0.5, throttle=1, yaw=0.5) moves right and turns; the manual task goes on throughout."""
+    async def script(api, graph):
+        await call(api, "enableApiControl", True, "")
+        assert await call(api, "armDisarm", True, "") is True
+        manual = asyncio.ensure_future(call(api, "moveByManual", 1e6, 1e6, -1e6, 1e10, 0, YAW_ANGLE, ""))
+        await graph.clock.sleep(0.5)
+        await call(api, "moveByRC", {"pitch": 0.0, "throttle": 1.0, "is_initialized": True, "is_valid": True}, "")
+        await graph.clock.sleep(3.0)
+        up = graph.world.ground_truth("drone1").position
+        assert up[2] > 3.0 and not manual.done()  # ~3 m/s climb, still in manual mode
+        await call(api, "moveByRC", {"roll": 0.5, "throttle": 1.0, "yaw": 0.5, "is_initialized": True,
+                                     "is_valid": True}, "")
+        await graph.clock.sleep(3.0)
+        truth = graph.world.ground_truth("drone1")
+        moved = np.asarray(truth.position) - up
+        assert np.hypot(moved[0], moved[1]) > 3.0 and moved[2] > 3.0 and not manual.done()
+        assert abs(yaw_deg(await call(api, "getMultirotorState", ""))) > 30.0  # the yaw stick turned it
+        assert await call(api, "hover", "") is True
+        assert await manual is False  # ended by the next command, as AirSim's
+
+    fly(script)
+
+
+def test_attitude_and_throttle_on_the_ground_take_off_when_armed():
+    async def script(api, graph):
+        await call(api, "enableApiControl", True, "")
+        assert await call(api, "moveByRollPitchYawThrottle", 0.0, 0.0, 0.0, 0.8, 1.5, "") is True
+        assert graph.world.ground_truth("drone1").position[2] > 0.5
+
+    fly(script)
+
+
+def test_a_reconnecting_client_is_not_answered_from_state_older_than_its_connection():
+    async def script(api, graph):
+        await call(api, "getMultirotorState", "")
+        link = graph.vehicles["drone1"]
+        await graph.clock.sleep(1.0)
+        api.await_state_again()  # the last client left at this time
+        runner_state = link.kinematics
+        link.kinematics = dataclasses.replace(runner_state, time_s=runner_state.time_s - 3.5)  # a late old message
+        state = await call(api, "getMultirotorState", "")
+        assert state["timestamp"] >= round(runner_state.time_s * 1e9)
+
+    import dataclasses
 
     fly(script)
 
@@ -394,3 +482,60 @@ def msgpack_roundtrip(responses):
 
     reply = msgpack.unpackb(encode_response(1, None, ContainsPrepacked(responses)), raw=False)
     return reply[3]
+
+
+def test_a_settings_file_names_vehicles_sensors_and_cameras_and_sets_their_start():
+    """high_res_camera.py, external_camera.py, two lidars, DefaultVehicleState, spawn poses, wind."""
+    settings = {
+        "Wind": {"X": 0, "Y": 3, "Z": 0},
+        "ExternalCameras": {"fixed1": {"X": 0, "Y": 0, "Z": -10, "Pitch": -90,
+                                       "CaptureSettings": [{"ImageType": 1, "Width": 32, "Height": 24}]}},
+        "Vehicles": {
+            "Alpha": {"VehicleType": "SimpleFlight", "X": 2, "Y": 1, "Yaw": 90,
+                      "Cameras": {"low_res": {"CaptureSettings": [{"ImageType": 0, "Width": 40, "Height": 30}]}},
+                      "Sensors": {"LidarA": {"SensorType": 6, "NumberOfChannels": 4, "PointsPerSecond": 4000},
+                                  "LidarB": {"SensorType": 6, "NumberOfChannels": 2, "PointsPerSecond": 1000}}},
+            "Beta": {"VehicleType": "SimpleFlight", "DefaultVehicleState": "Inactive"}}}
+
+    async def script(api, graph):
+        assert await call(api, "listVehicles") == ["Alpha", "Beta"]
+        alpha = graph.world.ground_truth("drone1")  # the graph's first vehicle is the settings' first
+        assert alpha.position[:2] == pytest.approx((1.0, 2.0), abs=0.01)  # NED (2, 1) is ENU (1, 2)
+        assert yaw_deg(await call(api, "getMultirotorState", "Alpha")) == pytest.approx(90.0, abs=1.0)
+        assert graph.vehicles["Alpha"].controller_mode == "idle" and graph.vehicles["Beta"].controller_mode == "disarmed"
+        assert graph.wind == pytest.approx((3.0, 0.0, 0.0))  # NED east 3 m/s
+        (low,) = await call(api, "simGetImages", [{"camera_name": "low_res", "image_type": 0, "compress": False}],
+                            "Alpha")
+        assert (low["width"], low["height"]) == (40, 30)
+        (fixed,) = msgpack_roundtrip(await call(api, "simGetImages", [{"camera_name": "fixed1", "image_type": 1,
+                                                                      "pixels_as_float": True}], "", True))
+        depth = np.array(fixed["image_data_float"], np.float32).reshape(24, 32)
+        assert depth[12, 16] == pytest.approx(10.0, abs=0.05)  # 10 m up, looking down
+        up = {"position": {"x_val": 2.0, "y_val": 1.0, "z_val": -10.0},
+              "orientation": {"w_val": math.nan, "x_val": math.nan, "y_val": math.nan, "z_val": math.nan}}
+        await call(api, "simSetVehiclePose", up, True, "Alpha")  # 10 m up: every beam hits the ground
+        a = await call(api, "getLidarData", "LidarA", "Alpha")
+        b = await call(api, "getLidarData", "LidarB", "Alpha")
+        assert len(a["point_cloud"]) == 3 * 400 and len(b["point_cloud"]) == 3 * 100  # two lidars, two clouds
+        with pytest.raises(RpcError, match="no Lidar named 'LidarC' on 'Alpha' \\(have: LidarA, LidarB\\)"):
+            await call(api, "getLidarData", "LidarC", "Alpha")
+        assert "fixed1" in json.loads(await call(api, "getSettingsString"))["ExternalCameras"]
+
+    fly(script, scene="empty", settings=settings, vehicles=(("drone1", "quad_x"), ("drone2", "quad_x")))
+
+
+def test_computer_vision_mode_holds_a_teleported_vehicle_in_the_air():
+    """cv_mode.py: SimMode ComputerVision, simSetVehiclePose 10 m up: it stays there (AirSim's kinematic
+    camera vehicle), and flight commands say why they are not served."""
+    async def script(api, graph):
+        pose = {"position": {"x_val": 3.0, "y_val": 0.0, "z_val": -10.0},
+                "orientation": {"w_val": 1.0, "x_val": 0.0, "y_val": 0.0, "z_val": 0.0}}
+        await call(api, "simSetVehiclePose", pose, True, "")
+        await graph.clock.sleep(3.0)
+        truth = graph.world.ground_truth("drone1")
+        assert truth.position == pytest.approx((0.0, 3.0, 10.0), abs=0.02)
+        await call(api, "enableApiControl", True, "")
+        with pytest.raises(RpcError, match="ComputerVision vehicle"):
+            await call(api, "takeoff", 20, "")
+
+    fly(script, settings={"SimMode": "ComputerVision"})

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +44,8 @@ from aerial_sim.airsim.api_simulation import SimulationMethods
 from aerial_sim.airsim.flight import GuidanceParams
 from aerial_sim.airsim.graph import Graph, VehicleLink
 from aerial_sim.airsim.images import CameraRig
+from aerial_sim.airsim.ned import euler_to_quaternion, orientation_to_enu, world_to_enu
+from aerial_sim.airsim.settings import AirSimSettings
 from aerial_sim.airsim.rpc import RpcError
 from aerial_sim.airsim.wire import RpcFault
 from aerial_sim.environment.geodesy import HomePoint, enu_to_geodetic
@@ -66,6 +69,9 @@ class ApiParams:
     #: Largest tilt (rad) and yaw rate (rad/s) a full RC stick asks for (moveByRC).
     rc_max_tilt_rad: float = 0.61
     rc_max_yaw_rate_rad_s: float = 1.5
+    #: moveByManual: largest horizontal speed (m/s, the controller's) and climb rate (m/s) full sticks ask for.
+    manual_max_speed_m_s: float = 8.0
+    manual_max_climb_m_s: float = 3.0
     #: simContinueForFrames: simulated seconds per frame (one control period of the physics node).
     frame_period_s: float = 0.004
     #: At start-up the first calls (but the connection handshake) wait up to this long for every
@@ -78,10 +84,15 @@ class AirSimApi(FlightMethods, SensorMethods, ImageMethods, SimulationMethods):
     """The method table of an AirSim server (module docstring)."""
 
     def __init__(self, graph: Graph, cameras: CameraRig | None, params: ApiParams = ApiParams(),
-                 scene_colliders: list | None = None, logger: logging.Logger | None = None):
+                 scene_colliders: list | None = None, logger: logging.Logger | None = None,
+                 settings: AirSimSettings | None = None, named_sensors=None):
         self.graph = graph
         self.cameras = cameras
         self.params = params
+        #: The AirSim settings file's content (None: AirSim's defaults) and its named lidars/rangefinders
+        #: (:class:`aerial_sim.airsim.sensors.NamedSensors`).
+        self.settings = settings
+        self.named_sensors = named_sensors
         self.log = logger or logging.getLogger("airsim_api")
         self.colliders = [("ground", 1, GroundPlane())] + [
             (getattr(c, "name", "object"), (cameras.object_ids.get(getattr(c, "name", ""), -1) if cameras else -1), c)
@@ -100,6 +111,11 @@ class AirSimApi(FlightMethods, SensorMethods, ImageMethods, SimulationMethods):
         self._warned: set[str] = set()
         self.render_executor = None  # an Executor for image rendering (None: render in the loop)
         self._first_state_awaited = False
+        self._started = False  # the first client's first call has set the vehicles up (armed, wind, poses)
+        self._fresh_after: float | None = None  # after a reconnection: state older than this is stale
+        self._holds: dict[str, tuple] = {}  # ComputerVision mode: pose each vehicle is held at
+        self._hold_tasks: dict[str, asyncio.Task] = {}
+        self._spawn: dict[str, tuple] = {}  # (position, orientation, moved from the graph's spawn) per vehicle
 
     @property
     def method_names(self) -> list[str]:
@@ -124,15 +140,92 @@ class AirSimApi(FlightMethods, SensorMethods, ImageMethods, SimulationMethods):
                            f"The exception contained this information: {fault}.") from None
 
     def await_state_again(self) -> None:
-        """The state streams were dropped (no client): the next call waits for fresh state, as at start-up."""
+        """The state streams were dropped (no client): the next call waits for fresh state, as at start-up
+        (state stamped before the simulation time of now is stale: it was received for a former client)."""
         self._first_state_awaited = False
+        self._fresh_after = self.graph.clock.now_s
 
     async def _await_first_state(self) -> None:
-        """Start-up only: wait (``state_wait_s`` at most, once) until every vehicle has ground truth."""
+        """Wait (``state_wait_s`` at most) until every vehicle has ground truth newer than the last client's
+        leaving; at start-up then set the vehicles up as AirSim starts them (:meth:`_start_vehicles`)."""
         deadline = time.monotonic() + self.params.state_wait_s
-        while time.monotonic() < deadline and any(v.kinematics is None for v in self.graph.vehicles.values()):
+        fresh_after = self._fresh_after
+
+        def stale(link) -> bool:
+            state = link.kinematics
+            return state is None or (fresh_after is not None and state.time_s < fresh_after - 1e-6)
+
+        while time.monotonic() < deadline and any(stale(v) for v in self.graph.vehicles.values()):
             await asyncio.sleep(0.02)
         self._first_state_awaited = True
+        self._fresh_after = None
+        if not self._started and all(v.kinematics is not None for v in self.graph.vehicles.values()):
+            self._started = True
+            await self._start_vehicles()
+
+    async def _start_vehicles(self, reset: bool = False) -> None:
+        """AirSim's start (and reset): simple_flight vehicles armed (DefaultVehicleState "Armed"), vehicles
+        at their settings poses, ComputerVision vehicles held there; the settings file's wind blowing."""
+        settings = self.settings
+        if settings is not None and any(settings.wind_ned) and not reset:
+            self.graph.set_wind(world_to_enu(settings.wind_ned))
+        for index, link in enumerate(self.graph.vehicles.values()):
+            vehicle = settings.vehicles[index] if settings is not None and index < len(settings.vehicles) else None
+            if link.name not in self._spawn:
+                state = link.kinematics
+                position, orientation = tuple(state.position), tuple(state.orientation)
+                if vehicle is not None and (any(vehicle.position_ned) or any(vehicle.rpy_deg)):
+                    north, east, down = vehicle.position_ned
+                    x, y, _ = world_to_enu((north, east, 0.0))
+                    roll, pitch, yaw = (math.radians(a) for a in vehicle.rpy_deg)
+                    position = (x, y, state.position[2] - down)
+                    orientation = tuple(orientation_to_enu(euler_to_quaternion(roll, pitch, yaw)))
+                self._spawn[link.name] = (position, orientation, position != tuple(state.position)
+                                          or orientation != tuple(state.orientation))
+            position, orientation, moved = self._spawn[link.name]
+            if moved:
+                link.teleport(position, orientation)
+            if self.computer_vision:
+                self.hold_kinematic(link, position, orientation)
+            elif self.default_armed(link):
+                await self._arm_default(link)
+
+    async def _arm_default(self, link: VehicleLink) -> None:
+        answer = await link.arm(True)
+        if not answer.success:
+            self.log.warning(f"{link.name}: could not arm it as AirSim starts it ({answer.message})")
+
+    def default_armed(self, link: VehicleLink) -> bool:
+        """Whether ``link`` starts (and resets) armed: AirSim's DefaultVehicleState of its settings."""
+        if self.computer_vision:
+            return False
+        names = list(self.graph.vehicles)
+        index = names.index(link.name)
+        if self.settings is None or index >= len(self.settings.vehicles):
+            return True
+        return self.settings.vehicles[index].default_armed
+
+    @property
+    def computer_vision(self) -> bool:
+        return self.settings is not None and self.settings.computer_vision
+
+    def hold_kinematic(self, link: VehicleLink, position=None, orientation=None) -> None:
+        """ComputerVision mode: keep ``link`` at a pose (its current one by default) against gravity, by
+        putting it back there every command period (a kinematic camera vehicle, as AirSim's)."""
+        state = link.kinematics
+        pose = (tuple(position if position is not None else state.position),
+                tuple(orientation if orientation is not None else state.orientation))
+        self._holds[link.name] = pose
+        task = self._hold_tasks.get(link.name)
+        if task is None or task.done():
+            async def keep():
+                def step() -> bool:
+                    link.teleport(*self._holds[link.name])
+                    return False
+
+                return await self._every_period(math.inf, step)
+
+            self._hold_tasks[link.name] = asyncio.ensure_future(keep())
 
     # -- helpers ------------------------------------------------------------------------------
     def vehicle(self, vehicle_name: Any) -> VehicleLink:
@@ -155,9 +248,15 @@ class AirSimApi(FlightMethods, SensorMethods, ImageMethods, SimulationMethods):
     def _geo(self, position_enu) -> dict:
         return wire.geo_point(*enu_to_geodetic(*position_enu, self.params.home))
 
-    def _controlled(self, link: VehicleLink) -> None:
+    def _controlled(self, link: VehicleLink, armed: bool = True) -> None:
         if not self._api_control.get(link.name, False):
             raise RpcFault(f"vehicle '{link.name}' is not under API control: call enableApiControl(True) first")
+        if self.computer_vision:
+            raise RpcFault(f"vehicle '{link.name}' is a ComputerVision vehicle (SimMode ComputerVision): it does "
+                           "not fly; move it with simSetVehiclePose")
+        if armed and link.controller_mode == "disarmed":
+            # AirSim's simple_flight would wait for ever with its motors off; say why instead.
+            raise RpcFault(f"vehicle '{link.name}' is disarmed: call armDisarm(True) first")
 
     def _once(self, key: str, message: str) -> None:
         if key not in self._warned:

@@ -39,9 +39,22 @@ class FlightMethods:
         return self._api_control.get(self.vehicle(vehicle_name).name, False)
 
     async def rpc_armDisarm(self, arm, vehicle_name=""):
+        """AirSim's simple_flight: False (not an error) without API control; disarming in the air stops
+        the motors (the vehicle falls), as simple_flight's disarm does in any state."""
         link = self.vehicle(vehicle_name)
-        self._controlled(link)
-        answer = await link.arm(wire.flag(arm, "arm"))
+        arm = wire.flag(arm, "arm")
+        if not self._api_control.get(link.name, False):
+            self.log.warning(f"armDisarm({arm}) on {link.name}: API control is not enabled "
+                             "(enableApiControl(True) first); answered False")
+            return False
+        if self.computer_vision:
+            return False  # a ComputerVision vehicle has no motors
+        if not arm:
+            self._cancel(link.name)
+        if not arm and self._flying(link):
+            answer = await link.kill()
+        else:
+            answer = await link.arm(arm)
         if not answer.success:
             self.log.warning(f"armDisarm({arm}) on {link.name}: {answer.message}")
         return answer.success
@@ -54,10 +67,12 @@ class FlightMethods:
         if task is not None and not task.done():
             task.cancel()
 
-    async def _run(self, link: VehicleLink, body) -> bool:
-        """Run flight task ``body`` (a coroutine) for ``link``, cancelling the previous one; its bool result."""
+    async def _run(self, link: VehicleLink, body, manual: bool = False) -> bool:
+        """Run flight task ``body`` (a coroutine) for ``link``, cancelling the previous one; its bool result.
+        ``manual``: a moveByManual task (moveByRC feeds it instead of replacing it)."""
         self._cancel(link.name)
         task = asyncio.ensure_future(body)
+        task.manual = manual
         self._tasks[link.name] = task
         try:
             return bool(await asyncio.shield(task))
@@ -143,7 +158,8 @@ class FlightMethods:
         if not isinstance(path, (list, tuple)) or not path:
             raise RpcFault(f"path must be a non-empty list of Vector3r, got {wire._show(path)}")
         points = [world_to_enu(wire.parse_vector3r(p, f"path[{i}]")) for i, p in enumerate(path)]
-        return await self._follow(vehicle_name, points, velocity, timeout_sec, drivetrain, yaw_mode, lookahead)
+        return await self._follow(vehicle_name, points, velocity, timeout_sec, drivetrain, yaw_mode, lookahead,
+                                  bool(wire.number(adaptive_lookahead, "adaptive_lookahead")))
 
     async def rpc_moveToZ(self, z, velocity, timeout_sec=3e38, yaw_mode=None, lookahead=-1, adaptive_lookahead=1,
                           vehicle_name=""):
@@ -164,7 +180,8 @@ class FlightMethods:
         goal = (0.0, 0.0, self.kinematics(link).position[2])
         return await self._follow(vehicle_name, [goal], 0.5, timeout_sec, 0, {"is_rate": False, "yaw_or_rate": 0.0}, -1)
 
-    async def _follow(self, vehicle_name, points, velocity, timeout_sec, drivetrain, yaw_mode, lookahead) -> bool:
+    async def _follow(self, vehicle_name, points, velocity, timeout_sec, drivetrain, yaw_mode, lookahead,
+                      adaptive: bool = True) -> bool:
         link = self.vehicle(vehicle_name)
         speed = wire.number(velocity, "velocity")
         if speed <= 0:
@@ -172,9 +189,13 @@ class FlightMethods:
         timeout = wire.duration(timeout_sec, "timeout_sec")
         drive, yaw_spec = self._yaw_spec(drivetrain, yaw_mode)
         carrot = wire.number(lookahead, "lookahead")
+        try:
+            flight.check_lookahead(self.params.guidance, speed, carrot)
+        except ValueError as error:
+            raise RpcFault(str(error)) from None
         self._controlled(link)
         state = self.kinematics(link)
-        follower = PathFollower(state.position, points, speed, carrot, self.params.guidance)
+        follower = PathFollower(state.position, points, speed, carrot, self.params.guidance, adaptive)
         final_yaw = [yaw_of(state.orientation)]
 
         def step() -> bool:
@@ -252,31 +273,54 @@ class FlightMethods:
         return True
 
     async def rpc_moveByManual(self, vx_max, vy_max, z_min, duration, drivetrain=0, yaw_mode=None, vehicle_name=""):
-        """Fly the last moveByRC sticks as velocities: pitch -> forward up to vx_max, roll -> right up to vy_max."""
+        """Fly the latest moveByRC sticks for ``duration`` (AirSim's moveByManual; moveByRC does not end it).
+
+        Sticks in [-1, 1] (the Python client's RCData): pitch -> forward speed up to ``vx_max``, roll ->
+        right speed up to ``vy_max`` (both capped at the controller's ``manual_max_speed_m_s``), throttle ->
+        climb rate up to ``manual_max_climb_m_s`` (0 holds the altitude, as AirSim's throttle 0 does), yaw
+        -> turns the YawMode heading (or adds to its rate) at up to ``rc_max_yaw_rate_rad_s``. ``z_min`` (NED) is the highest point allowed: no climbing above altitude ``-z_min``
+        (-1e6: no limit). Sticks not valid (``is_valid`` false, or none sent yet): hold still."""
         link = self.vehicle(vehicle_name)
-        limits = (wire.number(vx_max, "vx_max"), wire.number(vy_max, "vy_max"))
-        floor = -wire.number(z_min, "z_min")
+        limits = [min(abs(wire.number(v, n)), self.params.manual_max_speed_m_s)
+                  for v, n in ((vx_max, "vx_max"), (vy_max, "vy_max"))]
+        ceiling = -wire.number(z_min, "z_min")
         seconds = wire.duration(duration)
         drive, yaw_spec = self._yaw_spec(drivetrain, yaw_mode)
         self._controlled(link)
         guidance = self.params.guidance
+        hold = [None]
+        yaw_offset = [0.0]
 
         def step() -> bool:
-            rc = self._rc.get(link.name, {})
+            rc = self._rc.get(link.name)
             now = link.kinematics
             yaw = yaw_of(now.orientation)
-            north, east = flight.world_velocity_from_heading(rc.get("pitch", 0.0) * limits[0],
-                                                             rc.get("roll", 0.0) * limits[1], math.pi / 2 - yaw)
-            climb = (rc.get("throttle", 0.5) - 0.5) * 2.0 * guidance.approach_gain
-            if now.position[2] < floor:
-                climb = max(climb, guidance.altitude_gain * (floor - now.position[2]))
+            if rc is None or not rc["is_valid"]:
+                hold[0] = hold[0] or (tuple(now.position), yaw)
+                link.send_pose(*hold[0])
+                return False
+            hold[0] = None
+            sticks = [min(max(rc[k], -1.0), 1.0) for k in ("pitch", "roll", "throttle", "yaw")]
+            north, east = flight.world_velocity_from_heading(sticks[0] * limits[0], sticks[1] * limits[1],
+                                                             math.pi / 2 - yaw)
+            climb = sticks[2] * self.params.manual_max_climb_m_s
+            if now.position[2] >= ceiling:
+                climb = min(climb, guidance.altitude_gain * (ceiling - now.position[2]))
             command = (east, north, climb)
-            rate = yaw_rate_command(guidance, yaw, *yaw_spec, drive, command, yaw)
-            link.send_velocity(command, rate - rc.get("yaw", 0.0) * self.params.rc_max_yaw_rate_rad_s)
+            stick_rate = -sticks[3] * self.params.rc_max_yaw_rate_rad_s  # yaw right (NED) turns clockwise
+            if yaw_spec[0]:  # a yaw rate: the stick adds to it
+                rate = yaw_rate_command(guidance, yaw, *yaw_spec, drive, command, yaw) + stick_rate
+            else:  # a heading (or ForwardOnly's offset): the stick moves it, as AirSim adds it to yaw_or_rate
+                yaw_offset[0] += stick_rate * guidance.command_period_s
+                rate = yaw_rate_command(guidance, yaw, False, yaw_spec[1] + yaw_offset[0], drive, command, yaw)
+            link.send_velocity(command, rate)
             return False
 
-        await self._run(link, self._every_period(seconds, step))
-        return True
+        async def body() -> bool:
+            await self._every_period(seconds, step)
+            return True  # the duration is over (AirSim: waiter.isTimeout()); a cancelled task answers False
+
+        return await self._run(link, body(), manual=True)
 
     # -- moves: yaw ----------------------------------------------------------------------------
     async def rpc_rotateToYaw(self, yaw, timeout_sec=3e38, margin=5.0, vehicle_name=""):
@@ -396,11 +440,18 @@ class FlightMethods:
         return True
 
     async def rpc_moveByRC(self, rcdata, vehicle_name=""):
-        """RC sticks: roll/pitch -> tilt, yaw -> yaw rate, throttle -> collective, held until the next command."""
+        """RC sticks, as simple_flight takes them: a running moveByManual reads them (and goes on); without one
+        they fly the vehicle directly (roll/pitch -> tilt, yaw -> yaw rate, throttle -> collective) until the
+        next command. API control is not needed (a remote control is not the API); sticks that are not
+        valid, or a disarmed vehicle, fly nothing."""
         link = self.vehicle(vehicle_name)
         rc = wire.parse_rc_data(rcdata)
-        self._controlled(link)
         self._rc[link.name] = rc
+        running = self._tasks.get(link.name)
+        if running is not None and not running.done() and getattr(running, "manual", False):
+            return
+        if not rc["is_valid"] or self.computer_vision or link.controller_mode == "disarmed":
+            return
         p = self.params
         yaw_ned = [math.pi / 2 - yaw_of(self.kinematics(link).orientation)]
 

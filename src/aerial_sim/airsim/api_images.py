@@ -8,7 +8,7 @@ import asyncio
 
 from aerial_sim.airsim import wire
 from aerial_sim.airsim.api_sensors import stamp_ns
-from aerial_sim.airsim.images import CameraRig
+from aerial_sim.airsim.images import EXTERNAL, EXTERNAL_POSE, CameraRig
 from aerial_sim.airsim.rpc import ContainsPrepacked
 from aerial_sim.airsim.wire import RpcFault
 
@@ -22,21 +22,30 @@ class ImageMethods:
         if not isinstance(requests, (list, tuple)):
             raise RpcFault(f"requests must be a list of ImageRequest, got {wire._show(requests)}")
         parsed = [wire.parse_image_request(r, f"requests[{i}]") for i, r in enumerate(requests)]
-        return ContainsPrepacked(await self._render(vehicle_name, parsed))
+        return ContainsPrepacked(await self._render(vehicle_name, parsed, _external(external)))
 
     async def rpc_simGetImage(self, camera_name, image_type, vehicle_name="", external=False):
         request = (wire.text(str(camera_name) if isinstance(camera_name, int) else camera_name, "camera_name"),
                    wire.integer(image_type, "image_type"), False, True)
-        (response,) = await self._render(vehicle_name, [request])
+        (response,) = await self._render(vehicle_name, [request], _external(external))
         return response["image_data_uint8"]
 
-    async def _render(self, vehicle_name, requests) -> list[dict]:
+    def _camera_frame(self, vehicle_name, external: bool) -> tuple[str, tuple, tuple, float]:
+        """(rig key, ENU position, orientation, time) the cameras are mounted on: the vehicle, or for an
+        external camera (settings ExternalCameras) the map origin facing north."""
+        if external:
+            now = self.graph.clock.now_s or 0.0
+            return (EXTERNAL, *EXTERNAL_POSE, now)
         link = self.vehicle(vehicle_name)
+        state = self.kinematics(link)
+        return link.name, state.position, state.orientation, state.time_s
+
+    async def _render(self, vehicle_name, requests, external: bool = False) -> list[dict]:
         cameras = self._cameras()
+        key, position, orientation, time_s = self._camera_frame(vehicle_name, external)
         if not requests:
             return []
-        state = self.kinematics(link)
-        job = lambda: cameras.render(link.name, requests, state.position, state.orientation, stamp_ns(state.time_s))  # noqa: E731
+        job = lambda: cameras.render(key, requests, position, orientation, stamp_ns(time_s))  # noqa: E731
         if self.render_executor is None:
             return job()
         return await asyncio.get_running_loop().run_in_executor(self.render_executor, job)
@@ -47,18 +56,17 @@ class ImageMethods:
         return self.cameras
 
     async def rpc_simGetCameraInfo(self, camera_name, vehicle_name="", external=False):
-        link = self.vehicle(vehicle_name)
-        state = self.kinematics(link)
-        return self._cameras().camera_info(link.name, wire.text(camera_name, "camera_name"), state.position, state.orientation)
+        key, position, orientation, _ = self._camera_frame(vehicle_name, _external(external))
+        return self._cameras().camera_info(key, wire.text(camera_name, "camera_name"), position, orientation)
 
     async def rpc_simSetCameraPose(self, camera_name, pose, vehicle_name="", external=False):
-        link = self.vehicle(vehicle_name)
+        key = self._camera_frame(vehicle_name, _external(external))[0]
         position, orientation = wire.parse_pose(pose, "pose")
-        self._cameras().set_pose(link.name, wire.text(camera_name, "camera_name"), position, orientation)
+        self._cameras().set_pose(key, wire.text(camera_name, "camera_name"), position, orientation)
 
     async def rpc_simSetCameraFov(self, camera_name, fov_degrees, vehicle_name="", external=False):
-        link = self.vehicle(vehicle_name)
-        self._cameras().set_fov(link.name, wire.text(camera_name, "camera_name"), wire.number(fov_degrees, "fov_degrees"))
+        key = self._camera_frame(vehicle_name, _external(external))[0]
+        self._cameras().set_fov(key, wire.text(camera_name, "camera_name"), wire.number(fov_degrees, "fov_degrees"))
 
     async def rpc_simGetDistortionParams(self, camera_name, vehicle_name="", external=False):
         self.vehicle(vehicle_name)
@@ -68,3 +76,8 @@ class ImageMethods:
     async def rpc_simSetDistortionParam(self, camera_name, param_name, value, vehicle_name="", external=False):
         if wire.number(value, "value") != 0.0:
             raise RpcFault("aerial_sim cameras are ideal pinholes: distortion parameters stay 0")
+
+
+def _external(value) -> bool:
+    """airsim's trailing ``external`` flag; cosysairsim sends an annotation name (a string) there: not external."""
+    return value if isinstance(value, bool) else False

@@ -157,20 +157,45 @@ class SensorMethods:
             "is_valid": gps.has_fix,
         }
 
+    def _named(self, link: VehicleLink, kind: str, name) -> bool:
+        """Whether ``name`` is one of ``link``'s settings-file sensors of ``kind`` (cast on request); an
+        unknown non-empty name is an error when the settings file names sensors of that kind."""
+        name = wire.text(name, f"{kind.lower()}_name")
+        sensors = self.named_sensors
+        names = sensors.names(link.name, kind) if sensors is not None else []
+        if name in names:
+            return True
+        if name and names:
+            raise RpcFault(f"no {kind} named '{name}' on '{link.name}' (have: {', '.join(names)})")
+        return False
+
     async def rpc_getDistanceSensorData(self, distance_sensor_name="", vehicle_name=""):
         link = self.vehicle(vehicle_name)
-        reading = self._reading(link, "distance", "distance sensor", "distance/range")
+        if self._named(link, "Distance", distance_sensor_name):
+            state = self.kinematics(link)
+            reading = self.named_sensors.distance(link.name, distance_sensor_name, state.time_s, state.position,
+                                                  state.orientation)
+            mount = reading.mount
+            w, x, y, z = mount.orientation
+            relative = wire.pose(body_to_frd(mount.position_m), (w, x, -y, -z))  # FLU -> FRD mount
+        else:
+            reading = self._reading(link, "distance", "distance sensor", "distance/range")
+            relative = wire.pose((0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0))
         return {
             "time_stamp": stamp_ns(reading.time_s),
             "distance": reading.distance_m,
             "min_distance": reading.min_m,
             "max_distance": reading.max_m,
-            "relative_pose": wire.pose((0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0)),
+            "relative_pose": relative,
         }
 
     async def rpc_getLidarData(self, lidar_name="", vehicle_name=""):
         link = self.vehicle(vehicle_name)
-        lidar = self._reading(link, "lidar", "lidar", "lidar/points")
+        if self._named(link, "Lidar", lidar_name):
+            state = self.kinematics(link)
+            lidar = self.named_sensors.lidar(link.name, lidar_name, state.time_s, state.position, state.orientation)
+        else:
+            lidar = self._reading(link, "lidar", "lidar", "lidar/points")
         points = np.asarray(lidar.points, np.float32).reshape(-1, 3).copy()
         points[:, 1:] *= -1.0  # sensor FLU -> FRD
         state = self.kinematics(link)

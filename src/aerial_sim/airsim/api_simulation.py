@@ -27,7 +27,8 @@ class SimulationMethods:
 
     # -- simulation control -------------------------------------------------------------------
     async def rpc_reset(self):
-        """Every vehicle back to its start, disarmed, API control off (AirSim's reset); sim time goes on."""
+        """Every vehicle back to its start, API control off, in its default state (AirSim's reset: armed,
+        unless the settings say DefaultVehicleState Inactive); sim time goes on."""
         for name in list(self._tasks):
             self._cancel(name)
         answer = await self.graph.reset()
@@ -38,6 +39,8 @@ class SimulationMethods:
             self._api_control[link.name] = False
         self._collisions.clear()
         self._rc.clear()
+        if self._started:
+            await self._start_vehicles(reset=True)
 
     async def rpc_simPause(self, is_paused):
         answer = await self.graph.pause(wire.flag(is_paused, "is_paused"))
@@ -71,7 +74,9 @@ class SimulationMethods:
             except ValueError:
                 raise RpcFault("pose.orientation is a zero quaternion") from None
         link.teleport(position, orientation)
-        if self._flying(link):
+        if self.computer_vision:
+            self.hold_kinematic(link, position, orientation)
+        elif self._flying(link):
             link.send_pose(position, yaw_of(orientation))  # hold where it was put, not where it was
         await self._wait_for_pose(link, position)
 
@@ -91,10 +96,18 @@ class SimulationMethods:
         return list(self.graph.vehicles)
 
     async def rpc_simAddVehicle(self, vehicle_name, vehicle_type, pose, pawn_path=""):
-        self._once("simAddVehicle", "simAddVehicle: vehicles are fixed by the physics node's vehicle_names; refused")
+        name = wire.text(vehicle_name, "vehicle_name")
+        if name in self.graph.vehicles:
+            return True  # already there (a settings file's vehicle, or the launch's): as AirSim, nothing to add
+        self._once("simAddVehicle", "simAddVehicle: vehicles are fixed at launch (vehicles:=N, fleet:=NAME or a "
+                   "settings file's Vehicles); a new one is refused")
         return False
 
     async def rpc_getSettingsString(self):
+        if self.settings is not None:
+            from aerial_sim.airsim.settings import settings_json
+
+            return settings_json(self.settings)
         vehicles = {name: {"VehicleType": "SimpleFlight"} for name in self.graph.vehicles}
         return json.dumps({"SettingsVersion": 1.2, "SimMode": "Multirotor", "Vehicles": vehicles,
                            "OriginGeopoint": {"Latitude": self.params.home.latitude,

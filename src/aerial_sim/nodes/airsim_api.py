@@ -60,6 +60,7 @@ from aerial_sim.airsim.graph import (
 )
 from aerial_sim.airsim.images import CameraRig
 from aerial_sim.airsim.rpc import MsgpackRpcServer
+from aerial_sim.airsim.sensors import NamedSensors
 from aerial_sim.airsim.settings import SettingsError, find_settings_file, load_settings
 from aerial_sim.cdr import ImuFields, JointStateFields, OdometryFields
 from aerial_sim.config import require, require_positive
@@ -360,7 +361,7 @@ class AirSimApiNode(Node):
         self.continue_pub = self.create_publisher(Float64, "/physics/continue_for", COMMAND_QOS)
         self.wind_pub = self.create_publisher(Vector3Stamped, "/physics/wind", COMMAND_QOS)
 
-        cameras, colliders = None, []
+        cameras, colliders, named_sensors = None, [], None
         if params.scene:
             from aerial_sim.world.colliders import scene_colliders
             from aerial_sim.world.scene import load_scene
@@ -368,8 +369,14 @@ class AirSimApiNode(Node):
             scene = load_scene(params.scene, home=self.home)
             cameras = CameraRig(scene, camera_params, self.settings)
             colliders = scene_colliders(scene)
+            if self.settings is not None:
+                try:
+                    named_sensors = NamedSensors(scene, self.settings)
+                except ValueError as error:
+                    self.get_logger().error(f"settings: {error}; its named lidars and distance sensors are not served")
         self.api = AirSimApi(self, cameras, ApiParams(guidance=params.guidance, home=self.home),
-                             scene_colliders=colliders, logger=_RosLogger(self))
+                             scene_colliders=colliders, logger=_RosLogger(self), settings=self.settings,
+                             named_sensors=named_sensors)
         self.api.render_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="airsim-render")
         self.loop = asyncio.new_event_loop()
         self.server = MsgpackRpcServer(self.api.dispatch, params.host, params.port, params.max_request_bytes,
