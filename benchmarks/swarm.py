@@ -1,7 +1,23 @@
-"""Many vehicles: core vehicle-steps per second for N hovering quads, beside RotorPy and gym-pybullet-drones.
+"""Many vehicles: core vehicle-steps per second for N hovering quads, beside RotorPy and gym-pybullet-drones;
+closed-loop swarms and dense swarms.
 
     tools/dev.sh bench swarm [--counts 1,10,100,1000,10000] [--seconds S] [--repeats R]
-                             [--peers-python PATH] [--gpd-path PATH]
+                             [--peers-python PATH] [--gpd-path PATH] [--peer-memory-gb G]
+    tools/dev.sh bench swarm --closed-loop [--loop-count 10000] [--repeats R]
+    tools/dev.sh bench swarm --dense [--dense-count 10000] [--repeats R]
+
+``--closed-loop``: N quads under the batched flight controller with the batched IMU
+(:class:`aerial_sim.control.swarm_flight.SwarmFlight`): 1 s hover on a 3 m grid, then a
+formation change in 3 s (odd rows 1.5 m east, odd columns 1 m higher, all 1 m up, along
+smoothstep paths, ``control.formation.assembly_setpoints``) and 1 s holding it, 4 ms control periods. Printed:
+CPU ms per period (this process, one thread) for the loop and, side by side in the same process,
+its parts (physics alone with the same commands held, IMU, controller), the real-time factor per
+CPU second, and the old way at the same N over a few periods (each vehicle's CascadedController
+and Imu, ``set_controls`` one vehicle at a time).
+
+``--dense``: N hovering quads at 0.3 m spacing (safety spheres overlap, boxes do not) and at 3 m,
+vehicle-steps per CPU second each, and the dense grid on the path before the compiled
+separating-axis prefilter (every coupled pair to FCL) over one period.
 
 Core (no ROS): N quad-X hovering at 10 m on a 3 m grid, 1000 Hz steps, driven as the
 physics node drives them (``world.step(4)``: one 4 ms control period per call, motor
@@ -17,13 +33,18 @@ option) and gym-pybullet-drones' ``CtrlAviary`` (PyBullet, ``pyb_freq`` 1000 Hz,
 dependencies: install them in a throwaway virtual environment and pass its
 interpreter, e.g.::
 
-    python3 -m venv /tmp/peers && /tmp/peers/bin/pip install torch==2.13.0 rotorpy pybullet \\
-        gymnasium transforms3d scipy pillow
+    python3 -m venv /tmp/peers && /tmp/peers/bin/pip install torch==2.13.0 rotorpy torchdiffeq roma \\
+        pybullet gymnasium transforms3d scipy pillow "setuptools<81"
     tools/dev.sh bench swarm --peers-python /tmp/peers/bin/python --gpd-path <gym-pybullet-drones checkout>
 
-Each peer runs in its own process under that interpreter (``--peer NAME``, this same
-file); a peer or an N that would take longer than ``--peer-budget`` seconds is skipped.
-Figures are wall-clock on a shared machine: the best of ``--repeats`` runs.
+(RotorPy's batched model imports torchdiffeq and roma without declaring them; gym-pybullet-drones
+imports pkg_resources, gone from setuptools 81.) Each peer runs in its own process under that
+interpreter (``--peer NAME``, this same file); a peer or an N that would take longer than
+``--peer-budget`` seconds is skipped, and so is an N whose memory, extrapolated linearly from the
+peer's peak resident memory at the two smaller N before it, would exceed ``--peer-memory-gb``
+(default: 80 % of the memory available when the benchmark starts). Every simulator, aerial_sim and
+peers alike, is timed the same way: the best of ``--repeats`` runs of the same number of steps, after
+one warm-up step. Figures are wall-clock on a shared machine.
 """
 
 from __future__ import annotations
@@ -222,10 +243,129 @@ def numpy_rate(count: int, seconds: float, repeats: int) -> float:
     return best_rate(run, count, steps_for(count, seconds, 2e6), repeats)
 
 
+# -- closed-loop and dense swarms ---------------------------------------------------------------
+
+
+def cpu_per_call(run, calls: int, repeats: int) -> float:
+    """Best over ``repeats`` of this process's CPU seconds per call of ``run`` (``calls`` calls)."""
+    best = math.inf
+    for _ in range(repeats):
+        start = time.process_time()
+        for _ in range(calls):
+            run()
+        best = min(best, (time.process_time() - start) / calls)
+    return best
+
+
+def closed_loop_main(count: int, repeats: int) -> int:
+    import numpy as np
+
+    sys.path.insert(0, str(REPO / "src"))
+    from aerial_sim.control.controller import CascadedController, ControllerParams, Setpoint, VehicleState
+    from aerial_sim.control.formation import assembly_setpoints
+    from aerial_sim.control.swarm_flight import SwarmFlight
+    from aerial_sim.sensors.imu import Imu, ImuParams
+
+    world = hover_world(count, "batched")
+    starts = np.array(grid(count))
+    side = math.ceil(math.sqrt(count))
+    column, row = np.arange(count) % side, np.arange(count) // side
+    # the new formation: odd rows 1.5 m east, odd columns 1 m higher, everyone 1 m up (moves of at most 2.5 m)
+    goals = starts + np.stack([1.5 * (row % 2), np.zeros(count), 1.0 + (column % 2)], axis=1)
+    build = time.process_time()
+    flight = SwarmFlight(world)
+    build = time.process_time() - build
+    period_s = STEPS_PER_CONTROL * DT
+    hover_periods, move_periods, hold_periods = int(1.0 / period_s), int(3.0 / period_s), int(1.0 / period_s)
+    setpoints = ([starts] * hover_periods + [assembly_setpoints(starts, goals, (k + 1) * period_s, 3.0)
+                                             for k in range(move_periods)] + [goals] * hold_periods)
+    flight.period(starts)  # compiles (or loads) the kernels
+    cursor = iter(range(10**9))
+
+    def fly():
+        flight.period(setpoints[min(next(cursor), len(setpoints) - 1)])
+
+    calls = len(setpoints) // max(1, repeats)
+    loop = cpu_per_call(fly, calls, 1)
+    for _ in range(repeats - 1):
+        loop = min(loop, cpu_per_call(fly, calls, 1))
+    truth = world.truth_arrays()
+    formation_error = np.linalg.norm(truth["position"] - setpoints[-1], axis=1)
+    physics = cpu_per_call(lambda: world.step(STEPS_PER_CONTROL), 50, repeats)
+    truth_cost = cpu_per_call(world.truth_arrays, 50, repeats)
+    zeros = np.zeros((count, 3))
+    imu = cpu_per_call(lambda: flight.imu.step(period_s, truth["angular_velocity_body"],
+                                               truth["specific_force_body"], zeros), 50, repeats)
+    z3, z1 = np.zeros((count, 3)), np.zeros(count)
+    control = cpu_per_call(lambda: flight.controller.update(truth["position"], truth["orientation"],
+                                                            truth["velocity_world"], flight.imu.angular_velocity,
+                                                            starts, z3, z3, z1, z1, period_s), 50, repeats)
+    # the old way, a few periods: each vehicle's own controller and IMU, set_controls one by one
+    names = world.vehicle_names()
+    controllers = [CascadedController(ControllerParams(), world.body(n).vehicle) for n in names]
+    imus = [Imu(ImuParams(rate_hz=1.0 / period_s, seed=i)) for i in range(count)]
+
+    def old_period():
+        for i, name in enumerate(names):
+            ground = world.ground_truth(name)
+            gyro = imus[i].step(period_s, ground).angular_velocity
+            state = VehicleState(ground.position, ground.orientation, ground.velocity_world, gyro)
+            out = controllers[i].update(state, Setpoint(tuple(starts[i])), period_s)
+            world.set_controls(name, out.controls)
+        world.step(STEPS_PER_CONTROL)
+
+    old = cpu_per_call(old_period, 3 if count > 1000 else 20, 1)
+    print(f"Closed-loop swarm, N = {count} quads, 4 ms control periods, 1000 Hz physics; CPU of this process "
+          f"(one thread) per period; shared machine, best of {repeats}\n")
+    print(f"  batched loop (SwarmFlight): {loop * 1e3:8.3f} ms/period  = {period_s / loop:6.2f} x real time per CPU second")
+    print(f"    physics alone (world.step(4), commands held): {physics * 1e3:7.3f} ms")
+    print(f"    ground truth as arrays:                       {truth_cost * 1e3:7.3f} ms")
+    print(f"    IMU (BatchedImu, fast noise):                 {imu * 1e3:7.3f} ms")
+    print(f"    controller (BatchedController):               {control * 1e3:7.3f} ms")
+    print(f"    loop / physics alone: {loop / physics:5.2f}")
+    print(f"  per-vehicle loop (CascadedController + Imu + set_controls per vehicle): {old * 1e3:9.1f} ms/period "
+          f"= {period_s / old:6.3f} x real time ({old / loop:.0f}x the batched loop)")
+    print(f"  set-up of the batched controller and IMU: {build:.2f} s CPU")
+    print(f"  1 s after the formation change: worst distance to the slot {formation_error.max():.3f} m, "
+          f"mean {formation_error.mean():.3f} m")
+    return 0
+
+
+def dense_main(count: int, repeats: int) -> int:
+    sys.path.insert(0, str(REPO / "src"))
+    from aerial_sim.physics import batched
+
+    global SPACING_M
+    rates = {}
+    for spacing in (3.0, 0.3):
+        SPACING_M = spacing
+        world = hover_world(count, "batched")
+        periods = 25
+        cpu = cpu_per_call(lambda: world.step(STEPS_PER_CONTROL), periods, repeats)
+        rates[spacing] = count * STEPS_PER_CONTROL / cpu
+        if spacing == 0.3:
+            batched.NARROW_PREFILTER = False
+            try:
+                old = cpu_per_call(lambda: world.step(STEPS_PER_CONTROL), 1, 1)
+            finally:
+                batched.NARROW_PREFILTER = True
+            collisions = len(world.take_collisions())
+    SPACING_M = 3.0
+    print(f"Dense against sparse swarms, N = {count} hovering quads (box 0.18 x 0.11 x 0.04 m), vehicle-steps per "
+          f"CPU second of this process, best of {repeats}; shared machine\n")
+    print(f"  3 m spacing (no safety spheres overlap):        {rates[3.0] / 1e6:8.3f} M")
+    print(f"  0.3 m spacing (every sphere overlaps 4 others): {rates[0.3] / 1e6:8.3f} M  "
+          f"(sparse / dense = {rates[3.0] / rates[0.3]:.2f})")
+    print(f"  0.3 m spacing, every coupled pair to FCL (before the prefilter), one period: "
+          f"{count * STEPS_PER_CONTROL / old / 1e6:8.4f} M ({old * rates[0.3] / (count * STEPS_PER_CONTROL):.0f}x slower)")
+    print(f"  collisions recorded: {collisions} (the boxes do not touch)")
+    return 0
+
+
 # -- peers (run in their own process, under --peers-python) ------------------------------------
 
 
-def rotorpy_peer(count: int, steps: int) -> float:
+def rotorpy_peer(count: int, steps: int, repeats: int) -> float:
     import numpy as np
     import torch
     from rotorpy.vehicles.crazyflie_params import quad_params
@@ -246,13 +386,16 @@ def rotorpy_peer(count: int, steps: int) -> float:
     control = {"cmd_motor_speeds": torch.full((count, 4), hover_speed, dtype=torch.double)}
     idxs = np.arange(count)
     state = vehicles.step(state, control, DT, idxs)  # warm-up
-    start = time.perf_counter()
-    for _ in range(steps):
-        state = vehicles.step(state, control, DT, idxs)
-    return count * steps / (time.perf_counter() - start)
+
+    def run(steps):
+        nonlocal state
+        for _ in range(steps):
+            state = vehicles.step(state, control, DT, idxs)
+
+    return best_rate(run, count, steps, repeats)
 
 
-def gpd_peer(count: int, steps: int) -> float:
+def gpd_peer(count: int, steps: int, repeats: int) -> float:
     import numpy as np
     from gym_pybullet_drones.envs.CtrlAviary import CtrlAviary
     from gym_pybullet_drones.utils.enums import DroneModel, Physics
@@ -264,27 +407,58 @@ def gpd_peer(count: int, steps: int) -> float:
     action = np.full((count, 4), env.HOVER_RPM)
     env.step(action)  # warm-up
     calls = max(1, steps // STEPS_PER_CONTROL)
-    start = time.perf_counter()
-    for _ in range(calls):
-        env.step(action)
-    elapsed = time.perf_counter() - start
+
+    def run(steps):
+        for _ in range(steps // STEPS_PER_CONTROL):
+            env.step(action)
+
+    rate = best_rate(run, count, calls * STEPS_PER_CONTROL, repeats)
     env.close()
-    return count * calls * STEPS_PER_CONTROL / elapsed
+    return rate
 
 
 PEERS = {"rotorpy": rotorpy_peer, "gpd": gpd_peer}
 
 
+def available_memory_gb() -> float:
+    """MemAvailable of /proc/meminfo, GB (inf where unknown)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 1e6
+    except OSError:
+        pass
+    return math.inf
+
+
+def predicted_memory_gb(samples: list[tuple[int, float]], count: int) -> float | None:
+    """Peak memory at ``count`` vehicles, linear through the last two (N, GB) measurements."""
+    if len(samples) < 2:
+        return None
+    (n0, m0), (n1, m1) = samples[-2], samples[-1]
+    slope = max((m1 - m0) / (n1 - n0), 0.0) if n1 != n0 else 0.0
+    return m1 + slope * (count - n1)
+
+
 def run_peer(name: str, python: str, count: int, seconds: float, budget_s: float, guess: float,
-             extra_path: str | None) -> float | None:
-    """One peer measurement in a child process; None when skipped or failed (reason printed)."""
+             extra_path: str | None, repeats: int = 1, memory: list | None = None,
+             memory_cap_gb: float = math.inf) -> float | None:
+    """One peer measurement in a child process; None when skipped or failed (reason printed).
+    ``memory``: this peer's (N, peak GB) so far, extended here; an N predicted above the cap is skipped."""
+    memory = [] if memory is None else memory
+    predicted = predicted_memory_gb(memory, count)
+    if predicted is not None and predicted > memory_cap_gb:
+        print(f"    {name} N={count}: skipped, would need about {predicted:.1f} GB (cap {memory_cap_gb:.1f} GB)",
+              flush=True)
+        return None
     steps = steps_for(count, seconds, guess)
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     if extra_path:
         env["PYTHONPATH"] = extra_path
-    command = [python, str(Path(__file__).resolve()), "--peer", name, "--count", str(count), "--steps", str(steps)]
+    command = [python, str(Path(__file__).resolve()), "--peer", name, "--count", str(count), "--steps", str(steps),
+               "--repeats", str(repeats)]
     try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=budget_s, env=env)
+        result = subprocess.run(command, capture_output=True, text=True, timeout=budget_s * repeats, env=env)
     except subprocess.TimeoutExpired:
         print(f"    {name} N={count}: over the {budget_s:g} s budget, skipped", flush=True)
         return None
@@ -293,7 +467,9 @@ def run_peer(name: str, python: str, count: int, seconds: float, budget_s: float
         reason = (result.stderr.strip().splitlines() or ["no output"])[-1]
         print(f"    {name} N={count}: failed ({reason})", flush=True)
         return None
-    return json.loads(lines[-1])["vehicle_steps_per_s"]
+    answer = json.loads(lines[-1])
+    memory.append((count, answer.get("peak_memory_gb", 0.0)))
+    return answer["vehicle_steps_per_s"]
 
 
 def main() -> int:
@@ -304,13 +480,27 @@ def main() -> int:
     parser.add_argument("--peers-python", help="interpreter of a virtual environment with the peers installed")
     parser.add_argument("--gpd-path", help="a gym-pybullet-drones checkout (it is not on PyPI)")
     parser.add_argument("--peer-budget", type=float, default=120.0, help="seconds one peer measurement may take")
+    parser.add_argument("--peer-memory-gb", type=float, default=None,
+                        help="skip a peer's N predicted to need more (default: 80%% of MemAvailable)")
+    parser.add_argument("--closed-loop", action="store_true", help="the closed-loop swarm flight (see above)")
+    parser.add_argument("--loop-count", type=int, default=10000)
+    parser.add_argument("--dense", action="store_true", help="dense against sparse swarms (see above)")
+    parser.add_argument("--dense-count", type=int, default=10000)
     parser.add_argument("--peer", choices=sorted(PEERS), help=argparse.SUPPRESS)
     parser.add_argument("--count", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--steps", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.peer:
-        print(json.dumps({"vehicle_steps_per_s": PEERS[args.peer](args.count, args.steps)}))
+        import resource
+
+        rate = PEERS[args.peer](args.count, args.steps, args.repeats)
+        peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6  # kB on Linux
+        print(json.dumps({"vehicle_steps_per_s": rate, "peak_memory_gb": peak_gb}))
         return 0
+    if args.closed_loop:
+        return closed_loop_main(args.loop_count, args.repeats)
+    if args.dense:
+        return dense_main(args.dense_count, args.repeats)
 
     counts = [int(c) for c in args.counts.split(",")]
     print("Core: vehicle-steps per second (1000 Hz steps; x real time = vehicle-steps/s / (N x 1000)); "
@@ -319,6 +509,8 @@ def main() -> int:
     print(header)
     print("-" * len(header))
     peers_dead = set()
+    memory_cap = args.peer_memory_gb if args.peer_memory_gb is not None else 0.8 * available_memory_gb()
+    peer_memory = {"rotorpy": [], "gpd": []}
     for count in counts:
         rate, path = aerial_sim_rate(count, args.seconds, args.repeats)
         cells = [f"{rate / 1e6:8.3f} M ({path})"]
@@ -329,7 +521,8 @@ def main() -> int:
         for peer, guess, path_extra in (("rotorpy", 2e4, None), ("gpd", 2e4, args.gpd_path)):
             figure = None
             if args.peers_python and peer not in peers_dead and (peer != "gpd" or args.gpd_path):
-                figure = run_peer(peer, args.peers_python, count, args.seconds, args.peer_budget, guess, path_extra)
+                figure = run_peer(peer, args.peers_python, count, args.seconds, args.peer_budget, guess, path_extra,
+                                  args.repeats, peer_memory[peer], memory_cap)
                 if figure is None:
                     peers_dead.add(peer)  # a larger N will not fit either
             cells.append(f"{figure / 1e6:8.4f} M" if figure else "—")

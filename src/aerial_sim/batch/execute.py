@@ -13,7 +13,11 @@ ends the launch with exit status 0 when it has landed and written
   after ignoring SIGINT and SIGTERM, seen twice with a flight controller stuck in native code):
   its work was done, so the run stands, with that line in its entry's ``warnings``, unless the
   node was the recorder (:data:`MUST_STOP_CLEANLY`), whose bag may then lack its end;
-- it runs past ``timeout_s`` wall-clock seconds (hung): it is stopped and killed;
+- it runs past ``timeout_s`` wall-clock seconds: it is stopped and killed;
+- it hangs (:mod:`.hangs`): nothing written in its folder for ``stall_timeout_s``, or still
+  running ``stop_timeout_s`` after its mission wrote ``metrics.json``; the Python stacks of
+  all its processes go to the attempt's log first (py-spy, else SIGUSR1 to the handler every
+  aerial_sim process registers), then it is stopped and killed;
 - it exits 0 without ``metrics.json``, or post-processing fails;
 - the physics node dropped a lockstep participant that stayed silent (``lockstep: participant
   dropped`` in the log, :mod:`aerial_sim.physics.lockstep`): the run went on without it, so it is
@@ -25,6 +29,13 @@ before the next attempt. After every launch, the shared memory of Fast DDS parti
 died without closing it (a run stopped by SIGKILL) is removed from /dev/shm, where it would hold
 RAM for the rest of the sweep (:mod:`aerial_sim.launcher.shared_memory`; one line in the log).
 Used by both backends: a local worker thread and a Ray task call :func:`execute_run` the same way.
+
+CPU per simulated second: the launcher and the post-processing are waited for with ``wait4``,
+whose resource usage includes every process they reaped (all the run's nodes); their sum is the
+attempt's ``cpu_s``, all in (start-up, flight, stop, post-processing). The flight's share is the
+CPU of the run's live processes (``/proc``) between the bag first growing and ``metrics.json``
+appearing, sampled each second (so to about a second of the run's CPU). The entry gives both per
+simulated second (``cpu_per_sim_s``, ``flight_cpu_per_sim_s``).
 
 ``launch_slots`` (the local backend's ``--workers``): a semaphore held from the
 domain lease to the end of the launch only, so a finished run's post-processing
@@ -47,6 +58,7 @@ from typing import Any, Callable
 
 from aerial_sim.batch.cores import CorePool
 from aerial_sim.batch.domains import DomainPool, NoDomainAvailable
+from aerial_sim.batch.hangs import DUMP_WAIT_S, HangWatch, dump_stacks, folder_signature, session_cpu_s
 from aerial_sim.batch.manifest import FAILED, OK, RESULT_FILE, run_dir, write_result
 from aerial_sim.batch.nodeparams import write_params_file
 from aerial_sim.batch.postprocess import REPORT_FILE
@@ -55,6 +67,7 @@ from aerial_sim.batch.sweep import RunOptions, RunSpec
 from aerial_sim.launcher.description import declared_arguments
 from aerial_sim.launcher.runner import DIED_LINE, EXIT_FAILED_WHILE_STOPPING
 from aerial_sim.launcher.shared_memory import remove_dead_participants
+from aerial_sim.stack_dumps import DUMP_SIGNAL, STACKS_DIR_VARIABLE
 
 LOGS_DIR = "logs"
 LAUNCHER_FILE = "launcher.pid"
@@ -84,6 +97,9 @@ class Attempt:
     warnings: list[str] = field(default_factory=list)  # failures while stopping that did not fail the run
     launched_at: float | None = None  # wall clock (time.time()) when the launch started
     launch_ended_at: float | None = None  # ... and when it ended
+    launch_cpu_s: float = 0.0  # CPU of the launcher and every process it reaped
+    postprocess_cpu_s: float = 0.0
+    flight_cpu_s: float | None = None  # CPU of the run's processes from the bag's first growth to landing
 
 
 def should_retry(attempt: Attempt, attempt_number: int, options: RunOptions) -> bool:
@@ -106,10 +122,11 @@ def execute_run(
     stop_leftover(folder)
     started = time.time()
     errors: list[str] = []
-    attempt, number = None, 0
+    attempt, number, cpu_s = None, 0, 0.0
     while True:
         number += 1
         attempt = _attempt(run, folder, number, launch_file, options, pool, cancelled, launch_slots, cores)
+        cpu_s += attempt.launch_cpu_s + attempt.postprocess_cpu_s
         if number == 1 and attempt.launched_at is not None:
             started = attempt.launched_at
         if not attempt.ok:
@@ -118,7 +135,7 @@ def execute_run(
             break
     if attempt.kind == INTERRUPTED:
         return {"run_id": run.run_id, "status": INTERRUPTED, "attempts": number}
-    result = _entry(run, folder, out_dir, attempt, number, errors, started)
+    result = _entry(run, folder, out_dir, attempt, number, errors, started, cpu_s)
     write_result(out_dir, run, result)
     return result
 
@@ -175,7 +192,8 @@ def _launch_and_postprocess(run, folder: Path, number: int, launch_file: Path, o
                     env=environment, start_new_session=True,
                 )
                 (folder / LAUNCHER_FILE).write_text(f"{launcher.pid}\n")
-                kind = _watch(launcher, str(folder), options, cancelled)
+                usage = _Usage()
+                kind, why = _watch(launcher, folder, options, cancelled, usage, log, environment[STACKS_DIR_VARIABLE])
         finally:
             if pinned:
                 cores.release(pinned)
@@ -185,7 +203,8 @@ def _launch_and_postprocess(run, folder: Path, number: int, launch_file: Path, o
             log.write(f"# launch ended ({kind}) at {ended_at:.3f}, after {wall_s:.2f} s\n")
             if removed.segments:
                 log.write(f"# {removed.summary()}\n")
-        times = {"launched_at": launched_at, "launch_ended_at": ended_at}
+        times = {"launched_at": launched_at, "launch_ended_at": ended_at, "launch_cpu_s": usage.cpu_s,
+                 "flight_cpu_s": usage.flight_cpu_s}
         warnings: list[str] = []
         if kind == "exited":
             code = launcher.returncode
@@ -200,6 +219,8 @@ def _launch_and_postprocess(run, folder: Path, number: int, launch_file: Path, o
                 return Attempt(False, "lockstep", dropped, log_path, lease.domain_id, wall_s, **times)
         elif kind == "timeout":
             return Attempt(False, "timeout", f"no landing within {options.timeout_s:g} s (stopped)", log_path, lease.domain_id, wall_s, **times)
+        elif kind == "hung":
+            return Attempt(False, "hung", f"{why} (stacks in the log; stopped)", log_path, lease.domain_id, wall_s, **times)
         else:
             return Attempt(False, INTERRUPTED, "batch interrupted", log_path, lease.domain_id, wall_s, **times)
     if held:
@@ -208,23 +229,107 @@ def _launch_and_postprocess(run, folder: Path, number: int, launch_file: Path, o
     if metrics is None:
         return Attempt(False, "no_metrics", f"the launch ended without {METRICS_FILE}", log_path, lease.domain_id, wall_s, **times)
     began = time.monotonic()
-    report, message = _postprocess(folder, options, log_path)
+    post_usage = _Usage()
+    report, message = _postprocess(folder, options, log_path, post_usage)
+    times["postprocess_cpu_s"] = post_usage.cpu_s
     if report is None:
         return Attempt(False, "postprocess", message, log_path, lease.domain_id, wall_s, **times)
     return Attempt(True, OK, "", log_path, lease.domain_id, wall_s, time.monotonic() - began, report, metrics, warnings, **times)
 
 
-def _watch(launcher: subprocess.Popen, marker: str, options: RunOptions, cancelled) -> str:
-    """Wait for the launch to end; 'exited', 'timeout' or 'cancelled' (then stopped and reaped)."""
+class _Usage:
+    """CPU seconds of a waited-for child (with everything it reaped), and of the run's flight."""
+
+    def __init__(self):
+        self.cpu_s = 0.0
+        self.flight_cpu_s: float | None = None
+
+
+def _poll(popen: subprocess.Popen, usage: _Usage, block: bool = False) -> int | None:
+    """``popen.poll()`` (or ``wait()``) through ``wait4``, adding the child's resource usage to ``usage``."""
+    if popen.returncode is not None:
+        return popen.returncode
+    try:
+        pid, status, rusage = os.wait4(popen.pid, 0 if block else os.WNOHANG)
+    except ChildProcessError:
+        return popen.poll()
+    if pid == 0:
+        return None
+    usage.cpu_s += rusage.ru_utime + rusage.ru_stime
+    popen.returncode = os.waitstatus_to_exitcode(status)
+    return popen.returncode
+
+
+def _watch(launcher: subprocess.Popen, folder: Path, options: RunOptions, cancelled, usage: _Usage, log,
+           stacks_dir: str) -> tuple[str, str]:
+    """Wait for the launch to end: ('exited', ''), ('timeout', ''), ('cancelled', '') or ('hung', why),
+    the last three stopped and reaped; a hung run's stacks are written to ``log`` first."""
+    marker = str(folder)
     deadline = time.monotonic() + options.timeout_s
-    while launcher.poll() is None:
-        if cancelled() or time.monotonic() >= deadline:
-            kind = "cancelled" if cancelled() else "timeout"
-            stop_run(launcher, marker, options.stop_grace_s)
-            return kind
+    hangs = HangWatch(folder, folder / METRICS_FILE, options.stall_timeout_s, options.stop_timeout_s)
+    flight = _FlightCpu(launcher.pid, folder)
+    while _poll(launcher, usage) is None:
+        why = hangs.check()
+        if cancelled() or time.monotonic() >= deadline or why:
+            kind = "cancelled" if cancelled() else "hung" if why else "timeout"
+            if why:
+                log.write(f"# {why}\n")
+                dump_stacks(launcher.pid, marker, Path(stacks_dir), log)
+            _stop(launcher, marker, options.stop_grace_s, usage)
+            usage.flight_cpu_s = flight.cpu_s()
+            return kind, why
+        flight.sample(hangs.landed_at is not None)
         time.sleep(0.2)
+    usage.flight_cpu_s = flight.cpu_s()
     reap_session(launcher, marker)  # nodes a dying launcher could not stop
-    return "exited"
+    return "exited", ""
+
+
+def _stop(launcher: subprocess.Popen, marker: str, grace_s: float, usage: _Usage) -> None:
+    """:func:`stop_run`, waiting for the launcher through :func:`_poll` (its CPU is counted)."""
+    import signal
+
+    if _poll(launcher, usage) is None:
+        try:
+            os.killpg(launcher.pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+        end = time.monotonic() + grace_s
+        while _poll(launcher, usage) is None and time.monotonic() < end:
+            time.sleep(0.1)
+    if _poll(launcher, usage) is None:
+        launcher.kill()
+        _poll(launcher, usage, block=True)
+    stop_run(launcher, marker, grace_s)  # whatever of the session is left, and the launcher collected
+
+
+class _FlightCpu:
+    """CPU of the run's live processes from the bag's first growth to landing, sampled each second."""
+
+    def __init__(self, session_id: int, folder: Path):
+        self.session_id, self.marker, self.bag = session_id, str(folder), folder / "bag"
+        self._bag_signature = None
+        self._start: float | None = None
+        self._end: float | None = None
+        self._next = 0.0
+
+    def sample(self, landed: bool) -> None:
+        if self._end is not None or time.monotonic() < self._next:
+            return
+        self._next = time.monotonic() + 1.0
+        if self._start is None:
+            signature = folder_signature(self.bag) if self.bag.is_dir() else None
+            if signature and signature[1] > 0:
+                if self._bag_signature is not None and signature != self._bag_signature:
+                    self._start = session_cpu_s(self.session_id, self.marker)
+                self._bag_signature = signature
+        elif landed:
+            self._end = session_cpu_s(self.session_id, self.marker)
+
+    def cpu_s(self) -> float | None:
+        if self._start is None or self._end is None:
+            return None
+        return max(self._end - self._start, 0.0)
 
 
 def lockstep_drop(log_path: Path) -> str:
@@ -251,16 +356,28 @@ def judge_stop_failures(launch_log: str) -> tuple[list[str], str]:
     return warnings, fatal[0] if fatal else ""
 
 
-def _postprocess(folder: Path, options: RunOptions, log_path: Path) -> tuple[dict | None, str]:
+def _postprocess(folder: Path, options: RunOptions, log_path: Path, usage: _Usage) -> tuple[dict | None, str]:
     command = [sys.executable, "-m", "aerial_sim.batch.postprocess", str(folder), *(["--export"] if options.export else [])]
     with open(log_path, "a", encoding="utf-8") as log:
         log.write(f"# post-processing: {' '.join(command)}\n")
         log.flush()
-        try:
-            code = subprocess.run(guarded_command(command), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                  timeout=POSTPROCESS_TIMEOUT_S).returncode
-        except subprocess.TimeoutExpired:
-            return None, f"post-processing took over {POSTPROCESS_TIMEOUT_S:g} s"
+        process = subprocess.Popen(guarded_command(command), stdin=subprocess.DEVNULL, stdout=log,
+                                   stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + POSTPROCESS_TIMEOUT_S
+        while _poll(process, usage) is None:
+            if time.monotonic() >= deadline:
+                log.write("# post-processing hung; its stacks:\n")
+                log.flush()
+                try:
+                    os.kill(process.pid, DUMP_SIGNAL)  # its handler writes them to stderr: this log
+                    time.sleep(DUMP_WAIT_S)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                process.kill()
+                _poll(process, usage, block=True)
+                return None, f"post-processing took over {POSTPROCESS_TIMEOUT_S:g} s"
+            time.sleep(0.1)
+        code = process.returncode
         log.write(f"# post-processing ended at {time.time():.3f}\n")
     report = _read_json(folder / REPORT_FILE)
     if code != 0 or report is None:
@@ -304,6 +421,7 @@ def _environment(domain_id: int, folder: Path, number: int) -> dict[str, str]:
         ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
         ROS_LOG_DIR=str(folder / LOGS_DIR / f"attempt-{number}" / "ros"),
         PYTHONUNBUFFERED="1",
+        **{STACKS_DIR_VARIABLE: str(folder / LOGS_DIR / f"attempt-{number}" / "stacks")},
     )
     return environment
 
@@ -321,7 +439,9 @@ def _clear_outputs(folder: Path) -> None:
             entry.unlink(missing_ok=True)
 
 
-def _entry(run: RunSpec, folder: Path, out_dir: Path, attempt: Attempt, attempts: int, errors: list[str], started: float) -> dict:
+def _entry(run: RunSpec, folder: Path, out_dir: Path, attempt: Attempt, attempts: int, errors: list[str], started: float,
+           cpu_s: float | None = None) -> dict:
+    """The run's entry; ``cpu_s``: CPU seconds of all its attempts (default: the last one's)."""
     relative = lambda path: os.path.relpath(path, out_dir)  # noqa: E731
     entry: dict[str, Any] = {
         "run_id": run.run_id,
@@ -336,6 +456,8 @@ def _entry(run: RunSpec, folder: Path, out_dir: Path, attempt: Attempt, attempts
         "finished_at": time.time(),
         "wall_s": round(attempt.wall_s, 3),
         "postprocess_s": round(attempt.postprocess_s, 3),
+        "cpu_s": round(attempt.launch_cpu_s + attempt.postprocess_cpu_s if cpu_s is None else cpu_s, 3),
+        "flight_cpu_s": None if attempt.flight_cpu_s is None else round(attempt.flight_cpu_s, 3),
         "log": relative(attempt.log),
         "errors": errors,
         "error": "" if attempt.ok else attempt.message,
@@ -344,6 +466,10 @@ def _entry(run: RunSpec, folder: Path, out_dir: Path, attempt: Attempt, attempts
     if attempt.ok:
         report, metrics = attempt.report, attempt.metrics
         entry.update({k: report.get(k) for k in ("sim_s", "real_time_factor", "messages", "drops", "bag_mb", "bag_digest")})
+        sim_s = float(report.get("sim_s") or 0.0)
+        entry["cpu_per_sim_s"] = round(entry["cpu_s"] / sim_s, 4) if sim_s > 0 else None
+        flight = entry["flight_cpu_s"]
+        entry["flight_cpu_per_sim_s"] = round(flight / sim_s, 4) if sim_s > 0 and flight is not None else None
         entry.update({k: metrics.get(k) for k in MISSION_METRICS})
         entry["bag"] = relative(folder / "bag")
         entry["dataset"] = relative(folder / report["dataset"]) if report.get("dataset") else ""

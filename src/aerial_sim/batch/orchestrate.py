@@ -37,6 +37,10 @@ class BatchOutcome:
     interrupted: bool = False
     sim_s: float = 0.0
     wall_s: float = 0.0
+    #: CPU seconds of the runs done now (every attempt, all in), and of their flights with those flights' sim s.
+    cpu_s: float = 0.0
+    flight_cpu_s: float = 0.0
+    flight_sim_s: float = 0.0
     failures: list[tuple[str, str, str]] = field(default_factory=list)  # run id, error, log
 
     @property
@@ -112,9 +116,13 @@ def run_batch(
         started = time.monotonic()
 
         def on_result(result: dict) -> None:
+            outcome.cpu_s += float(result.get("cpu_s") or 0.0)
             if result.get("status") == OK:
                 outcome.ok += 1
                 outcome.sim_s += float(result.get("sim_s") or 0.0)
+                if result.get("flight_cpu_s") is not None:
+                    outcome.flight_cpu_s += float(result["flight_cpu_s"])
+                    outcome.flight_sim_s += float(result.get("sim_s") or 0.0)
             elif result.get("status") == FAILED:
                 outcome.failed += 1
                 outcome.failures.append((result["run_id"], str(result.get("error")), str(out_dir / result.get("log", ""))))

@@ -104,6 +104,9 @@ def _write_mission_plots(run_dir: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
+    from aerial_sim import stack_dumps
+
+    stack_dumps.register()
     parser = argparse.ArgumentParser(prog="python -m aerial_sim.batch.postprocess")
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--export", action="store_true", help="also export the bag to RUN_DIR/dataset")

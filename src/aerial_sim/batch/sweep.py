@@ -86,9 +86,14 @@ class RunOptions:
     pin_cpus: bool = False
     #: After asking a run to stop, wait this long before killing what is left, s.
     stop_grace_s: float = 20.0
+    #: A run whose folder (bag, logs, outputs) has not changed for this long is hung: its
+    #: processes' stacks go to its log, it is stopped and retried (:mod:`aerial_sim.batch.hangs`), s.
+    stall_timeout_s: float = 120.0
+    #: A run still going this long after its mission wrote metrics.json (landed) is hung too, s.
+    stop_timeout_s: float = 60.0
 
     def __post_init__(self):
-        require_positive(self, "timeout_s", "cpus", "stop_grace_s")
+        require_positive(self, "timeout_s", "cpus", "stop_grace_s", "stall_timeout_s", "stop_timeout_s")
         require(self.retries >= 0, f"retries must be >= 0, got {self.retries}")
 
     @property

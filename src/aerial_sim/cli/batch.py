@@ -99,6 +99,11 @@ def _print_outcome(outcome, out_dir: Path) -> None:
     print(f"{outcome.ok} runs done now, {outcome.skipped} done before, {outcome.failed} failed"
           f"{', interrupted' if outcome.interrupted else ''}; {outcome.sim_s:.1f} simulated s in {outcome.wall_s:.1f} wall s "
           f"({rate:.2f}x)")
+    if outcome.sim_s > 0:
+        flight = (f"{outcome.flight_cpu_s / outcome.flight_sim_s:.3f} in flight"
+                  if outcome.flight_sim_s > 0 else "in flight not measured")
+        print(f"CPU per simulated second: {outcome.cpu_s / outcome.sim_s:.3f} all in ({outcome.cpu_s:.1f} CPU s: start-up, "
+              f"flight, stop, post-processing, failed attempts too), {flight}")
     for run_id, error, log in outcome.failures:
         print(f"failed: {run_id}: {error}\n  log: {log}")
     print(f"manifest: {out_dir / 'manifest.csv'}\nsummary plot: {out_dir / 'summary.png'}")

@@ -54,6 +54,9 @@ LAUNCH_FILE_SUFFIXES = (".yaml", ".yml", ".py", ".xml")
 
 
 def main(argv: list[str] | None = None) -> int:
+    from aerial_sim import stack_dumps
+
+    stack_dumps.register()  # SIGUSR1: the launcher's stacks too, should it be the one stuck
     parser = argparse.ArgumentParser(
         prog="aerial_sim launch",
         usage="aerial_sim launch [-h] [-s] [-p] [--strict] [--log-dir DIR] [--params-file FILE] [PACKAGE] FILE [name:=value ...]",

@@ -415,16 +415,32 @@ def specific_forces(state):
 
 
 @njit(cache=True)
-def _axes(state, i):
-    """Rows of R(q) of vehicle ``i`` (columns: the body axes in the world)."""
-    w, x, y, z = state[i, Q], state[i, Q + 1], state[i, Q + 2], state[i, Q + 3]
-    length = math.sqrt(w * w + x * x + y * y + z * z)
-    w, x, y, z = w / length, x / length, y / length, z / length
-    r = np.empty((3, 3))
-    r[0, 0], r[0, 1], r[0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
-    r[1, 0], r[1, 1], r[1, 2] = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
-    r[2, 0], r[2, 1], r[2, 2] = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
-    return r
+def spheres_meet(state, radii, pairs):
+    """For each pair (i, j): whether ``|p_i - p_j| < r_i + r_j`` (sweep spheres overlap)."""
+    out = np.empty(pairs.shape[0], dtype=np.bool_)
+    for n in range(pairs.shape[0]):
+        i, j = pairs[n, 0], pairs[n, 1]
+        limit = radii[i] + radii[j]
+        d2 = (state[i, P] - state[j, P]) ** 2 + (state[i, P + 1] - state[j, P + 1]) ** 2 + (
+            state[i, P + 2] - state[j, P + 2]) ** 2
+        out[n] = d2 < limit * limit
+    return out
+
+
+@njit(cache=True)
+def _rotations(state, pairs):
+    """Rows of R(q) of every vehicle named in ``pairs`` (others left unset), (N, 3, 3)."""
+    rot = np.empty((state.shape[0], 3, 3))
+    for n in range(pairs.shape[0]):
+        for side in range(2):
+            i = pairs[n, side]
+            w, x, y, z = state[i, Q], state[i, Q + 1], state[i, Q + 2], state[i, Q + 3]
+            length = math.sqrt(w * w + x * x + y * y + z * z)
+            w, x, y, z = w / length, x / length, y / length, z / length
+            rot[i, 0, 0], rot[i, 0, 1], rot[i, 0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
+            rot[i, 1, 0], rot[i, 1, 1], rot[i, 1, 2] = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
+            rot[i, 2, 0], rot[i, 2, 1], rot[i, 2, 2] = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
+    return rot
 
 
 @njit(cache=True)
@@ -441,38 +457,45 @@ def boxes_may_touch(state, const, pairs, margin):
     """
     count = pairs.shape[0]
     out = np.ones(count, dtype=np.bool_)
+    if count == 0:
+        return out
     eps = 1e-9
+    rot = _rotations(state, pairs)  # (a few pairs' worth of work; most pairs stop at the sphere test)
     rel = np.empty((3, 3))
     absr = np.empty((3, 3))
+    ea = np.empty(3)
+    eb = np.empty(3)
+    t = np.empty(3)
     for n in range(count):
         i, j = pairs[n, 0], pairs[n, 1]
-        ra_m = _axes(state, i)
-        rb_m = _axes(state, j)
-        ea0, ea1, ea2 = const[i, HALF_EXTENTS], const[i, HALF_EXTENTS + 1], const[i, HALF_EXTENTS + 2]
-        eb0, eb1, eb2 = const[j, HALF_EXTENTS], const[j, HALF_EXTENTS + 1], const[j, HALF_EXTENTS + 2]
-        for a in range(3):
-            for b in range(3):
-                rel[a, b] = ra_m[0, a] * rb_m[0, b] + ra_m[1, a] * rb_m[1, b] + ra_m[2, a] * rb_m[2, b]
-                absr[a, b] = abs(rel[a, b]) + eps
         dx = state[j, P] - state[i, P]
         dy = state[j, P + 1] - state[i, P + 1]
         dz = state[j, P + 2] - state[i, P + 2]
-        t0 = ra_m[0, 0] * dx + ra_m[1, 0] * dy + ra_m[2, 0] * dz
-        t1 = ra_m[0, 1] * dx + ra_m[1, 1] * dy + ra_m[2, 1] * dz
-        t2 = ra_m[0, 2] * dx + ra_m[1, 2] * dy + ra_m[2, 2] * dz
-        ea = (ea0, ea1, ea2)
-        eb = (eb0, eb1, eb2)
-        t = (t0, t1, t2)
+        reach = const[i, RADIUS] + const[j, RADIUS] + margin
+        if dx * dx + dy * dy + dz * dz > reach * reach:  # the boxes' bounding spheres are apart
+            out[n] = False
+            continue
+        for k in range(3):
+            ea[k] = const[i, HALF_EXTENTS + k]
+            eb[k] = const[j, HALF_EXTENTS + k]
+        for a in range(3):
+            for b in range(3):
+                rel[a, b] = rot[i, 0, a] * rot[j, 0, b] + rot[i, 1, a] * rot[j, 1, b] + rot[i, 2, a] * rot[j, 2, b]
+                absr[a, b] = abs(rel[a, b]) + eps
+        for a in range(3):
+            t[a] = rot[i, 0, a] * dx + rot[i, 1, a] * dy + rot[i, 2, a] * dz
         apart = False
         for a in range(3):  # A's faces
-            rb = eb0 * absr[a, 0] + eb1 * absr[a, 1] + eb2 * absr[a, 2]
+            rb = eb[0] * absr[a, 0] + eb[1] * absr[a, 1] + eb[2] * absr[a, 2]
             if abs(t[a]) > ea[a] + rb + margin:
                 apart = True
+                break
         if not apart:
             for b in range(3):  # B's faces
-                ra = ea0 * absr[0, b] + ea1 * absr[1, b] + ea2 * absr[2, b]
-                if abs(t0 * rel[0, b] + t1 * rel[1, b] + t2 * rel[2, b]) > ra + eb[b] + margin:
+                ra = ea[0] * absr[0, b] + ea[1] * absr[1, b] + ea[2] * absr[2, b]
+                if abs(t[0] * rel[0, b] + t[1] * rel[1, b] + t[2] * rel[2, b]) > ra + eb[b] + margin:
                     apart = True
+                    break
         if not apart:  # A's edge a x B's edge b
             for a in range(3):
                 a1, a2 = (a + 1) % 3, (a + 2) % 3
@@ -482,6 +505,9 @@ def boxes_may_touch(state, const, pairs, margin):
                     rb = eb[b1] * absr[a, b2] + eb[b2] * absr[a, b1]
                     if abs(t[a2] * rel[a1, b] - t[a1] * rel[a2, b]) > ra + rb + margin:
                         apart = True
+                        break
+                if apart:
+                    break
         out[n] = not apart
     return out
 

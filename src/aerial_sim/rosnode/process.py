@@ -30,7 +30,8 @@ Rules (README, "Stopping"):
   still starting, can still end it with Python's own message.
 - Output is line-buffered, so lines reach the launcher as they are printed
   (neither launcher needs PYTHONUNBUFFERED). A crash in native code prints the
-  Python stack of every thread first (``faulthandler``).
+  Python stack of every thread first (``faulthandler``), and SIGUSR1 writes them
+  at any time (:mod:`aerial_sim.stack_dumps`: how ``aerial_sim batch`` reports a hang).
 
 How the signals arrive: Python's C-level handler, in whichever thread the kernel
 picks, writes each signal's number to a pipe (``signal.set_wakeup_fd``), and one
@@ -58,6 +59,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+from aerial_sim import stack_dumps
 
 #: Linux prctl option: the signal this process gets when its parent dies.
 PR_SET_PDEATHSIG = 1
@@ -100,6 +103,8 @@ def start_node_process() -> None:
     # A crash in native code (DDS, a compiled extension) prints every thread's Python stack to
     # stderr, which the launcher shows and logs, instead of only "killed by SIGSEGV".
     faulthandler.enable()
+    # SIGUSR1: every thread's stack, for the batch's hang reports (aerial_sim.stack_dumps).
+    stack_dumps.register()
     _start_stop_signals_thread()
     # aerial_sim launch starts nodes with these signals blocked, so one sent during interpreter
     # start-up waits for the stop-signals thread instead of killing Python half-started.
