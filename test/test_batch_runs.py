@@ -144,6 +144,9 @@ def test_four_run_sweep_on_two_workers_writes_manifest_bags_datasets_and_plot(fo
         assert int(row["messages"]) > 1000 and 0 <= int(row["drops"]) < 0.01 * int(row["messages"])
         assert len(row["bag_digest"]) == 64
         assert int(row["domain_id"]) in allowed
+        # CPU per simulated second, all in (start-up, flight, stop, post-processing) and in flight
+        assert 0 < float(row["flight_cpu_per_sim_s"]) < float(row["cpu_per_sim_s"]) < 50, row
+        assert float(row["cpu_s"]) == pytest.approx(float(row["cpu_per_sim_s"]) * float(row["sim_s"]), rel=0.01)
         entry = json.loads((run / "result.json").read_text())
         assert entry["parameters"]["vehicle"] == row["vehicle"] and "/drone1/imu/data" in entry["topics"]
     # the controller flies on ground truth: sensor seeds leave the flight bit-for-bit the same in lockstep
@@ -157,6 +160,7 @@ def test_four_run_sweep_on_two_workers_writes_manifest_bags_datasets_and_plot(fo
     assert len(redone) == 3 and redone[1]["started_at"] < redone[0]["launch_ended_at"], redone
     assert (out / "summary.png").stat().st_size > 10_000
     assert (out / "sweep.yaml").is_file()
+    assert "CPU per simulated second: " in second.stdout and " in flight" in second.stdout, second.stdout
 
 
 def test_killed_batch_leaves_nothing_running_and_resumes_without_redoing_finished_runs(four_runs):

@@ -33,8 +33,8 @@ Used by both backends: a local worker thread and a Ray task call :func:`execute_
 CPU per simulated second: the launcher and the post-processing are waited for with ``wait4``,
 whose resource usage includes every process they reaped (all the run's nodes); their sum is the
 attempt's ``cpu_s``, all in (start-up, flight, stop, post-processing). The flight's share is the
-CPU of the run's live processes (``/proc``) between the bag first growing and ``metrics.json``
-appearing, sampled each second (so to about a second of the run's CPU). The entry gives both per
+CPU of the run's live processes (``/proc``) between the physics node's ``lockstep: starting``
+line and ``metrics.json`` appearing, sampled each second (so to about a second of the run's CPU). The entry gives both per
 simulated second (``cpu_per_sim_s``, ``flight_cpu_per_sim_s``).
 
 ``launch_slots`` (the local backend's ``--workers``): a semaphore held from the
@@ -267,7 +267,7 @@ def _watch(launcher: subprocess.Popen, folder: Path, options: RunOptions, cancel
     marker = str(folder)
     deadline = time.monotonic() + options.timeout_s
     hangs = HangWatch(folder, folder / METRICS_FILE, options.stall_timeout_s, options.stop_timeout_s)
-    flight = _FlightCpu(launcher.pid, folder)
+    flight = _FlightCpu(launcher.pid, folder, Path(log.name))
     while _poll(launcher, usage) is None:
         why = hangs.check()
         if cancelled() or time.monotonic() >= deadline or why:
@@ -278,7 +278,7 @@ def _watch(launcher: subprocess.Popen, folder: Path, options: RunOptions, cancel
             _stop(launcher, marker, options.stop_grace_s, usage)
             usage.flight_cpu_s = flight.cpu_s()
             return kind, why
-        flight.sample(hangs.landed_at is not None)
+        flight.sample((folder / METRICS_FILE).is_file())
         time.sleep(0.2)
     usage.flight_cpu_s = flight.cpu_s()
     reap_session(launcher, marker)  # nodes a dying launcher could not stop
@@ -304,32 +304,62 @@ def _stop(launcher: subprocess.Popen, marker: str, grace_s: float, usage: _Usage
 
 
 class _FlightCpu:
-    """CPU of the run's live processes from the bag's first growth to landing, sampled each second."""
+    """CPU of the run's live processes from the flight's start to landing, sampled each second.
 
-    def __init__(self, session_id: int, folder: Path):
+    The flight starts at the physics node's ``lockstep: starting`` line in the attempt's log (every
+    batch run is lockstep), or, for a launch that never prints it, when the bag first grows.
+    """
+
+    START_LINE = b"lockstep: starting"
+
+    def __init__(self, session_id: int, folder: Path, log_path: Path | None = None):
         self.session_id, self.marker, self.bag = session_id, str(folder), folder / "bag"
+        self.log_path = log_path
+        self._log_offset = 0
         self._bag_signature = None
         self._start: float | None = None
         self._end: float | None = None
+        self._last: float | None = None
         self._next = 0.0
 
+    def _started(self) -> bool:
+        if self.log_path is not None:
+            try:
+                with open(self.log_path, "rb") as log:
+                    log.seek(max(self._log_offset - len(self.START_LINE), 0))
+                    text = log.read()
+                    self._log_offset = log.tell()
+            except OSError:
+                text = b""
+            if self.START_LINE in text:
+                return True
+        signature = folder_signature(self.bag) if self.bag.is_dir() else None
+        grew = bool(signature and signature[1] > 0 and self._bag_signature is not None and signature != self._bag_signature)
+        if signature and signature[1] > 0:
+            self._bag_signature = signature
+        return grew
+
     def sample(self, landed: bool) -> None:
-        if self._end is not None or time.monotonic() < self._next:
+        """Call at every poll; ``landed``: metrics.json exists (then the flight's end is taken at once)."""
+        if self._end is not None:
+            return
+        if self._start is not None and landed:
+            self._end = session_cpu_s(self.session_id, self.marker)
+            return
+        if time.monotonic() < self._next:
             return
         self._next = time.monotonic() + 1.0
         if self._start is None:
-            signature = folder_signature(self.bag) if self.bag.is_dir() else None
-            if signature and signature[1] > 0:
-                if self._bag_signature is not None and signature != self._bag_signature:
-                    self._start = session_cpu_s(self.session_id, self.marker)
-                self._bag_signature = signature
-        elif landed:
-            self._end = session_cpu_s(self.session_id, self.marker)
+            if self._started():
+                self._start = self._last = session_cpu_s(self.session_id, self.marker)
+        else:
+            self._last = session_cpu_s(self.session_id, self.marker)  # in case the launch ends first
 
     def cpu_s(self) -> float | None:
-        if self._start is None or self._end is None:
+        end = self._end if self._end is not None else self._last
+        if self._start is None or end is None:
             return None
-        return max(self._end - self._start, 0.0)
+        return max(end - self._start, 0.0)
 
 
 def lockstep_drop(log_path: Path) -> str:
