@@ -46,7 +46,7 @@ class Px4SitlParams:
     port: int = 4560
     vehicle: str = "quad_x"
     gps_rate_hz: float = 10.0
-    state_rate_hz: float = 50.0
+    state_rate_hz: float = 250.0
     temperature_c: float = 15.0
     lockstep: bool = False
 
