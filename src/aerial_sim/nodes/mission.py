@@ -249,7 +249,9 @@ class MissionNode(Node):
                 reason = response.message if response is not None else "no response"
                 waited = time.monotonic() - self.started_wall
                 if name == "arm" and "no vehicle state" in reason and waited < self.params.wait_for_services_s:
-                    self.take_effect("wait", deferred, stamp)  # the flight controller has not seen odometry yet: ask again
+                    # The flight controller has not seen odometry yet: ask again at once, on the re-sent stamp
+                    # (the phase label stays "wait" either way).
+                    self.phase, self.deferred = "wait", deferred
                     return
                 self.finish(1, f"{name} failed: {reason}")
                 return
