@@ -115,9 +115,18 @@ class InProcessGraph:
     def paused(self) -> bool:
         return self.run_control.paused
 
-    async def run(self) -> None:
+    async def run(self, real_time_factor: float | None = None) -> None:
+        """Step for ever: as fast as possible, or at most ``real_time_factor`` x real time (for a real
+        client in another process, whose own sleeps are in wall time)."""
+        import time
+
         self.clock.advance(self.world.time_s)
+        wall0, sim0 = time.monotonic(), self.world.time_s
         while True:
+            if real_time_factor is not None:
+                ahead = (self.world.time_s - sim0) / real_time_factor - (time.monotonic() - wall0)
+                if ahead > 0:
+                    await asyncio.sleep(ahead)
             if self.run_control.blocked:
                 await asyncio.sleep(0.001)
                 continue
