@@ -44,7 +44,8 @@ def test_a_settings_file_with_every_supported_section_is_mapped():
 
 def test_every_unsupported_key_is_one_warning_naming_it():
     warnings = load_settings(FULL).warnings
-    expected = ["SeeDocsAt", "ViewMode", "CameraDefaults/CaptureSettings/0/MotionBlurAmount",
+    expected = ["SeeDocsAt", "ViewMode", "Recording/RecordOnMove", "Recording/RecordInterval",
+                "CameraDefaults/CaptureSettings/0/MotionBlurAmount",
                 "Vehicles/Drone1/EnableCollisionPassthrogh", "Vehicles/Drone1/Sensors/Gps1/EphTimeConstant",
                 "Vehicles/Drone1/Sensors/LidarTop/DrawDebugPoints"]
     assert sorted(w.split(":")[0] for w in warnings) == sorted(expected)

@@ -185,7 +185,7 @@ SCHEMA = {
 _VALIDATOR = jsonschema.Draft7Validator(SCHEMA)
 
 #: Keys read, per section; any other key is one warning naming it.
-_TOP_KEYS = set(SCHEMA["properties"])
+_TOP_KEYS = set(SCHEMA["properties"]) - {"LocalHostIp"}  # the server binds 127.0.0.1 (airsim_api.launch host:=)
 _VEHICLE_KEYS = set(_VEHICLE["properties"])
 _CAMERA_KEYS = set(_CAMERA["properties"])
 _CAPTURE_KEYS = set(_CAPTURE["properties"])
@@ -199,7 +199,8 @@ _SENSOR_KEYS = {
     "Magnetometer": {"SensorType", "Enabled"},
     "Gps": {"SensorType", "Enabled"},
 }
-_RECORDING_KEYS = {"RecordOnMove", "RecordInterval", "Folder", "Enabled", "Cameras"}
+#: Recording: aerial_sim records every topic to a bag (record:=true); only Enabled maps (false: record:=false).
+_RECORDING_KEYS = {"Enabled"}
 #: AirSim's sensors of a multirotor when its settings name none (AirSimSettings.hpp: createDefaultSensorSettings).
 DEFAULT_MULTIROTOR_SENSORS = (SensorSetting("Imu", "Imu"), SensorSetting("Magnetometer", "Magnetometer"),
                               SensorSetting("Gps", "Gps"), SensorSetting("Barometer", "Barometer"))
