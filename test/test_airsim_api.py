@@ -432,11 +432,15 @@ def test_images_of_every_supported_type_decode_as_an_airsim_client_would():
         # cv_mode.py's list: one type not rendered here answers an empty image, the others as usual.
         mixed = await call(api, "simGetImages", [{"camera_name": "0", "image_type": kind, "pixels_as_float": f,
                                                   "compress": False}
-                                                 for kind, f in ((7, False), (4, True), (6, False), (0, False))], "", False)
-        infrared, disparity, normals, scene = msgpack_roundtrip(mixed)
-        assert infrared["width"] == infrared["height"] == 0 and infrared["image_data_uint8"] == b""
-        assert "image type 7 (Infrared) is not rendered" in infrared["message"]
+                                                 for kind, f in ((8, False), (4, True), (6, False), (0, False),
+                                                                 (7, False), (5, True))], "", False)
+        flow, disparity, normals, scene, infrared, ids = msgpack_roundtrip(mixed)
+        assert flow["width"] == flow["height"] == 0 and flow["image_data_uint8"] == b""
+        assert "image type 8 (OpticalFlow) is not rendered" in flow["message"]
         assert len(scene["image_data_uint8"]) == 48 * 64 * 3
+        # Infrared: AirSim's segmentation id as grey level (ground 1, sky 0).
+        grey = np.frombuffer(infrared["image_data_uint8"], np.uint8).reshape(48, 64, 3)[:, :, 0]
+        assert np.array_equal(grey, np.minimum(np.array(ids["image_data_float"]).reshape(48, 64), 255))
         # DisparityNormalized = fx B / (z W) of the planar depth (fx = W / 2 at 90 deg), 0 where nothing is hit.
         disparity = np.array(disparity["image_data_float"], np.float32).reshape(48, 64)
         with np.errstate(divide="ignore"):

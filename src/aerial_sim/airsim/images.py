@@ -42,7 +42,9 @@ Image types (AirSim's ImageType enum):
   turned toward the camera), in the camera frame AirSim uses (x forward,
   y right, z down), as colour ``(n + 1) / 2 * 255`` (RGB; BGR bytes when
   uncompressed, like Scene); black where nothing is hit.
-Any other type (Infrared, OpticalFlow, ...) answers, for that request only, an
+- Infrared (7): AirSim's, each object's segmentation id (0-255) as its grey
+  level (``simSetSegmentationObjectID`` sets it).
+Any other type (OpticalFlow, OpticalFlowVis, ...) answers, for that request only, an
 empty image (width and height 0, no bytes) whose ``message`` says why, as
 AirSim answers an image it cannot capture; the other requests of the list are
 answered as usual.
@@ -69,11 +71,11 @@ from aerial_sim.world.camera import CameraModel, CameraParams
 from aerial_sim.world.geometry import quaternion_to_matrix, rpy_to_matrix
 from aerial_sim.world.scene import Scene
 
-SCENE, DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS, DISPARITY, SEGMENTATION, SURFACE_NORMALS = 0, 1, 2, 3, 4, 5, 6
+SCENE, DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS, DISPARITY, SEGMENTATION, SURFACE_NORMALS, INFRARED = range(8)
 IMAGE_TYPE_NAMES = {0: "Scene", 1: "DepthPlanar", 2: "DepthPerspective", 3: "DepthVis", 4: "DisparityNormalized",
                     5: "Segmentation", 6: "SurfaceNormals", 7: "Infrared", 8: "OpticalFlow", 9: "OpticalFlowVis",
                     10: "Lighting", 11: "Annotation"}
-SUPPORTED_TYPES = (SCENE, DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS, DISPARITY, SEGMENTATION, SURFACE_NORMALS)
+SUPPORTED_TYPES = (SCENE, DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS, DISPARITY, SEGMENTATION, SURFACE_NORMALS, INFRARED)
 DEPTH_TYPES = {DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS, DISPARITY, SURFACE_NORMALS}
 #: DisparityNormalized: the stereo baseline (m), front_left to front_right (5 cm either side of the centre).
 STEREO_BASELINE_M = 0.10
@@ -275,7 +277,7 @@ class CameraRig:
             frames[camera_name] = (camera, camera.model.render(
                 position, orientation,
                 depth=bool(kinds & DEPTH_TYPES),
-                segmentation=SEGMENTATION in kinds,
+                segmentation=bool(kinds & {SEGMENTATION, INFRARED}),
                 color=SCENE in kinds,
             ))
         responses = []
@@ -328,6 +330,10 @@ class CameraRig:
             if not as_float:
                 grey = (disparity * 255.0 + 0.5).astype(np.uint8)
                 pixels = np.repeat(grey[:, :, None], 3, axis=2)
+        elif image_type == INFRARED:  # AirSim's: each object's segmentation id as its grey level
+            grey = np.minimum(frame.segmentation, 255).astype(np.uint8)
+            floats = grey.astype(np.float32) if as_float else None
+            pixels = None if as_float else np.repeat(grey[:, :, None], 3, axis=2)
         elif image_type == SURFACE_NORMALS:
             model = camera.model
             rgb = normals_to_rgb(surface_normals(frame.depth * camera.planar_factor, model.fx, model.fy, model.cx,

@@ -97,6 +97,7 @@ elif scenario == "cv":  # cv_mode.py (SimMode ComputerVision)
             airsim.ImageRequest("1", airsim.ImageType.Scene),
             airsim.ImageRequest("1", airsim.ImageType.DisparityNormalized),
             airsim.ImageRequest("1", airsim.ImageType.SurfaceNormals),
+            airsim.ImageRequest("1", airsim.ImageType.OpticalFlow),
             airsim.ImageRequest("1", airsim.ImageType.Infrared)])
         say(f"images{x}", sizes=[(r.width, r.height, len(r.image_data_uint8) + len(r.image_data_float))
                                  for r in responses])
