@@ -42,7 +42,7 @@ def run_node(node_factory: Callable[..., Node], args: list[str] | None = None,
     ``node_factory`` then takes rclpy ``Node`` keyword arguments. ``background``: the node's
     outputs are off the control loop's critical path (:func:`yield_cpu_in_lockstep`).
     """
-    default_name = hosting.name if hosting is not None else getattr(node_factory, "__name__", "node")
+    default_name = hosting.name if hosting is not None else executable_name(node_factory)
     if hosting is None:
         def build(nodes: list[Node]) -> None:
             nodes.append(node_factory())
@@ -88,6 +88,16 @@ def run_nodes(build: Callable[[list[Node]], None], default_name: str, args: list
     return code
 
 
+def executable_name(node_factory: Callable[..., Node]) -> str:
+    """The name a node of ``node_factory`` is reported under before it has one: its executable's
+    (``aerial_sim.nodes.swarm_mission.SwarmMissionNode`` -> ``swarm_mission``, which is also the node's
+    name), not the class's, whichever way the executable was started (``python -m``, a console script)."""
+    module = getattr(node_factory, "__module__", "") or ""
+    if module.startswith("aerial_sim.nodes.") and not module.rsplit(".", 1)[1].startswith("_"):
+        return module.rsplit(".", 1)[1]
+    return getattr(node_factory, "__name__", "node")
+
+
 def node_name_from_args(args: list[str], default: str) -> str:
     """The node name a start-up error is reported under: ``-r __node:=NAME`` (as launchers pass it), else
     the executable's module name (``aerial_sim.nodes.gps`` -> ``gps``), else ``default``.
@@ -109,8 +119,10 @@ def node_name_from_args(args: list[str], default: str) -> str:
 
 def _failure_code(name: str, node: Node | None, error: Exception) -> int:
     """Exit status for an exception out of start-up or spinning (see :func:`run_node`)."""
-    if process.stop_requested() or not rclpy.ok() or (node is not None and not node.context.ok()):
+    if process.stop_requested() or (node is not None and not node.context.ok()):
         return 0  # interrupted while starting or while a callback ran: not a failure
+    # rclpy not ok and no node: rclpy.init itself refused the arguments (a params file that does not
+    # parse, a bad remap), a configuration error like any other; it used to exit 0 as if interrupted.
     if node is None or isinstance(error, (OSError, RCLError, NameValidationException)):
         # Start-up: a bad argument, name, file or folder. One line, no traceback.
         return _fatal(name, f"cannot start: {' '.join(str(error).split()) or type(error).__name__}")
