@@ -95,3 +95,33 @@ def test_mavsdk_takeoff_goto_mission_offboard_and_land(graph):
     assert abs(steps["offboard"]["east_m"] - 3.0) < 0.3 and steps["offboard"]["climb_m_s"] > 0.7
     assert steps["land"]["armed"] is False
     assert re.search(r"process has died.*: mavlink", graph.output()) is None and graph.alive()
+
+
+def test_garbage_wrong_ids_and_bad_requests_leave_the_node_answering(graph):
+    """Bad input at the running node: each refused with a NACK or one log line, and it keeps serving."""
+    import socket
+
+    from pymavlink import mavutil
+
+    gcs, _ = ports()
+    local = int(re.search(r"GCS udp 127\.0\.0\.1:(\d+)", graph.output()).group(1))
+    m = mavutil.mavlink_connection(f"udpin:127.0.0.1:{gcs}", source_system=255)
+    assert m.wait_heartbeat(timeout=20)
+    raw = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for data in (b"", b"\xfd" * 300, bytes(range(256)), b"\xfe\x09\x00\x01\x01\x00" + b"\x00" * 20):
+        raw.sendto(data, ("127.0.0.1", local))
+    m.mav.command_long_send(42, 1, mavutil.mavlink.MAV_CMD_COMPONENT_ARM_DISARM, 0, 1, 0, 0, 0, 0, 0, 0)
+    m.mav.command_long_send(1, 1, mavutil.mavlink.MAV_CMD_DO_SET_MODE, 0, 1, 99, 0, 0, 0, 0, 0)
+    ack = m.recv_match(type="COMMAND_ACK", blocking=True, timeout=10)
+    assert ack.command == mavutil.mavlink.MAV_CMD_DO_SET_MODE and ack.result == mavutil.mavlink.MAV_RESULT_DENIED
+    m.mav.mission_count_send(1, 1, 1, 0)
+    request = m.recv_match(type="MISSION_REQUEST_INT", blocking=True, timeout=10)
+    m.mav.mission_item_int_send(1, 1, request.seq, 6, 31337, 0, 1, 0, 0, 0, 0, 0, 0, 5.0, 0)  # no such command
+    result = m.recv_match(type="MISSION_ACK", blocking=True, timeout=10)
+    assert result.type == mavutil.mavlink.MAV_MISSION_UNSUPPORTED
+    time.sleep(1.0)
+    out = graph.output()
+    assert "malformed MAVLink frame dropped" in out and "for system 42 ignored" in out
+    assert "command 31337 is not supported" in out
+    assert m.wait_heartbeat(timeout=5) and graph.alive()
+    assert re.search(r"process has died.*: mavlink", out) is None
