@@ -19,7 +19,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1] / "src" / "aerial_sim"
 FLOORS = {
     0: {"config", "paths", "jit", "cdr", "run_folder", "physics", "sensors", "environment", "control", "world",
         "vehicles", "recording"},
-    1: {"airsim", "mavlink", "viewer"},
+    1: {"airsim", "mavlink", "sitl", "viewer"},
     2: {"rosnode"},
     3: {"nodes"},
     4: {"launcher", "batch"},
