@@ -452,6 +452,11 @@ def test_images_of_every_supported_type_decode_as_an_airsim_client_would():
         inside = seen[1:-1, 1:-1] & seen[:-2, 1:-1] & seen[2:, 1:-1] & seen[1:-1, :-2] & seen[1:-1, 2:]
         ground_normals = normals[1:-1, 1:-1][inside].astype(int)
         assert len(ground_normals) > 100 and np.all(np.abs(ground_normals - [128, 128, 0]) <= 3)
+        # The depth-gradient fallback (a renderer without hit normals) agrees inside the ground.
+        from aerial_sim.airsim.images import normals_to_rgb, surface_normals
+
+        fallback = normals_to_rgb(surface_normals(np.where(ground, planar, np.inf), 32.0, 32.0, 31.5, 23.5))
+        assert np.all(np.abs(fallback[1:-1, 1:-1][inside].astype(int) - [128, 128, 0]) <= 3)
         assert not normals[0].any()  # sky: no surface, black
         with pytest.raises(RpcError, match="no camera named 'nose'"):
             await call(api, "simGetImage", "nose", 0, "", False)

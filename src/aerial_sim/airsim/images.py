@@ -37,9 +37,10 @@ Image types (AirSim's ImageType enum):
   floats (what AirSim's docs advise) or grey bytes (1 = white).
 - Segmentation (5): one colour per segmentation id (a fixed palette, below);
   ``pixels_as_float`` gives the ids themselves.
-- SurfaceNormals (6): the surface normal of each pixel, from the gradients of
-  the camera-frame points the depth image gives (``cross(dP/du, dP/dv)``,
-  turned toward the camera), in the camera frame AirSim uses (x forward,
+- SurfaceNormals (6): the surface normal of each pixel, the renderer's hit
+  normal (or, from a renderer without them, from the gradients of the
+  camera-frame points of the depth image, ``cross(dP/du, dP/dv)``), turned
+  toward the camera, in the camera frame AirSim uses (x forward,
   y right, z down), as colour ``(n + 1) / 2 * 255`` (RGB; BGR bytes when
   uncompressed, like Scene); black where nothing is hit.
 - Infrared (7): AirSim's, each object's segmentation id (0-255) as its grey
@@ -279,6 +280,7 @@ class CameraRig:
                 depth=bool(kinds & DEPTH_TYPES),
                 segmentation=bool(kinds & {SEGMENTATION, INFRARED}),
                 color=SCENE in kinds,
+                normals=SURFACE_NORMALS in kinds,
             ))
         responses = []
         for name, kind, as_float, compress in requests:
@@ -336,8 +338,12 @@ class CameraRig:
             pixels = None if as_float else np.repeat(grey[:, :, None], 3, axis=2)
         elif image_type == SURFACE_NORMALS:
             model = camera.model
-            rgb = normals_to_rgb(surface_normals(frame.depth * camera.planar_factor, model.fx, model.fy, model.cx,
-                                                 model.cy))
+            planar = frame.depth * camera.planar_factor
+            if frame.normals is not None:  # the renderer's hit normals (exact, sharp at edges)
+                normals = hit_normals(frame.normals, planar, model.fx, model.fy, model.cx, model.cy)
+            else:
+                normals = surface_normals(planar, model.fx, model.fy, model.cx, model.cy)
+            rgb = normals_to_rgb(normals)
             pixels = rgb if compress else rgb[:, :, ::-1]
         else:  # SEGMENTATION
             floats = frame.segmentation.astype(np.float32) if as_float else None
@@ -418,6 +424,19 @@ def surface_normals(planar_depth: np.ndarray, fx: float, fy: float, cx: float, c
     normal[~np.isfinite(normal).all(axis=2)] = 0.0
     # optical (right, down, forward) -> AirSim camera (forward, right, down)
     return np.stack([normal[:, :, 2], normal[:, :, 0], normal[:, :, 1]], axis=2).astype(np.float32)
+
+
+def hit_normals(optical: np.ndarray, planar_depth: np.ndarray, fx: float, fy: float, cx: float,
+                cy: float) -> np.ndarray:
+    """The renderer's unit hit normals (optical frame) turned toward the camera, in AirSim's camera frame
+    (x forward, y right, z down); zero where nothing is hit."""
+    height, width = planar_depth.shape
+    u, v = np.meshgrid(np.arange(width, dtype=np.float32), np.arange(height, dtype=np.float32))
+    rays = np.stack([(u - cx) / fx, (v - cy) / fy, np.ones_like(u)], axis=2)
+    normal = np.array(optical, np.float32, copy=True)
+    normal[np.einsum("ijk,ijk->ij", normal, rays) > 0] *= -1.0
+    normal[~(np.isfinite(planar_depth) & (planar_depth > 0)) | ~np.isfinite(normal).all(axis=2)] = 0.0
+    return np.stack([normal[:, :, 2], normal[:, :, 0], normal[:, :, 1]], axis=2)
 
 
 def normals_to_rgb(normals: np.ndarray) -> np.ndarray:
