@@ -17,8 +17,8 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1] / "src" / "aerial_sim"
 
 #: Every top-level module or package of aerial_sim, by floor (0 = ground).
 FLOORS = {
-    0: {"config", "paths", "jit", "cdr", "run_folder", "stack_dumps", "physics", "sensors", "environment", "control", "world",
-        "vehicles", "recording"},
+    0: {"config", "paths", "jit", "cdr", "run_folder", "stack_dumps", "physics", "sensors", "environment", "control",
+        "world", "vehicles", "recording"},
     1: {"airsim", "mavlink", "sitl", "viewer"},
     2: {"rosnode"},
     3: {"nodes"},
