@@ -27,6 +27,8 @@ Each object is one *instance*: its instance id is its place in the list + 2
 its ``segmentation_id`` is its *class* (several objects may share it) and its
 ``material`` the class of surface depth noise and lidar intensity depend on.
 
+``osm`` (:mod:`aerial_sim.world.osm`) adds an OpenStreetMap extract's
+buildings, extruded, as objects named ``osm_w<way id>`` / ``osm_r<relation id>``.
 ``terrain`` (:mod:`aerial_sim.world.terrain`) replaces the ground plane with a
 height field, for every sensor and for collisions; it takes the ground's
 segmentation id and material. ``lighting`` is :mod:`aerial_sim.world.lighting`.
@@ -66,6 +68,8 @@ from aerial_sim.world.lighting import LightingParams
 from aerial_sim.world.materials import DEFAULT_MATERIAL, Material, load_materials
 from aerial_sim.world.terrain import Terrain, TerrainParams, load_terrain
 
+#: ``file`` of an object made from an OpenStreetMap building (its triangles are built, not read).
+OSM_FILE_PREFIX = "osm:"
 #: Segmentation id of pixels that hit nothing.
 NO_HIT_ID = 0
 MAX_SEGMENTATION_ID = 65535
@@ -190,6 +194,8 @@ class Scene:
         return obj.color if obj.color is not None else self.materials[obj.material].color
 
     def mesh_path(self, obj: SceneObject) -> Path:
+        if obj.file.startswith(OSM_FILE_PREFIX):
+            return self.base_dir / obj.file
         path = Path(obj.file).expanduser()
         return path if path.is_absolute() else self.base_dir / path
 
@@ -225,7 +231,7 @@ def load_scene(name_or_path: str | Path, materials_path: str | Path | None = Non
                           "world, as scene:=empty)")
     if not isinstance(document, dict):
         raise ParamsError(f"{path.name}: expected a mapping with ground/objects")
-    known = ("description", "ground", "objects", "terrain", "lighting")
+    known = ("description", "ground", "objects", "terrain", "lighting", "osm")
     unknown = sorted(set(document) - set(known))
     if unknown:
         raise ParamsError(f"{path.name}: {unknown[0]}: unknown key (known: {', '.join(known)})")
@@ -268,8 +274,29 @@ def load_scene(name_or_path: str | Path, materials_path: str | Path | None = Non
         terrain = load_terrain(terrain_params, path.parent, home, f"{path.name}: terrain")
     with located(f"{path.name}: lighting"):
         lighting = params_from_mapping(LightingParams, document.get("lighting"), where=f"{path.name}: lighting")
+    osm_parts = {}
+    if document.get("osm") is not None:
+        from aerial_sim.world.osm import OsmParams, building_parts, load_buildings
+
+        where = f"{path.name}: osm"
+        with located(where):
+            osm = params_from_mapping(OsmParams, document["osm"], where=where)
+        _check_material(materials, osm.material, where)
+        owner, owner_material = material_by_id.setdefault(osm.segmentation_id, ("osm", osm.material))
+        if owner_material != osm.material:
+            raise ParamsError(f"{where}.segmentation_id: {osm.segmentation_id} is also used by '{owner}' with "
+                              f"material '{owner_material}'; objects sharing an id must share a material")
+        for building in load_buildings(osm, path.parent, home, where, terrain):
+            name = f"osm_{building.osm_id}"
+            if name in names:
+                raise ParamsError(f"{where}: object name '{name}' is also an OSM building's")
+            names.add(name)
+            objects.append(SceneObject(name=name, shape="mesh", segmentation_id=osm.segmentation_id,
+                                       file=f"{OSM_FILE_PREFIX}{building.osm_id}", material=osm.material))
+            osm_parts[objects[-1].file] = building_parts(building)
     scene = Scene(path.stem, ground, tuple(objects), materials, path.parent, str(document.get("description", "")),
                   terrain=terrain, lighting=lighting, home=home)
+    scene.cache["mesh_files"] = {scene.base_dir / file: parts for file, parts in osm_parts.items()}
     # Read every mesh file now, so that a broken one is an error of the scene file, not of the first frame.
     loaded = scene.cache.setdefault("mesh_files", {})
     for obj in objects:
