@@ -180,8 +180,8 @@ def test_aerial_sim_nodes_run_as_modules_of_this_interpreter():
     spec = ProcessSpec(executable="no_such_node", package="aerial_sim")
     with pytest.raises(LaunchError, match="executable 'no_such_node' not found in package 'aerial_sim'"):
         resolve_executable(spec, {})
-    spec = ProcessSpec(executable="common", package="aerial_sim")
-    assert resolve_executable(spec, {}) == [sys.executable, "-m", "aerial_sim.nodes.common"]
+    spec = ProcessSpec(executable="imu", package="aerial_sim")
+    assert resolve_executable(spec, {}) == [sys.executable, "-m", "aerial_sim.nodes.imu"]
 
 
 def test_parameter_values_are_typed_like_launch_ros():
