@@ -14,6 +14,14 @@ setpoint stamped with it or makes one service call
 (:func:`aerial_sim.control.mission.is_setpoint_due`). That is the contract the flight
 controller's ``lockstep_wait_for_client`` (with ``lockstep_client_rate_hz`` set to the
 same rate) relies on for bit-for-bit repeatable runs.
+
+In lockstep the runner is also a lockstep participant: ``mission/progress`` (std_msgs/Header) is
+stamped with each setpoint stamp it has handled, and the clock waits for it like for a sensor.
+When the mission ends (``tail_s`` after the disarm), progress stops, so the clock stops at a sim
+time fixed by the run itself; the runner waits ``drain_s`` of wall time for the graph's last
+outputs to reach the recorder, then exits. Without it, the flight controller no longer waits for
+its client once the vehicle lands on its own, and how far the clock ran before the launch
+stopped the graph (so how long the bag was) was wall-clock timing (issue 32).
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from rclpy.node import Node
+from std_msgs.msg import Header
 from std_srvs.srv import SetBool, Trigger
 
 from aerial_sim import cdr
@@ -39,7 +48,8 @@ from aerial_sim.control.trajectory import PathFollower, Trajectory
 from aerial_sim.physics.rotation import rotate
 from aerial_sim.rosnode.clocks import InputStampClock
 from aerial_sim.rosnode.parameters import declare_params, run_folder_parameter
-from aerial_sim.rosnode.qos import COMMAND_QOS, stream_qos
+from aerial_sim.rosnode.lockstep import participant_publisher
+from aerial_sim.rosnode.qos import COMMAND_QOS, LOCKSTEP_QOS, stream_qos
 from aerial_sim.rosnode.run import run_node
 from aerial_sim.rosnode.services import SERVICE_QOS
 from aerial_sim.rosnode.stamps import from_stamp, to_stamp, to_stamp_ns
@@ -75,10 +85,13 @@ class MissionNodeParams:
     #: Sim-time rate of the setpoints and service calls (0: one per odometry stamp). In lockstep the
     #: flight controller's lockstep_client_rate_hz must be the same (the launch files set both).
     setpoint_rate_hz: float = 50.0
+    #: Lockstep: wall seconds the runner waits, with the clock held at the run's end, before it exits and
+    #: so ends the launch: the last outputs of the graph (stamped up to that end) reach the recorder.
+    drain_s: float = 0.5
 
     def __post_init__(self):
         require_positive(self, "arrive_tolerance_m", "settle_speed_m_s", "wait_for_services_s", "land_timeout_s")
-        require_non_negative(self, "tail_s")
+        require_non_negative(self, "tail_s", "drain_s")
         require_setpoint_rate(self, "setpoint_rate_hz")
 
 
@@ -117,6 +130,10 @@ class MissionNode(Node):
         subscribe_odometry(self, "ground_truth/odom", self.on_odom, stream_qos(self.params.lockstep),
                            clock=InputStampClock(self))
         self.create_subscription(DiagnosticArray, "/diagnostics", self.on_diagnostics, COMMAND_QOS)
+        self.progress = None  # lockstep: this runner's own participant output (module doc)
+        if self.params.lockstep and self.params.setpoint_rate_hz > 0:
+            self.progress = participant_publisher(self, Header, "mission/progress", LOCKSTEP_QOS, True,
+                                                  self.params.setpoint_rate_hz, inputs=("ground_truth/odom",))
         m = self.mission
         self.get_logger().info(
             f"mission '{m.name}': {m.pattern} size {m.size_m:g} m at {m.speed_m_s:g} m/s, "
@@ -150,8 +167,12 @@ class MissionNode(Node):
         sample = (stamp, np.array(odom.position), orientation, np.array(velocity))
         if self.pending is not None:
             self.deferred = sample  # one request per step: act on it when the service answers
-            return
-        self.act(sample)
+        else:
+            self.act(sample)
+        if self.progress is not None and self.exit_code is None:  # none once finished: the clock stops
+            header = Header()
+            header.stamp = to_stamp(stamp)
+            self.progress.publish(header)
 
     def act(self, sample) -> None:
         getattr(self, f"phase_{self.phase}")(*sample)
@@ -305,6 +326,8 @@ class MissionNode(Node):
             self.get_logger().error(f"could not write the results: {error}")
             code = code or 1
         self.exit_code = code
+        if self.progress is not None:
+            time.sleep(self.params.drain_s)  # the clock is held: let the last outputs reach the recorder
 
     def write_results(self) -> None:
         if self.path is None or len(self.recorder.positions("pattern")) < 2:
