@@ -67,10 +67,11 @@ def test_images_arrive_at_the_sim_time_rate_with_encodings_sizes_and_stamps(ros_
 
     rate_hz, width, height = 10.0, 160, 120
     process = start_camera(f"rate_hz:={rate_hz}", f"width:={width}", f"height:={height}", "lockstep:=true")
-    received = {name: [] for name in ("depth", "segmentation", "color", "info", "instance", "normals")}
+    received = {name: [] for name in ("depth", "segmentation", "color", "info", "instance", "normals", "flow")}
     topics = {"depth": ("camera/depth/image_ideal", Image), "segmentation": ("camera/segmentation/image_raw", Image),
               "color": ("camera/color/image_raw", Image), "info": ("camera/depth/camera_info", CameraInfo),
-              "instance": ("camera/instance/image_raw", Image), "normals": ("camera/normals/image_raw", Image)}
+              "instance": ("camera/instance/image_raw", Image), "normals": ("camera/normals/image_raw", Image),
+              "flow": ("camera/flow/image_raw", Image)}
     for name, (topic, kind) in topics.items():
         ros_node.create_subscription(kind, f"/drone1/{topic}", received[name].append, LOCKSTEP_QOS)
     try:
@@ -93,10 +94,11 @@ def test_images_arrive_at_the_sim_time_rate_with_encodings_sizes_and_stamps(ros_
     assert len(received["depth"]) == expected_frames, output
     for name in received:
         stamps = [from_stamp(m.header.stamp) for m in received[name]]
-        assert np.allclose(stamps, np.arange(expected_frames) / rate_hz, atol=1e-6), (name, stamps)
+        first = 1 if name == "flow" else 0  # flow needs a previous frame
+        assert np.allclose(stamps, np.arange(first, expected_frames) / rate_hz, atol=1e-6), (name, stamps)
         assert all(m.header.frame_id == "drone1/camera_depth_optical_frame" for m in received[name])
     for name, encoding, channel_bytes in (("depth", "32FC1", 4), ("segmentation", "mono16", 2), ("color", "rgb8", 3),
-                                          ("instance", "mono16", 2), ("normals", "32FC3", 12)):
+                                          ("instance", "mono16", 2), ("normals", "32FC3", 12), ("flow", "32FC2", 8)):
         message = received[name][-1]
         assert (message.encoding, message.width, message.height) == (encoding, width, height)
         assert message.step == width * channel_bytes and len(message.data) == height * message.step
@@ -108,6 +110,8 @@ def test_images_arrive_at_the_sim_time_rate_with_encodings_sizes_and_stamps(ros_
     assert (instance == 2).all()  # the corridor's first object
     normals = np.frombuffer(bytes(received["normals"][-1].data), np.float32).reshape(height, width, 3)
     assert np.allclose(normals, (0.0, 0.0, -1.0), atol=1e-5)  # the wall faces the camera: -z in the optical frame
+    flow = np.frombuffer(bytes(received["flow"][-1].data), np.float32).reshape(height, width, 2)
+    assert np.abs(flow).max() < 1e-3  # hovering still: nothing moves between frames
     info = received["info"][-1]
     assert (info.width, info.height, info.distortion_model) == (width, height, "plumb_bob")
     assert info.k[0] == pytest.approx((width / 2) / math.tan(math.radians(90.0) / 2))

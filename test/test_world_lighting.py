@@ -112,3 +112,24 @@ def test_bad_lighting_is_one_error_naming_the_field(tmp_path):
                         ("{antialiasing: 9}", "antialiasing"), ("{sun: 3}", "sun: unknown parameter")]:
         with pytest.raises(ParamsError, match=error):
             scene_from(tmp_path, body)
+
+
+def test_optical_flow_of_a_camera_translating_over_a_plane_is_the_analytic_flow(tmp_path):
+    """Looking straight down from h over the ground, a translation t (no rotation) moves every ground point by
+    -f t / h pixels: flow = (-f_x t_x, -f_y t_y) / h in the optical frame (x right = world -y here, y down = -x)."""
+    scene = scene_from(tmp_path, "{}")
+    params = CameraParams(width=120, height=90, mount_position_m=(0.0, 0.0, 0.0))
+    camera = CameraModel(params, scene)
+    height, step = 12.0, np.array([0.3, -0.2, 0.0])  # metres east, north per frame
+    previous, current = np.array([1.0, 2.0, height]), np.array([1.0, 2.0, height]) + step
+    flow = camera.optical_flow(current, DOWN, previous, DOWN)
+    R_world_optical, _ = camera.optical_pose(current, DOWN)
+    t_optical = R_world_optical.T @ step
+    expected = (-camera.fx * t_optical[0] / height, -camera.fy * t_optical[1] / height)
+    assert np.allclose(flow[..., 0], expected[0], atol=1e-3) and np.allclose(flow[..., 1], expected[1], atol=1e-3)
+    assert abs(expected[0]) > 1.0 and abs(expected[1]) > 1.0  # a real motion of several pixels
+    # A pure rotation moves the sky too: turning left by one pixel column's angle at the centre shifts it one
+    # pixel to the right.
+    level = camera.optical_flow((0.0, 0.0, 5.0), (1.0, 0.0, 0.0, 0.0), (0.0, 0.0, 5.0),
+                                (math.cos(-0.5 / camera.fx), 0.0, 0.0, math.sin(-0.5 / camera.fx)))
+    assert level[0, 60, 0] == pytest.approx(1.0, abs=0.01)

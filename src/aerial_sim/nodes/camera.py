@@ -10,10 +10,11 @@ with that message's sim time and framed ``<ns>/camera_depth_optical_frame``:
 - ``camera/color/image_raw`` (rgb8),
 - ``camera/instance/image_raw`` (mono16 instance ids, unique per scene object),
 - ``camera/normals/image_raw`` (32FC3 unit surface normals in the optical frame),
+- ``camera/flow/image_raw`` (32FC2 optical flow in pixels from the previous frame, from the second frame on),
 - ``camera/depth/camera_info`` and ``camera/color/camera_info``.
 
 Each image can be switched off (``publish_depth``, ``publish_segmentation``,
-``publish_color``, ``publish_instance``, ``publish_normals``); only what is published is computed, and an image no
+``publish_color``, ``publish_instance``, ``publish_normals``, ``publish_flow``); only what is published is computed, and an image no
 subscriber is matched to at that moment is not rendered either (DDS would not
 deliver it to anyone; the camera_info messages are always sent). Rendering runs
 in the odometry callback: a 460x320 urban frame with all three images costs
@@ -60,6 +61,7 @@ class CameraNodeParams:
     publish_color: bool = True
     publish_instance: bool = True  # camera/instance/image_raw, mono16 instance ids (rendered only while subscribed)
     publish_normals: bool = True  # camera/normals/image_raw, 32FC3 unit normals in the optical frame (same)
+    publish_flow: bool = True  # camera/flow/image_raw, 32FC2 optical flow from the previous frame (same)
     lockstep: bool = False  # reliable QoS on the odometry input and image outputs
     frame_id: str = "camera_depth_optical_frame"  # prefixed with the namespace
 
@@ -104,6 +106,8 @@ class CameraNode(Node):
             self.create_publisher(Image, "camera/instance/image_raw", qos) if p.publish_instance else None
         )
         self.normals_pub = self.create_publisher(Image, "camera/normals/image_raw", qos) if p.publish_normals else None
+        self.flow_pub = self.create_publisher(Image, "camera/flow/image_raw", qos) if p.publish_flow else None
+        self._frame_poses = [None, None]  # (position, orientation, stamp) of the frame before the last, and the last
         # Depth camera_info goes out last, after the frame's images: the output lockstep waits for.
         self.depth_info_pub = participant_publisher(self, CameraInfo, "camera/depth/camera_info", qos, p.lockstep, p.rate_hz,
                                                     inputs=("ground_truth/odom",))
@@ -164,6 +168,13 @@ class CameraNode(Node):
             self.instance_pub.publish(image_message(frame.instance, "mono16", header))
         if frame.normals is not None:
             self.normals_pub.publish(image_message(frame.normals, "32FC3", header))
+        stamp_key = (stamp.sec, stamp.nanosec)
+        if self._frame_poses[1] is None or self._frame_poses[1][2] != stamp_key:  # a new frame (not a re-send)
+            self._frame_poses = [self._frame_poses[1], (position, orientation, stamp_key)]
+        previous = self._frame_poses[0]
+        if previous is not None and has_subscribers(self.flow_pub):
+            flow = self.model.optical_flow(position, orientation, previous[0], previous[1])
+            self.flow_pub.publish(image_message(flow, "32FC2", header))
         if self.color_info_pub is not None:
             self.color_info_pub.publish(self.camera_info)
         self.depth_info_pub.publish(self.camera_info)

@@ -219,6 +219,39 @@ class CameraModel:
             color_image = shade(origin, directions, hits).reshape(shape + (3,))
         return CameraFrame(depth_image, segmentation_image, color_image, instance_image, normal_image)
 
+    def optical_flow(self, position: Sequence[float], orientation: Sequence[float],
+                     previous_position: Sequence[float], previous_orientation: Sequence[float]) -> np.ndarray:
+        """(H, W, 2) float32 optical flow (u, v) in pixels from the previous pose's frame to this one's.
+
+        For each pixel, the surface point it sees now is projected into the camera at the previous pose:
+        flow = (u, v) - (u_prev, v_prev) (AirSim's OpticalFlow, exact for a static world; it includes the
+        motion of the camera only). A pixel that sees the sky is a point at infinity (rotation only); one
+        whose point was behind the previous camera is nan.
+        """
+        shape = (self.params.height, self.params.width)
+        R_world_optical, origin = self.optical_pose(position, orientation)
+        directions = self._unit_rays_optical @ R_world_optical.T.astype(np.float32)
+        if render_kernels.COMPILED:
+            p = self.params
+            hits = self.caster.rasterizer.hits(origin, R_world_optical, (self.fx, self.fy, self.cx, self.cy),
+                                               (p.width, p.height), directions, self._unit_rays_optical, normals=False)
+        else:
+            hits = self.caster.cast(origin, directions, normals=False, reference=True)
+        R_previous, origin_previous = self.optical_pose(previous_position, previous_orientation)
+        hit = np.isfinite(hits.distance)
+        # Hit points relative to the previous camera; sky directions as points at infinity.
+        relative = np.where(hit[:, None], origin - origin_previous + directions * np.where(hit, hits.distance, 0.0)[:, None],
+                            directions.astype(np.float64))
+        p_previous = relative @ R_previous  # = R_prev^T (p - o_prev)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            u_previous = self.fx * p_previous[:, 0] / p_previous[:, 2] + self.cx
+            v_previous = self.fy * p_previous[:, 1] / p_previous[:, 2] + self.cy
+        behind = p_previous[:, 2] <= 0
+        u, v = np.meshgrid(np.arange(self.params.width), np.arange(self.params.height))
+        flow = np.stack([u.ravel() - u_previous, v.ravel() - v_previous], axis=1)
+        flow[behind] = np.nan
+        return flow.astype(np.float32).reshape(shape + (2,))
+
     def _supersampled_color(self, position, orientation, reference: bool) -> np.ndarray:
         """Colour rendered at s x the resolution (same field of view) and averaged over s x s blocks."""
         s = self._antialiasing
