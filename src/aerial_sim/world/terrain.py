@@ -80,6 +80,7 @@ class Terrain:
         b, d, e = a + 1, a + cols, a + cols + 1
         self.faces = np.concatenate([np.stack([a, d, b], 1), np.stack([b, d, e], 1)])
         self._heights = None
+        self._bounds = None
 
     @property
     def vertices(self) -> np.ndarray:
@@ -95,7 +96,10 @@ class Terrain:
 
     @property
     def bounds(self) -> np.ndarray:
-        return np.array([self.vertices.min(axis=0), self.vertices.max(axis=0)])
+        """((xmin, ymin, zmin), (xmax, ymax, zmax)) of the grid (computed once: colliders ask every step)."""
+        if self._bounds is None:
+            self._bounds = np.array([self.vertices.min(axis=0), self.vertices.max(axis=0)])
+        return self._bounds
 
     def height_at(self, x, y) -> np.ndarray:
         """Terrain height (m, map z) under map points (x, y); nan outside the terrain."""
@@ -141,12 +145,13 @@ class TerrainCollider:
         low, high = terrain.bounds
         self.bounds = (tuple(low[:2]) + (-math.inf,), tuple(high[:2]) + (float(high[2]),))
         self._top = float(high[2]) + 10.0
+        self._highest = float(high[2])
 
     def contact(self, position, orientation, half_extents) -> Contact | None:
+        if position[2] - math.sqrt(sum(h * h for h in half_extents)) > self._highest:
+            return None  # the whole box is above the highest point of the terrain
         corners = np.asarray(position, float) + (_SAMPLES * np.asarray(half_extents, float)) @ \
             quaternion_matrix(orientation).T
-        if corners[:, 2].min() > self.terrain.bounds[1, 2]:
-            return None
         origins = corners.copy()
         origins[:, 2] = self._top
         distance, normals = self.terrain._vertical_hits(origins)
