@@ -74,6 +74,10 @@ def test_images_arrive_at_the_sim_time_rate_with_encodings_sizes_and_stamps(ros_
               "flow": ("camera/flow/image_raw", Image)}
     for name, (topic, kind) in topics.items():
         ros_node.create_subscription(kind, f"/drone1/{topic}", received[name].append, LOCKSTEP_QOS)
+    from visualization_msgs.msg import MarkerArray
+
+    detections = []
+    ros_node.create_subscription(MarkerArray, "/drone1/camera/detections_3d", detections.append, LOCKSTEP_QOS)
     try:
         odom_pub, send = odometry_sender(ros_node, LOCKSTEP_QOS)
         connected = spin_until(
@@ -112,6 +116,8 @@ def test_images_arrive_at_the_sim_time_rate_with_encodings_sizes_and_stamps(ros_
     assert np.allclose(normals, (0.0, 0.0, -1.0), atol=1e-5)  # the wall faces the camera: -z in the optical frame
     flow = np.frombuffer(bytes(received["flow"][-1].data), np.float32).reshape(height, width, 2)
     assert np.abs(flow).max() < 1e-3  # hovering still: nothing moves between frames
+    cubes = [m for m in detections[-1].markers if m.action == m.ADD]
+    assert [(m.ns, m.id, m.type, m.header.frame_id) for m in cubes] == [("10", 2, cubes[0].CUBE, "map")]
     info = received["info"][-1]
     assert (info.width, info.height, info.distortion_model) == (width, height, "plumb_bob")
     assert info.k[0] == pytest.approx((width / 2) / math.tan(math.radians(90.0) / 2))

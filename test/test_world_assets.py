@@ -20,7 +20,7 @@ from aerial_sim.sensors.common import Mount, TruthSample
 from aerial_sim.sensors.distance import DistanceSensor, DistanceSensorParams
 from aerial_sim.world.camera import CameraModel, CameraParams
 from aerial_sim.world.colliders import scene_colliders
-from aerial_sim.world.geometry import ray_caster_of
+from aerial_sim.world.geometry import quaternion_to_matrix, ray_caster_of
 from aerial_sim.world.scene import load_scene
 
 LEVEL = (1.0, 0.0, 0.0, 0.0)
@@ -239,3 +239,31 @@ def test_bad_terrain_files_are_one_clear_error_naming_the_file(tmp_path):
     for body, error in cases:
         with pytest.raises(ParamsError, match=error):
             load_scene(str(scene_file(tmp_path, f"terrain: {body}\n")))
+
+
+def test_each_2d_box_is_the_extent_of_its_object_in_the_image_and_the_3d_box_its_pose(tmp_path):
+    from aerial_sim.world.labels import boxes_2d, boxes_3d
+
+    scene = load_scene(str(scene_file(tmp_path, """\
+        objects:
+          - {name: crate, shape: box, size: [2, 1, 1.5], position: [10, 1, 1.0], yaw_deg: 25, segmentation_id: 5}
+          - {name: ball, shape: sphere, radius: 0.8, position: [12, -3, 2.0], segmentation_id: 6}
+    """)))
+    camera = CameraModel(CameraParams(width=200, height=150), scene)
+    position = (0.0, 0.0, 1.5)
+    frame = camera.render(position, LEVEL, instance=True)
+    boxes = boxes_2d(frame.instance)
+    assert set(boxes) == {2, 3}
+    crate = boxes_3d(scene)[2]
+    assert crate.center == (10.0, 1.0, 1.0) and crate.size == (2.0, 1.0, 1.5) and crate.class_id == 5
+    # The crate is fully in view: its 2D box is the extent of its 8 projected corners (to a pixel).
+    R = quaternion_to_matrix(crate.orientation)
+    signs = np.array([(x, y, z) for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
+    corners = np.asarray(crate.center) + (signs * np.asarray(crate.size) / 2) @ R.T
+    uv = camera.project(corners, position, LEVEL)
+    u_min, v_min, u_max, v_max, count = boxes[2]
+    assert abs(u_min - uv[:, 0].min()) <= 1 and abs(u_max - uv[:, 0].max()) <= 1
+    assert abs(v_min - uv[:, 1].min()) <= 1 and abs(v_max - uv[:, 1].max()) <= 1
+    assert count == (frame.instance == 2).sum()
+    ball = boxes_3d(scene)[3]
+    assert np.allclose(ball.center, (12, -3, 2.0), atol=1e-6) and np.allclose(ball.size, 1.6, atol=0.01)

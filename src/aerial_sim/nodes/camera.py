@@ -11,10 +11,12 @@ with that message's sim time and framed ``<ns>/camera_depth_optical_frame``:
 - ``camera/instance/image_raw`` (mono16 instance ids, unique per scene object),
 - ``camera/normals/image_raw`` (32FC3 unit surface normals in the optical frame),
 - ``camera/flow/image_raw`` (32FC2 optical flow in pixels from the previous frame, from the second frame on),
+- ``camera/detections_3d`` (visualization_msgs/MarkerArray: a CUBE per object in view, ``ns`` its class id,
+  ``id`` its instance id, in ``map``; :mod:`aerial_sim.world.labels`),
 - ``camera/depth/camera_info`` and ``camera/color/camera_info``.
 
 Each image can be switched off (``publish_depth``, ``publish_segmentation``,
-``publish_color``, ``publish_instance``, ``publish_normals``, ``publish_flow``); only what is published is computed, and an image no
+``publish_color``, ``publish_instance``, ``publish_normals``, ``publish_flow``, ``publish_detections``); only what is published is computed, and an image no
 subscriber is matched to at that moment is not rendered either (DDS would not
 deliver it to anyone; the camera_info messages are always sent). Rendering runs
 in the odometry callback: a 460x320 urban frame with all three images costs
@@ -33,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
+from visualization_msgs.msg import Marker, MarkerArray
 
 from aerial_sim.cdr import OdometryFields
 from aerial_sim.config import require, require_positive
@@ -47,6 +50,7 @@ from aerial_sim.rosnode.stamps import stamp_from_fields
 from aerial_sim.rosnode.subscriptions import subscribe_odometry
 from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, truth_from_odometry
 from aerial_sim.world.camera import CameraModel, CameraParams
+from aerial_sim.world.labels import boxes_3d
 from aerial_sim.world.scene import load_scene
 
 
@@ -62,6 +66,7 @@ class CameraNodeParams:
     publish_instance: bool = True  # camera/instance/image_raw, mono16 instance ids (rendered only while subscribed)
     publish_normals: bool = True  # camera/normals/image_raw, 32FC3 unit normals in the optical frame (same)
     publish_flow: bool = True  # camera/flow/image_raw, 32FC2 optical flow from the previous frame (same)
+    publish_detections: bool = True  # camera/detections_3d, MarkerArray of the objects in view (same)
     lockstep: bool = False  # reliable QoS on the odometry input and image outputs
     frame_id: str = "camera_depth_optical_frame"  # prefixed with the namespace
 
@@ -107,6 +112,9 @@ class CameraNode(Node):
         )
         self.normals_pub = self.create_publisher(Image, "camera/normals/image_raw", qos) if p.publish_normals else None
         self.flow_pub = self.create_publisher(Image, "camera/flow/image_raw", qos) if p.publish_flow else None
+        self.detections_pub = (
+            self.create_publisher(MarkerArray, "camera/detections_3d", qos) if p.publish_detections else None
+        )
         self._frame_poses = [None, None]  # (position, orientation, stamp) of the frame before the last, and the last
         # Depth camera_info goes out last, after the frame's images: the output lockstep waits for.
         self.depth_info_pub = participant_publisher(self, CameraInfo, "camera/depth/camera_info", qos, p.lockstep, p.rate_hz,
@@ -145,6 +153,26 @@ class CameraNode(Node):
         self._last_frame = (position, orientation, odom.stamp_ns)
         self.publish_frame(position, orientation, stamp_from_fields(odom))
 
+    def detections(self, instance: np.ndarray, stamp) -> MarkerArray:
+        """One CUBE per object in view (ns = class id, id = instance id), in ``map``; DELETEALL first."""
+        boxes = boxes_3d(self.scene)
+        markers = [Marker(action=Marker.DELETEALL)]
+        markers[0].header.stamp, markers[0].header.frame_id = stamp, "map"
+        for instance_id in np.unique(instance):
+            box = boxes.get(int(instance_id))
+            if box is None:
+                continue
+            marker = Marker(ns=str(box.class_id), id=int(instance_id), type=Marker.CUBE, action=Marker.ADD)
+            marker.header.stamp, marker.header.frame_id = stamp, "map"
+            marker.pose.position.x, marker.pose.position.y, marker.pose.position.z = box.center
+            (marker.pose.orientation.w, marker.pose.orientation.x, marker.pose.orientation.y,
+             marker.pose.orientation.z) = box.orientation
+            marker.scale.x, marker.scale.y, marker.scale.z = box.size
+            marker.color.r, marker.color.g, marker.color.b, marker.color.a = 0.1, 0.9, 0.2, 0.4
+            marker.text = box.name
+            markers.append(marker)
+        return MarkerArray(markers=markers)
+
     def publish_frame(self, position, orientation, stamp) -> None:
         frame = self.model.render(
             position,
@@ -152,7 +180,7 @@ class CameraNode(Node):
             depth=has_subscribers(self.depth_pub),
             segmentation=has_subscribers(self.segmentation_pub),
             color=has_subscribers(self.color_pub),
-            instance=has_subscribers(self.instance_pub),
+            instance=has_subscribers(self.instance_pub) or has_subscribers(self.detections_pub),
             normals=has_subscribers(self.normals_pub),
         )
         self.camera_info.header.stamp = stamp
@@ -164,8 +192,10 @@ class CameraNode(Node):
             self.segmentation_pub.publish(image_message(frame.segmentation, "mono16", header))
         if frame.color is not None:
             self.color_pub.publish(image_message(frame.color, "rgb8", header))
-        if frame.instance is not None:
+        if frame.instance is not None and has_subscribers(self.instance_pub):
             self.instance_pub.publish(image_message(frame.instance, "mono16", header))
+        if frame.instance is not None and has_subscribers(self.detections_pub):
+            self.detections_pub.publish(self.detections(frame.instance, stamp))
         if frame.normals is not None:
             self.normals_pub.publish(image_message(frame.normals, "32FC3", header))
         stamp_key = (stamp.sec, stamp.nanosec)

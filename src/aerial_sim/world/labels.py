@@ -1,0 +1,72 @@
+"""Dataset labels from a rendered frame: 2D boxes of the instances in view and their 3D boxes in the world.
+
+- :func:`boxes_2d`: for each instance id in an instance image, the tight pixel box
+  (u_min, v_min, u_max, v_max, inclusive) of its visible pixels and their count (the COCO-style box of
+  its visible part; an occluded object's box covers what is seen of it).
+- :func:`boxes_3d`: each object's box in ``map``: a ``box`` object's own oriented box (centre, size,
+  orientation), any other shape's axis-aligned box of its world triangles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from aerial_sim.world.geometry import object_parts
+from aerial_sim.world.scene import Scene
+
+
+@dataclass(frozen=True)
+class Box3d:
+    """An object's box in ``map``: centre (m), full size along its own axes (m), orientation (w, x, y, z)."""
+
+    instance_id: int
+    class_id: int
+    name: str
+    center: tuple[float, float, float]
+    size: tuple[float, float, float]
+    orientation: tuple[float, float, float, float]
+
+
+def boxes_2d(instance: np.ndarray, first_object_id: int = 2) -> dict[int, tuple[int, int, int, int, int]]:
+    """instance id -> (u_min, v_min, u_max, v_max, pixel count) for every object id in the image."""
+    height, width = instance.shape
+    ids = instance.ravel().astype(np.int64)
+    keep = ids >= first_object_id
+    ids = ids[keep]
+    if ids.size == 0:
+        return {}
+    pixels = np.flatnonzero(keep)
+    u, v = pixels % width, pixels // width
+    present, inverse, counts = np.unique(ids, return_inverse=True, return_counts=True)
+    u_min = np.full(len(present), width, np.int64)
+    v_min = np.full(len(present), height, np.int64)
+    u_max = np.full(len(present), -1, np.int64)
+    v_max = np.full(len(present), -1, np.int64)
+    np.minimum.at(u_min, inverse, u)
+    np.minimum.at(v_min, inverse, v)
+    np.maximum.at(u_max, inverse, u)
+    np.maximum.at(v_max, inverse, v)
+    return {int(i): (int(a), int(b), int(c), int(d), int(n))
+            for i, a, b, c, d, n in zip(present, u_min, v_min, u_max, v_max, counts)}
+
+
+def boxes_3d(scene: Scene) -> dict[int, Box3d]:
+    """instance id -> :class:`Box3d` for every object of the scene (built once per scene)."""
+    if "boxes_3d" in scene.cache:
+        return scene.cache["boxes_3d"]
+    boxes = {}
+    for index, obj in enumerate(scene.objects):
+        instance_id = scene.instance_id(index)
+        if obj.shape == "box":
+            box = Box3d(instance_id, obj.segmentation_id, obj.name, tuple(map(float, obj.position)),
+                        tuple(map(float, obj.size)), tuple(map(float, obj.quaternion)))
+        else:
+            corners = np.concatenate([part.triangles.reshape(-1, 3) for part in object_parts(obj, scene)])
+            low, high = corners.min(axis=0), corners.max(axis=0)
+            box = Box3d(instance_id, obj.segmentation_id, obj.name, tuple(map(float, (low + high) / 2)),
+                        tuple(map(float, high - low)), (1.0, 0.0, 0.0, 0.0))
+        boxes[instance_id] = box
+    scene.cache["boxes_3d"] = boxes
+    return boxes
