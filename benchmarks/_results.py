@@ -69,6 +69,8 @@ def record(benchmark: str, title: str, rows: list[dict], command: str | None = N
         "commit": _git("rev-parse", "--short", "HEAD") or "unknown",
         "dirty": bool(_git("status", "--porcelain", "--untracked-files=no", "--", "src")),
         "machine": machine(),
+        "cpus": os.cpu_count(),
+        "load_average_1m": round(os.getloadavg()[0], 1) if hasattr(os, "getloadavg") else None,
         "notes": notes,
         "rows": rows,
     }

@@ -21,6 +21,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "src")]
 
+from _results import record, row  # noqa: E402
+
 
 def per_call_us(function, data, count: int) -> float:
     """Best of 3 batches of ``count`` calls, microseconds per call."""
@@ -49,6 +51,7 @@ def messages():
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=20000)
+    parser.add_argument("--no-record", action="store_true", help="do not write doc/results/cdr.json")
     options = parser.parse_args()
     from rclpy.serialization import deserialize_message, serialize_message
 
@@ -62,12 +65,17 @@ def main() -> int:
         ("sensor_msgs/JointState", rotors, decode_joint_state, lambda data: deserialize_message(data, type(rotors))),
     ]
     print(f"{'message':<24}{'rclpy us':>10}{'cdr us':>9}{'ratio':>7}")
+    results = []
     for name, message, decode, typed in rows:
         data = serialize_message(message)
         typed_us = per_call_us(typed, data, max(1, options.count // 10))
         raw_us = per_call_us(decode, data, options.count)
         print(f"{name:<24}{typed_us:>10.1f}{raw_us:>9.1f}{typed_us / raw_us:>7.1f}", flush=True)
-    print_publishing(max(1, options.count // 10))
+        results += [row(f"read {name}: rclpy deserialize_message", round(typed_us, 1), "us"),
+                    row(f"read {name}: aerial_sim.cdr decode", round(raw_us, 1), "us", f"{typed_us / raw_us:.1f}x faster")]
+    results += print_publishing(max(1, options.count // 10))
+    record("cdr", "Reading and writing messages as CDR bytes (aerial_sim.cdr)", results,
+           notes="Per message, one process; publishing with one subscriber matched in the same process.")
     return 0
 
 
@@ -100,7 +108,7 @@ def typed_imu(rates, acceleration, covariance):
     return message
 
 
-def print_publishing(count: int) -> None:
+def print_publishing(count: int) -> list[dict]:
     import rclpy
     from nav_msgs.msg import Odometry
     from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -129,6 +137,7 @@ def print_publishing(count: int) -> None:
          lambda: cdr.encode_float64_array(controls)),
     ]
     print(f"\n{'publishing':<28}{'typed us':>9}{'cdr us':>8}{'ratio':>7}   (build or encode, then publish)")
+    results = []
     try:
         for name, message_type, build, encode in rows:
             topic = "/cdr_bench/" + name.split("/")[1].lower()
@@ -138,10 +147,13 @@ def print_publishing(count: int) -> None:
             typed_us = per_call_us(lambda _: publisher.publish(build()), None, count)
             raw_us = per_call_us(lambda _: publisher.publish(encode()), None, count)
             print(f"{name:<28}{typed_us:>9.1f}{raw_us:>8.1f}{typed_us / raw_us:>7.1f}", flush=True)
+            results += [row(f"publish {name}: typed message", round(typed_us, 1), "us"),
+                        row(f"publish {name}: aerial_sim.cdr bytes", round(raw_us, 1), "us", f"{typed_us / raw_us:.1f}x faster")]
     finally:
         sender.destroy_node()
         receiver.destroy_node()
         rclpy.shutdown()
+    return results
 
 
 if __name__ == "__main__":

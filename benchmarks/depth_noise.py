@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 
+from _results import record, row
 from aerial_sim.sensors.depth_noise import DepthNoiseModel, DepthNoiseParams
 
 SIZES = {"460x320": (320, 460), "1280x720": (720, 1280)}
@@ -80,15 +81,22 @@ def node_rates(shape, rate_hz: float | None, seconds: float = 4.0) -> tuple[floa
 
 def main(argv: list[str]) -> int:
     print("depth noise model, ms per frame (best of 3 x 30; paper 12.1 ms at 460x320, goal < 2.42 ms)")
+    rows = []
     for name, options in OPTIONS.items():
-        figures = ", ".join(f"{size}: {model_ms(DepthNoiseParams(**options), shape):6.2f} ms" for size, shape in SIZES.items())
-        print(f"  {name:<34} {figures}")
+        times = {size: model_ms(DepthNoiseParams(**options), shape) for size, shape in SIZES.items()}
+        print(f"  {name:<34} " + ", ".join(f"{size}: {ms:6.2f} ms" for size, ms in times.items()))
+        rows += [row(f"model, {name}, {size} frame", round(ms, 2), "ms", "paper: 12.1 ms at 460x320" if size == "460x320" else "")
+                 for size, ms in times.items()]
+    title = "Depth-camera noise (seed 004 eq. 4)"
     if "--model-only" in argv:
+        record("depth_noise", title, rows, "tools/dev.sh bench depth_noise --model-only")
         return 0
     print("depth noise node, 4 s each (published pairs -> image_raw received, Hz):")
     for size, target in (("460x320", 90.0), ("460x320", 150.0), ("1280x720", 30.0), ("1280x720", 60.0)):
         sent, got = node_rates(SIZES[size], target)
         print(f"  {size:<9} {target:5.0f} Hz offered: published {sent:6.1f} Hz, received {got:6.1f} Hz")
+        rows.append(row(f"node, {size} at {target:.0f} Hz offered", round(got, 1), "Hz", f"published {sent:.1f} Hz"))
+    record("depth_noise", title, rows)
     return 0
 
 

@@ -40,6 +40,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
+from _results import record, row
 from aerial_sim.environment.environment import Environment, EnvironmentParams  # noqa: E402
 from aerial_sim.physics.world import PhysicsParams, PhysicsWorld  # noqa: E402
 from aerial_sim.vehicles.multirotor import load_vehicle  # noqa: E402
@@ -288,6 +289,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--node-seconds", type=float, default=10.0, help="measuring window of the node in real time")
     parser.add_argument("--no-node", action="store_true", help="skip the physics node")
+    parser.add_argument("--no-record", action="store_true", help="do not write doc/results/physics.json")
     args = parser.parse_args()
 
     print(f"aerial_sim physics core, {RATE_HZ:g} Hz steps, Python {sys.version.split()[0]}")
@@ -303,6 +305,15 @@ def main() -> None:
     if rotorpy is not None:
         print(f"RotorPy, same hover, 1 ms steps: {rotorpy:10,.0f} steps/s  ({rotorpy / RATE_HZ:6.2f} x real time)")
         print(f"  aerial_sim / RotorPy: {hover / rotorpy:.0f} x")
+    rows = [row("1 quad-X hovering", round(hover), "steps/s", f"{hover / RATE_HZ:.1f}x real time (goal: 50x)"),
+            row("1 quad-X resting on the ground, asleep", round(resting), "steps/s", f"{resting / RATE_HZ:.1f}x real time"),
+            row("1 quad-X resting, sleep off (contact path)", round(awake), "steps/s", f"{awake / RATE_HZ:.1f}x real time"),
+            row("4 quad-X hovering", round(four), "world steps/s", f"{four / RATE_HZ:.1f}x real time")]
+    if rotorpy is not None:
+        rows.append(row("RotorPy, same hover, 1 ms steps", round(rotorpy), "steps/s",
+                        f"aerial_sim {hover / rotorpy:.0f}x faster, same run"))
+    record("physics", f"Physics core ({RATE_HZ:g} Hz steps)", rows,
+           "tools/dev.sh bench physics --no-node", notes="Best of the repeats; the node figures (--node) are printed, not recorded.")
     if not args.no_node:
         physics_node(args.node_seconds)
 

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 
+from _results import record, row
 from aerial_sim.environment.magnetic import MagneticFieldParams, WorldMagneticModel
 from aerial_sim.sensors.barometer import Barometer
 from aerial_sim.sensors.common import Resampler, TruthSample
@@ -33,6 +34,7 @@ def per_call_us(function, n: int) -> float:
 
 
 def bench_models() -> None:
+    """Print (and record in doc/results/sensors.json) each model's cost per sample."""
     imu, vib = Imu(), Imu(ImuParams(vibration_enabled=True))
     baro, gps = Barometer(), Gps()
     mag_dipole = Magnetometer()
@@ -55,8 +57,13 @@ def bench_models() -> None:
         ("resampler push (250 -> 200 Hz)", push, 20000),
     ]
     print("model cost per sample (us)")
+    results = []
     for name, function, n in rows:
-        print(f"  {name:<32} {per_call_us(function, n):8.1f}")
+        us = per_call_us(function, n)
+        print(f"  {name:<32} {us:8.1f}")
+        results.append(row(name, round(us, 1), "us per sample"))
+    record("sensors", "Sensor models (FSR 2017 sec. 3.4), cost per sample", results, "tools/dev.sh bench sensors --models",
+           notes="The node CPU shares that `tools/dev.sh bench sensors` prints after these are not recorded.")
 
 
 def cpu_seconds(pid: int) -> float:

@@ -15,6 +15,7 @@ so test_docs.py's warnings-as-errors build fails on it.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from docutils import nodes
@@ -84,6 +85,16 @@ class BenchmarkResults(Directive):
             section += _paragraph("Measured ", nodes.literal(text=data["measured_at"]), " on commit ",
                                   nodes.literal(text=commit), ", ", data["machine"], ". Reproduce: ",
                                   nodes.literal(text=data["command"]), ".")
+            load, cpus = data.get("load_average_1m"), data.get("cpus")
+            if load is None or cpus is None:  # files written before these fields: read them from the machine line
+                found = re.match(r"(\d+) CPUs .*load average ([\d.]+)", str(data["machine"]))
+                if found:
+                    cpus, load = int(found.group(1)), float(found.group(2))
+            if isinstance(load, (int, float)) and isinstance(cpus, int) and load > cpus:
+                section += _paragraph(nodes.strong(text="Measured under load"),
+                                      f": load average {load:g} on {cpus} CPUs, so each figure here may be several "
+                                      "times its value on a quiet machine; compare figures within this table, and "
+                                      "rerun the command before quoting one.")
             if data.get("notes"):
                 section += _paragraph(data["notes"])
             section += _table(data["rows"])
