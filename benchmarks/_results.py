@@ -1,7 +1,7 @@
 """Where the benchmarks write their figures: ``doc/results/<benchmark>.json``, rendered by the docs.
 
 A benchmark calls :func:`record` once with the figures it printed; the file says what was measured,
-on which commit (and whether the tree had uncommitted changes), when (UTC) and on what machine
+on which code (the last commit that changed src/, and whether src/ had uncommitted changes), when (UTC) and on what machine
 (CPU count and model, load average at the end, Python), and the command that reproduces it. The
 documentation's measurements page (doc/measurements.md) shows every such file, so a figure there is
 the benchmark's last run, never a hand copy. ``--no-record`` on a benchmark's command line (or
@@ -66,7 +66,9 @@ def record(benchmark: str, title: str, rows: list[dict], command: str | None = N
         "title": title,
         "command": command or f"tools/dev.sh bench {benchmark}",
         "measured_at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "commit": _git("rev-parse", "--short", "HEAD") or "unknown",
+        # The last commit that changed src/ (the code measured; stable when a branch is rebased onto
+        # main, which a HEAD of unlanded commits is not), and whether src/ had uncommitted changes.
+        "commit": _git("log", "-1", "--format=%h", "--", "src") or "unknown",
         "dirty": bool(_git("status", "--porcelain", "--untracked-files=no", "--", "src")),
         "machine": machine(),
         "cpus": os.cpu_count(),

@@ -82,7 +82,7 @@ class BenchmarkResults(Directive):
             section = nodes.section(ids=[f"results-{data['benchmark']}"])
             section += nodes.title(text=data["title"])
             commit = data["commit"] + (" (with uncommitted changes)" if data.get("dirty") else "")
-            section += _paragraph("Measured ", nodes.literal(text=data["measured_at"]), " on commit ",
+            section += _paragraph("Measured ", nodes.literal(text=data["measured_at"]), " on the code of commit ",
                                   nodes.literal(text=commit), ", ", data["machine"], ". Reproduce: ",
                                   nodes.literal(text=data["command"]), ".")
             load, cpus = data.get("load_average_1m"), data.get("cpus")
