@@ -548,3 +548,28 @@ def test_computer_vision_mode_holds_a_teleported_vehicle_in_the_air():
             await call(api, "takeoff", 20, "")
 
     fly(script, settings={"SimMode": "ComputerVision"})
+
+
+def test_set_time_of_day_moves_the_sun_of_the_scene_images():
+    """simSetTimeOfDay at midnight darkens the ground of the Scene image (no direct sun, ambient fades);
+    at noon it is lit again; a bad date is one RPC error naming the argument."""
+
+    async def script(api, graph):
+        request = [{"camera_name": "front_center", "image_type": 0, "compress": False}]
+
+        async def ground_brightness():
+            (response,) = await call(api, "simGetImages", request, "")
+            image = np.frombuffer(response["image_data_uint8"], np.uint8).reshape(48, 64, 3)
+            return image[-8:].mean()  # the bottom rows: ground
+
+        before = await ground_brightness()
+        await call(api, "simSetTimeOfDay", True, "2026-12-21 00:00:00", False, 1.0, 60.0, True)
+        night = await ground_brightness()
+        await call(api, "simSetTimeOfDay", True, "2026-06-21 12:00:00", False, 1.0, 60.0, True)
+        noon = await ground_brightness()
+        with pytest.raises(RpcError, match="start_datetime"):
+            await call(api, "simSetTimeOfDay", True, "yesterday", False, 1.0, 60.0, True)
+        return before, night, noon
+
+    before, night, noon = fly(script, scene="urban")
+    assert night < 0.5 * before and noon > 2 * night

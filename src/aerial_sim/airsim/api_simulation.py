@@ -189,6 +189,33 @@ class SimulationMethods:
     def _scene_objects(self):
         return self.cameras.scene.objects if self.cameras is not None else ()
 
+    async def rpc_simSetTimeOfDay(self, is_enabled, start_datetime="", is_start_datetime_dst=False,
+                                  celestial_clock_speed=1.0, update_interval_secs=60.0, move_sun=True):
+        """Place every camera's sun for ``start_datetime`` ("%Y-%m-%d %H:%M:%S", local solar time at the home
+        point; empty: now) at the home point (:mod:`aerial_sim.world.lighting`); the sun then stays there
+        (the celestial clock does not run). ``is_enabled=False`` or ``move_sun=False`` leaves it as it is."""
+        from datetime import datetime, timedelta, timezone
+
+        from aerial_sim.config import ParamsError
+        from aerial_sim.world.lighting import parse_time_of_day
+
+        if not (bool(is_enabled) and bool(move_sun)) or self.cameras is None:
+            return
+        text = wire.text(start_datetime, "start_datetime") if start_datetime else ""
+        try:
+            if text:
+                moment = parse_time_of_day(text, self.params.home.longitude)
+                if bool(is_start_datetime_dst):
+                    moment -= timedelta(hours=1)
+            else:
+                moment = datetime.now(timezone.utc)
+        except ParamsError as error:
+            raise RpcFault(f"start_datetime: {error}") from None
+        self.cameras.set_time_of_day(moment)
+        if float(celestial_clock_speed) != 0.0:
+            self._once("time_of_day", "simSetTimeOfDay: the sun is placed for start_datetime and stays there "
+                                      "(the celestial clock does not run)")
+
     # -- accepted without effect (nothing to draw, no weather) ---------------------------------
     async def rpc_simSetTraceLine(self, color_rgba, thickness=1.0, vehicle_name=""):
         self.vehicle(vehicle_name)

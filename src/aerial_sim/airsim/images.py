@@ -143,6 +143,7 @@ class CameraRig:
         self._palette_bgr = np.ascontiguousarray(palette[:, ::-1]).view("V3").ravel()
         self.object_ids = {obj.name: obj.segmentation_id for obj in scene.objects}
         self._surface_ids: dict[int, int] = {}  # surface index -> segmentation id set by the API
+        self._time_of_day = None  # the instant simSetTimeOfDay placed the sun for (None: the scene's sun)
         if settings is not None:
             self._apply_settings(settings)
 
@@ -202,11 +203,19 @@ class CameraRig:
                         | self._overrides.get(key, {}))
             model = CameraModel(dataclasses.replace(self.base, **settings), self.scene)
             self._apply_segmentation_overrides(model)
+            if self._time_of_day is not None:
+                model.set_time_of_day(self._time_of_day)
             p = model.params
             u, v = np.meshgrid(np.arange(p.width), np.arange(p.height))
             factor = 1.0 / np.sqrt(((u - model.cx) / model.fx) ** 2 + ((v - model.cy) / model.fy) ** 2 + 1.0)
             camera = self._cameras[key] = Camera(name, model, factor.astype(np.float32))
         return camera
+
+    def set_time_of_day(self, moment) -> None:
+        """simSetTimeOfDay: every camera's sun for ``moment`` (an aware datetime) at the scene's home point."""
+        self._time_of_day = moment
+        for camera in self._cameras.values():
+            camera.model.set_time_of_day(moment)
 
     def set_pose(self, vehicle: str, camera_name: str, position_frd, orientation_frd) -> None:
         """simSetCameraPose: the camera's pose relative to the vehicle (FRD; NaN keeps a value)."""
