@@ -67,19 +67,27 @@ class FleetHosting:
     SEED_STRIDE = 1_000_000
 
 
-def build_fleet_nodes(node_factory: Callable[..., Node], hosting: FleetHosting, nodes: list[Node]) -> None:
+def build_fleet_nodes(node_factory: Callable[..., Node], hosting: FleetHosting, nodes: list[Node],
+                      args: list[str] | None = None) -> None:
     """Append to ``nodes`` the node(s) this process serves (see :class:`FleetHosting`).
 
-    A probe node (named and namespaced as launch asked, so it receives exactly the
-    parameters meant for this process) reads the fleet selection; it stays as the
-    process's only node when no vehicle needs one (it then idles instead of ending the launch).
+    When the process's arguments ``args`` (``-p`` and ``--params-file``) name none of the selection
+    parameters, it serves the single node, built at once: no other node is in the graph. Otherwise a
+    probe node (named and namespaced as launch asked, so it receives exactly the parameters meant for
+    this process) reads the selection; it stays as the process's only node when no vehicle needs one
+    (it then idles instead of ending the launch).
     The probe is never destroyed while the process starts: destroying a node right after
     creating it, while DDS discovery runs, segfaulted in rclpy's ``destroy_node`` (seen twice
-    in full-suite runs, an IMU and a barometer). It has no parameter services and no rosout,
-    so it answers nothing in the name of the node(s) built after it; it is destroyed with them.
+    in full-suite runs, an IMU and a barometer); it is destroyed with the others. Serving a fleet, it is
+    the process's node in the parent namespace and answers parameter services (read only,
+    :func:`answer_parameter_services`); serving the single node, which has its name, it answers none
+    and has no rosout, so it answers nothing in that node's name.
     Its clock follows the first node's ``/clock`` subscription (:func:`share_clock`): an idle
     probe reading ``/clock`` on its own cost a sensor process a third of its callbacks.
     """
+    if args is not None and not selection_given(args):
+        nodes.append(node_factory())
+        return
     probe = _parameter_probe(hosting.name)
     nodes.append(probe)
     served: list[Node] = []
@@ -88,13 +96,69 @@ def build_fleet_nodes(node_factory: Callable[..., Node], hosting: FleetHosting, 
                          probe.get_namespace(), served, single=node_factory)
     finally:
         nodes[:0] = served  # before the probe: the first served node's /clock drives the others
+    if not any(node.get_fully_qualified_name() == probe.get_fully_qualified_name() for node in served):
+        answer_parameter_services(probe)
     share_clock(nodes)
+
+
+def selection_given(args: list[str]) -> bool:
+    """Whether ``args`` name a parameter of :attr:`FleetHosting.SELECTION` anywhere: a ``-p NAME:=...``
+    (for any node) or a key of a ``--params-file`` (at any depth). Conservative: a name given for
+    another node counts too, and a file that cannot be read counts (the probe then reads the selection)."""
+    import yaml  # noqa: PLC0415
+
+    names = set(FleetHosting.SELECTION)
+    ros = False
+    for index, argument in enumerate(args):
+        if argument == "--ros-args":
+            ros = True
+        elif argument == "--":
+            ros = False
+        elif ros and argument in ("-p", "--param") and index + 1 < len(args):
+            if args[index + 1].split(":=", 1)[0].rsplit(":", 1)[-1] in names:
+                return True
+        elif ros and argument == "--params-file" and index + 1 < len(args):
+            try:
+                with open(args[index + 1], encoding="utf-8") as stream:
+                    document = yaml.safe_load(stream)
+            except (OSError, yaml.YAMLError):
+                return True
+            if _keys_of(document) & names:
+                return True
+    return False
+
+
+def _keys_of(document: Any) -> set[str]:
+    """Every mapping key in a YAML document, at any depth (the last dotted part of each)."""
+    if isinstance(document, dict):
+        keys = {str(key).rsplit(".", 1)[-1] for key in document}
+        for value in document.values():
+            keys |= _keys_of(value)
+        return keys
+    if isinstance(document, list):
+        return set().union(*(_keys_of(item) for item in document)) if document else set()
+    return set()
 
 
 def _parameter_probe(name: str) -> Node:
     """An idle node that receives the process's parameters (see :func:`build_fleet_nodes`)."""
     return Node(name, allow_undeclared_parameters=True, automatically_declare_parameters_from_overrides=True,
                 start_parameter_services=False, enable_rosout=False)
+
+
+def answer_parameter_services(probe: Node) -> None:
+    """Give a process's own node (a fleet's or a shared process's probe) the standard parameter
+    services: ``ros2 param list/get`` show what the process was given. Read only: those values were read
+    at start, so a set is refused with the reason (set them on the nodes it serves)."""
+    from rcl_interfaces.msg import SetParametersResult  # noqa: PLC0415
+    from rclpy.parameter_service import ParameterService  # noqa: PLC0415
+
+    def refuse(_parameters) -> SetParametersResult:
+        return SetParametersResult(successful=False, reason=f"{probe.get_fully_qualified_name()} reads its "
+                                   "parameters once at start: set them on the nodes it serves")
+
+    probe.add_on_set_parameters_callback(refuse)
+    probe._aerial_sim_parameter_service = ParameterService(probe)
 
 
 def add_hosted_nodes(node_factory: Callable[..., Node], hosting: FleetHosting, given: dict[str, Parameter],
@@ -224,6 +288,8 @@ def build_shared_nodes(process_name: str, members: tuple[HostedNode, ...], nodes
                 _warn_unknown(name, own, hosted[first:first + 1])
     finally:
         nodes[:0] = hosted
+    if not any(node.get_fully_qualified_name() == probe.get_fully_qualified_name() for node in hosted):
+        answer_parameter_services(probe)
     served = sorted({n.get_name() for n in hosted}, key=[m.hosting.name for m in members].index)
     probe.get_logger().info(f"one process for {', '.join(served)}" if served else "every member disabled: nothing to serve")
     share_clock(nodes)

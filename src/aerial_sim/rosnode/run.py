@@ -48,7 +48,7 @@ def run_node(node_factory: Callable[..., Node], args: list[str] | None = None,
             nodes.append(node_factory())
     else:
         def build(nodes: list[Node]) -> None:
-            build_fleet_nodes(node_factory, hosting, nodes)
+            build_fleet_nodes(node_factory, hosting, nodes, args if args is not None else sys.argv)
     return run_nodes(build, default_name, args, background)
 
 
