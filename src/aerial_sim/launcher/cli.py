@@ -2,7 +2,7 @@
 
     aerial_sim launch FILE [name:=value ...]
     aerial_sim launch PACKAGE FILE [name:=value ...]     # FILE under PACKAGE's share/launch
-    aerial_sim launch FILE --show-args                   # the file's declared arguments
+    aerial_sim launch FILE --show-args                   # its arguments and its includes' (as ros2 launch)
     aerial_sim launch FILE --print [name:=value ...]     # the command lines, nothing started
     aerial_sim launch FILE --params-file FILE [...]      # one more params file for every node
     aerial_sim launch FILE --strict [...]                # exit 1 (3) when a process failed (while stopping)
@@ -173,7 +173,7 @@ def default_log_dir() -> Path:
 
 
 def _show_arguments(path: Path) -> None:
-    declarations = declared_arguments(path)
+    declarations = declared_arguments(path, include_nested=True)
     if not declarations:
         print(f"{path} declares no launch arguments")
         return

@@ -298,23 +298,57 @@ def read_launch_entities(path: Path) -> list[Any]:
     return entities
 
 
-def declared_arguments(path: Path) -> list[ArgumentDeclaration]:
-    """The ``arg`` tags at the top level of a file, unevaluated (for ``--show-args``)."""
-    declarations = []
-    for entity in read_launch_entities(path):
-        if isinstance(entity, dict) and list(entity) == ["arg"] and isinstance(entity["arg"], dict):
-            body = entity["arg"]
-            default = body.get("default")
-            choices = [c for c in body.get("choices") or [] if isinstance(c, dict)]
-            declarations.append(
-                ArgumentDeclaration(
-                    name=_scalar_text(body.get("name", "?")),
-                    default=None if default is None else _scalar_text(default),
-                    description=_scalar_text(body.get("description", "")),
-                    choices=tuple(_scalar_text(c.get("value", "")) for c in choices),
-                )
-            )
-    return declarations
+def declared_arguments(path: Path, include_nested: bool = False) -> list[ArgumentDeclaration]:
+    """The ``arg`` tags of a file, unevaluated (for ``--show-args``): those at its top level, or with
+    ``include_nested`` also those in its groups and in the files it includes (whatever their conditions
+    say), depth first in file order, the first declaration of a name kept: what ``ros2 launch
+    --show-args`` lists. Include paths that cannot be evaluated without arguments are skipped."""
+    declarations: dict[str, ArgumentDeclaration] = {}
+    scope = _Scope(configurations={}, environ=dict(os.environ))
+    _collect_declarations(Path(path), scope, include_nested, declarations, depth=0)
+    return list(declarations.values())
+
+
+def _collect_declarations(path: Path, scope: _Scope, nested: bool, found: dict[str, ArgumentDeclaration],
+                          depth: int) -> None:
+    if depth > MAX_INCLUDE_DEPTH:
+        return
+    context = _Context(scope, path.resolve())
+
+    def visit(entities: list[Any], top: bool) -> None:
+        for entity in entities:
+            if not isinstance(entity, dict) or len(entity) != 1:
+                continue
+            ((tag, body),) = entity.items()
+            if tag == "include" and isinstance(body, str):
+                body = {"file": body}
+            if not isinstance(body, dict):
+                continue
+            if tag == "arg" and (top or nested):
+                declaration = _declaration(body)
+                found.setdefault(declaration.name, declaration)
+            elif nested and tag == "group" and isinstance(body.get("children"), list):
+                visit(body["children"], top=False)
+            elif nested and tag == "include" and "file" in body:
+                try:
+                    included = Path(substitutions.substitute(_scalar_text(body["file"]), context)).expanduser()
+                except LaunchError:
+                    continue
+                if included.is_file():
+                    _collect_declarations(included, scope, nested, found, depth + 1)
+
+    visit(read_launch_entities(path), top=True)
+
+
+def _declaration(body: dict) -> ArgumentDeclaration:
+    default = body.get("default")
+    choices = [c for c in body.get("choices") or [] if isinstance(c, dict)]
+    return ArgumentDeclaration(
+        name=_scalar_text(body.get("name", "?")),
+        default=None if default is None else _scalar_text(default),
+        description=_scalar_text(body.get("description", "")),
+        choices=tuple(_scalar_text(c.get("value", "")) for c in choices),
+    )
 
 
 class _Evaluator:
