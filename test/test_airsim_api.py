@@ -573,3 +573,29 @@ def test_set_time_of_day_moves_the_sun_of_the_scene_images():
 
     before, night, noon = fly(script, scene="urban")
     assert night < 0.5 * before and noon > 2 * night
+
+
+def test_weather_fog_greys_the_distance_and_switching_weather_off_clears_it():
+    async def script(api, graph):
+        request = [{"camera_name": "front_center", "image_type": 0, "compress": False}]
+
+        async def horizon_band():
+            (response,) = await call(api, "simGetImages", request, "")
+            image = np.frombuffer(response["image_data_uint8"], np.uint8).reshape(48, 64, 3).astype(float)
+            return image[26:30]  # just below the horizon: far ground
+
+        await airborne(api)  # a few metres up: the rows below the horizon see ground 15-40 m away
+        clear = await horizon_band()
+        await call(api, "simEnableWeather", True)
+        await call(api, "simSetWeatherParameter", 7, 1.0)
+        foggy = await horizon_band()
+        await call(api, "simEnableWeather", False)
+        again = await horizon_band()
+        with pytest.raises(RpcError, match="val"):
+            await call(api, "simSetWeatherParameter", 7, 3.0)
+        return clear, foggy, again
+
+    clear, foggy, again = fly(script, scene="urban")
+    fog = np.array((200, 210, 225), float)
+    assert np.abs(foggy - fog).mean() < 0.5 * np.abs(clear - fog).mean()  # far ground toward the fog colour
+    assert np.abs(again - clear).mean() < 2.0  # the same view (hovering) without fog

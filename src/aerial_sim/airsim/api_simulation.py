@@ -21,6 +21,11 @@ from aerial_sim.environment.geodesy import geodetic_to_enu
 from aerial_sim.physics.rotation import quat_normalize
 
 
+#: AirSim's WeatherParameter.Fog, and the fog density (1/m) its value 1 becomes here.
+WEATHER_FOG = 7
+FOG_DENSITY_AT_FULL_PER_M = 0.05
+
+
 class SimulationMethods:
     """AirSim's simulation-control and world methods, mixed into :class:`~aerial_sim.airsim.api.AirSimApi`
     (whose state they use)."""
@@ -221,10 +226,30 @@ class SimulationMethods:
         self.vehicle(vehicle_name)
 
     async def rpc_simEnableWeather(self, enable):
-        self._once("weather", "weather is not simulated: simEnableWeather/simSetWeatherParameter have no effect")
+        """Weather on: the fog of simSetWeatherParameter shows; off: the scene's own fog again."""
+        self._weather = bool(enable)
+        self._apply_fog()
 
     async def rpc_simSetWeatherParameter(self, param, val):
-        await self.rpc_simEnableWeather(True)
+        """Fog (WeatherParameter 7), 0..1, becomes distance fog of density val x FOG_DENSITY_AT_FULL_PER_M
+        (1 - exp(-k d): at full fog half the light is lost in 14 m); the other parameters (rain, snow, dust,
+        leaves) are not simulated (one log line)."""
+        value = float(val)
+        if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+            raise RpcFault(f"val: a weather intensity is 0..1, got {val!r}")
+        if int(param) == WEATHER_FOG:
+            self._fog = value
+            self._apply_fog()
+        else:
+            self._once("weather", "simSetWeatherParameter: only Fog (7) is simulated; rain, snow, dust and "
+                                  "leaves have no effect")
+
+    def _apply_fog(self) -> None:
+        if self.cameras is None:
+            return
+        fog = getattr(self, "_fog", 0.0)
+        on = getattr(self, "_weather", False) and fog > 0
+        self.cameras.set_fog(fog * FOG_DENSITY_AT_FULL_PER_M if on else None)
 
     async def rpc_simPrintLogMessage(self, message, message_param="", severity=0):
         self.log.info(f"client: {wire.text(message, 'message')} {wire.text(message_param, 'message_param')}")

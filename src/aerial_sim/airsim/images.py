@@ -144,6 +144,7 @@ class CameraRig:
         self.object_ids = {obj.name: obj.segmentation_id for obj in scene.objects}
         self._surface_ids: dict[int, int] = {}  # surface index -> segmentation id set by the API
         self._time_of_day = None  # the instant simSetTimeOfDay placed the sun for (None: the scene's sun)
+        self._fog_density = None  # fog set by simSetWeatherParameter (None: the scene's)
         if settings is not None:
             self._apply_settings(settings)
 
@@ -205,6 +206,8 @@ class CameraRig:
             self._apply_segmentation_overrides(model)
             if self._time_of_day is not None:
                 model.set_time_of_day(self._time_of_day)
+            if self._fog_density is not None:
+                model.set_fog(self._fog_density)
             p = model.params
             u, v = np.meshgrid(np.arange(p.width), np.arange(p.height))
             factor = 1.0 / np.sqrt(((u - model.cx) / model.fx) ** 2 + ((v - model.cy) / model.fy) ** 2 + 1.0)
@@ -216,6 +219,12 @@ class CameraRig:
         self._time_of_day = moment
         for camera in self._cameras.values():
             camera.model.set_time_of_day(moment)
+
+    def set_fog(self, density_per_m: float | None) -> None:
+        """simSetWeatherParameter(Fog): every camera's fog density (1/m); None: the scene's fog."""
+        self._fog_density = density_per_m
+        for camera in self._cameras.values():
+            camera.model.set_fog(density_per_m)
 
     def set_pose(self, vehicle: str, camera_name: str, position_frd, orientation_frd) -> None:
         """simSetCameraPose: the camera's pose relative to the vehicle (FRD; NaN keeps a value)."""

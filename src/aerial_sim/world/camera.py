@@ -106,6 +106,7 @@ class CameraModel:
         self._planar_per_metre = (1.0 / norms).astype(np.float32)  # optical z of a unit ray
         self.lighting = scene.lighting
         self._gain = np.float32(2.0 ** self.lighting.exposure_ev)
+        self._fog_density = np.float32(self.lighting.fog_density_per_m)
         self._set_sun(params.sun_direction_enu, 1.0, 1.0)
         if self.lighting.time_of_day is not None:
             self.set_time_of_day(parse_time_of_day(self.lighting.time_of_day, scene.home.longitude))
@@ -132,6 +133,15 @@ class CameraModel:
         if getattr(self, "_supersampled", None) is not None:
             self._supersampled.set_time_of_day(moment)
         return azimuth, elevation
+
+    def set_fog(self, density_per_m: float | None) -> None:
+        """Distance-fog density (1/m) from now on; None: the scene's ``lighting.fog_density_per_m`` again."""
+        density = self.lighting.fog_density_per_m if density_per_m is None else float(density_per_m)
+        if not (math.isfinite(density) and density >= 0):
+            raise ValueError(f"fog density must be >= 0, got {density_per_m!r}")
+        self._fog_density = np.float32(density)
+        if getattr(self, "_supersampled", None) is not None:
+            self._supersampled.set_fog(density_per_m)
 
     @property
     def sun_direction(self) -> np.ndarray:
@@ -262,6 +272,7 @@ class CameraModel:
             self._supersampled = CameraModel(fine, self.scene, supersample=False)
             self._supersampled._set_sun(self._sun, 1.0, 1.0)
             self._supersampled._ambient, self._supersampled._lit_share = self._ambient, self._lit_share
+            self._supersampled._fog_density = self._fog_density
         fine = self._supersampled.render(position, orientation, depth=False, segmentation=False, reference=reference)
         blocks = fine.color.reshape(self.params.height, s, self.params.width, s, 3).astype(np.float32)
         return (blocks.mean(axis=(1, 3)) + 0.5).astype(np.uint8)
@@ -298,7 +309,7 @@ class CameraModel:
             self._sun_visibility(origin, directions, hits), surfaces.triangles, surfaces.uv, surfaces.texture,
             surfaces.albedo, surfaces.texels, surfaces.texture_table, self._albedo_lut[1], self._sun, self._ambient,
             self._lit_share, float(self.scene.ground.checker_size_m), self._sky, self._sky_zenith,
-            lighting.sky_zenith_color is not None, np.float32(lighting.fog_density_per_m), self._fog, self._gain, rgb)
+            lighting.sky_zenith_color is not None, self._fog_density, self._fog, self._gain, rgb)
         return rgb
 
     def _color_reference(self, origin: np.ndarray, directions: np.ndarray, hits) -> np.ndarray:
@@ -325,8 +336,8 @@ class CameraModel:
         rgb = albedo * shade[:, None]
         if self._gain != 1:
             rgb *= self._gain
-        if lighting.fog_density_per_m > 0:
-            fog = (1.0 - np.exp(-lighting.fog_density_per_m * hits.distance.astype(np.float64))).astype(np.float32)
+        if self._fog_density > 0:
+            fog = (1.0 - np.exp(-float(self._fog_density) * hits.distance.astype(np.float64))).astype(np.float32)
             rgb += (self._fog - rgb) * fog[:, None]
         sky = hits.surface == 0
         up = np.clip(directions[sky, 2], 0.0, None) if lighting.sky_zenith_color is not None else np.zeros(sky.sum())
