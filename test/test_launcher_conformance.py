@@ -18,8 +18,9 @@ import yaml
 
 from aerial_sim.launcher import substitutions
 from aerial_sim.launcher.commands import node_command
-from aerial_sim.launcher.description import ParamDict, ParamFile, load_launch_file
+from aerial_sim.launcher.description import load_launch_file
 from aerial_sim.launcher.errors import LaunchError
+from aerial_sim.launcher.plan import ParamDict, ParamFile
 
 LAUNCH_DIR = Path(__file__).resolve().parents[1] / "launch"
 

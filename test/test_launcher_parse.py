@@ -12,15 +12,10 @@ import yaml
 
 from aerial_sim.launcher import cli, substitutions
 from aerial_sim.launcher.commands import child_environment, node_command, process_labels, resolve_executable
-from aerial_sim.launcher.description import (
-    ParamDict,
-    ParamFile,
-    ProcessSpec,
-    coerce_parameter,
-    load_launch_file,
-    parse_cli_arguments,
-)
+from aerial_sim.launcher.description import load_launch_file, parse_cli_arguments
 from aerial_sim.launcher.errors import LaunchError
+from aerial_sim.launcher.plan import ParamDict, ParamFile, ProcessSpec
+from aerial_sim.launcher.ros_names import coerce_parameter
 from aerial_sim.launcher.substitutions import Substitution
 
 DATA = Path(__file__).parent / "data" / "launch"

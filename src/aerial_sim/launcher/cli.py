@@ -38,12 +38,7 @@ import tempfile
 from pathlib import Path
 
 from aerial_sim.launcher.commands import child_environment, node_command, process_labels, resolve_executable
-from aerial_sim.launcher.description import (
-    declared_arguments,
-    find_package_share,
-    load_launch_file,
-    parse_cli_arguments,
-)
+from aerial_sim.launcher.description import declared_arguments, find_package_share, load_launch_file, parse_cli_arguments
 from aerial_sim.launcher.errors import LaunchError
 from aerial_sim.launcher.runner import LaunchItem, Runner
 from aerial_sim.paths import package_share

@@ -27,8 +27,8 @@ from typing import Mapping, Sequence
 
 import yaml
 
-from aerial_sim.launcher.description import ParamDict, ParamFile, ProcessSpec
 from aerial_sim.launcher.errors import LaunchError
+from aerial_sim.launcher.plan import ParamDict, ParamFile, ProcessSpec
 from aerial_sim.paths import PACKAGE_NAME
 
 #: Kept equal to aerial_sim.rosnode.process.LAUNCHER_PID_VARIABLE (that module imports rclpy's side).

@@ -37,112 +37,50 @@ from __future__ import annotations
 import difflib
 import os
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Union
+from typing import Any, Mapping
 
 import yaml
 
 from aerial_sim.launcher import substitutions
 from aerial_sim.launcher.errors import LaunchError
+from aerial_sim.launcher.plan import (
+    ArgumentDeclaration,
+    DEFAULT_SIGKILL_TIMEOUT_S,
+    DEFAULT_SIGTERM_TIMEOUT_S,
+    IGNORED_PROCESS_ATTRIBUTES,
+    LaunchPlan,
+    OUTPUT_MODES,
+    ParamDict,
+    ParamFile,
+    ParamSource,
+    ProcessSpec,
+)
+from aerial_sim.launcher.ros_names import (
+    scalar_text,
+    check_namespace,
+    check_node_name,
+    coerce_parameter,
+    make_namespace_absolute,
+    prefix_namespace,
+)
 from aerial_sim.paths import PACKAGE_NAME, package_share
+
 
 #: Include depth that can only mean a file including itself.
 MAX_INCLUDE_DEPTH = 32
 
-#: Values of the ``output`` attribute (launch's ExecuteProcess).
-OUTPUT_MODES = ("screen", "log", "both")
-
-#: ExecuteProcess attributes that are accepted (the files stay valid) but have no effect here.
-IGNORED_PROCESS_ATTRIBUTES = frozenset({"respawn", "respawn_delay", "respawn_max_retries", "emulate_tty", "shell"})
-
-#: Seconds from SIGINT to SIGTERM and from SIGTERM to SIGKILL when stopping a process: ros2
-#: launch's defaults, overridden per process by the ``sigterm_timeout``/``sigkill_timeout``
-#: attributes or for the whole launch by launch arguments of those names.
-DEFAULT_SIGTERM_TIMEOUT_S = 5.0
-DEFAULT_SIGKILL_TIMEOUT_S = 5.0
 
 #: Launch arguments that launch itself reads (ExecuteLocal's timeouts): valid without an ``arg`` tag.
 LAUNCH_OWN_ARGUMENTS = frozenset({"sigterm_timeout", "sigkill_timeout"})
 
+
 _CONDITIONS = frozenset({"if", "unless"})
+
 
 #: libyaml's safe loader when PyYAML was built with it (about 10x faster), else the pure one.
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-@dataclass(frozen=True)
-class ParamFile:
-    """A ``param: {from: FILE}`` entry: passed as ``--params-file FILE``."""
-
-    path: Path
-
-
-@dataclass(frozen=True)
-class ParamDict:
-    """Inline ``param: {name, value}`` entries: written to a generated params file."""
-
-    values: Mapping[str, Any]
-
-
-ParamSource = Union[ParamFile, ParamDict]
-
-
-@dataclass(frozen=True)
-class ProcessSpec:
-    """One process to start: a ``node`` (gets ``--ros-args``) or a plain ``executable``.
-
-    A node with no ``package`` runs ``executable`` as a path, as launch_ros does.
-    ``namespace`` is absolute, or None when neither the node nor an enclosing
-    ``push-ros-namespace`` gave one (then no ``__ns`` remap is passed).
-    ``environment`` is the complete environment the process gets.
-    """
-
-    executable: str
-    package: str | None = None
-    is_node: bool = True
-    name: str | None = None
-    namespace: str | None = None
-    exec_name: str | None = None
-    arguments: tuple[str, ...] = ()
-    ros_arguments: tuple[str, ...] = ()
-    parameters: tuple[ParamSource, ...] = ()
-    remappings: tuple[tuple[str, str], ...] = ()
-    output: str = "log"
-    shutdown_on_exit: bool = False
-    sigterm_timeout_s: float = DEFAULT_SIGTERM_TIMEOUT_S
-    sigkill_timeout_s: float = DEFAULT_SIGKILL_TIMEOUT_S
-    cwd: str | None = None
-    prefix: tuple[str, ...] = ()
-    environment: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def fully_qualified_name(self) -> str | None:
-        """``/ns/name`` when both are known (launch_ros keys generated params files by it)."""
-        if self.name is None or self.namespace is None:
-            return None
-        return f"{self.namespace.rstrip('/')}/{self.name}"
-
-
-@dataclass(frozen=True)
-class ArgumentDeclaration:
-    """An ``arg`` tag, for ``--show-args`` and error messages."""
-
-    name: str
-    default: str | None
-    description: str
-    choices: tuple[str, ...] = ()
-
-
-@dataclass
-class LaunchPlan:
-    """Everything a launch file evaluated to, in start order."""
-
-    processes: list[ProcessSpec] = field(default_factory=list)
-    arguments: list[ArgumentDeclaration] = field(default_factory=list)
-    messages: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    configurations: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -264,11 +202,11 @@ def declared_argument_names(path: Path, scope: "_Scope", depth: int = 0) -> set[
             continue
         try:
             if tag == "arg" and "name" in body:
-                names.add(substitutions.substitute(_scalar_text(body["name"]), context))
+                names.add(substitutions.substitute(scalar_text(body["name"]), context))
             elif tag == "group" and isinstance(body.get("children"), list):
                 pending.extend(body["children"])
             elif tag == "include" and "file" in body:
-                included = Path(substitutions.substitute(_scalar_text(body["file"]), context)).expanduser()
+                included = Path(substitutions.substitute(scalar_text(body["file"]), context)).expanduser()
                 if included.is_file():
                     names |= declared_argument_names(included, scope, depth + 1)
         except LaunchError:
@@ -331,7 +269,7 @@ def _collect_declarations(path: Path, scope: _Scope, nested: bool, found: dict[s
                 visit(body["children"], top=False)
             elif nested and tag == "include" and "file" in body:
                 try:
-                    included = Path(substitutions.substitute(_scalar_text(body["file"]), context)).expanduser()
+                    included = Path(substitutions.substitute(scalar_text(body["file"]), context)).expanduser()
                 except LaunchError:
                     continue
                 if included.is_file():
@@ -344,10 +282,10 @@ def _declaration(body: dict) -> ArgumentDeclaration:
     default = body.get("default")
     choices = [c for c in body.get("choices") or [] if isinstance(c, dict)]
     return ArgumentDeclaration(
-        name=_scalar_text(body.get("name", "?")),
-        default=None if default is None else _scalar_text(default),
-        description=_scalar_text(body.get("description", "")),
-        choices=tuple(_scalar_text(c.get("value", "")) for c in choices),
+        name=scalar_text(body.get("name", "?")),
+        default=None if default is None else scalar_text(default),
+        description=scalar_text(body.get("description", "")),
+        choices=tuple(scalar_text(c.get("value", "")) for c in choices),
     )
 
 
@@ -401,7 +339,7 @@ class _Evaluator:
 
     def text(self, value: Any, scope: _Scope, file: Path) -> str:
         try:
-            return substitutions.substitute(_scalar_text(value), _Context(scope, file))
+            return substitutions.substitute(scalar_text(value), _Context(scope, file))
         except LaunchError as error:
             raise LaunchError(f"{file}: {error}") from None
 
@@ -417,8 +355,8 @@ class _Evaluator:
         )
         declaration = ArgumentDeclaration(
             name=name,
-            default=None if default is None else _scalar_text(default),
-            description=_scalar_text(body.get("description", "")),
+            default=None if default is None else scalar_text(default),
+            description=scalar_text(body.get("description", "")),
             choices=choices,
         )
         self.plan.arguments.append(declaration)
@@ -602,7 +540,7 @@ class _Evaluator:
         if value is None:
             return ()
         try:
-            parts = substitutions.parse(_scalar_text(value))
+            parts = substitutions.parse(scalar_text(value))
             context = _Context(scope, file)
             result: list[str] = []
             current: list[str] | None = None
@@ -716,93 +654,3 @@ def _close(current: list[str] | None, result: list[str]) -> None:
     if current is not None:
         result.append("".join(current))
     return None
-
-
-def _scalar_text(value: Any) -> str:
-    """YAML scalars as launch text: booleans lower-case, numbers as written."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (str, int, float)):
-        return str(value)
-    raise LaunchError(f"expected a text value, got {value!r}")
-
-
-def coerce_parameter(value: Any, type_name: str | None, where: str) -> Any:
-    """A parameter value as launch_ros types it: explicit ``type``, else YAML's reading of the text.
-
-    launch_ros ``ParameterValue.evaluate`` -> launch ``perform_typed_substitution`` ->
-    ``coerce_to_type`` (launch/utilities/type_utils.py): without a type, non-empty text
-    is ``yaml.safe_load``-ed (YAML 1.1: ``yes``/``on`` are booleans, ``1e3`` is text,
-    ``0x10`` is 16) and must give a bool, int, float, str or a list of one of those
-    types (``null``, a mapping or a date is an error); empty text stays ''. YAML numbers
-    and booleans written in the file stay as they are.
-    """
-    if type_name is None:
-        if not isinstance(value, str) or not value:
-            return value
-        try:
-            loaded = yaml.safe_load(value)
-        except yaml.YAMLError:
-            raise LaunchError(f"{where}: '{value}' is not valid YAML (ros2 launch refuses it too)") from None
-        if isinstance(loaded, (bool, int, float, str)):
-            return loaded
-        if isinstance(loaded, list) and all(isinstance(v, (bool, int, float, str)) for v in loaded):
-            if len({type(v) for v in loaded}) <= 1:
-                return loaded
-        raise LaunchError(
-            f"{where}: '{value}' reads as {type(loaded).__name__} in YAML, which ros2 launch refuses "
-            "(give type: str or quote it)"
-        )
-    try:
-        if type_name == "str":
-            return _scalar_text(value)
-        if type_name == "bool":
-            if isinstance(value, bool):
-                return value
-            text = {"1": "true", "0": "false"}.get(str(value), str(value))
-            loaded = yaml.safe_load(text) if text else text
-            if isinstance(loaded, bool):
-                return loaded
-            raise ValueError(text)
-        if type_name in ("int", "float") and not isinstance(value, bool):
-            return int(value) if type_name == "int" else float(value)
-    except (ValueError, yaml.YAMLError):
-        raise LaunchError(f"{where}: '{value}' is not a valid {type_name}") from None
-    raise LaunchError(f"{where}: unsupported or mismatched type '{type_name}' for {value!r} (use str, int, float or bool)")
-
-
-def prefix_namespace(base: str | None, namespace: str | None) -> str | None:
-    """launch_ros's rule: a relative namespace is appended to the pushed one; absolute wins."""
-    if base is None or not base.strip("/"):
-        return namespace if namespace is not None else base
-    if namespace is None:
-        return base
-    if namespace.startswith("/"):
-        return namespace
-    return f"{base.rstrip('/')}/{namespace}" if namespace else base
-
-
-def check_namespace(namespace: str, what: str) -> None:
-    """ROS 2's rule for a namespace (rmw_validate_namespace): '/'-separated tokens of letters,
-    digits and '_', none starting with a digit, no empty token; ``ros2 launch`` refuses others too."""
-    if namespace == "/":
-        return
-    tokens = namespace[1:].split("/") if namespace.startswith("/") else [namespace]
-    for token in tokens:
-        if not token or not all(c.isascii() and (c.isalnum() or c == "_") for c in token) or token[0].isdigit():
-            raise LaunchError(
-                f"{what}: invalid ROS namespace '{namespace}' (letters, digits and '_' between '/', "
-                "not starting with a digit)"
-            )
-
-
-def check_node_name(name: str, what: str) -> None:
-    """ROS 2's rule for a node name (rmw_validate_node_name)."""
-    if not name or not all(c.isascii() and (c.isalnum() or c == "_") for c in name) or name[0].isdigit():
-        raise LaunchError(f"{what}: invalid node name '{name}' (letters, digits and '_', not starting with a digit)")
-
-
-def make_namespace_absolute(namespace: str | None) -> str | None:
-    if namespace is None:
-        return None
-    return namespace if namespace.startswith("/") else f"/{namespace}"

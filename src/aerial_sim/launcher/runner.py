@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Callable
 
-from aerial_sim.launcher.description import ProcessSpec
+from aerial_sim.launcher.plan import ProcessSpec
 from aerial_sim.launcher.shared_memory import remove_dead_participants
 from aerial_sim.paths import PACKAGE_NAME
 
