@@ -15,7 +15,7 @@ of N), printing every trial. The answer is the largest N seen to hold.
   a shared machine's wall clock does not show (printed beside it). Holds: factor >= 1.
 - fleet: ``sim.launch.yaml vehicles:=N scene:=empty mission:=none use_camera:=false
   viewer:=false airsim_api:=false record:=false`` (physics, two processes for every vehicle's
-  sensors and one for every flight controller, as in README's fleet section; the vehicles wait
+  sensors and one for every flight controller, as in doc/many_vehicles.md; the vehicles wait
   on the ground, disarmed), the physics node's ``ground_truth_rate_hz`` set to ``--ground-truth-hz``
   (50, issue 14's figure; 0 = the node's own choice). Once every sensor and controller process has
   logged that it built all its nodes (100 vehicles: about 40 s after the first ``/clock``), and

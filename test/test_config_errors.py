@@ -1,8 +1,8 @@
 """Issue 10: every configuration error is one FATAL line naming the file/key/value and a non-zero exit.
 
 Each case launches a (small) graph with one bad file, parameter or launch argument and checks
-the whole launch output: the launch ends on its own, non-zero (``--strict``; without it the exit
-status is ros2 launch's 0, README "Running without ros2"), the FATAL line names what was
+the whole launch output: the launch ends on its own, non-zero (``--strict``; doc/launch.md and
+doc/reliability.md give the exit status without it), the FATAL line names what was
 wrong, it is there once, and no process printed a traceback (the nodes stopped because another
 one failed exit quietly, also those interrupted while still starting).
 """

@@ -75,7 +75,7 @@ class Flight:
         self.diagnostics: dict[str, str] = {}
         self.motors: list[float] | None = None
         node.create_subscription(Odometry, f"/{NAMESPACE}/ground_truth/odom", self._on_odom, LOCKSTEP_QOS, raw=True)
-        # This process takes part in lockstep as any node may (README, lockstep): it publishes the
+        # This process takes part in lockstep as any node may (doc/lockstep.md): it publishes the
         # stamp of the odometry due at SETPOINT_RATE_HZ, and the physics node does not run more than
         # its slack (0.1 s) ahead of it. Without it, a loaded machine left this process behind a
         # simulation running at many times real time, and its odometry queue overflowed (ci42).

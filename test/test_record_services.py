@@ -8,7 +8,7 @@ response on the service's shared reply topic and drops the ones for other client
 with ROS's default service QoS (keep last 10) a burst of more than 10 answers overwrites
 a client's own answer before it is taken — the "4 of 60 unanswered" of issue 10. That
 happens with a bare ``rclpy.spin`` server too (no aerial_sim code involved); the server
-answered every call. README, "Robustness", tells users the same.
+answered every call. doc/robustness.md tells users the same.
 """
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ def angle_deg(a: np.ndarray, b: np.ndarray) -> float:
 
 @pytest.mark.parametrize("latitude, longitude", CITIES)
 def test_dipole_agrees_with_igrf_and_wmm_as_far_as_a_dipole_can_at_six_cities(latitude, longitude):
-    # The README's figures: away from the South Atlantic anomaly the dipole's direction is within
+    # doc/sensors.md's figures: away from the South Atlantic anomaly the dipole's direction is within
     # 10 deg and its intensity within 30 % of the full IGRF-14 and of WMM2025 (the non-dipole field).
     dipole = np.array(tilted_dipole(latitude, longitude, 0.0, 2026.0).enu)
     for reference in (igrf_enu_t(latitude, longitude, 0.0, datetime.datetime(2026, 1, 1)),
@@ -105,7 +105,7 @@ def test_dipole_agrees_with_igrf_and_wmm_as_far_as_a_dipole_can_at_six_cities(la
 
 
 def test_dipole_against_igrf_over_the_whole_earth():
-    # The README's figures, on a 5-degree grid (85 S - 85 N) weighted by area, at 2026.0: the direction
+    # doc/sensors.md's figures, on a 5-degree grid (85 S - 85 N) weighted by area, at 2026.0: the direction
     # is within 10 deg on 62 % of the surface, within 20 deg on 90 %, at worst 40 deg off (South
     # Atlantic); the intensity is within 25 % on 79 %, within 30 % on 87 %, between -32 % and +92 %.
     # Sao Paulo: 19 deg and +43 %.

@@ -15,7 +15,7 @@ Modes::
     flying --cmd_attitude/cmd_rates/cmd_motors--> ATTITUDE / RATES / MOTORS
     any --reset--> DISARMED
 
-Decisions (documented in the README):
+Decisions (documented in doc/control.md):
 
 - ``takeoff`` on a disarmed vehicle is refused ("arm first"), as PX4 and
   AirSim's API do: arming is an explicit, separate safety step.

@@ -23,7 +23,7 @@ A thin adapter around :class:`aerial_sim.physics.world.PhysicsWorld`:
   teleport, at rest). These edits are queued and applied by the simulation
   thread between control periods, also while paused.
 
-Inputs are bounded (README, "Robustness"): a wrench above ``max_external_force_n`` /
+Inputs are bounded (doc/robustness.md): a wrench above ``max_external_force_n`` /
 ``max_external_torque_nm`` or a teleport beyond ``max_position_m`` is refused with a
 warning. When a vehicle's motor commands stop for ``motor_command_timeout_s`` (sim
 and wall time, after the first one; not in lockstep, which waits for them) its motors are cut

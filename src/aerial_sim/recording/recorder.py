@@ -75,7 +75,7 @@ class RecorderParams:
     expected_rates: str = "none"
     lockstep: bool = False
     lockstep_rate_hz: float = 50.0
-    #: lz4 chunks by default: a third of the size for about 0.4 ms of CPU per MB (README, "Bag size").
+    #: lz4 chunks by default: a third of the size for about 0.4 ms of CPU per MB (doc/datasets.md, "Bag size").
     bag: BagWriterParams = field(default_factory=lambda: BagWriterParams(compression="lz4"))
 
     def __post_init__(self) -> None:

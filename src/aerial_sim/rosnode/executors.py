@@ -45,7 +45,7 @@ def yield_cpu_in_lockstep(nodes: list[Node]) -> None:
     slack. On two cores, four or five processes wake at each odometry message; given the same
     priority, the scheduler shares the cores among them and the controller's answer comes later.
     At nice 10 they use the time the loop leaves (``bench graph --variants lockstep_no_camera``,
-    measured in the README). Every thread of the process is reniced (Linux sets niceness per
+    measured in doc/measurements_history.md). Every thread of the process is reniced (Linux sets niceness per
     thread; threads started later inherit it). Outside lockstep every node keeps its priority:
     in real time each stream has a wall-clock deadline of its own.
     """

@@ -1,6 +1,6 @@
 """How a node process starts and stops, the same under ``aerial_sim launch``, ``ros2 launch`` and ``ros2 run``.
 
-Rules (README, "Stopping"):
+Rules (doc/launch.md, "Stopping"):
 
 - SIGINT and SIGTERM, however often they arrive, stop the node quietly with exit
   status 0. ``ros2 launch`` in a terminal delivers Ctrl-C twice (to the process

@@ -15,7 +15,7 @@ given ``swarm_link: true`` exchanges one message per period with the physics nod
   ``/swarm/motor_commands`` message; the commands computed while one ``/swarm/state`` message is
   handed out go out together when it is done, any other immediately.
 
-Why (measured at 64-100 vehicles and 50 Hz, README's fleet row): every message costs a wake-up of
+Why (measured at 64-100 vehicles and 50 Hz, doc/many_vehicles.md): every message costs a wake-up of
 Fast DDS's threads and, in Python, an executor callback; a reliable write cost the controllers'
 process 30 us more than a best-effort one, and the physics node took each vehicle's command in a
 callback of its own. The outputs a user sees stay per vehicle and per node: sensors publish on their
