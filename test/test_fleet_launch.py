@@ -117,5 +117,5 @@ def test_fleet_file_with_a_bad_entry_is_one_clear_error(launch, tmp_path):
     assert fatal, output[-3000:]
     # The first process to read the fleet says it (and ends the launch); any other that got as far says the same.
     assert all("invalid parameter: bad_fleet.yaml: vehicles[1] 'scout'.type: vehicle 'hexa'" in line
-               and "(available: hexa_x, quad_x)" in line for line in fatal), fatal
+               and "(available: f450, hexa_x, quad_x)" in line for line in fatal), fatal
     assert "Traceback" not in output, output[-3000:]
