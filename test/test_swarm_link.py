@@ -38,7 +38,7 @@ def random_truths(rng: random.Random, count: int):
 def test_a_row_is_exactly_what_the_vehicles_own_ground_truth_messages_decode_to():
     from aerial_sim.cdr import decode_imu, decode_odometry
     from aerial_sim.nodes._physics.publishing import imu_bytes, odometry_bytes
-    from aerial_sim.vehicles import swarm_messages as sm
+    from aerial_sim.physics import swarm_messages as sm
 
     truths = random_truths(random.Random(3), 7)
     stamp_ns = 1_250_000_000
@@ -52,7 +52,7 @@ def test_a_row_is_exactly_what_the_vehicles_own_ground_truth_messages_decode_to(
 
 def test_a_message_that_is_not_this_fleets_swarm_state_is_refused_with_the_reason():
     from aerial_sim.cdr import encode_point_cloud2
-    from aerial_sim.vehicles import swarm_messages as sm
+    from aerial_sim.physics import swarm_messages as sm
 
     rows = [[float(i)] * len(sm.FIELDS) for i in range(3)]
     good = sm.encode_state(5, rows)
@@ -84,7 +84,7 @@ def test_a_message_that_is_not_this_fleets_swarm_state_is_refused_with_the_reaso
 
 def test_a_mixed_fleets_commands_survive_the_trip_and_bad_rows_are_refused():
     from aerial_sim.cdr import encode_float64_array
-    from aerial_sim.vehicles import swarm_messages as sm
+    from aerial_sim.physics import swarm_messages as sm
 
     quad, hexa = [0.1, 0.2, 0.3, 0.4], [0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
     assert sm.decode_commands(sm.encode_commands({2: hexa, 0: quad}), 3) == [(0, quad), (2, hexa)]
@@ -154,7 +154,7 @@ def send_bad_swarm_messages(node, graph) -> None:
 
     from aerial_sim.cdr import encode_float64_array
     from aerial_sim.rosnode.qos import COMMAND_QOS, LOCKSTEP_QOS
-    from aerial_sim.vehicles import swarm_messages as sm
+    from aerial_sim.physics import swarm_messages as sm
 
     state = node.create_publisher(PointCloud2, "/swarm/state", LOCKSTEP_QOS)
     commands = node.create_publisher(Float64MultiArray, "/swarm/motor_commands", COMMAND_QOS)

@@ -39,9 +39,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from aerial_sim.config import ParamsError, require, require_positive
-from aerial_sim.control.geometry import matrix_to_quat, quat_conjugate, quat_multiply
+from aerial_sim.control.geometry import matrix_to_quat, quat_multiply
 from aerial_sim.control.mixer import SEA_LEVEL_DENSITY_KG_M3, Mixer
-from aerial_sim.physics.rotation import add, add_scaled, cross, dot, matrix_vector, norm, rotation_matrix, sub
+from aerial_sim.physics.rotation import (add, add_scaled, cross, dot, matrix_vector, norm, quat_conjugate, rotation_matrix,
+                                        sub)
 
 STANDARD_GRAVITY_M_S2 = 9.80665
 

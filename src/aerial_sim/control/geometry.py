@@ -13,7 +13,7 @@ import numpy as np
 
 from aerial_sim.physics.rotation import quat_from_yaw, quat_multiply, rotation_matrix
 
-__all__ = ["quat_to_matrix", "matrix_to_quat", "quat_multiply", "quat_conjugate", "yaw_of", "quat_from_yaw",
+__all__ = ["quat_to_matrix", "matrix_to_quat", "quat_multiply", "yaw_of", "quat_from_yaw",
            "wrap_angle", "heading_to_world"]
 
 
@@ -43,11 +43,6 @@ def matrix_to_quat(rotation) -> tuple[float, float, float, float]:
     sign = -1.0 if w < 0 else 1.0
     norm = math.sqrt(w * w + x * x + y * y + z * z)
     return (sign * w / norm, sign * x / norm, sign * y / norm, sign * z / norm)
-
-
-def quat_conjugate(q) -> tuple[float, float, float, float]:
-    w, x, y, z = q
-    return (w, -x, -y, -z)
 
 
 def yaw_of(q) -> float:

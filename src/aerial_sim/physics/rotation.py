@@ -61,6 +61,12 @@ def quat_multiply(p: Quaternion, q: Quaternion) -> Quaternion:
     )
 
 
+def quat_conjugate(q: Quaternion) -> Quaternion:
+    """``q*``: the inverse rotation of a unit quaternion ``q``."""
+    w, x, y, z = q
+    return (w, -x, -y, -z)
+
+
 def quat_normalize(q: Quaternion) -> Quaternion:
     """``q / |q|``; ``ValueError`` for a zero or non-finite ``q``. Components so large (or small) that
     their squares overflow (underflow) are scaled by the largest first, instead of dividing by an

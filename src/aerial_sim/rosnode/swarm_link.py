@@ -2,7 +2,7 @@
 
 A process that serves many vehicles' sensors or flight controllers (:class:`~aerial_sim.rosnode.hosting.FleetHosting`)
 given ``swarm_link: true`` exchanges one message per period with the physics node for all its vehicles
-(:mod:`aerial_sim.vehicles.swarm_messages`) instead of two or three per vehicle:
+(:mod:`aerial_sim.physics.swarm_messages`) instead of two or three per vehicle:
 
 - :data:`SWARM_TRUTH`: each node still asks for its own ``ground_truth/odom`` or ``ground_truth/imu``
   (:func:`~aerial_sim.rosnode.subscriptions.subscribe_odometry`, ``subscribe_imu``); the router takes those
@@ -33,7 +33,7 @@ from rclpy.qos import QoSProfile
 from sensor_msgs.msg import PointCloud2
 from std_msgs.msg import Float64MultiArray
 
-from aerial_sim.vehicles import swarm_messages
+from aerial_sim.physics import swarm_messages
 
 STATE_TOPIC = "/swarm/state"
 COMMANDS_TOPIC = "/swarm/motor_commands"

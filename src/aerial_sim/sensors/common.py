@@ -32,7 +32,6 @@ import numpy as np
 
 from aerial_sim.cdr import OdometryFields
 from aerial_sim.config import ParamsError, load_yaml_params, require, require_positive
-from aerial_sim.control.geometry import quat_conjugate
 from aerial_sim.paths import resolve_config
 from aerial_sim.physics import rotation as physics_rotation
 
@@ -444,7 +443,7 @@ def _interval_turn(q0: Quat, q1: Quat, s: np.ndarray):
 
 def _relative_axis_angle(q0: Quat, q1: Quat) -> tuple[np.ndarray, float]:
     """Axis (in the body frame of ``q0``) and angle of the rotation ``q0^-1 q1``, shortest way round."""
-    r = quat_multiply(quat_conjugate(q0), q1)
+    r = quat_multiply(physics_rotation.quat_conjugate(q0), q1)
     if r[0] < 0:
         r = tuple(-c for c in r)
     vector = np.asarray(r[1:], np.float64)

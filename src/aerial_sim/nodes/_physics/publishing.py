@@ -19,8 +19,8 @@ from aerial_sim.physics.rotation import rotate_inverse
 from aerial_sim.physics.world import PhysicsWorld
 from aerial_sim.rosnode.qos import COMMAND_QOS, stream_qos
 from aerial_sim.rosnode.stamps import to_stamp
-from aerial_sim.vehicles import swarm_messages
-from aerial_sim.vehicles.swarm_messages import GROUND_TRUTH_VARIANCE, VECTOR_COVARIANCE
+from aerial_sim.physics import swarm_messages
+from aerial_sim.physics.swarm_messages import GROUND_TRUTH_VARIANCE, VECTOR_COVARIANCE
 
 if TYPE_CHECKING:  # annotations only: that module imports this one
     from aerial_sim.nodes.physics import PhysicsNode
@@ -42,7 +42,7 @@ class PeriodTruths(dict):
 class SwarmOutputs:
     """What the physics node publishes for many vehicles: paced ground truth, ``/swarm/poses``
     (PoseArray in ``map``, vehicle_names order) and ``/swarm/state`` (every vehicle's ground truth
-    in one PointCloud2, :mod:`aerial_sim.vehicles.swarm_messages`), both only with more than one
+    in one PointCloud2, :mod:`aerial_sim.physics.swarm_messages`), both only with more than one
     vehicle and in the ground-truth periods, and ``<vehicle>/collisions``.
 
     Ground truth goes to each vehicle every ``stride`` control periods, vehicles spread over
