@@ -5,7 +5,7 @@
 
 Reading: microseconds per message for nav_msgs/Odometry, sensor_msgs/Imu and sensor_msgs/JointState
 (4 rotors), both ways, and the typed path's cost as what a typed subscriber also pays: the message
-object rclpy builds, then the attribute reads of :func:`aerial_sim.sensors.common.truth_from_odometry`.
+object rclpy builds, then the attribute reads of :func:`aerial_sim.sensors.truth.truth_from_odometry`.
 Publishing: building the typed message and ``publish`` against encoding the CDR and publishing the
 bytes, on a reliable topic with one subscriber in a second node of this process (so the middleware
 really sends), for the physics node's odometry, the IMU node's output and the motor commands.

@@ -21,7 +21,9 @@ REPO = Path(__file__).resolve().parents[1]
 import aerial_sim.nodes  # noqa: E402,F401  one BLAS thread, as in the node processes (set before numpy loads)
 from _node_rate import child_pid, cpu_seconds  # noqa: E402
 
-from aerial_sim.sensors.common import TruthSample, load_preset, quat_from_rpy  # noqa: E402
+from aerial_sim.sensors.params import load_preset  # noqa: E402
+from aerial_sim.sensors.quaternions import quat_from_rpy
+from aerial_sim.sensors.truth import TruthSample
 from aerial_sim.sensors.lidar import LidarModel, LidarParams, LidarSweeper  # noqa: E402
 from aerial_sim.world.scene import load_scene  # noqa: E402
 

@@ -16,7 +16,8 @@ import time
 from _results import record, row
 from aerial_sim.environment.magnetic import MagneticFieldParams, WorldMagneticModel
 from aerial_sim.sensors.barometer import Barometer
-from aerial_sim.sensors.common import Resampler, TruthSample
+from aerial_sim.sensors.resampling import Resampler
+from aerial_sim.sensors.truth import TruthSample
 from aerial_sim.sensors.gps import Gps
 from aerial_sim.sensors.imu import Imu, ImuParams
 from aerial_sim.sensors.magnetometer import Magnetometer, MagnetometerParams

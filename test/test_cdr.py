@@ -30,7 +30,7 @@ from aerial_sim.cdr import (
     encode_odometry,
     encode_twist_stamped,
 )
-from aerial_sim.sensors.common import truth_from_odometry
+from aerial_sim.sensors.truth import truth_from_odometry
 
 
 class CdrWriter:

@@ -12,7 +12,7 @@ import yaml
 
 from aerial_sim.recording.bag import BagWriter
 from aerial_sim.recording.export import export_bag
-from aerial_sim.sensors.common import TruthSample
+from aerial_sim.sensors.truth import TruthSample
 from aerial_sim.sensors.lidar import LidarModel, LidarParams, LidarSweeper
 from aerial_sim.sensors.pointcloud import LIDAR_POINT_DTYPE, point_fields
 from aerial_sim.world.scene import load_scene

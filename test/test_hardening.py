@@ -17,7 +17,7 @@ from conftest import requires_ros, spin_until
 
 from aerial_sim.control.controller import ControllerParams, VehicleState
 from aerial_sim.control.supervisor import CommandRejected, FlightSupervisor, SupervisorParams
-from aerial_sim.sensors.common import truth_from_odometry
+from aerial_sim.sensors.truth import truth_from_odometry
 from aerial_sim.vehicles.multirotor import load_vehicle
 
 

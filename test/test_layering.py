@@ -178,3 +178,13 @@ def test_the_cycle_check_sees_a_circle_through_three_packages_and_a_lazy_import(
     assert cycles[0].startswith("cycle among ['control', 'physics', 'sensors']: "), cycles
     assert "physics -> control (physics/world.py:2)" in cycles[0]
     assert import_cycles(package, allowed={("physics", "aerial_sim.control.geometry"): "test"}) == []
+
+
+#: Module names that say nothing about what a module holds (issue 28: one room per concern, named for it).
+VAGUE_NAMES = {"common", "utils", "util", "misc", "helpers", "helper"}
+
+
+def test_no_module_is_named_common_utils_misc_or_helpers():
+    vague = [str(path.relative_to(PACKAGE_DIR)) for path in sorted(PACKAGE_DIR.rglob("*"))
+             if (path.suffix == ".py" or path.is_dir()) and path.stem.lstrip("_") in VAGUE_NAMES]
+    assert vague == []

@@ -8,7 +8,8 @@ import pytest
 from aerial_sim.environment.atmosphere import standard_atmosphere
 from aerial_sim.environment.geodesy import HomePoint
 from aerial_sim.sensors.barometer import Barometer, BarometerParams, pressure_to_altitude
-from aerial_sim.sensors.common import TruthSample, load_preset
+from aerial_sim.sensors.params import load_preset
+from aerial_sim.sensors.truth import TruthSample
 
 HOME = HomePoint()
 

@@ -9,19 +9,12 @@ import numpy as np
 import pytest
 
 from aerial_sim.config import ParamsError
-from aerial_sim.sensors.common import (
-    DelayLine,
-    FirstOrderFilter,
-    GaussMarkov,
-    Mount,
-    Resampler,
-    TruthSample,
-    quat_from_rpy,
-    resample_for,
-    rotation_matrix,
-    sensor_mount,
-    truth_from_odometry,
-)
+from aerial_sim.sensors.filters import DelayLine, FirstOrderFilter
+from aerial_sim.sensors.mounting import Mount, sensor_mount
+from aerial_sim.sensors.noise import GaussMarkov
+from aerial_sim.sensors.quaternions import quat_from_rpy, rotation_matrix
+from aerial_sim.sensors.resampling import Resampler, resample_for
+from aerial_sim.sensors.truth import TruthSample, truth_from_odometry
 
 
 def truth_stream(rate_hz, duration_s, speed=2.0):
@@ -150,7 +143,9 @@ def test_rotation_matrix_of_rpy_matches_the_axes():
 
 def test_sensor_core_modules_never_import_rclpy():
     code = (
-        "import sys, aerial_sim.sensors.common, aerial_sim.sensors.imu, aerial_sim.sensors.barometer,"
+        "import sys, aerial_sim.sensors.truth, aerial_sim.sensors.quaternions, aerial_sim.sensors.mounting,"
+        " aerial_sim.sensors.params, aerial_sim.sensors.resampling, aerial_sim.sensors.noise, aerial_sim.sensors.filters,"
+        " aerial_sim.sensors.imu, aerial_sim.sensors.barometer,"
         " aerial_sim.sensors.magnetometer, aerial_sim.sensors.gps, aerial_sim.environment.magnetic;"
         " sys.exit('rclpy' in sys.modules)"
     )
@@ -167,7 +162,7 @@ def test_sensor_mount_is_the_params_mount_or_the_body_origin():
 
 
 def test_a_normal_stream_hands_out_each_draw_in_order_across_blocks_and_again_after_a_rewind():
-    from aerial_sim.sensors.common import NormalStream, RandomCheckpoint
+    from aerial_sim.sensors.noise import NormalStream, RandomCheckpoint
 
     rng = np.random.default_rng(42)
     checkpoint = RandomCheckpoint(rng)

@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 from aerial_sim.config import ParamsError, params_from_mapping
-from aerial_sim.sensors.common import TruthSample, load_preset, quat_from_rpy
+from aerial_sim.sensors.params import load_preset
+from aerial_sim.sensors.quaternions import quat_from_rpy
+from aerial_sim.sensors.truth import TruthSample
 from aerial_sim.sensors.distance import DistanceSensor, DistanceSensorParams
 from aerial_sim.world.scene import load_scene
 

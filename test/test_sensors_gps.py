@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from aerial_sim.environment.geodesy import HomePoint, geodetic_to_enu
-from aerial_sim.sensors.common import Resampler, TruthSample
+from aerial_sim.sensors.resampling import Resampler
+from aerial_sim.sensors.truth import TruthSample
 from aerial_sim.sensors.gps import FIX_2D, FIX_3D, FIX_NONE, Gps, GpsParams
 
 HOME = HomePoint()
@@ -66,7 +67,7 @@ def test_position_noise_matches_the_reported_estimates():
 
 
 def test_ublox_preset_updates_at_10_hz():
-    from aerial_sim.sensors.common import load_preset
+    from aerial_sim.sensors.params import load_preset
 
     params = load_preset(GpsParams, "ublox_m8n")
     fixes = run(params, 2.0)

@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 from aerial_sim.config import ParamsError
-from aerial_sim.sensors.common import STANDARD_GRAVITY, Mount, TruthSample, load_preset
+from aerial_sim.sensors.mounting import Mount
+from aerial_sim.sensors.params import load_preset
+from aerial_sim.sensors.truth import STANDARD_GRAVITY, TruthSample
 from aerial_sim.sensors.imu import Imu, ImuParams
 
 AT_REST = TruthSample(0.0)  # level, still: a perfect accelerometer reads +g up

@@ -10,7 +10,10 @@ import numpy as np
 import pytest
 
 from aerial_sim.config import ParamsError, params_from_mapping
-from aerial_sim.sensors.common import PoseTrack, TruthSample, load_preset, quat_from_rpy, quat_multiply, rotation_matrix, slerp
+from aerial_sim.sensors.params import load_preset
+from aerial_sim.sensors.quaternions import quat_from_rpy, quat_multiply, rotation_matrix, slerp
+from aerial_sim.sensors.resampling import PoseTrack
+from aerial_sim.sensors.truth import TruthSample
 from aerial_sim.sensors.lidar import LidarModel, LidarParams, LidarSweeper, points_to_world, rotating_pattern
 from aerial_sim.world.scene import load_scene
 

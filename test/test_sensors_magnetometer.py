@@ -17,7 +17,8 @@ from aerial_sim.environment.magnetic import (
     WorldMagneticModel,
     tilted_dipole,
 )
-from aerial_sim.sensors.common import TruthSample, quat_from_rpy
+from aerial_sim.sensors.quaternions import quat_from_rpy
+from aerial_sim.sensors.truth import TruthSample
 from aerial_sim.sensors.magnetometer import Magnetometer, MagnetometerParams
 
 HOME = HomePoint()

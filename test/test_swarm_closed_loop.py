@@ -14,7 +14,8 @@ from aerial_sim.environment.environment import EnvironmentParams
 from aerial_sim.physics import batched as batched_module
 from aerial_sim.physics.world import PhysicsParams, PhysicsWorld
 from aerial_sim.sensors.batched_imu import BatchedImu
-from aerial_sim.sensors.common import Mount, TruthSample
+from aerial_sim.sensors.mounting import Mount
+from aerial_sim.sensors.truth import TruthSample
 from aerial_sim.sensors.imu import Imu, ImuParams
 from aerial_sim.vehicles.multirotor import load_vehicle
 

@@ -16,7 +16,8 @@ from PIL import Image
 
 from aerial_sim.config import ParamsError
 from aerial_sim.environment.geodesy import HomePoint
-from aerial_sim.sensors.common import Mount, TruthSample
+from aerial_sim.sensors.mounting import Mount
+from aerial_sim.sensors.truth import TruthSample
 from aerial_sim.sensors.distance import DistanceSensor, DistanceSensorParams
 from aerial_sim.world.camera import CameraModel, CameraParams
 from aerial_sim.world.colliders import scene_colliders

@@ -22,7 +22,7 @@ from typing import Sequence
 
 from aerial_sim.control.geometry import wrap_angle
 from aerial_sim.physics.rotation import quat_multiply, quat_normalize
-from aerial_sim.sensors.common import quat_from_rpy
+from aerial_sim.sensors.quaternions import quat_from_rpy
 
 _HALF_SQRT2 = math.sqrt(0.5)
 #: Rotation taking ENU vectors to NED: 180 deg about the (east + north) axis.

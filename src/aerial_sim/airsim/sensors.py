@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aerial_sim.sensors.common import Mount, PoseTrack
+from aerial_sim.sensors.mounting import Mount
+from aerial_sim.sensors.resampling import PoseTrack
 from aerial_sim.sensors.lidar import LidarModel, LidarParams
 from aerial_sim.world.geometry import quaternion_to_matrix, ray_caster_of
 from aerial_sim.world.scene import Scene

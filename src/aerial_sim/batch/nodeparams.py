@@ -25,7 +25,7 @@ import yaml
 
 from aerial_sim.config import ParamsError, flatten_params, params_from_mapping, unflatten
 
-_SENSOR_OPTIONS = ("aerial_sim.sensors.common:SensorNodeOptions", "")
+_SENSOR_OPTIONS = ("aerial_sim.sensors.params:SensorNodeOptions", "")
 _HOME = ("aerial_sim.environment.geodesy:HomePoint", "home.")
 
 #: node name -> (``module:Class``, parameter-name prefix) of every params dataclass it declares.
@@ -128,7 +128,7 @@ _NODE_DEFAULT_PRESETS = {"imu": "mpu6000", "barometer": "ms5611", "magnetometer"
 
 
 def _defaults(cls: type, preset: str):
-    from aerial_sim.sensors.common import SensorNodeOptions, load_preset
+    from aerial_sim.sensors.params import SensorNodeOptions, load_preset
 
     if preset and cls is not SensorNodeOptions and cls.__module__.startswith("aerial_sim.sensors."):
         return load_preset(cls, preset)

@@ -21,15 +21,10 @@ from aerial_sim.rosnode.lockstep import participant_publisher
 from aerial_sim.rosnode.parameters import declare_params
 from aerial_sim.rosnode.qos import stream_qos
 from aerial_sim.rosnode.subscriptions import subscribe_odometry
-from aerial_sim.sensors.common import (
-    UNUSABLE_ODOMETRY,
-    Resampler,
-    SensorNodeOptions,
-    load_preset,
-    resample_for,
-    sensor_mount,
-    truth_from_odometry,
-)
+from aerial_sim.sensors.mounting import sensor_mount
+from aerial_sim.sensors.params import SensorNodeOptions, load_preset
+from aerial_sim.sensors.resampling import Resampler, resample_for
+from aerial_sim.sensors.truth import UNUSABLE_ODOMETRY, truth_from_odometry
 
 class _LastTruth:
     """:func:`truth_from_odometry` of the last odometry fields, by identity: the sensors of a vehicle

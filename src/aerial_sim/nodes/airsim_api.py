@@ -75,7 +75,7 @@ from aerial_sim.rosnode.run import run_node
 from aerial_sim.rosnode.services import SERVICE_QOS
 from aerial_sim.rosnode.stamps import from_stamp, to_stamp
 from aerial_sim.rosnode.subscriptions import subscribe_imu, subscribe_joint_state, subscribe_odometry
-from aerial_sim.sensors.common import truth_from_odometry
+from aerial_sim.sensors.truth import truth_from_odometry
 from aerial_sim.vehicles.fleet import FleetSelection, require_vehicle_names
 from aerial_sim.vehicles.multirotor import load_vehicle
 from aerial_sim.world.camera import CameraParams

@@ -25,7 +25,7 @@ from aerial_sim.rosnode.motor_commands import motor_command_output
 from aerial_sim.rosnode.qos import stream_qos
 from aerial_sim.rosnode.run import run_node
 from aerial_sim.rosnode.subscriptions import subscribe_imu, subscribe_odometry
-from aerial_sim.sensors.common import truth_from_odometry
+from aerial_sim.sensors.truth import truth_from_odometry
 from aerial_sim.sitl.ardupilot_json import PacketError, controls_from_pwm, parse_servo_packet, state_json
 from aerial_sim.vehicles.multirotor import load_vehicle
 from rclpy.node import Node

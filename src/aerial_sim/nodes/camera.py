@@ -48,7 +48,7 @@ from aerial_sim.rosnode.qos import stream_qos
 from aerial_sim.rosnode.run import run_node
 from aerial_sim.rosnode.stamps import stamp_from_fields
 from aerial_sim.rosnode.subscriptions import subscribe_odometry
-from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, truth_from_odometry
+from aerial_sim.sensors.truth import UNUSABLE_ODOMETRY, truth_from_odometry
 from aerial_sim.world.camera import CameraModel, CameraParams
 from aerial_sim.world.labels import boxes_3d
 from aerial_sim.world.scene import load_scene

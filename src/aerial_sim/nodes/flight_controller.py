@@ -67,7 +67,7 @@ from aerial_sim.rosnode.services import serve
 from aerial_sim.rosnode.stamps import from_stamp, to_stamp
 from aerial_sim.rosnode.subscriptions import subscribe_odometry
 from aerial_sim.rosnode.throttle import ThrottledWarning
-from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, truth_from_odometry
+from aerial_sim.sensors.truth import UNUSABLE_ODOMETRY, truth_from_odometry
 from aerial_sim.vehicles.multirotor import load_vehicle
 
 #: Odometry stamps are whole nanoseconds: a period measured between two of them may fall short by this much.

@@ -24,7 +24,9 @@ from aerial_sim.rosnode.qos import stream_qos
 from aerial_sim.rosnode.run import run_node
 from aerial_sim.rosnode.stamps import to_stamp_ns
 from aerial_sim.rosnode.subscriptions import subscribe_imu, subscribe_joint_state
-from aerial_sim.sensors.common import Resampler, SensorNodeOptions, TruthSample, load_preset, resample_for
+from aerial_sim.sensors.params import SensorNodeOptions, load_preset
+from aerial_sim.sensors.resampling import Resampler, resample_for
+from aerial_sim.sensors.truth import TruthSample
 from aerial_sim.sensors.imu import Imu, ImuParams
 
 

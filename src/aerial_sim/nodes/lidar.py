@@ -32,7 +32,8 @@ from aerial_sim.rosnode.qos import stream_qos
 from aerial_sim.rosnode.run import run_node
 from aerial_sim.rosnode.stamps import to_stamp
 from aerial_sim.rosnode.subscriptions import subscribe_odometry
-from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, SensorNodeOptions, load_preset, truth_from_odometry
+from aerial_sim.sensors.params import SensorNodeOptions, load_preset
+from aerial_sim.sensors.truth import UNUSABLE_ODOMETRY, truth_from_odometry
 from aerial_sim.sensors.lidar import LidarModel, LidarParams, LidarScan, LidarSweeper
 from aerial_sim.sensors.pointcloud import LIDAR_POINT_DTYPE, point_fields
 from aerial_sim.world.scene import load_scene

@@ -31,7 +31,7 @@ from aerial_sim.rosnode.parameters import declare_params
 from aerial_sim.rosnode.qos import stream_qos
 from aerial_sim.rosnode.run import run_node
 from aerial_sim.rosnode.subscriptions import subscribe_imu, subscribe_odometry
-from aerial_sim.sensors.common import truth_from_odometry
+from aerial_sim.sensors.truth import truth_from_odometry
 from aerial_sim.sitl import px4_hil
 from aerial_sim.vehicles.multirotor import load_vehicle
 

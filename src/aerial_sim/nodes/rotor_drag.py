@@ -32,7 +32,7 @@ from aerial_sim.rosnode.qos import COMMAND_QOS, stream_qos
 from aerial_sim.rosnode.run import run_node
 from aerial_sim.rosnode.stamps import stamp_from_fields
 from aerial_sim.rosnode.subscriptions import subscribe_joint_state, subscribe_odometry
-from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, truth_from_odometry
+from aerial_sim.sensors.truth import UNUSABLE_ODOMETRY, truth_from_odometry
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ from aerial_sim.rosnode.run import run_node
 from aerial_sim.rosnode.services import SERVICE_QOS
 from aerial_sim.rosnode.stamps import to_stamp
 from aerial_sim.rosnode.subscriptions import subscribe_odometry
-from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, truth_from_odometry
+from aerial_sim.sensors.truth import UNUSABLE_ODOMETRY, truth_from_odometry
 from aerial_sim.vehicles.fleet import FleetSelection, require_vehicle_names
 
 #: Phases of the flight in which a track sample counts for the Hausdorff figures.

@@ -49,7 +49,9 @@ from aerial_sim.rosnode.raw_take import not_called, take_raw, unspun_reader_node
 from aerial_sim.rosnode.run import run_node
 from aerial_sim.rosnode.stamps import from_stamp
 from aerial_sim.rosnode.subscriptions import subscribe_odometry
-from aerial_sim.sensors.common import UNUSABLE_ODOMETRY, Mount, PoseTrack, truth_from_odometry
+from aerial_sim.sensors.mounting import Mount
+from aerial_sim.sensors.resampling import PoseTrack
+from aerial_sim.sensors.truth import UNUSABLE_ODOMETRY, truth_from_odometry
 from aerial_sim.sensors.lidar import LidarParams, points_to_world
 from aerial_sim.sensors.pointcloud import cloud_to_array, xyz
 from aerial_sim.viewer.depth_points import optical_to_base

@@ -10,7 +10,7 @@ driver-side altitude is the barometric formula
     h = (T0 / a) [ (p / p0)^(-a R / g) - 1 ],  T0 = 288.15 K, a = -6.5e-3 K/m.
 
 By default the drift uses the exact discretisation of the same process (see
-:class:`aerial_sim.sensors.common.GaussMarkov`), so its long-run standard
+:class:`aerial_sim.sensors.noise.GaussMarkov`), so its long-run standard
 deviation really is 0.5 mbar; ``drift_discretization: paper`` keeps AirSim's.
 
 White noise: the paper's "0.24" for the MS5611 carries no unit. It matches the
@@ -32,14 +32,9 @@ import numpy as np
 from aerial_sim.config import require_non_negative, require_positive
 from aerial_sim.environment.atmosphere import SEA_LEVEL_PRESSURE_PA, SEA_LEVEL_TEMPERATURE_K, standard_atmosphere
 from aerial_sim.environment.geodesy import HomePoint
-from aerial_sim.sensors.common import (
-    STANDARD_GRAVITY,
-    GaussMarkov,
-    GroundTruthLike,
-    RandomCheckpoint,
-    check_rate_and_seed,
-    sensor_rng,
-)
+from aerial_sim.sensors.noise import GaussMarkov, RandomCheckpoint, sensor_rng
+from aerial_sim.sensors.params import check_rate_and_seed
+from aerial_sim.sensors.truth import STANDARD_GRAVITY, GroundTruthLike
 
 #: Troposphere temperature gradient a (K/m) and specific gas constant of dry air R (J/(kg K)).
 TEMPERATURE_GRADIENT_K_M = -6.5e-3

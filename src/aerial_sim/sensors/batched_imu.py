@@ -34,7 +34,7 @@ from typing import Sequence
 import numpy as np
 
 from aerial_sim.jit import njit
-from aerial_sim.sensors.common import sensor_rng
+from aerial_sim.sensors.noise import sensor_rng
 from aerial_sim.sensors.imu import ImuParams
 
 #: Samples drawn ahead per vehicle and stream: 4 x 3 x 128 floats (12 kB) per vehicle.

@@ -34,7 +34,11 @@ from typing import Literal
 import numpy as np
 
 from aerial_sim.config import require, require_non_negative, require_positive
-from aerial_sim.sensors.common import GroundTruthLike, Mount, RandomCheckpoint, check_rate_and_seed, rotation_matrix, sensor_rng
+from aerial_sim.sensors.mounting import Mount
+from aerial_sim.sensors.noise import RandomCheckpoint, sensor_rng
+from aerial_sim.sensors.params import check_rate_and_seed
+from aerial_sim.sensors.quaternions import rotation_matrix
+from aerial_sim.sensors.truth import GroundTruthLike
 from aerial_sim.world.geometry import ray_caster_of
 from aerial_sim.world.scene import Scene
 

@@ -28,16 +28,11 @@ import numpy as np
 from aerial_sim.config import require, require_non_negative, require_positive
 from aerial_sim.environment.geodesy import HomePoint, enu_to_geodetic
 from aerial_sim.physics.rotation import cross, rotate  # on 3-vectors far faster than NumPy's (np.cross: 12 us a call)
-from aerial_sim.sensors.common import (
-    DelayLine,
-    FirstOrderFilter,
-    GaussMarkov,
-    GroundTruthLike,
-    Mount,
-    RandomCheckpoint,
-    check_rate_and_seed,
-    sensor_rng,
-)
+from aerial_sim.sensors.filters import DelayLine, FirstOrderFilter
+from aerial_sim.sensors.mounting import Mount
+from aerial_sim.sensors.noise import GaussMarkov, RandomCheckpoint, sensor_rng
+from aerial_sim.sensors.params import check_rate_and_seed
+from aerial_sim.sensors.truth import GroundTruthLike
 
 FIX_NONE, FIX_2D, FIX_3D = 0, 2, 3
 

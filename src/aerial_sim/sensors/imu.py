@@ -29,18 +29,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from aerial_sim.config import require, require_non_negative, require_positive
-from aerial_sim.sensors.common import (
-    STANDARD_GRAVITY,
-    GroundTruthLike,
-    Mount,
-    NormalStream,
-    RandomCheckpoint,
-    RandomWalk,
-    check_rate_and_seed,
-    in_sensor_frame,
-    lever_arm_acceleration,
-    sensor_rng,
-)
+from aerial_sim.sensors.mounting import Mount, in_sensor_frame, lever_arm_acceleration
+from aerial_sim.sensors.noise import NormalStream, RandomCheckpoint, RandomWalk, sensor_rng
+from aerial_sim.sensors.params import check_rate_and_seed
+from aerial_sim.sensors.truth import STANDARD_GRAVITY, GroundTruthLike
 
 DEG = math.pi / 180.0
 

@@ -34,7 +34,7 @@ Firing pattern (lidar frame ``<ns>/lidar_link``: x forward, y left, z up):
   and belongs to line n mod ``channels`` (the ``ring`` field).
 
 Motion distortion: every beam is cast from the lidar pose at its firing time
-(ground truth interpolated: :class:`aerial_sim.sensors.common.PoseTrack`) and
+(ground truth interpolated: :class:`aerial_sim.sensors.resampling.PoseTrack`) and
 its point is reported in the lidar frame *at that time*, as a real lidar does;
 the per-point ``time`` field lets a consumer undo the skew (deskewing).
 
@@ -70,14 +70,10 @@ from typing import Literal
 import numpy as np
 
 from aerial_sim.config import require, require_non_negative, require_positive
-from aerial_sim.sensors.common import (
-    TIME_EPSILON_S,
-    GroundTruthLike,
-    Mount,
-    PoseTrack,
-    RandomCheckpoint,
-    sensor_rng,
-)
+from aerial_sim.sensors.mounting import Mount
+from aerial_sim.sensors.noise import RandomCheckpoint, sensor_rng
+from aerial_sim.sensors.resampling import PoseTrack
+from aerial_sim.sensors.truth import TIME_EPSILON_S, GroundTruthLike
 from aerial_sim.sensors.pointcloud import LIDAR_POINT_DTYPE
 from aerial_sim.world.geometry import ray_caster_of
 from aerial_sim.world.scene import NO_HIT_ID, Scene

@@ -21,15 +21,10 @@ from aerial_sim.config import require_non_negative
 from aerial_sim.environment.geodesy import HomePoint, enu_to_geodetic
 from aerial_sim.environment.magnetic import MagneticField, MagneticFieldParams
 from aerial_sim.physics.rotation import rotate_inverse
-from aerial_sim.sensors.common import (
-    GroundTruthLike,
-    Mount,
-    NormalStream,
-    RandomCheckpoint,
-    check_rate_and_seed,
-    in_sensor_frame,
-    sensor_rng,
-)
+from aerial_sim.sensors.mounting import Mount, in_sensor_frame
+from aerial_sim.sensors.noise import NormalStream, RandomCheckpoint, sensor_rng
+from aerial_sim.sensors.params import check_rate_and_seed
+from aerial_sim.sensors.truth import GroundTruthLike
 
 
 @dataclass(frozen=True)
