@@ -360,3 +360,38 @@ def test_the_digest_ends_with_the_run_so_a_longer_shutdown_tail_does_not_change_
     assert whole[0].digest != whole[1].digest
     assert ended[0].digest == ended[1].digest and ended[0].topics[topic].count == 50
     assert run_end_ns(tmp_path / "no_such_run") is None
+
+
+def test_the_digest_ignores_unwritten_marker_padding_and_unstamped_arrivals(tmp_path):
+    """Issue 32: two identical lockstep runs' MarkerArrays differed only in the padding after a Marker's
+    ``frame_locked`` (the C serializer leaves it unwritten), and an unstamped topic's messages fall before or
+    after the end of the run by arrival order; neither may change the batch digest."""
+    from rclpy.serialization import serialize_message
+    from std_msgs.msg import Float64MultiArray
+    from visualization_msgs.msg import Marker, MarkerArray
+
+    from aerial_sim.recording.digest import message_stamp_ns
+
+    def marker_array(locked: bool) -> bytes:
+        markers = MarkerArray(markers=[Marker(id=1, frame_locked=locked)])
+        markers.markers[0].header.stamp.sec = 2
+        return bytes(serialize_message(markers))
+
+    clean = marker_array(True)
+    locked_at = next(i for i, (a, b) in enumerate(zip(clean, marker_array(False))) if a != b)
+    dirty = bytearray(clean)
+    dirty[locked_at + 1:locked_at + 4] = b"\xfe\xda\x21"  # what arrived in one of two identical runs
+    assert message_stamp_ns("visualization_msgs/msg/MarkerArray", clean) == 2_000_000_000
+    commands = bytes(serialize_message(Float64MultiArray(data=[0.5] * 4)))
+    contents = []
+    for name, markers, late_commands in (("a", clean, 0), ("b", bytes(dirty), 3)):
+        with BagWriter(tmp_path / name) as writer:
+            writer.add_topic("/markers", "visualization_msgs/msg/MarkerArray")
+            writer.add_topic("/motor_commands", "std_msgs/msg/Float64MultiArray")
+            writer.write("/markers", markers, 2_000_000_000)
+            for k in range(5 + late_commands):  # logged at the newest /clock: later in run b
+                writer.write("/motor_commands", commands, k * 1_000_000_000)
+        contents.append(bag_content(tmp_path / name, until_ns=4_000_000_000))
+    assert contents[0].topics["/markers"].digest == contents[1].topics["/markers"].digest
+    assert not contents[0].topics["/motor_commands"].in_digest
+    assert contents[0].digest == contents[1].digest

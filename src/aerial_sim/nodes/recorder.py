@@ -75,6 +75,8 @@ from aerial_sim.rosnode.run import run_node
 PARAMETER_TRIES = 20
 #: Lockstep: wall seconds the recorder waits for its discovery to settle before taking part anyway.
 LOCKSTEP_HOLD_MAX_S = 10.0
+#: At most this many ``~/written`` stamps at once (a clock that jumped ahead is reported by its newest).
+MAX_WRITTEN_BURST = 50
 
 
 def _policy_name(policy) -> str:
@@ -388,14 +390,22 @@ class Recorder(Node):
                                "taking part")
 
     def _report_written(self, clock_ns: int) -> None:
-        """Stamp ``~/written`` with the /clock just written once it reaches the next due time of the grid."""
+        """Stamp ``~/written`` with each due time of the grid that the /clock just written reached.
+
+        The stamps are the grid's, every one in turn (at most ``MAX_WRITTEN_BURST`` at once, after a jump
+        of the clock): a ``/clock`` that reached the recorder late (a reliable resend) must not change which
+        stamps appear, or two identical runs' bags would differ here (issue 32)."""
         due_ns = self._written_participant.awaited_stamp_ns(clock_ns)
         if due_ns is None or due_ns <= self._written_due_ns:
             return
+        period_ns = round(1e9 / self._written_participant.rate_hz)
+        first_ns = due_ns if self._written_due_ns < 0 else self._written_due_ns + period_ns
+        first_ns = max(first_ns, due_ns - (MAX_WRITTEN_BURST - 1) * period_ns)
         self._written_due_ns = due_ns
-        message = Header()
-        message.stamp.sec, message.stamp.nanosec = divmod(clock_ns, 1_000_000_000)
-        self._written_pub.publish(message)
+        for stamp_ns in range(first_ns, due_ns + 1, period_ns):
+            message = Header()
+            message.stamp.sec, message.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
+            self._written_pub.publish(message)
 
     def _report_stop(self) -> None:
         """Log, once, why recording stopped (one line: the file, the errno, the messages kept)."""

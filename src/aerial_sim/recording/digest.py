@@ -24,10 +24,14 @@ With ``until_ns`` (``aerial_sim batch`` passes the end of the run: the disarm's 
 mission's ``track.csv`` ends), messages stamped later are left out of the digest and the counts:
 what the graph publishes while it is being stopped after the run depends on how long stopping
 takes in wall time (issue 32: three identical runs' bags held 7,991 / 8,061 / 7,960 odometry
-messages, so their digests differed). A message without a stamp counts by its log time.
+messages, so their digests differed). A ``MarkerArray`` counts by its first marker's stamp. A
+topic whose messages carry no stamp (``motor_commands``' Float64MultiArray, a String) is counted but
+left out of such a digest: its log time is the newest ``/clock`` the recorder had received, so which
+of its messages fall before the end depends on arrival order, not on the simulation.
 
 ``/rosout`` and ``/parameter_events`` are left out: their content is logging
-with wall-clock stamps, not data.
+with wall-clock stamps, not data. ``/diagnostics`` is counted but not digested: its
+content is wall-clock figures (CPU load, real-time factor).
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ from aerial_sim.cdr import cdr_header_stamp_ns
 from aerial_sim.recording.reader import open_bag, read_once
 
 EXCLUDED_TOPICS = ("/rosout", "/parameter_events")
+#: Counted, never digested: their content is wall-clock figures (CPU load, real-time factor, rates).
+WALL_CLOCK_TOPICS = ("/diagnostics",)
 #: Types published at a fixed rate by a sensor or the physics node, whose stamp gaps are drops.
 PERIODIC_TYPES = {
     "nav_msgs/msg/Odometry",
@@ -66,6 +72,7 @@ class TopicContent:
     count: int
     digest: str
     drops: int
+    in_digest: bool = True  # False: unstamped, and the digest ends with the run (module doc)
 
 
 @dataclass
@@ -76,7 +83,7 @@ class BagContent:
     def digest(self) -> str:
         """One digest over every topic's (name, digest)."""
         combined = hashlib.sha256()
-        for topic in sorted(self.topics):
+        for topic in sorted(t for t in self.topics if self.topics[t].in_digest):
             combined.update(f"{topic}\0{self.topics[topic].digest}\n".encode())
         return combined.hexdigest()
 
@@ -107,8 +114,10 @@ class ContentCollector:
         self.counts: dict[str, int] = {}
         self.stamps: dict[str, list[int]] = {}
         self.types: dict[str, str] = {}
+        self.unstamped: set[str] = set()
 
     def begin(self, reader) -> None:
+        self.reader = reader
         for connection in reader.connections:
             if connection.topic not in self.exclude:
                 self.types[connection.topic] = connection.msgtype
@@ -121,9 +130,13 @@ class ContentCollector:
         if topic in self.exclude:
             return
         data = bytes(raw)
+        if connection.msgtype in UNZEROED_PADDING_TYPES:
+            data = canonical_bytes(self.reader, connection.msgtype, data, decode())
         if self.until_ns is not None:
-            stamp = cdr_header_stamp_ns(data) if self.stamped.get(topic) else None
-            if (t_ns if stamp is None else stamp) > self.until_ns:
+            stamp = message_stamp_ns(connection.msgtype, data) if self.stamped.get(topic) else None
+            if stamp is None:
+                self.unstamped.add(topic)
+            elif stamp > self.until_ns:
                 return  # after the end of the run (module doc)
         self.counts[topic] += 1
         self.hashes[topic].add(hashlib.sha256(data).digest())
@@ -137,7 +150,8 @@ class ContentCollector:
         for topic in sorted(self.types):
             digest = hashlib.sha256(b"".join(sorted(self.hashes[topic]))).hexdigest()
             content.topics[topic] = TopicContent(topic, self.types[topic], self.counts[topic], digest,
-                                                 missing_samples(self.stamps.get(topic, [])))
+                                                 missing_samples(self.stamps.get(topic, [])),
+                                                 in_digest=topic not in self.unstamped and topic not in WALL_CLOCK_TOPICS)
         return content
 
 
@@ -169,16 +183,42 @@ def _payloads_by_stamp(path: str | Path, exclude: tuple[str, ...]) -> dict[str, 
         stamped = {c.topic for c in reader.connections if c.topic not in exclude and begins_with_stamp(c)}
         for connection, _, raw in reader.messages():
             if connection.topic in stamped:
-                data = bytes(raw)
-                stamp = cdr_header_stamp_ns(data)
+                data = canonical_bytes(reader, connection.msgtype, bytes(raw))
+                stamp = message_stamp_ns(connection.msgtype, data)
                 if stamp is not None:
                     by_topic.setdefault(connection.topic, {}).setdefault(stamp, set()).add(hashlib.sha256(data).digest())
     return {topic: {stamp: frozenset(v) for stamp, v in stamps.items()} for topic, stamps in by_topic.items()}
 
 
+#: Arrays whose elements begin with a Header: the first element's stamp is the message's.
+FIRST_ELEMENT_STAMPED_TYPES = {"visualization_msgs/msg/MarkerArray"}
+#: Types whose CDR has alignment padding after a bool that the C serializer leaves unwritten (a Marker's
+#: ``frame_locked``): the same message arrives with different bytes there, so these are digested as
+#: rosbags re-serializes them (padding zeroed).
+UNZEROED_PADDING_TYPES = {"visualization_msgs/msg/MarkerArray", "visualization_msgs/msg/Marker"}
+
+
+def canonical_bytes(reader, msgtype: str, data: bytes, decoded=None) -> bytes:
+    """``data``, or its re-serialization with zeroed padding for :data:`UNZEROED_PADDING_TYPES`."""
+    if msgtype not in UNZEROED_PADDING_TYPES:
+        return data
+    message = decoded if decoded is not None else reader.deserialize(data, msgtype)
+    return bytes(reader.typestore.serialize_cdr(message, msgtype, little_endian=bool(data[1] & 1)))
+
+
+def message_stamp_ns(msgtype: str, data: bytes) -> int | None:
+    """The sim-time stamp of a message that :func:`begins_with_stamp` (ns), None for an empty array."""
+    if msgtype in FIRST_ELEMENT_STAMPED_TYPES:
+        if len(data) < 8 or int.from_bytes(data[4:8], "little" if data[1] & 1 else "big") == 0:
+            return None
+        return cdr_header_stamp_ns(data[:4] + data[8:])  # the sequence length, then the first element
+    return cdr_header_stamp_ns(data)
+
+
 def begins_with_stamp(connection) -> bool:
-    """True when the message begins with a stamp: a ``std_msgs/Header`` first field, a Header itself, or a Clock."""
-    if connection.msgtype in STAMP_FIRST_TYPES:
+    """True when the message begins with a stamp: a ``std_msgs/Header`` first field, a Header itself, or a Clock
+    (or an array of such messages, :data:`FIRST_ELEMENT_STAMPED_TYPES`)."""
+    if connection.msgtype in STAMP_FIRST_TYPES | FIRST_ELEMENT_STAMPED_TYPES:
         return True
     definition = getattr(getattr(connection, "msgdef", None), "data", "") or ""
     for line in definition.splitlines():
