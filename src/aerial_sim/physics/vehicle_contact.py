@@ -3,7 +3,7 @@
 Each vehicle is its body box, as against the ground and the scene (AirSim paper,
 Shah et al. 2017, sec. 3.3.4). The contact (impact point, normal, penetration
 depth) comes from FCL's exact box-box test through the same
-:class:`~aerial_sim.world.colliders.FclCollider` the scene objects use. The
+:class:`~aerial_sim.physics.fcl_contact.FclCollider` the scene objects use. The
 response is the scene-contact response of :mod:`aerial_sim.physics.rigid_body`
 for two moving bodies: projection out of the overlap, shared by inverse mass;
 a normal impulse ``j = -(1 + e) v_n / (K_a + K_b)`` on the relative velocity of
@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from aerial_sim.physics.contact import Contact, box_corners
+from aerial_sim.physics.fcl_contact import FclCollider
 from aerial_sim.physics.rigid_body import _effective_inverse_mass
 from aerial_sim.physics.rotation import (
     add_scaled,
@@ -81,7 +82,6 @@ def box_box_contact(a: BodyView, b: BodyView) -> Contact | None:
     """Deepest contact between the two body boxes, normal out of ``a`` toward ``b`` (FCL)."""
     import fcl
 
-    from aerial_sim.world.colliders import FclCollider  # the scene's collider, for the same contact output
 
     corners = box_corners(a.position, a.orientation, a.half_extents)
     bounds = [[min(c[k] for c in corners) for k in range(3)], [max(c[k] for c in corners) for k in range(3)]]

@@ -8,7 +8,8 @@ the penetration depth, or None when they do not touch. The engine turns it
 into the same restitution + Coulomb friction response it applies at the
 ground; this is AirSim's collision input (impact point, normal, penetration
 depth; seed 000, sec. 3.3.4), computed here by the Flexible Collision Library
-(``python-fcl``: exact box-box, GJK/EPA for the other convex shapes).
+(``python-fcl``: exact box-box, GJK/EPA for the other convex shapes), through
+:class:`~aerial_sim.physics.fcl_contact.FclCollider`.
 
 The terrain, where a scene has one, is :class:`~aerial_sim.world.terrain.TerrainCollider`.
 
@@ -20,65 +21,13 @@ exact. Its rendering (the camera) uses the real triangles.
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import fcl
 import numpy as np
 
-from aerial_sim.physics.contact import Contact
+from aerial_sim.physics.fcl_contact import FclCollider
 from aerial_sim.world.geometry import object_mesh, quaternion_to_matrix
 from aerial_sim.world.scene import Scene, SceneObject
 from aerial_sim.world.terrain import TerrainCollider
-
-#: Contacts this close to the deepest one count as one touching patch (m).
-PATCH_DEPTH_TOLERANCE_M = 1e-3
-
-
-class FclCollider:
-    """Collision geometry of one scene object, queried against the vehicle's body box."""
-
-    def __init__(self, name: str, geometry, rotation: np.ndarray, translation: np.ndarray, bounds: np.ndarray):
-        self.name = name
-        self._object = fcl.CollisionObject(geometry, fcl.Transform(rotation, translation))
-        #: World axis-aligned bounding box ((xmin, ymin, zmin), (xmax, ymax, zmax)), for the engine's broad phase.
-        self.bounds = tuple(tuple(float(v) for v in corner) for corner in bounds)
-        self._center = np.mean(bounds, axis=0)
-        self._bounding_radius = 0.5 * float(np.linalg.norm(bounds[1] - bounds[0]))
-        self._request = fcl.CollisionRequest(num_max_contacts=16, enable_contact=True)
-        self._body_boxes: dict[tuple[float, float, float], fcl.Box] = {}
-
-    def contact(self, position: Sequence[float], orientation: Sequence[float],
-                half_extents: Sequence[float]) -> Contact | None:
-        position = np.asarray(position, float)
-        half_extents = tuple(float(h) for h in half_extents)
-        # Broad phase: bounding spheres apart -> no contact, no FCL call.
-        if np.linalg.norm(position - self._center) > self._bounding_radius + np.linalg.norm(half_extents):
-            return None
-        box = self._body_boxes.get(half_extents)
-        if box is None:
-            box = self._body_boxes[half_extents] = fcl.Box(*(2.0 * h for h in half_extents))
-        body = fcl.CollisionObject(box, fcl.Transform(quaternion_to_matrix(orientation), position))
-        result = fcl.CollisionResult()
-        if fcl.collide(self._object, body, self._request, result) == 0:
-            return None
-        deepest = max(result.contacts, key=lambda c: c.penetration_depth)
-        normal = np.asarray(deepest.normal, float)  # FCL: from the first object (obstacle) to the second (body)
-        normal /= np.linalg.norm(normal)
-        # FCL reports a resting face as several contacts (e.g. the 4 corners of the overlap):
-        # their centroid is the impact point and their spread the support patch radius.
-        patch = np.array([c.pos for c in result.contacts
-                          if c.penetration_depth >= deepest.penetration_depth - PATCH_DEPTH_TOLERANCE_M])
-        point = patch.mean(axis=0)
-        return Contact(
-            point=tuple(float(v) for v in point),
-            normal=tuple(float(v) for v in normal),
-            depth_m=float(max(deepest.penetration_depth, 0.0)),
-            patch_radius_m=float(np.linalg.norm(patch - point, axis=1).max()),
-        )
-
-    def __repr__(self) -> str:
-        return f"FclCollider({self.name!r})"
-
 
 def scene_colliders(scene: Scene) -> list:
     """One collider per object, for ``PhysicsWorld.add_collider``, and the terrain's when the scene has one
