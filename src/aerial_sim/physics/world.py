@@ -168,10 +168,7 @@ class PhysicsWorld:
         self._wind_sampled_s = -math.inf
         self._wind_resample = True
         if field is None:
-            for body in self.bodies.values():
-                body.wind_enu_m_s = None
-            if self._batch is not None:
-                self._batch.set_winds(None)
+            self._use_environment_wind()
             return
         if field.vehicles != len(self.bodies):
             field.resize(len(self.bodies))
@@ -185,6 +182,13 @@ class PhysicsWorld:
         default = self.environment.wind_enu_m_s
         return np.array([body.wind_enu_m_s or default for body in bodies], dtype=float).reshape(-1, 3)
 
+    def _use_environment_wind(self) -> None:
+        """Every vehicle feels the environment's one wind again (no per-vehicle wind)."""
+        for body in self.bodies.values():
+            body.wind_enu_m_s = None
+        if self._batch is not None:
+            self._batch.set_winds(None)
+
     def _sample_wind(self) -> None:
         """Each vehicle's wind from the field at its position (and air speed) now."""
         field = self.wind_field
@@ -197,10 +201,7 @@ class PhysicsWorld:
         self._wind_resample = False
         if field.steady:  # the same wind everywhere: the environment's, as without a field
             self.environment.wind_enu_m_s = tuple(float(v) for v in field.mean_enu_m_s)
-            for body in self.bodies.values():
-                body.wind_enu_m_s = None
-            if self._batch is not None:
-                self._batch.set_winds(None)
+            self._use_environment_wind()
             return
         if field.vehicles != len(self.bodies):
             field.resize(len(self.bodies))
