@@ -82,7 +82,16 @@ def test_ten_vehicle_launch_serves_every_namespace(launch, ros_node, tmp_path):
     assert spin_until(ros_node, lambda: len(same_stamp()) >= 5, timeout_s=20), same_stamp()
     assert all(a != b for a, b in same_stamp()), same_stamp()[:5]
 
-    # Two vehicles' controllers answer and fly; the others stay on the ground.
+    # Two vehicles' controllers answer and fly; the others stay on the ground. Each is armable once its
+    # controller reports OK on /diagnostics (it has the vehicle's state), as a mission waits for.
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+
+    from aerial_sim.rosnode.qos import COMMAND_QOS
+
+    ready = set()
+    ros_node.create_subscription(DiagnosticArray, "/diagnostics", lambda m: ready.update(
+        s.hardware_id for s in m.status if s.level == DiagnosticStatus.OK), COMMAND_QOS)
+    assert spin_until(ros_node, lambda: ready >= set(FLYERS), timeout_s=30), (ready, graph.output()[-3000:])
     for name in FLYERS:
         armed = call(ros_node, ros_node.create_client(SetBool, f"/{name}/arm"), SetBool.Request(data=True))
         assert armed.success, armed.message

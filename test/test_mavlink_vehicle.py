@@ -66,6 +66,8 @@ def test_mavlink_vehicle_flies_the_simulated_px4_through_the_controller_contract
 
         refused = call(Trigger, "/px4/takeoff", Trigger.Request())
         assert not refused.success and "not armed" in refused.message
+        # Armable once the autopilot says standby (its preflight: vehicle state and a reporting controller).
+        assert spin_until(ros_node, lambda: latest["px4"]["system_status"] == "standby", 30), latest["px4"]
         assert call(SetBool, "/px4/arm", SetBool.Request(data=True)).success
         assert call(Trigger, "/px4/takeoff", Trigger.Request()).success
         assert spin_until(ros_node, lambda: position("estimate")[2] > 1.8, 20)

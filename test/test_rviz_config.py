@@ -32,6 +32,21 @@ def interface_topics() -> dict[str, str]:
     return topics
 
 
+def documented_topics() -> dict[str, str]:
+    """Published topic -> type from the publishes column of doc/nodes_and_topics.md, the project's own table
+    (it carries what the contract's tables do not list, such as the fleet's `/swarm/poses`)."""
+    full_names = {name.rsplit("/", 1)[-1]: name for name in DISPLAY_TYPES.values()}
+    topics = {}
+    for line in (REPO / "doc" / "nodes_and_topics.md").read_text().splitlines():
+        cells = line.split(" | ")
+        if len(cells) < 4:
+            continue
+        for name, short_type in re.findall(r"`([^`]+)` \((\w+)", cells[2]):
+            if short_type in full_names:
+                topics[name if name.startswith("/") else f"{NAMESPACE}/{name}"] = full_names[short_type]
+    return topics
+
+
 def viewer_topics() -> dict[str, str]:
     """Topics published by this area's nodes, where viewer.launch.yaml puts them."""
     launch = yaml.safe_load((REPO / "launch" / "viewer.launch.yaml").read_text())["launch"]
@@ -50,7 +65,7 @@ def test_rviz_config_names_published_topics_with_matching_types_and_qos():
     config = yaml.safe_load((REPO / "rviz" / "sim.rviz").read_text())
     manager = config["Visualization Manager"]
     assert manager["Global Options"]["Fixed Frame"] == "map"
-    published = {**interface_topics(), **viewer_topics()}
+    published = {**interface_topics(), **documented_topics(), **viewer_topics()}
     assert f"{NAMESPACE}/ground_truth/odom" in published  # the table was parsed
     seen = {}
     for display in manager["Displays"]:

@@ -209,6 +209,12 @@ class Autopilot:
         return self.link.kinematics
 
     @property
+    def ready(self) -> bool:
+        """Armable: the vehicle's state is here and its flight controller has reported (it reports only once it
+        has odometry itself), as PX4 arms only after its preflight checks pass."""
+        return self.state is not None and self.link.controller_mode is not None
+
+    @property
     def flying(self) -> bool:
         mode = self.link.controller_mode
         return mode in FLYING_CONTROLLER_MODES if mode is not None else False
@@ -356,7 +362,7 @@ class Autopilot:
         if arm not in (0.0, 1.0):
             raise Refused(DENIED, f"ARM_DISARM param1 must be 0 or 1, got {arm}")
         if arm == 1.0:
-            if self.state is None:
+            if not self.ready:
                 raise Refused(TEMPORARILY_REJECTED, "arming refused: no vehicle state yet")
             if self.mode in (FlightMode.MISSION, FlightMode.RTL, FlightMode.LAND) and not self.flying:
                 self.mode = FlightMode.HOLD  # PX4 arms in these only to start them; MAVSDK switches to Hold first
@@ -1067,7 +1073,7 @@ class Autopilot:
         self.send(self._heartbeat())
 
     def _heartbeat(self):
-        if self.state is None:
+        if not self.ready:
             status = mav.MAV_STATE_BOOT
         else:
             status = mav.MAV_STATE_ACTIVE if self.armed else mav.MAV_STATE_STANDBY
@@ -1144,7 +1150,7 @@ class Autopilot:
 
     def _sys_status(self):
         battery = self.battery.state
-        healthy = SENSORS if self.state is not None else SENSORS & ~(mav.MAV_SYS_STATUS_SENSOR_GPS
+        healthy = SENSORS if self.ready else SENSORS & ~(mav.MAV_SYS_STATUS_SENSOR_GPS
                                                                      | mav.MAV_SYS_STATUS_PREARM_CHECK)
         return mav.MAVLink_sys_status_message(SENSORS, SENSORS, healthy, 0, int(battery.voltage_v * 1000),
                                               int(battery.current_a * 100), battery.remaining_percent, 0, 0, 0, 0, 0,

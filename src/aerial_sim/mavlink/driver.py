@@ -89,6 +89,7 @@ class AutopilotDriver:
         self.armed = False
         self.flight_mode: modes.FlightMode | str | None = None
         self.landed_state = mav.MAV_LANDED_STATE_UNDEFINED
+        self.last_statustext: tuple[float, str] | None = None  # (receive time, text): why a command was refused
         self.amsl_m: float | None = None
         self._position = self._velocity = None
         self._orientation = self._rates = None
@@ -125,6 +126,21 @@ class AutopilotDriver:
             self.landed_state = message.landed_state
         elif kind == "GLOBAL_POSITION_INT":
             self.amsl_m = message.alt / 1000.0
+        elif kind == "STATUSTEXT":
+            self.last_statustext = (time_s, str(message.text))
+
+    def system_status(self) -> str:
+        """The autopilot's MAV_STATE from its HEARTBEAT, e.g. ``standby`` once it can be armed (``unknown`` before)."""
+        if self.heartbeat is None:
+            return "unknown"
+        state = mav.enums["MAV_STATE"].get(int(self.heartbeat.system_status))
+        return state.name.removeprefix("MAV_STATE_").lower() if state is not None else str(self.heartbeat.system_status)
+
+    def reason_since(self, time_s: float) -> str:
+        """The autopilot's last STATUSTEXT if it came at or after ``time_s`` (PX4 says why it refused there)."""
+        if self.last_statustext is None or self.last_statustext[0] < time_s:
+            return ""
+        return self.last_statustext[1]
 
     def estimate(self, time_s: float) -> Estimate | None:
         if self._position is None or self._orientation is None:

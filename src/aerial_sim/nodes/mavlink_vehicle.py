@@ -120,6 +120,7 @@ class MavlinkVehicleNode(Node):
         command = int(messages[-1].command)
         event, results = threading.Event(), []
         self.acks[command] = (event, results)
+        sent_at = time.monotonic()
         try:
             self._send(messages)
             if not event.wait(self.params.driver.ack_timeout_s):
@@ -129,7 +130,10 @@ class MavlinkVehicleNode(Node):
         result = results[-1]
         name = mavutil.mavlink.enums["MAV_RESULT"][result].name if result in mavutil.mavlink.enums["MAV_RESULT"] \
             else str(result)
-        return result == mavutil.mavlink.MAV_RESULT_ACCEPTED, name
+        accepted = result == mavutil.mavlink.MAV_RESULT_ACCEPTED
+        with self.lock:
+            reason = "" if accepted else self.driver.reason_since(sent_at)
+        return accepted, f"{name} ({reason})" if reason else name
 
     # -- services ---------------------------------------------------------------------------
     def _service(self, response, build, what: str):
@@ -240,13 +244,15 @@ class MavlinkVehicleNode(Node):
             connected = self.driver.heartbeat is not None
             armed, mode = self.driver.armed, self.driver.controller_mode()
             autopilot_mode = getattr(self.driver.flight_mode, "value", self.driver.flight_mode)
+            system_status = self.driver.system_status()
         status = DiagnosticStatus(
             level=DiagnosticStatus.OK if connected else DiagnosticStatus.WARN,
             name=f"{self.get_fully_qualified_name()}: flight control",
             message=mode if connected else f"no HEARTBEAT from the autopilot at {self.params.url}",
             hardware_id=self.namespace,
             values=[KeyValue(key="armed", value=str(armed).lower()), KeyValue(key="mode", value=mode),
-                    KeyValue(key="autopilot_mode", value=str(autopilot_mode))])
+                    KeyValue(key="autopilot_mode", value=str(autopilot_mode)),
+                    KeyValue(key="system_status", value=system_status)])
         message = DiagnosticArray(status=[status])
         message.header.stamp = self.get_clock().now().to_msg()
         self.diagnostics_pub.publish(message)
