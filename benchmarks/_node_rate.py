@@ -41,7 +41,7 @@ def measure(node, publishers, make_messages, output_topic: str, output_type, sec
     return (published rate, received rate) in Hz."""
     import rclpy
 
-    from aerial_sim.rosnode.qos import LOCKSTEP_QOS
+    from aerial_sim.nodes.ros.qos import LOCKSTEP_QOS
 
     received = []
     node.create_subscription(output_type, output_topic, lambda m: received.append(time.monotonic()), LOCKSTEP_QOS)

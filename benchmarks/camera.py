@@ -62,8 +62,8 @@ def node_graph_rate(scene: str, seconds: float = NODE_SECONDS) -> None:
     from rclpy.node import Node
     from sensor_msgs.msg import Image
 
-    from aerial_sim.rosnode.qos import stream_qos
-    from aerial_sim.rosnode.transport import use_transport_profile
+    from aerial_sim.nodes.ros.qos import stream_qos
+    from aerial_sim.nodes.ros.transport import use_transport_profile
 
     os.environ.setdefault("ROS_DOMAIN_ID", str(120 + os.getpid() % 30))
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"

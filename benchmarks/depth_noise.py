@@ -52,7 +52,7 @@ def node_rates(shape, rate_hz: float | None, seconds: float = 4.0) -> tuple[floa
     from sensor_msgs.msg import Image
 
     from _node_rate import measure, start_node, stop_node
-    from aerial_sim.rosnode.qos import LOCKSTEP_QOS
+    from aerial_sim.nodes.ros.qos import LOCKSTEP_QOS
 
     process = start_node("depth_noise")
     rclpy.init()

@@ -4,7 +4,7 @@
 
 Runs the barometer node (it needs only ground_truth/odom, and its model is cheap, so the
 executor's own per-message overhead dominates) twice, once with each executor
-(``AERIAL_SIM_EXECUTOR=single|events``, :func:`aerial_sim.rosnode.executors.make_executor`), while
+(``AERIAL_SIM_EXECUTOR=single|events``, :func:`aerial_sim.nodes.ros.executors.make_executor`), while
 this process publishes 250 Hz odometry in real time; prints the node's CPU (cores) and its
 output rate for both, side by side.
 
@@ -35,8 +35,8 @@ def run(executor: str, seconds: float, source: Path | None = None) -> tuple[floa
     from rosgraph_msgs.msg import Clock
     from sensor_msgs.msg import FluidPressure
 
-    from aerial_sim.rosnode.qos import LOCKSTEP_QOS
-    from aerial_sim.rosnode.stamps import to_stamp
+    from aerial_sim.nodes.ros.qos import LOCKSTEP_QOS
+    from aerial_sim.nodes.ros.stamps import to_stamp
 
     os.environ["AERIAL_SIM_EXECUTOR"] = executor
     process = start_node("barometer", source=source)

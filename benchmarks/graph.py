@@ -107,8 +107,8 @@ def clock_only_survey(seconds: float) -> tuple[list, float | None]:
 
     from aerial_sim.cdr import cdr_header_stamp_ns
     from aerial_sim.cli.topics import ClockMeter
-    from aerial_sim.rosnode.executors import make_executor
-    from aerial_sim.rosnode.qos import stream_qos
+    from aerial_sim.nodes.ros.executors import make_executor
+    from aerial_sim.nodes.ros.qos import stream_qos
 
     context = rclpy.context.Context()
     rclpy.init(args=[], context=context)

@@ -74,7 +74,7 @@ def node_run(preset: str, seconds: float) -> None:
     from rclpy.serialization import deserialize_message
     from sensor_msgs.msg import PointCloud2
 
-    from aerial_sim.rosnode.transport import use_transport_profile
+    from aerial_sim.nodes.ros.transport import use_transport_profile
 
     os.environ.setdefault("ROS_DOMAIN_ID", str(120 + os.getpid() % 30))
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"

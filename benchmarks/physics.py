@@ -194,8 +194,8 @@ def measure_physics_node(clock_speed: float, seconds: float) -> NodeFigures:
     from rosgraph_msgs.msg import Clock
     from std_msgs.msg import Float64MultiArray
 
-    from aerial_sim.rosnode.qos import COMMAND_QOS, stream_qos
-    from aerial_sim.rosnode.stamps import from_stamp
+    from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
+    from aerial_sim.nodes.ros.stamps import from_stamp
 
     environment = Environment(EnvironmentParams())
     hover = load_vehicle("quad_x").hover_controls(
@@ -258,7 +258,7 @@ def physics_node(seconds: float) -> None:
     try:
         import rclpy
 
-        from aerial_sim.rosnode.transport import use_transport_profile
+        from aerial_sim.nodes.ros.transport import use_transport_profile
     except ImportError as error:
         print(f"physics node skipped: {error}")
         return

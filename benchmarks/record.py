@@ -38,7 +38,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=10.0)
     options = parser.parse_args()
 
-    from aerial_sim.rosnode.transport import use_transport_profile
+    from aerial_sim.nodes.ros.transport import use_transport_profile
 
     use_transport_profile()
     import rclpy

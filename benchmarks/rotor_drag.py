@@ -32,7 +32,7 @@ def node_rates(rate_hz: float, seconds: float = 4.0) -> tuple[float, float]:
     from sensor_msgs.msg import JointState
 
     from _node_rate import measure, start_node, stop_node
-    from aerial_sim.rosnode.qos import LOCKSTEP_QOS
+    from aerial_sim.nodes.ros.qos import LOCKSTEP_QOS
 
     process = start_node("rotor_drag", "-p", "rate_hz:=100000.0")
     rclpy.init()

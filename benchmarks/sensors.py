@@ -79,8 +79,8 @@ def bench_nodes(duration_s: float = 8.0) -> None:
     from rosgraph_msgs.msg import Clock
     from sensor_msgs.msg import Imu as ImuMsg
 
-    from aerial_sim.rosnode.qos import stream_qos
-    from aerial_sim.rosnode.stamps import to_stamp
+    from aerial_sim.nodes.ros.qos import stream_qos
+    from aerial_sim.nodes.ros.stamps import to_stamp
 
     nodes = {"imu": "200 Hz", "barometer": "50 Hz", "magnetometer": "75 Hz", "gps": "50 Hz"}
     processes = {

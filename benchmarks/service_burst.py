@@ -4,9 +4,9 @@
 
 A std_srvs/Trigger server runs in a child process (rclpy's SingleThreadedExecutor: spun from a
 bare script like this one, the experimental events executor served nothing at all here, while the
-nodes, spun by :func:`aerial_sim.rosnode.run.run_node`, serve with it: ``test/test_service_bursts.py``
+nodes, spun by :func:`aerial_sim.nodes.ros.run.run_node`, serve with it: ``test/test_service_bursts.py``
 checks the flight controller's services that way), with rclpy's default service QoS (keep last 10) or with
-:data:`aerial_sim.rosnode.services.SERVICE_QOS` (keep last 1000); this process makes N clients,
+:data:`aerial_sim.nodes.ros.services.SERVICE_QOS` (keep last 1000); this process makes N clients,
 with the default or the deep QoS, waits until each sees the service, sends every request at
 once and counts the answers within 10 s. Prints served / answered per combination and round.
 """
@@ -27,7 +27,7 @@ SERVER = r"""
 import os, sys, threading, time, rclpy
 from rclpy.node import Node
 from std_srvs.srv import Trigger
-from aerial_sim.rosnode.services import SERVICE_QOS
+from aerial_sim.nodes.ros.services import SERVICE_QOS
 rclpy.init()
 node = Node("burst_server")
 served = [0]
@@ -53,7 +53,7 @@ def burst(server_qos: str, client_qos: str, callers: int) -> tuple[int, int]:
     from rclpy.node import Node
     from std_srvs.srv import Trigger
 
-    from aerial_sim.rosnode.services import SERVICE_QOS
+    from aerial_sim.nodes.ros.services import SERVICE_QOS
 
     server = subprocess.Popen([sys.executable, "-c", SERVER, server_qos], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               text=True, env={**os.environ, "PYTHONPATH": str(REPO / "src")})

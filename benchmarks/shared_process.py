@@ -39,7 +39,7 @@ def publish(rate_hz: float, seconds: float, reliable: bool) -> None:
     from nav_msgs.msg import Odometry
     from rclpy.serialization import serialize_message
 
-    from aerial_sim.rosnode.transport import use_transport_profile
+    from aerial_sim.nodes.ros.transport import use_transport_profile
 
     use_transport_profile()
     rclpy.init()
@@ -61,8 +61,8 @@ def read(readers: int, seconds: float, reliable: bool) -> None:
     """Child process: ``readers`` raw subscriptions in one executor; print CPU seconds and messages taken."""
     import rclpy
 
-    from aerial_sim.rosnode.executors import make_executor
-    from aerial_sim.rosnode.transport import use_transport_profile
+    from aerial_sim.nodes.ros.executors import make_executor
+    from aerial_sim.nodes.ros.transport import use_transport_profile
 
     use_transport_profile()
     rclpy.init()

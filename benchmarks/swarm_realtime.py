@@ -162,7 +162,7 @@ def stop_fleet(launcher: subprocess.Popen) -> None:
         launcher.wait()
 
 
-#: What each fleet process logs once it has built every vehicle's node (``aerial_sim.rosnode.hosting``).
+#: What each fleet process logs once it has built every vehicle's node (``aerial_sim.nodes.ros.hosting``).
 BUILT_LINES = (r"\[sensors_0\] .*one process for ", r"\[sensors_1\] .*one process for ",
                r"\[flight_controller\] .*serving \d+ vehicles in one process")
 
@@ -185,8 +185,8 @@ def fleet_trial(node, executor, count: int, warmup_s: float, seconds: float, sta
     from nav_msgs.msg import Odometry
     from rosgraph_msgs.msg import Clock
 
-    from aerial_sim.rosnode.qos import stream_qos
-    from aerial_sim.rosnode.stamps import from_stamp
+    from aerial_sim.nodes.ros.qos import stream_qos
+    from aerial_sim.nodes.ros.stamps import from_stamp
 
     from sensor_msgs.msg import Imu
 
@@ -259,7 +259,7 @@ def fleet_part(args) -> int | None:
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
 
-    from aerial_sim.rosnode.transport import use_transport_profile
+    from aerial_sim.nodes.ros.transport import use_transport_profile
 
     use_transport_profile()
     rclpy.init()

@@ -86,7 +86,7 @@ def measure_source(label: str, source: Path | None, seconds: float) -> dict[str,
     from nav_msgs.msg import Odometry
     from sensor_msgs.msg import CameraInfo, Image
 
-    from aerial_sim.rosnode.qos import LOCKSTEP_QOS
+    from aerial_sim.nodes.ros.qos import LOCKSTEP_QOS
     from aerial_sim.viewer.web import free_port
 
     port = free_port()

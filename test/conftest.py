@@ -61,7 +61,7 @@ def ros_node():
     import rclpy
     from rclpy.node import Node
 
-    from aerial_sim.rosnode.transport import use_transport_profile
+    from aerial_sim.nodes.ros.transport import use_transport_profile
 
     use_transport_profile()  # the same Fast DDS transport as the nodes (large images arrive)
     context = rclpy.context.Context()

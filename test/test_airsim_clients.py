@@ -60,7 +60,7 @@ def test_hello_drone_flies_with_both_real_clients(clients, launch, ros_node):
     from nav_msgs.msg import Odometry
     from rclpy.qos import qos_profile_sensor_data
 
-    from aerial_sim.rosnode.stamps import from_stamp
+    from aerial_sim.nodes.ros.stamps import from_stamp
 
     graph = launch("sim.launch.yaml", "mission:=none", "scene:=urban", "record:=false", "viewer:=false",
                    "use_camera:=false", "use_depth_noise:=false", "airsim_port:=0", f"run_dir:={Path(ros_node.get_name())}")

@@ -40,7 +40,7 @@ def odometry_sender(ros_node, qos):
     from nav_msgs.msg import Odometry
     from rosgraph_msgs.msg import Clock
 
-    from aerial_sim.rosnode.stamps import to_stamp
+    from aerial_sim.nodes.ros.stamps import to_stamp
 
     odom_pub = ros_node.create_publisher(Odometry, "/drone1/ground_truth/odom", qos)
     clock_pub = ros_node.create_publisher(Clock, "/clock", qos)
@@ -62,8 +62,8 @@ def odometry_sender(ros_node, qos):
 def test_images_arrive_at_the_sim_time_rate_with_encodings_sizes_and_stamps(ros_node):
     from sensor_msgs.msg import CameraInfo, Image
 
-    from aerial_sim.rosnode.qos import LOCKSTEP_QOS
-    from aerial_sim.rosnode.stamps import from_stamp
+    from aerial_sim.nodes.ros.qos import LOCKSTEP_QOS
+    from aerial_sim.nodes.ros.stamps import from_stamp
 
     rate_hz, width, height = 10.0, 160, 120
     process = start_camera(f"rate_hz:={rate_hz}", f"width:={width}", f"height:={height}", "lockstep:=true")
@@ -126,7 +126,7 @@ def test_images_arrive_at_the_sim_time_rate_with_encodings_sizes_and_stamps(ros_
 def test_switched_off_images_are_not_published_and_bad_params_exit_cleanly(ros_node):
     from sensor_msgs.msg import Image
 
-    from aerial_sim.rosnode.qos import stream_qos
+    from aerial_sim.nodes.ros.qos import stream_qos
 
     process = start_camera("publish_color:=false", "publish_segmentation:=false", "width:=64", "height:=48")
     try:

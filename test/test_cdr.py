@@ -273,9 +273,9 @@ def test_the_header_stamp_reader_stays_lenient():
 def test_a_raw_subscription_reports_undecodable_bytes_through_the_input_guard(ros_node):
     from rclpy.serialization import serialize_message
 
-    from aerial_sim.rosnode.input_guard import InputGuard
-    from aerial_sim.rosnode.qos import stream_qos
-    from aerial_sim.rosnode.subscriptions import subscribe_odometry
+    from aerial_sim.nodes.ros.input_guard import InputGuard
+    from aerial_sim.nodes.ros.qos import stream_qos
+    from aerial_sim.nodes.ros.subscriptions import subscribe_odometry
 
     received, warnings = [], []
     subscription = subscribe_odometry(ros_node, "/drone1/ground_truth/odom", received.append, stream_qos())

@@ -26,8 +26,8 @@ def test_arm_takeoff_hold_refusals_and_land(launch, ros_node):
     from nav_msgs.msg import Odometry
     from std_srvs.srv import SetBool, Trigger
 
-    from aerial_sim.rosnode.qos import COMMAND_QOS, LOCKSTEP_QOS
-    from aerial_sim.rosnode.stamps import from_stamp
+    from aerial_sim.nodes.ros.qos import COMMAND_QOS, LOCKSTEP_QOS
+    from aerial_sim.nodes.ros.stamps import from_stamp
 
     physics = launch("physics.launch.yaml", "lockstep:=true")
     control = launch("control.launch.yaml", "lockstep:=true")
@@ -108,8 +108,8 @@ def test_slow_odometry_is_warned_about_once_per_ten_seconds_and_still_flown(laun
     from nav_msgs.msg import Odometry
     from std_msgs.msg import Float64MultiArray
 
-    from aerial_sim.rosnode.qos import COMMAND_QOS, stream_qos
-    from aerial_sim.rosnode.stamps import to_stamp
+    from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
+    from aerial_sim.nodes.ros.stamps import to_stamp
 
     control = launch("control.launch.yaml")
     commands = []

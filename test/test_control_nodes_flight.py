@@ -59,8 +59,8 @@ class Flight:
         from std_msgs.msg import Float64MultiArray, Header
         from std_srvs.srv import SetBool, Trigger
 
-        from aerial_sim.rosnode.lockstep import announce_lockstep_participant
-        from aerial_sim.rosnode.qos import COMMAND_QOS, LOCKSTEP_QOS
+        from aerial_sim.nodes.ros.lockstep import announce_lockstep_participant
+        from aerial_sim.nodes.ros.qos import COMMAND_QOS, LOCKSTEP_QOS
 
         self.node = node
         self.physics = launch(
@@ -103,7 +103,7 @@ class Flight:
         from aerial_sim.control.geometry import yaw_of
         from aerial_sim.control.mission import is_setpoint_due
         from aerial_sim.physics.rotation import rotate
-        from aerial_sim.rosnode.stamps import stamp_from_fields
+        from aerial_sim.nodes.ros.stamps import stamp_from_fields
 
         odom = decode_odometry(data)
         velocity = rotate(odom.orientation_wxyz, odom.linear_velocity)  # twist is in base_link

@@ -28,7 +28,7 @@ def image(stamp_s: int, encoding: str, pixels: np.ndarray, frame: str = "drone1/
 def test_node_pairs_frames_by_stamp_and_publishes_noisy_depth_with_the_same_header(ros_node, tmp_path):
     from sensor_msgs.msg import Image
 
-    from aerial_sim.rosnode.qos import LOCKSTEP_QOS
+    from aerial_sim.nodes.ros.qos import LOCKSTEP_QOS
 
     log = open(tmp_path / "depth_noise.log", "w")
     node = subprocess.Popen(

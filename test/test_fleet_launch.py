@@ -40,7 +40,7 @@ def test_ten_vehicle_launch_serves_every_namespace(launch, ros_node, tmp_path):
 
     from std_srvs.srv import SetBool, Trigger
 
-    from aerial_sim.rosnode.qos import stream_qos
+    from aerial_sim.nodes.ros.qos import stream_qos
 
     graph = launch("sim.launch.yaml", f"vehicles:={COUNT}", "scene:=empty", "mission:=none", "use_camera:=false",
                    "viewer:=false", "airsim_api:=false", "record:=false", f"run_dir:={tmp_path / 'run'}")
@@ -86,7 +86,7 @@ def test_ten_vehicle_launch_serves_every_namespace(launch, ros_node, tmp_path):
     # controller reports OK on /diagnostics (it has the vehicle's state), as a mission waits for.
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 
-    from aerial_sim.rosnode.qos import COMMAND_QOS
+    from aerial_sim.nodes.ros.qos import COMMAND_QOS
 
     ready = set()
     ros_node.create_subscription(DiagnosticArray, "/diagnostics", lambda m: ready.update(

@@ -91,8 +91,8 @@ def test_physics_wrench_caps_name_the_limit():
 def test_input_guard_drops_a_message_that_makes_a_callback_raise_and_says_so(ros_node):
     from std_msgs.msg import Float64
 
-    from aerial_sim.rosnode.input_guard import InputGuard
-    from aerial_sim.rosnode.qos import COMMAND_QOS
+    from aerial_sim.nodes.ros.input_guard import InputGuard
+    from aerial_sim.nodes.ros.qos import COMMAND_QOS
 
     handled, warnings = [], []
 
@@ -116,8 +116,8 @@ def test_input_guard_drops_a_message_that_makes_a_callback_raise_and_says_so(ros
 def test_input_guard_skips_a_timer_tick_that_raises_and_the_timer_goes_on(ros_node):
     """A timer works on what messages left behind (the viewer's refresh draws the newest cloud):
     a tick that raises is skipped and reported, and the next ticks still run."""
-    from aerial_sim.rosnode.executors import make_executor
-    from aerial_sim.rosnode.input_guard import InputGuard
+    from aerial_sim.nodes.ros.executors import make_executor
+    from aerial_sim.nodes.ros.input_guard import InputGuard
 
     ticks, warnings = [], []
 
@@ -161,7 +161,7 @@ def test_a_huge_wrench_is_refused_and_the_vehicle_stays_put(launch, ros_node):
     from geometry_msgs.msg import WrenchStamped
     from nav_msgs.msg import Odometry
 
-    from aerial_sim.rosnode.qos import stream_qos
+    from aerial_sim.nodes.ros.qos import stream_qos
 
     graph = launch("physics.launch.yaml", "spawn_z:=0.0")
     odom = []
@@ -187,7 +187,7 @@ def test_when_motor_commands_stop_the_motors_are_cut_and_diagnostics_say_why(lau
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
 
-    from aerial_sim.rosnode.qos import COMMAND_QOS, stream_qos
+    from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
     from test_physics_node import hover_control
 
     graph = launch("physics.launch.yaml")
@@ -243,7 +243,7 @@ def test_a_physics_loop_that_cannot_go_on_says_why_and_the_process_exits_1(ros_n
 
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 
-    from aerial_sim.rosnode.qos import COMMAND_QOS
+    from aerial_sim.nodes.ros.qos import COMMAND_QOS
 
     statuses = []
     ros_node.create_subscription(DiagnosticArray, "/diagnostics", lambda m: statuses.extend(m.status), COMMAND_QOS)
@@ -282,7 +282,7 @@ def test_fuzzed_messages_on_every_subscribed_topic_never_stop_the_graph(launch, 
     from rosgraph_msgs.msg import Clock
     from std_srvs.srv import SetBool
 
-    from aerial_sim.rosnode.qos import stream_qos
+    from aerial_sim.nodes.ros.qos import stream_qos
 
     graph = launch("sim.launch.yaml", "scene:=empty", "mission:=none", "airsim_api:=false", "use_rotor_drag:=true",
                    "linear_drag:=false", "use_distance:=true", f"run_dir:={tmp_path / 'run'}")
@@ -373,7 +373,7 @@ def test_nodes_exit_when_their_launcher_is_killed(launch, ros_node):
 
     from rosgraph_msgs.msg import Clock
 
-    from aerial_sim.rosnode.qos import stream_qos
+    from aerial_sim.nodes.ros.qos import stream_qos
 
     graph = launch("physics.launch.yaml")
     ticks = []
@@ -411,7 +411,7 @@ def _alive(pid: int) -> bool:
 STUCK_NODE = """
 import sys, time
 from rclpy.node import Node
-from aerial_sim.rosnode.run import run_node
+from aerial_sim.nodes.ros.run import run_node
 
 class Stuck(Node):
     def __init__(self):
@@ -446,7 +446,7 @@ def node_script(source: str, first_line: str):
 STUCK_IN_C_NODE = """
 import ctypes, sys
 from rclpy.node import Node
-from aerial_sim.rosnode.run import run_node
+from aerial_sim.nodes.ros.run import run_node
 
 class StuckInC(Node):
     def __init__(self):
@@ -469,7 +469,7 @@ sys.exit(run_node(StuckInC, sys.argv))
 @pytest.mark.parametrize("source, first_line, stuck_in", [
     (STUCK_NODE, "hanging", "hang (<string>:"),
     # Python signal handlers run only when the main thread returns to the interpreter, which this
-    # one never does: the stop signals reach the process's own signal thread instead (rosnode/process.py).
+    # one never does: the stop signals reach the process's own signal thread instead (nodes/ros/process.py).
     (STUCK_IN_C_NODE, "locked", "lock_twice (<string>:"),
 ], ids=["in_python", "inside_a_c_call"])
 def test_a_node_stuck_in_a_callback_leaves_on_the_launchers_sigterm_not_its_sigkill(source, first_line, stuck_in):
@@ -493,7 +493,7 @@ SLOW_START_NODE = """
 import sys, time
 from rclpy.node import Node
 from std_msgs.msg import String
-from aerial_sim.rosnode.run import run_node
+from aerial_sim.nodes.ros.run import run_node
 
 class SlowStart(Node):
     def __init__(self):
@@ -534,7 +534,7 @@ def test_a_crash_in_native_code_prints_the_nodes_python_stack():
     import subprocess
     import sys
 
-    crash = ("from aerial_sim.rosnode import process\nprocess.start_node_process()\n"
+    crash = ("from aerial_sim.nodes.ros import process\nprocess.start_node_process()\n"
              "import ctypes\ndef build_the_node():\n    ctypes.string_at(0)\nbuild_the_node()\n")
     done = subprocess.run([sys.executable, "-c", crash], capture_output=True, text=True, timeout=30)
     assert done.returncode == -signal.SIGSEGV

@@ -1,10 +1,11 @@
 """The packages of aerial_sim stand in floors, and no import runs back up a floor.
 
 From the ground up: the models (physics, sensors, control, ...), the protocol servers that use
-them without ROS (AirSim, MAVLink, the viewer's scene), the ROS plumbing every node shares
-(``rosnode``), the node executables (``nodes``), the process orchestration (launcher, batch),
-and the command line. A package may import its own floor and those below. Below ``rosnode``
-nothing imports ROS at all (rclpy, message packages, tf2, launch). The imports are read with
+them without ROS (AirSim, MAVLink, the viewer's scene), the nodes (``nodes``: the executables and,
+in ``nodes/ros``, the ROS plumbing they share), the process orchestration (launcher, batch),
+and the command line. A package may import its own floor and those below. Below ``nodes``
+nothing imports ROS at all (rclpy, message packages, tf2, launch); inside it, ``nodes/ros`` imports
+no node executable (the plumbing stands under the nodes that use it). The imports are read with
 ``ast`` (also those inside functions), so the check runs in a fraction of a second.
 
 Within a floor the packages stand in order too: no two packages import each other, directly or round
@@ -24,14 +25,13 @@ FLOORS = {
     0: {"config", "paths", "jit", "cdr", "run_folder", "stack_dumps", "physics", "sensors", "environment", "control",
         "world", "vehicles", "recording"},
     1: {"airsim", "mavlink", "sitl", "viewer"},
-    2: {"rosnode"},
-    3: {"nodes"},
-    4: {"launcher", "batch"},
-    5: {"cli", "__main__", "__init__"},
+    2: {"nodes"},
+    3: {"launcher", "batch"},
+    4: {"cli", "__main__", "__init__"},
 }
 FLOOR_OF = {name: floor for floor, names in FLOORS.items() for name in names}
 #: The floor from which ROS may be imported.
-ROS_FLOOR = FLOOR_OF["rosnode"]
+ROS_FLOOR = FLOOR_OF["nodes"]
 ROS_PACKAGES = ("rclpy", "rosidl_runtime_py", "tf2_ros", "launch", "launch_ros", "rosgraph_msgs", "builtin_interfaces")
 
 
@@ -110,8 +110,13 @@ def import_cycles(package_dir: Path, allowed=CYCLE_ALLOWED) -> list[str]:
     return cycles
 
 
+def is_plumbing(path: Path, package_dir: Path) -> bool:
+    return path.relative_to(package_dir).parts[:2] == ("nodes", "ros")
+
+
 def layering_violations(package_dir: Path) -> list[str]:
-    """One line per import that runs up a floor or brings ROS below ``rosnode``, and per unplaced package."""
+    """One line per import that runs up a floor or brings ROS below ``nodes``, per import of a node executable
+    by the plumbing in ``nodes/ros``, and per unplaced package."""
     problems = []
     for path in sorted(package_dir.rglob("*.py")):
         here = top_level(path, package_dir)
@@ -126,8 +131,10 @@ def layering_violations(package_dir: Path) -> list[str]:
                 if target in FLOOR_OF and FLOOR_OF[target] > FLOOR_OF[here]:
                     problems.append(f"{where}: {here} (floor {FLOOR_OF[here]}) imports {module} "
                                     f"(floor {FLOOR_OF[target]})")
+                elif is_plumbing(path, package_dir) and target == "nodes" and parts[2:3] != ["ros"]:
+                    problems.append(f"{where}: nodes/ros imports the node executable {module}")
             elif is_ros(module) and FLOOR_OF[here] < ROS_FLOOR:
-                problems.append(f"{where}: {here} imports ROS ({module}) below rosnode")
+                problems.append(f"{where}: {here} imports ROS ({module}) below nodes")
     return problems
 
 
@@ -139,16 +146,18 @@ def test_the_check_sees_an_arrow_running_back_up(tmp_path):
     # The check itself: a model importing a node, a lazy rclpy import in the core, a package nobody placed.
     package = tmp_path / "aerial_sim"
     (package / "physics").mkdir(parents=True)
-    (package / "nodes").mkdir()
+    (package / "nodes" / "ros").mkdir(parents=True)
     (package / "gadgets").mkdir()
     (package / "nodes" / "physics.py").write_text("from aerial_sim.physics import world\n")
+    (package / "nodes" / "ros" / "qos.py").write_text("from aerial_sim.nodes.ros import clocks\nfrom aerial_sim.nodes import physics\n")
     (package / "physics" / "world.py").write_text(
         "from aerial_sim.nodes.physics import main\n\ndef f():\n    import rclpy.node\n")
     (package / "gadgets" / "thing.py").write_text("")
     problems = layering_violations(package)
-    assert len(problems) == 3, problems
-    assert "physics/world.py:1: physics (floor 0) imports aerial_sim.nodes.physics (floor 3)" in problems[1]
-    assert "physics/world.py:4: physics imports ROS (rclpy.node) below rosnode" in problems[2]
+    assert len(problems) == 4, problems
+    assert "nodes/ros/qos.py:2: nodes/ros imports the node executable aerial_sim.nodes" in problems[1]
+    assert "physics/world.py:1: physics (floor 0) imports aerial_sim.nodes.physics (floor 2)" in problems[2]
+    assert "physics/world.py:4: physics imports ROS (rclpy.node) below nodes" in problems[3]
     assert "package 'gadgets' has no floor" in problems[0]
 
 

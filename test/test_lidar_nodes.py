@@ -31,7 +31,7 @@ class HoverFeeder:
         from nav_msgs.msg import Odometry
         from rosgraph_msgs.msg import Clock
 
-        from aerial_sim.rosnode.qos import stream_qos
+        from aerial_sim.nodes.ros.qos import stream_qos
 
         self.Odometry, self.Clock = Odometry, Clock
         self.clock = node.create_publisher(Clock, "/clock", stream_qos())
@@ -39,7 +39,7 @@ class HoverFeeder:
         self.k = 0
 
     def message(self, t: float):
-        from aerial_sim.rosnode.stamps import to_stamp
+        from aerial_sim.nodes.ros.stamps import to_stamp
 
         odom = self.Odometry()
         odom.header.stamp, odom.header.frame_id = to_stamp(t), "map"
@@ -49,7 +49,7 @@ class HoverFeeder:
         return odom
 
     def run(self, executor, periods: int, bad: bool = False) -> None:
-        from aerial_sim.rosnode.stamps import to_stamp
+        from aerial_sim.nodes.ros.stamps import to_stamp
 
         next_time = time.monotonic()
         for _ in range(periods):
@@ -73,7 +73,7 @@ def test_clouds_and_ranges_arrive_with_their_fields_frames_and_stamps_and_surviv
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import PointCloud2, Range
 
-    from aerial_sim.rosnode.stamps import from_stamp
+    from aerial_sim.nodes.ros.stamps import from_stamp
     from aerial_sim.sensors.pointcloud import cloud_to_array
 
     graph = launch("lidar.launch.yaml", "scene:=corridor", "seed:=3")

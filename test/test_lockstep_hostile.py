@@ -21,8 +21,8 @@ def test_forged_participant_entries_leave_the_clock_running_with_an_error(launch
     from rosgraph_msgs.msg import Clock
     from std_msgs.msg import String
 
-    from aerial_sim.rosnode.lockstep import LOCKSTEP_PARTICIPANTS_TOPIC
-    from aerial_sim.rosnode.qos import COMMAND_QOS, LATCHED_QOS
+    from aerial_sim.nodes.ros.lockstep import LOCKSTEP_PARTICIPANTS_TOPIC
+    from aerial_sim.nodes.ros.qos import COMMAND_QOS, LATCHED_QOS
 
     params = tmp_path / "physics.yaml"
     params.write_text(f"/**/physics:\n  ros__parameters:\n    lockstep_timeout_s: {TIMEOUT_S}\n")

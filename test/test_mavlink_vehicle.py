@@ -26,7 +26,7 @@ def test_mavlink_vehicle_flies_the_simulated_px4_through_the_controller_contract
     from rclpy.qos import qos_profile_sensor_data
     from std_srvs.srv import SetBool, Trigger
 
-    from aerial_sim.rosnode.qos import COMMAND_QOS
+    from aerial_sim.nodes.ros.qos import COMMAND_QOS
 
     gcs, api = ports()
     gcs, api = gcs + 5, api + 5  # away from the other MAVLink tests' ports

@@ -17,7 +17,7 @@ PACKAGE_DIR = REPO / "src" / "aerial_sim"
 NODE_FILES = sorted(p for p in (PACKAGE_DIR / "nodes").glob("*.py") if not p.stem.startswith("_"))
 LAUNCH_FILES = sorted((REPO / "launch").glob("*.launch.yaml"))
 #: Adapter packages may import rclpy; everything else is the pure core.
-ADAPTER_DIRS = {"nodes", "rosnode", "cli", "launcher"}
+ADAPTER_DIRS = {"nodes", "cli", "launcher"}
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -62,7 +62,7 @@ def test_package_xml_declares_every_ros_package_the_nodes_import():
     declared = {element.text for element in manifest if element.tag in ("exec_depend", "depend")}
     assert {"rclpy", "tf2_ros_py", "launch_ros"} <= declared
     ros_imports = set()
-    for path in [*(PACKAGE_DIR / "nodes").glob("*.py"), *(PACKAGE_DIR / "rosnode").glob("*.py")]:
+    for path in (PACKAGE_DIR / "nodes").rglob("*.py"):
         ros_imports |= {name for name in imported_modules(path) if re.fullmatch(r"\w+_(msgs|srvs|interfaces)", name)}
     missing = sorted(ros_imports - declared)
     assert missing == [], f"package.xml lacks <exec_depend> for {missing}"

@@ -30,7 +30,7 @@ def subscribe_truth(ros_node, namespace: str = "drone1"):
     from nav_msgs.msg import Odometry
     from rosgraph_msgs.msg import Clock
 
-    from aerial_sim.rosnode.qos import stream_qos
+    from aerial_sim.nodes.ros.qos import stream_qos
 
     seen = {"odom": [], "clock": []}
     ros_node.create_subscription(Odometry, f"/{namespace}/ground_truth/odom", seen["odom"].append, stream_qos())
@@ -69,7 +69,7 @@ def run_lockstep_flight(launch, ros_node, periods: int, climb: bool = True) -> l
     from nav_msgs.msg import Odometry
     from std_msgs.msg import Float64MultiArray
 
-    from aerial_sim.rosnode.qos import COMMAND_QOS, stream_qos
+    from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
 
     graph = launch("physics.launch.yaml", "lockstep:=true", f"spawn_z:={SPAWN_ALTITUDE_M}")
     commands = ros_node.create_publisher(Float64MultiArray, "/drone1/motor_commands", COMMAND_QOS)
@@ -140,10 +140,10 @@ import sys, time
 from geometry_msgs.msg import PointStamped
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
-from aerial_sim.rosnode.lockstep import announce_lockstep_participant
-from aerial_sim.rosnode.qos import stream_qos
-from aerial_sim.rosnode.run import run_node
-from aerial_sim.rosnode.stamps import to_stamp
+from aerial_sim.nodes.ros.lockstep import announce_lockstep_participant
+from aerial_sim.nodes.ros.qos import stream_qos
+from aerial_sim.nodes.ros.run import run_node
+from aerial_sim.nodes.ros.stamps import to_stamp
 
 class Slow(Node):
     def __init__(self):
@@ -185,7 +185,7 @@ def test_lockstep_waits_for_a_slow_participant_and_never_runs_ahead_of_it(launch
     from rosgraph_msgs.msg import Clock
     from std_msgs.msg import Float64MultiArray
 
-    from aerial_sim.rosnode.qos import COMMAND_QOS, stream_qos
+    from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
 
     slow = subprocess.Popen([sys.executable, "-c", SLOW_PARTICIPANT], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)

@@ -32,7 +32,7 @@ FLIGHT_S = 12.0
 COLOR = "/drone1/camera/color/image_raw"
 
 if rclpy_available():
-    from aerial_sim.rosnode.transport import use_transport_profile
+    from aerial_sim.nodes.ros.transport import use_transport_profile
 
     use_transport_profile()  # the nodes' Fast DDS profile, also for this test's image publisher
 

@@ -20,7 +20,7 @@ from record_fixtures import stop
 pytestmark = [pytest.mark.ros, requires_ros]
 
 if rclpy_available():
-    from aerial_sim.rosnode.transport import use_transport_profile
+    from aerial_sim.nodes.ros.transport import use_transport_profile
 
     use_transport_profile()
 
@@ -33,7 +33,7 @@ def test_interleaved_topics_taken_together_keep_the_clock_received_before_each(r
     from rosgraph_msgs.msg import Clock
     from std_msgs.msg import Header
 
-    from aerial_sim.rosnode.qos import LOCKSTEP_QOS
+    from aerial_sim.nodes.ros.qos import LOCKSTEP_QOS
 
     log = open(tmp_path / "recorder.log", "w")
     recorder = subprocess.Popen(

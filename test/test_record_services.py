@@ -23,7 +23,7 @@ from record_fixtures import FlightPublisher, start_recorder, stop
 pytestmark = [pytest.mark.ros, requires_ros]
 
 if rclpy_available():
-    from aerial_sim.rosnode.transport import use_transport_profile
+    from aerial_sim.nodes.ros.transport import use_transport_profile
 
     use_transport_profile()
 

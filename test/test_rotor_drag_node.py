@@ -17,7 +17,7 @@ def test_node_publishes_drag_opposing_the_flight_in_the_body_frame(ros_node, tmp
     from sensor_msgs.msg import JointState
 
     from aerial_sim.physics.rotor_drag import RotorDragParams
-    from aerial_sim.rosnode.qos import LOCKSTEP_QOS
+    from aerial_sim.nodes.ros.qos import LOCKSTEP_QOS
 
     log_path = tmp_path / "rotor_drag.log"
     log = open(log_path, "w")
@@ -62,7 +62,7 @@ def test_node_publishes_drag_opposing_the_flight_in_the_body_frame(ros_node, tmp
         # /physics/wind sets the mean wind the drag sees: 2 m/s from the west leaves 4 m/s of air speed along x
         from geometry_msgs.msg import Vector3Stamped
 
-        from aerial_sim.rosnode.qos import COMMAND_QOS
+        from aerial_sim.nodes.ros.qos import COMMAND_QOS
 
         wind_pub = ros_node.create_publisher(Vector3Stamped, "/physics/wind", COMMAND_QOS)
         assert spin_until(ros_node, lambda: wind_pub.get_subscription_count() > 0, timeout_s=10), log_path.read_text()

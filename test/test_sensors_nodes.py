@@ -25,7 +25,7 @@ class TruthFeeder:
         from rosgraph_msgs.msg import Clock
         from sensor_msgs.msg import Imu
 
-        from aerial_sim.rosnode.qos import stream_qos
+        from aerial_sim.nodes.ros.qos import stream_qos
 
         qos = stream_qos(lockstep)
         self.node = node
@@ -36,7 +36,7 @@ class TruthFeeder:
         self._types = (Clock, Odometry, Imu)
 
     def publish_next(self):
-        from aerial_sim.rosnode.stamps import to_stamp
+        from aerial_sim.nodes.ros.stamps import to_stamp
 
         Clock, Odometry, Imu = self._types
         t = self.k / TRUTH_RATE_HZ
@@ -76,8 +76,8 @@ def collect(node, topics, lockstep):
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from rclpy.serialization import deserialize_message
 
-    from aerial_sim.rosnode.qos import stream_qos
-    from aerial_sim.rosnode.stamps import from_stamp
+    from aerial_sim.nodes.ros.qos import stream_qos
+    from aerial_sim.nodes.ros.stamps import from_stamp
 
     qos = stream_qos(True) if lockstep else QoSProfile(depth=200, reliability=ReliabilityPolicy.BEST_EFFORT)
     raw = {topic: [] for topic, _ in topics}

@@ -12,13 +12,13 @@ CALLERS = 50
 def test_fifty_concurrent_callers_all_get_an_answer(launch, ros_node):
     from std_srvs.srv import SetBool, Trigger
 
-    from aerial_sim.rosnode.services import SERVICE_QOS
+    from aerial_sim.nodes.ros.services import SERVICE_QOS
 
     control = launch("control.launch.yaml", "mission:=none")
     kinds = [(SetBool, "/drone1/arm", lambda: SetBool.Request(data=False)),
              (Trigger, "/drone1/takeoff", Trigger.Request), (Trigger, "/drone1/land", Trigger.Request)]  # fmt: skip
     # Fast DDS hands every reply to every client of the service, each keeping its QoS depth of them:
-    # the callers need queues as deep as the burst too (rosnode.services, SERVICE_QOS).
+    # the callers need queues as deep as the burst too (nodes.ros.services, SERVICE_QOS).
     clients = [(ros_node.create_client(kind, name, qos_profile=SERVICE_QOS), make) for kind, name, make in
                (kinds[i % len(kinds)] for i in range(CALLERS))]  # fmt: skip
     for client, _ in clients:

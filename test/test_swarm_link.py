@@ -112,8 +112,8 @@ def lockstep_imu_bytes(launch, node, swarm_link: bool, tmp_path) -> list[bytes]:
     from sensor_msgs.msg import Imu
 
     from aerial_sim.cdr import cdr_header_stamp_ns
-    from aerial_sim.rosnode.lockstep import announce_lockstep_participant
-    from aerial_sim.rosnode.qos import LOCKSTEP_QOS
+    from aerial_sim.nodes.ros.lockstep import announce_lockstep_participant
+    from aerial_sim.nodes.ros.qos import LOCKSTEP_QOS
 
     graph = launch("fleet.launch.yaml", "vehicles:=2", "lockstep:=true", f"swarm_link:={str(swarm_link).lower()}",
                    "seed:=7", f"output_dir:={tmp_path / str(swarm_link)}")
@@ -153,7 +153,7 @@ def send_bad_swarm_messages(node, graph) -> None:
     from std_msgs.msg import Float64MultiArray
 
     from aerial_sim.cdr import encode_float64_array
-    from aerial_sim.rosnode.qos import COMMAND_QOS, LOCKSTEP_QOS
+    from aerial_sim.nodes.ros.qos import COMMAND_QOS, LOCKSTEP_QOS
     from aerial_sim.physics import swarm_messages as sm
 
     state = node.create_publisher(PointCloud2, "/swarm/state", LOCKSTEP_QOS)

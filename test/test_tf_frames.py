@@ -95,7 +95,7 @@ def test_every_stamped_frame_resolves_to_map(monkeypatch):
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.publisher import Publisher
 
-    from aerial_sim.rosnode import frames, transport
+    from aerial_sim.nodes.ros import frames, transport
 
     lock = threading.Lock()
     transforms: set[tuple[str, str, bool]] = set()

@@ -17,7 +17,7 @@ from conftest import REPO, requires_ros
 pytestmark = [pytest.mark.ros, requires_ros]
 
 
-#: How the node runs: as a node executable (which skips interpreter teardown, see rosnode/process.py), or
+#: How the node runs: as a node executable (which skips interpreter teardown, see nodes/ros/process.py), or
 #: imported by other code, whose interpreter tears down normally (third-party finalisers run then).
 AS_EXECUTABLE = [sys.executable, "-m", "aerial_sim.nodes.web_viewer"]
 AS_LIBRARY = [sys.executable, "-c", "import sys; from aerial_sim.nodes.web_viewer import main; sys.exit(main())"]

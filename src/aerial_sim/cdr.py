@@ -6,7 +6,7 @@ message; decoding the handful of fields a node reads costs 7-9 us per nav_msgs/O
 where rclpy builds the whole message object in 134-188 us (``deserialize_message``, on the slow
 development machine; ``tools/dev.sh bench cdr``). A barometer node fed 250 Hz odometry went from
 0.16-0.20 to 0.11-0.16 cores (``tools/dev.sh bench executor --before``, two interleaved runs).
-:func:`aerial_sim.rosnode.subscriptions.subscribe_odometry` and its siblings create such subscriptions.
+:func:`aerial_sim.nodes.ros.subscriptions.subscribe_odometry` and its siblings create such subscriptions.
 
 What is implemented: the OMG CDR rules (CORBA 3.0, 15.3 "CDR Transfer Syntax"; DDS-XTYPES 1.3,
 7.4 "Data Representation", encoding version 1, "XCDR1") as the ROS 2 middleware writes messages
@@ -77,7 +77,7 @@ class OdometryFields(NamedTuple):
 
     @property
     def time_s(self) -> float:
-        """The stamp in seconds, computed as :func:`aerial_sim.rosnode.stamps.from_stamp` does (bit for bit)."""
+        """The stamp in seconds, computed as :func:`aerial_sim.nodes.ros.stamps.from_stamp` does (bit for bit)."""
         return self.stamp_sec + self.stamp_nanosec * 1e-9
 
     @property

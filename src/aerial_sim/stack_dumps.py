@@ -1,6 +1,6 @@
 """Python stacks of a stuck process on request: SIGUSR1 makes it write every thread's stack.
 
-:func:`register` (called by every node process at start, :mod:`aerial_sim.rosnode.process`, by
+:func:`register` (called by every node process at start, :mod:`aerial_sim.nodes.ros.process`, by
 ``aerial_sim launch`` and by the batch's post-processing) installs ``faulthandler`` on SIGUSR1:
 the stacks are written by the C-level handler, with no help from the main thread, so a
 process stuck in a C call (a DDS lock) or in a loop that never returns still answers. Where

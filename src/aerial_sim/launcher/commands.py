@@ -31,7 +31,7 @@ from aerial_sim.launcher.errors import LaunchError
 from aerial_sim.launcher.plan import ParamDict, ParamFile, ProcessSpec
 from aerial_sim.paths import PACKAGE_NAME
 
-#: Kept equal to aerial_sim.rosnode.process.LAUNCHER_PID_VARIABLE (that module imports rclpy's side).
+#: Kept equal to aerial_sim.nodes.ros.process.LAUNCHER_PID_VARIABLE (that module imports rclpy's side).
 LAUNCHER_PID_VARIABLE = "AERIAL_SIM_LAUNCHER_PID"
 
 

@@ -13,7 +13,7 @@ file behaves the same under both:
   (5 s), SIGKILL after ``sigkill_timeout`` (5 s) more. A second Ctrl-C is
   ignored, as in ``ros2 launch``.
 - aerial_sim nodes start with SIGINT/SIGTERM blocked (they unblock them once
-  their handlers are in place, :mod:`aerial_sim.rosnode.process`), so a Ctrl-C
+  their handlers are in place, :mod:`aerial_sim.nodes.ros.process`), so a Ctrl-C
   during their interpreter start-up is neither lost nor fatal.
 
 Exit status of :meth:`Runner.run` (``ros2 launch`` differs in one case, below):
@@ -68,7 +68,7 @@ RECENT_LINES = 20
 EXIT_FAILED, EXIT_FAILED_WHILE_STOPPING = 1, 3
 #: The report of a process that failed: how, its label and ``package/executable``.
 DIED_LINE = re.compile(r"process has died \[pid \d+, (?P<how>[^\]]+)\]: (?P<label>\S+) \((?P<executable>[^)]+)\)")
-#: A node's one-line fatal error (aerial_sim.rosnode.run.run_node, rclpy's FATAL log level).
+#: A node's one-line fatal error (aerial_sim.nodes.ros.run.run_node, rclpy's FATAL log level).
 _FATAL_LINE = re.compile(r"^\[FATAL\] (?:\[[\d.]+\] )?\[[^\]]*\]: (.+)$")
 
 

@@ -13,8 +13,8 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
 # A node executable stops quietly on SIGINT/SIGTERM even while it is still importing,
-# and dies with its launcher (aerial_sim.rosnode.process); test processes are left alone.
-from aerial_sim.rosnode import process  # noqa: E402
+# and dies with its launcher (aerial_sim.nodes.ros.process); test processes are left alone.
+from aerial_sim.nodes.ros import process  # noqa: E402
 
 if process.is_node_executable():
     process.start_node_process()

@@ -15,12 +15,12 @@ from rclpy.node import Node
 from aerial_sim.cdr import OdometryFields
 from aerial_sim.config import require
 from aerial_sim.environment.geodesy import HomePoint
-from aerial_sim.rosnode.clocks import InputStampClock
-from aerial_sim.rosnode.frames import frame_in_namespace, publish_static_mount
-from aerial_sim.rosnode.lockstep import participant_publisher
-from aerial_sim.rosnode.parameters import declare_params
-from aerial_sim.rosnode.qos import stream_qos
-from aerial_sim.rosnode.subscriptions import subscribe_odometry
+from aerial_sim.nodes.ros.clocks import InputStampClock
+from aerial_sim.nodes.ros.frames import frame_in_namespace, publish_static_mount
+from aerial_sim.nodes.ros.lockstep import participant_publisher
+from aerial_sim.nodes.ros.parameters import declare_params
+from aerial_sim.nodes.ros.qos import stream_qos
+from aerial_sim.nodes.ros.subscriptions import subscribe_odometry
 from aerial_sim.sensors.mounting import sensor_mount
 from aerial_sim.sensors.params import SensorNodeOptions, load_preset
 from aerial_sim.sensors.resampling import Resampler, resample_for

@@ -67,14 +67,14 @@ from aerial_sim.config import require, require_positive
 from aerial_sim.control.geometry import quat_from_yaw, quat_to_matrix
 from aerial_sim.environment.geodesy import HomePoint
 from aerial_sim.environment.gravity import normal_gravity
-from aerial_sim.rosnode.clocks import InputStampClock
-from aerial_sim.rosnode.message_fields import is_finite_sequence
-from aerial_sim.rosnode.parameters import declare_params
-from aerial_sim.rosnode.qos import COMMAND_QOS, stream_qos
-from aerial_sim.rosnode.run import run_node
-from aerial_sim.rosnode.services import SERVICE_QOS
-from aerial_sim.rosnode.stamps import from_stamp, to_stamp
-from aerial_sim.rosnode.subscriptions import subscribe_imu, subscribe_joint_state, subscribe_odometry
+from aerial_sim.nodes.ros.clocks import InputStampClock
+from aerial_sim.nodes.ros.message_fields import is_finite_sequence
+from aerial_sim.nodes.ros.parameters import declare_params
+from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
+from aerial_sim.nodes.ros.run import run_node
+from aerial_sim.nodes.ros.services import SERVICE_QOS
+from aerial_sim.nodes.ros.stamps import from_stamp, to_stamp
+from aerial_sim.nodes.ros.subscriptions import subscribe_imu, subscribe_joint_state, subscribe_odometry
 from aerial_sim.sensors.truth import truth_from_odometry
 from aerial_sim.vehicles.fleet import FleetSelection, require_vehicle_names
 from aerial_sim.vehicles.multirotor import load_vehicle

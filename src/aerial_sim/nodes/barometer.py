@@ -11,9 +11,9 @@ from sensor_msgs.msg import FluidPressure
 
 from aerial_sim.cdr import encode_fluid_pressure
 from aerial_sim.nodes._sensor import OdometrySensorNode
-from aerial_sim.rosnode.hosting import FleetHosting
-from aerial_sim.rosnode.run import run_node
-from aerial_sim.rosnode.stamps import to_stamp_ns
+from aerial_sim.nodes.ros.hosting import FleetHosting
+from aerial_sim.nodes.ros.run import run_node
+from aerial_sim.nodes.ros.stamps import to_stamp_ns
 from aerial_sim.sensors.barometer import Barometer, BarometerMeasurement, BarometerParams
 
 

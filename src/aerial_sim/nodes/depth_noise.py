@@ -19,11 +19,11 @@ from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 
 from aerial_sim.config import require, require_positive
-from aerial_sim.rosnode.clocks import InputStampClock
-from aerial_sim.rosnode.lockstep import participant_publisher
-from aerial_sim.rosnode.parameters import declare_params
-from aerial_sim.rosnode.qos import stream_qos
-from aerial_sim.rosnode.run import run_node
+from aerial_sim.nodes.ros.clocks import InputStampClock
+from aerial_sim.nodes.ros.lockstep import participant_publisher
+from aerial_sim.nodes.ros.parameters import declare_params
+from aerial_sim.nodes.ros.qos import stream_qos
+from aerial_sim.nodes.ros.run import run_node
 from aerial_sim.sensors.depth_noise import DepthNoiseModel, DepthNoiseParams, materials_from_scene
 
 DEPTH_ENCODING = "32FC1"

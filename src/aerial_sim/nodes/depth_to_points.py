@@ -22,10 +22,10 @@ from sensor_msgs.msg import CameraInfo, Image, PointCloud2, PointField
 
 from aerial_sim.config import require
 from aerial_sim.recording.export import image_to_array
-from aerial_sim.rosnode.clocks import InputStampClock
-from aerial_sim.rosnode.parameters import declare_params
-from aerial_sim.rosnode.qos import stream_qos
-from aerial_sim.rosnode.run import run_node
+from aerial_sim.nodes.ros.clocks import InputStampClock
+from aerial_sim.nodes.ros.parameters import declare_params
+from aerial_sim.nodes.ros.qos import stream_qos
+from aerial_sim.nodes.ros.run import run_node
 from aerial_sim.viewer.depth_points import depth_to_points, intrinsics_from_k
 
 FIELDS = [

@@ -14,9 +14,9 @@ import math
 from sensor_msgs.msg import Range
 
 from aerial_sim.nodes._sensor import OdometrySensorNode, SceneOption
-from aerial_sim.rosnode.parameters import declare_params
-from aerial_sim.rosnode.run import run_node
-from aerial_sim.rosnode.stamps import to_stamp
+from aerial_sim.nodes.ros.parameters import declare_params
+from aerial_sim.nodes.ros.run import run_node
+from aerial_sim.nodes.ros.stamps import to_stamp
 from aerial_sim.sensors.distance import DistanceMeasurement, DistanceSensor, DistanceSensorParams
 from aerial_sim.world.scene import load_scene
 

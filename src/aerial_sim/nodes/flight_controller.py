@@ -18,7 +18,7 @@ A thin adapter around :class:`aerial_sim.control.supervisor.FlightSupervisor`
   same way) and ``cmd_motors`` (Float64MultiArray, u_i in [0, 1], passed to
   ``motor_commands`` unchanged);
 - publishes ``motor_commands`` (Float64MultiArray, reliable; in a fleet process with ``swarm_link``,
-  its vehicle's row of ``/swarm/motor_commands`` instead, see :mod:`aerial_sim.rosnode.swarm_link`) as each new
+  its vehicle's row of ``/swarm/motor_commands`` instead, see :mod:`aerial_sim.nodes.ros.swarm_link`) as each new
   odometry stamp arrives, at most ``rate_hz`` of simulation time (so at the
   ground-truth rate: 250 Hz for one vehicle, the physics node's choice for a
   fleet), or in ``lockstep`` exactly one per new odometry stamp, and
@@ -57,16 +57,16 @@ from aerial_sim.control.controller import STABLE_STATE_RATE_HZ, ControllerParams
 from aerial_sim.control.geometry import yaw_of
 from aerial_sim.control.mission import is_setpoint_due, require_setpoint_rate
 from aerial_sim.control.supervisor import CommandRejected, FlightSupervisor, Mode, SupervisorParams
-from aerial_sim.rosnode.clocks import InputStampClock
-from aerial_sim.rosnode.hosting import FleetHosting
-from aerial_sim.rosnode.motor_commands import motor_command_output
-from aerial_sim.rosnode.parameters import declare_params
-from aerial_sim.rosnode.qos import COMMAND_QOS, stream_qos
-from aerial_sim.rosnode.run import run_node
-from aerial_sim.rosnode.services import serve
-from aerial_sim.rosnode.stamps import from_stamp, to_stamp
-from aerial_sim.rosnode.subscriptions import subscribe_odometry
-from aerial_sim.rosnode.throttle import ThrottledWarning
+from aerial_sim.nodes.ros.clocks import InputStampClock
+from aerial_sim.nodes.ros.hosting import FleetHosting
+from aerial_sim.nodes.ros.motor_commands import motor_command_output
+from aerial_sim.nodes.ros.parameters import declare_params
+from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
+from aerial_sim.nodes.ros.run import run_node
+from aerial_sim.nodes.ros.services import serve
+from aerial_sim.nodes.ros.stamps import from_stamp, to_stamp
+from aerial_sim.nodes.ros.subscriptions import subscribe_odometry
+from aerial_sim.nodes.ros.throttle import ThrottledWarning
 from aerial_sim.sensors.truth import UNUSABLE_ODOMETRY, truth_from_odometry
 from aerial_sim.vehicles.multirotor import load_vehicle
 

@@ -14,16 +14,16 @@ from rclpy.node import Node
 from sensor_msgs.msg import Imu as ImuMsg
 
 from aerial_sim.cdr import ImuFields, JointStateFields, encode_imu
-from aerial_sim.rosnode.clocks import InputStampClock
-from aerial_sim.rosnode.frames import frame_in_namespace, publish_static_mount
-from aerial_sim.rosnode.hosting import FleetHosting
-from aerial_sim.rosnode.lockstep import participant_publisher
-from aerial_sim.rosnode.message_fields import diagonal_covariance, is_finite_sequence
-from aerial_sim.rosnode.parameters import declare_params
-from aerial_sim.rosnode.qos import stream_qos
-from aerial_sim.rosnode.run import run_node
-from aerial_sim.rosnode.stamps import to_stamp_ns
-from aerial_sim.rosnode.subscriptions import subscribe_imu, subscribe_joint_state
+from aerial_sim.nodes.ros.clocks import InputStampClock
+from aerial_sim.nodes.ros.frames import frame_in_namespace, publish_static_mount
+from aerial_sim.nodes.ros.hosting import FleetHosting
+from aerial_sim.nodes.ros.lockstep import participant_publisher
+from aerial_sim.nodes.ros.message_fields import diagonal_covariance, is_finite_sequence
+from aerial_sim.nodes.ros.parameters import declare_params
+from aerial_sim.nodes.ros.qos import stream_qos
+from aerial_sim.nodes.ros.run import run_node
+from aerial_sim.nodes.ros.stamps import to_stamp_ns
+from aerial_sim.nodes.ros.subscriptions import subscribe_imu, subscribe_joint_state
 from aerial_sim.sensors.params import SensorNodeOptions, load_preset
 from aerial_sim.sensors.resampling import Resampler, resample_for
 from aerial_sim.sensors.truth import TruthSample

@@ -24,14 +24,14 @@ from sensor_msgs.msg import PointCloud2, PointField
 
 from aerial_sim.cdr import OdometryFields
 from aerial_sim.nodes._sensor import SceneOption
-from aerial_sim.rosnode.clocks import InputStampClock
-from aerial_sim.rosnode.frames import frame_in_namespace, publish_static_mount
-from aerial_sim.rosnode.lockstep import participant_publisher
-from aerial_sim.rosnode.parameters import declare_params
-from aerial_sim.rosnode.qos import stream_qos
-from aerial_sim.rosnode.run import run_node
-from aerial_sim.rosnode.stamps import to_stamp
-from aerial_sim.rosnode.subscriptions import subscribe_odometry
+from aerial_sim.nodes.ros.clocks import InputStampClock
+from aerial_sim.nodes.ros.frames import frame_in_namespace, publish_static_mount
+from aerial_sim.nodes.ros.lockstep import participant_publisher
+from aerial_sim.nodes.ros.parameters import declare_params
+from aerial_sim.nodes.ros.qos import stream_qos
+from aerial_sim.nodes.ros.run import run_node
+from aerial_sim.nodes.ros.stamps import to_stamp
+from aerial_sim.nodes.ros.subscriptions import subscribe_odometry
 from aerial_sim.sensors.params import SensorNodeOptions, load_preset
 from aerial_sim.sensors.truth import UNUSABLE_ODOMETRY, truth_from_odometry
 from aerial_sim.sensors.lidar import LidarModel, LidarParams, LidarScan, LidarSweeper

@@ -12,10 +12,10 @@ from sensor_msgs.msg import MagneticField
 
 from aerial_sim.cdr import encode_magnetic_field
 from aerial_sim.nodes._sensor import OdometrySensorNode
-from aerial_sim.rosnode.hosting import FleetHosting
-from aerial_sim.rosnode.message_fields import diagonal_covariance
-from aerial_sim.rosnode.run import run_node
-from aerial_sim.rosnode.stamps import to_stamp_ns
+from aerial_sim.nodes.ros.hosting import FleetHosting
+from aerial_sim.nodes.ros.message_fields import diagonal_covariance
+from aerial_sim.nodes.ros.run import run_node
+from aerial_sim.nodes.ros.stamps import to_stamp_ns
 from aerial_sim.sensors.magnetometer import Magnetometer, MagnetometerMeasurement, MagnetometerParams
 
 

@@ -32,10 +32,10 @@ from aerial_sim.environment.geodesy import HomePoint
 from aerial_sim.mavlink.autopilot import Autopilot, AutopilotParams
 from aerial_sim.mavlink.server import EndpointParams, MavlinkServer
 from aerial_sim.nodes.airsim_api import AirSimApiNode, RosVehicleLink
-from aerial_sim.rosnode.clocks import InputStampClock
-from aerial_sim.rosnode.parameters import declare_params
-from aerial_sim.rosnode.qos import COMMAND_QOS, stream_qos
-from aerial_sim.rosnode.run import run_node
+from aerial_sim.nodes.ros.clocks import InputStampClock
+from aerial_sim.nodes.ros.parameters import declare_params
+from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
+from aerial_sim.nodes.ros.run import run_node
 from aerial_sim.vehicles.fleet import FleetSelection, require_vehicle_names
 
 

@@ -34,9 +34,9 @@ from rclpy.node import Node
 from std_srvs.srv import SetBool, Trigger
 
 from aerial_sim.mavlink.driver import AutopilotDriver, DriverParams, DriverRejected
-from aerial_sim.rosnode.parameters import declare_params
-from aerial_sim.rosnode.qos import COMMAND_QOS
-from aerial_sim.rosnode.run import run_node
+from aerial_sim.nodes.ros.parameters import declare_params
+from aerial_sim.nodes.ros.qos import COMMAND_QOS
+from aerial_sim.nodes.ros.run import run_node
 
 
 @dataclass(frozen=True)

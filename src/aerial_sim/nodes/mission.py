@@ -46,14 +46,14 @@ from aerial_sim.control.mission import is_setpoint_due, load_mission, pattern_pa
 from aerial_sim.control.track import TrackRecorder, compare_tracks, summary_text, write_plots
 from aerial_sim.control.trajectory import PathFollower, Trajectory
 from aerial_sim.physics.rotation import rotate
-from aerial_sim.rosnode.clocks import InputStampClock
-from aerial_sim.rosnode.parameters import declare_params, run_folder_parameter
-from aerial_sim.rosnode.lockstep import participant_publisher
-from aerial_sim.rosnode.qos import COMMAND_QOS, LOCKSTEP_QOS, stream_qos
-from aerial_sim.rosnode.run import run_node
-from aerial_sim.rosnode.services import SERVICE_QOS
-from aerial_sim.rosnode.stamps import from_stamp, to_stamp, to_stamp_ns
-from aerial_sim.rosnode.subscriptions import subscribe_odometry
+from aerial_sim.nodes.ros.clocks import InputStampClock
+from aerial_sim.nodes.ros.parameters import declare_params, run_folder_parameter
+from aerial_sim.nodes.ros.lockstep import participant_publisher
+from aerial_sim.nodes.ros.qos import COMMAND_QOS, LOCKSTEP_QOS, stream_qos
+from aerial_sim.nodes.ros.run import run_node
+from aerial_sim.nodes.ros.services import SERVICE_QOS
+from aerial_sim.nodes.ros.stamps import from_stamp, to_stamp, to_stamp_ns
+from aerial_sim.nodes.ros.subscriptions import subscribe_odometry
 
 #: The AirSim paper's sim-vs-real Hausdorff distances (FSR 2017, sec. 4), shown beside ours.
 PAPER_HAUSDORFF_M = {"square_5m": 0.65, "circle_10m": 1.47}

@@ -70,13 +70,13 @@ from aerial_sim.nodes._physics.publishing import (
 )
 from aerial_sim.nodes._physics.world_setup import build_world
 from aerial_sim.physics.world import RunControl
-from aerial_sim.rosnode.frames import make_tf_broadcaster
-from aerial_sim.rosnode.parameters import declare_params
-from aerial_sim.rosnode.qos import COMMAND_QOS, stream_qos
-from aerial_sim.rosnode.raw_take import take_raw, unspun_reader_node
-from aerial_sim.rosnode.run import run_node
-from aerial_sim.rosnode.services import serve
-from aerial_sim.rosnode.stamps import to_stamp
+from aerial_sim.nodes.ros.frames import make_tf_broadcaster
+from aerial_sim.nodes.ros.parameters import declare_params
+from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
+from aerial_sim.nodes.ros.raw_take import take_raw, unspun_reader_node
+from aerial_sim.nodes.ros.run import run_node
+from aerial_sim.nodes.ros.services import serve
+from aerial_sim.nodes.ros.stamps import to_stamp
 
 
 class SimulationDiverged(RuntimeError):
@@ -438,7 +438,7 @@ class PhysicsNode(Node):
     def _publish_state(self) -> None:
         """Ground truth first, ``/clock`` last: the controllers, which the next step waits for, start
         on their odometry while the rest goes out. Nodes driven by ground truth take their time
-        from its stamps (:class:`~aerial_sim.rosnode.clocks.InputStampClock`), not from ``/clock``."""
+        from its stamps (:class:`~aerial_sim.nodes.ros.clocks.InputStampClock`), not from ``/clock``."""
         self._published_at = time.monotonic()
         stamp_ns = self._clock_ns()
         stamp = to_stamp(self.world.time_s)

@@ -26,11 +26,11 @@ from sensor_msgs.msg import FluidPressure, MagneticField, NavSatFix
 
 from aerial_sim.config import require, require_positive
 from aerial_sim.environment.geodesy import HomePoint, enu_to_geodetic
-from aerial_sim.rosnode.motor_commands import motor_command_output
-from aerial_sim.rosnode.parameters import declare_params
-from aerial_sim.rosnode.qos import stream_qos
-from aerial_sim.rosnode.run import run_node
-from aerial_sim.rosnode.subscriptions import subscribe_imu, subscribe_odometry
+from aerial_sim.nodes.ros.motor_commands import motor_command_output
+from aerial_sim.nodes.ros.parameters import declare_params
+from aerial_sim.nodes.ros.qos import stream_qos
+from aerial_sim.nodes.ros.run import run_node
+from aerial_sim.nodes.ros.subscriptions import subscribe_imu, subscribe_odometry
 from aerial_sim.sensors.truth import truth_from_odometry
 from aerial_sim.sitl import px4_hil
 from aerial_sim.vehicles.multirotor import load_vehicle

@@ -61,14 +61,14 @@ from aerial_sim.recording.rates import (
     rate_from_table,
 )
 from aerial_sim.recording.recorder import RecorderParams, WallSpan, has_header, progress_text
-from aerial_sim.rosnode.clocks import InputStampClock
-from aerial_sim.rosnode.lockstep import (
+from aerial_sim.nodes.ros.clocks import InputStampClock
+from aerial_sim.nodes.ros.lockstep import (
     LOCKSTEP_ANNOUNCEMENTS_QOS, LOCKSTEP_PARTICIPANTS_TOPIC, announce_lockstep_participant,
 )
-from aerial_sim.rosnode.parameters import declare_params, run_folder_parameter
-from aerial_sim.rosnode.qos import LOCKSTEP_QOS
-from aerial_sim.rosnode.raw_take import not_called, take_raw_with_info, unspun_reader_node
-from aerial_sim.rosnode.run import run_node
+from aerial_sim.nodes.ros.parameters import declare_params, run_folder_parameter
+from aerial_sim.nodes.ros.qos import LOCKSTEP_QOS
+from aerial_sim.nodes.ros.raw_take import not_called, take_raw_with_info, unspun_reader_node
+from aerial_sim.nodes.ros.run import run_node
 
 
 #: Discovery rounds a publisher's parameter service is waited for before its rates are given up.

@@ -24,14 +24,14 @@ from rclpy.node import Node
 from aerial_sim.cdr import JointStateFields, OdometryFields
 from aerial_sim.config import require, require_positive
 from aerial_sim.physics.rotor_drag import RotorDragModel, RotorDragParams, air_velocity_body
-from aerial_sim.rosnode.clocks import InputStampClock
-from aerial_sim.rosnode.frames import frame_in_namespace
-from aerial_sim.rosnode.lockstep import participant_publisher
-from aerial_sim.rosnode.parameters import declare_params
-from aerial_sim.rosnode.qos import COMMAND_QOS, stream_qos
-from aerial_sim.rosnode.run import run_node
-from aerial_sim.rosnode.stamps import stamp_from_fields
-from aerial_sim.rosnode.subscriptions import subscribe_joint_state, subscribe_odometry
+from aerial_sim.nodes.ros.clocks import InputStampClock
+from aerial_sim.nodes.ros.frames import frame_in_namespace
+from aerial_sim.nodes.ros.lockstep import participant_publisher
+from aerial_sim.nodes.ros.parameters import declare_params
+from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
+from aerial_sim.nodes.ros.run import run_node
+from aerial_sim.nodes.ros.stamps import stamp_from_fields
+from aerial_sim.nodes.ros.subscriptions import subscribe_joint_state, subscribe_odometry
 from aerial_sim.sensors.truth import UNUSABLE_ODOMETRY, truth_from_odometry
 
 

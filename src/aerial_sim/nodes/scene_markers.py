@@ -17,10 +17,10 @@ from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
 from aerial_sim.config import require
-from aerial_sim.rosnode.clocks import InputStampClock
-from aerial_sim.rosnode.parameters import declare_params
-from aerial_sim.rosnode.qos import LATCHED_QOS
-from aerial_sim.rosnode.run import run_node
+from aerial_sim.nodes.ros.clocks import InputStampClock
+from aerial_sim.nodes.ros.parameters import declare_params
+from aerial_sim.nodes.ros.qos import LATCHED_QOS
+from aerial_sim.nodes.ros.run import run_node
 from aerial_sim.viewer.scene_view import Primitive, scene_primitives
 from aerial_sim.world.scene import load_scene
 

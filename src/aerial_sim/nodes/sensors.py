@@ -5,7 +5,7 @@ Each stays its own node, named and namespaced as its own executable would be
 lockstep announcement; only the process is shared, which is what saves CPU: the
 physics node sends each ground-truth message once to this process instead of once to
 each sensor's, and the process wakes once for all of them
-(:func:`aerial_sim.rosnode.hosting.build_shared_nodes`; ``tools/dev.sh bench shared_process``).
+(:func:`aerial_sim.nodes.ros.hosting.build_shared_nodes`; ``tools/dev.sh bench shared_process``).
 
 Parameters: ``imu.<name>``, ``barometer.<name>``, ``magnetometer.<name>``, ``gps.<name>``
 reach that node only (``imu.preset: mpu6000``); ``<member>.enabled: false`` leaves a
@@ -19,8 +19,8 @@ from __future__ import annotations
 from functools import partial
 
 from aerial_sim.nodes import barometer, gps, imu, magnetometer
-from aerial_sim.rosnode.hosting import HostedNode, build_shared_nodes
-from aerial_sim.rosnode.run import run_nodes
+from aerial_sim.nodes.ros.hosting import HostedNode, build_shared_nodes
+from aerial_sim.nodes.ros.run import run_nodes
 
 #: The members, in the order they are built.
 MEMBERS = (

@@ -52,12 +52,12 @@ from aerial_sim.control.formation import (
     summary_text,
 )
 from aerial_sim.control.geometry import quat_from_yaw, yaw_of
-from aerial_sim.rosnode.parameters import declare_params, run_folder_parameter
-from aerial_sim.rosnode.qos import COMMAND_QOS, stream_qos
-from aerial_sim.rosnode.run import run_node
-from aerial_sim.rosnode.services import SERVICE_QOS
-from aerial_sim.rosnode.stamps import to_stamp
-from aerial_sim.rosnode.subscriptions import subscribe_odometry
+from aerial_sim.nodes.ros.parameters import declare_params, run_folder_parameter
+from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
+from aerial_sim.nodes.ros.run import run_node
+from aerial_sim.nodes.ros.services import SERVICE_QOS
+from aerial_sim.nodes.ros.stamps import to_stamp
+from aerial_sim.nodes.ros.subscriptions import subscribe_odometry
 from aerial_sim.sensors.truth import UNUSABLE_ODOMETRY, truth_from_odometry
 from aerial_sim.vehicles.fleet import FleetSelection, require_vehicle_names
 

@@ -18,7 +18,7 @@ a listener) nothing either. ``/swarm/poses`` stays subscribed, and so does ``lid
 in the default graph): its latest sweep is placed (deskewed, coloured) on the timer, so the scene a new
 browser receives already holds it. Ground truth stays subscribed too (the trail covers the whole
 flight), but with nobody watching the timer takes the newest message from a queue of one that no
-executor spins (:func:`~aerial_sim.rosnode.raw_take.unspun_reader_node`): the trail samples the latest pose
+executor spins (:func:`~aerial_sim.nodes.ros.raw_take.unspun_reader_node`): the trail samples the latest pose
 at ``update_rate_hz`` of wall time anyway, and no Python runs for the other messages. (The 250 Hz
 stream cost an idle viewer 0.12 of the two cores in a lockstep run at 4.7x real time when it took
 every message; a DDS content filter on the stamps moved about as much onto the physics node, whose
@@ -43,12 +43,12 @@ from sensor_msgs.msg import Image, PointCloud2
 from aerial_sim.cdr import OdometryFields, decode_odometry
 from aerial_sim.config import require
 from aerial_sim.recording.export import image_to_array
-from aerial_sim.rosnode.clocks import InputStampClock
-from aerial_sim.rosnode.parameters import declare_params
-from aerial_sim.rosnode.raw_take import not_called, take_raw, unspun_reader_node
-from aerial_sim.rosnode.run import run_node
-from aerial_sim.rosnode.stamps import from_stamp
-from aerial_sim.rosnode.subscriptions import subscribe_odometry
+from aerial_sim.nodes.ros.clocks import InputStampClock
+from aerial_sim.nodes.ros.parameters import declare_params
+from aerial_sim.nodes.ros.raw_take import not_called, take_raw, unspun_reader_node
+from aerial_sim.nodes.ros.run import run_node
+from aerial_sim.nodes.ros.stamps import from_stamp
+from aerial_sim.nodes.ros.subscriptions import subscribe_odometry
 from aerial_sim.sensors.mounting import Mount
 from aerial_sim.sensors.resampling import PoseTrack
 from aerial_sim.sensors.truth import UNUSABLE_ODOMETRY, truth_from_odometry

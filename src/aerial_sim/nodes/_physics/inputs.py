@@ -17,8 +17,8 @@ from std_msgs.msg import Float64MultiArray
 from aerial_sim.cdr import decode_float64_array
 from aerial_sim.environment.atmosphere import MAX_ALTITUDE_M, MIN_ALTITUDE_M
 from aerial_sim.nodes._physics.params import PhysicsNodeParams
-from aerial_sim.rosnode.qos import COMMAND_QOS, stream_qos
-from aerial_sim.rosnode.raw_take import not_called
+from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
+from aerial_sim.nodes.ros.raw_take import not_called
 
 if TYPE_CHECKING:  # annotations only: that module imports this one
     from aerial_sim.nodes.physics import PhysicsNode

@@ -14,8 +14,8 @@ from aerial_sim.cdr import cdr_header_stamp_ns
 from aerial_sim.config import ParamsError
 from aerial_sim.physics.lockstep import (DROPPED_MARKER, Holdup, LockstepGate, Participant,
                                          parse_participants, shorten)
-from aerial_sim.rosnode.lockstep import LOCKSTEP_ANNOUNCEMENTS_QOS, LOCKSTEP_PARTICIPANTS_TOPIC
-from aerial_sim.rosnode.raw_take import not_called, take_raw, unspun_reader_node
+from aerial_sim.nodes.ros.lockstep import LOCKSTEP_ANNOUNCEMENTS_QOS, LOCKSTEP_PARTICIPANTS_TOPIC
+from aerial_sim.nodes.ros.raw_take import not_called, take_raw, unspun_reader_node
 
 if TYPE_CHECKING:  # annotations only: that module imports this one
     from aerial_sim.nodes.physics import PhysicsNode

@@ -10,7 +10,7 @@ from aerial_sim.control.controller import STABLE_STATE_RATE_HZ
 from aerial_sim.environment.geodesy import HomePoint
 from aerial_sim.environment.wind import WindParams, parse_gusts
 from aerial_sim.physics.lockstep import parse_participants
-from aerial_sim.rosnode.qos import LOCKSTEP_QOS
+from aerial_sim.nodes.ros.qos import LOCKSTEP_QOS
 from aerial_sim.vehicles.fleet import FleetSelection, require_vehicle_names
 
 

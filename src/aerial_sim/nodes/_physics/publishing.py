@@ -17,8 +17,8 @@ from aerial_sim.nodes._physics.inputs import command_subscription
 from aerial_sim.nodes._physics.world_setup import hovering_copy
 from aerial_sim.physics.rotation import rotate_inverse
 from aerial_sim.physics.world import PhysicsWorld
-from aerial_sim.rosnode.qos import COMMAND_QOS, stream_qos
-from aerial_sim.rosnode.stamps import to_stamp
+from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
+from aerial_sim.nodes.ros.stamps import to_stamp
 from aerial_sim.physics import swarm_messages
 from aerial_sim.physics.swarm_messages import GROUND_TRUTH_VARIANCE, VECTOR_COVARIANCE
 

@@ -45,7 +45,7 @@ the call the main thread is stuck in. (Should the main thread hold the GIL while
 stuck, no Python runs at all and the launcher's SIGKILL remains the way out.)
 
 rclpy's own signal handlers are not installed (they raise KeyboardInterrupt in
-arbitrary places on a second Ctrl-C); :func:`aerial_sim.rosnode.run.run_node`
+arbitrary places on a second Ctrl-C); :func:`aerial_sim.nodes.ros.run.run_node`
 polls :func:`stop_requested` instead.
 """
 

@@ -1,5 +1,5 @@
 """Many nodes in one process: every vehicle of a fleet (:class:`FleetHosting`), and several kinds of node
-sharing a process (:func:`build_shared_nodes`). :func:`aerial_sim.rosnode.run.run_node` calls them."""
+sharing a process (:func:`build_shared_nodes`). :func:`aerial_sim.nodes.ros.run.run_node` calls them."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from aerial_sim.config import ParamsError
-from aerial_sim.rosnode.clocks import share_clock
-from aerial_sim.rosnode.parameters import is_array
-from aerial_sim.rosnode.qos import COMMAND_QOS, stream_qos
-from aerial_sim.rosnode.swarm_link import SWARM_COMMANDS, SWARM_TRUTH
+from aerial_sim.nodes.ros.clocks import share_clock
+from aerial_sim.nodes.ros.parameters import is_array
+from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
+from aerial_sim.nodes.ros.swarm_link import SWARM_COMMANDS, SWARM_TRUTH
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class FleetHosting:
     ``swarm_link: true`` (with ``fleet`` or ``vehicles``): the nodes read their vehicle's ground
     truth from the physics node's one ``/swarm/state`` message instead of each vehicle's
     ``ground_truth/odom`` and ``ground_truth/imu``, and flight controllers send their commands in
-    one ``/swarm/motor_commands`` message (:mod:`aerial_sim.rosnode.swarm_link`).
+    one ``/swarm/motor_commands`` message (:mod:`aerial_sim.nodes.ros.swarm_link`).
 
     The nodes share one ``/clock`` subscription (one per process instead of one per vehicle).
 

@@ -8,7 +8,7 @@ import time
 
 from rclpy.node import Node
 
-from aerial_sim.rosnode import process
+from aerial_sim.nodes.ros import process
 
 
 class InputGuard:

@@ -10,8 +10,8 @@ import rclpy.clock
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from aerial_sim.rosnode.qos import LATCHED_QOS
-from aerial_sim.rosnode.swarm_link import SWARM_TRUTH
+from aerial_sim.nodes.ros.qos import LATCHED_QOS
+from aerial_sim.nodes.ros.swarm_link import SWARM_TRUTH
 
 
 #: Lockstep participants announce themselves here (std_msgs/String, one entry per message, latched).

@@ -1,5 +1,5 @@
 """A flight controller's motor-command output: CDR bytes on its own topic, or its vehicle's row of the
-fleet's ``/swarm/motor_commands`` (:mod:`aerial_sim.rosnode.swarm_link`)."""
+fleet's ``/swarm/motor_commands`` (:mod:`aerial_sim.nodes.ros.swarm_link`)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from typing import Callable, Sequence
 from rclpy.node import Node
 
 from aerial_sim import cdr
-from aerial_sim.rosnode.qos import COMMAND_QOS
-from aerial_sim.rosnode.swarm_link import SWARM_COMMANDS
+from aerial_sim.nodes.ros.qos import COMMAND_QOS
+from aerial_sim.nodes.ros.swarm_link import SWARM_COMMANDS
 
 
 def motor_command_output(node: Node, topic: str) -> Callable[[Sequence[float]], None]:
     """``send(controls)``: a vehicle's motor commands as ``std_msgs/Float64MultiArray`` on ``topic``
-    (reliable), or its row of the fleet's ``/swarm/motor_commands`` (:mod:`aerial_sim.rosnode.swarm_link`)."""
+    (reliable), or its row of the fleet's ``/swarm/motor_commands`` (:mod:`aerial_sim.nodes.ros.swarm_link`)."""
     send = SWARM_COMMANDS.output(node, topic)
     if send is not None:
         return send

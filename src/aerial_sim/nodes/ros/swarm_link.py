@@ -1,17 +1,17 @@
 """A fleet process's link to the physics node: ``/swarm/state`` in, ``/swarm/motor_commands`` out.
 
-A process that serves many vehicles' sensors or flight controllers (:class:`~aerial_sim.rosnode.hosting.FleetHosting`)
+A process that serves many vehicles' sensors or flight controllers (:class:`~aerial_sim.nodes.ros.hosting.FleetHosting`)
 given ``swarm_link: true`` exchanges one message per period with the physics node for all its vehicles
 (:mod:`aerial_sim.physics.swarm_messages`) instead of two or three per vehicle:
 
 - :data:`SWARM_TRUTH`: each node still asks for its own ``ground_truth/odom`` or ``ground_truth/imu``
-  (:func:`~aerial_sim.rosnode.subscriptions.subscribe_odometry`, ``subscribe_imu``); the router takes those
+  (:func:`~aerial_sim.nodes.ros.subscriptions.subscribe_odometry`, ``subscribe_imu``); the router takes those
   requests, holds one ``/swarm/state`` subscription, and hands every node the fields of its vehicle's
   row (the same values its own topic would carry), with its clock advanced to the stamp first. Rows
   are built once per message and vehicle, so a vehicle's barometer, magnetometer and GPS get the same
   fields object (checked and converted once, as with their own topic).
 - :data:`SWARM_COMMANDS`: a flight controller's ``motor_commands`` output
-  (:func:`~aerial_sim.rosnode.motor_commands.motor_command_output`) becomes its vehicle's row of one
+  (:func:`~aerial_sim.nodes.ros.motor_commands.motor_command_output`) becomes its vehicle's row of one
   ``/swarm/motor_commands`` message; the commands computed while one ``/swarm/state`` message is
   handed out go out together when it is done, any other immediately.
 
@@ -95,7 +95,7 @@ class SwarmTruth:
 
     def connected_topics(self, node: Node) -> set[str]:
         """The routed topics of ``node`` once ``/swarm/state`` has a publisher (a lockstep
-        participant's inputs, :class:`~aerial_sim.rosnode.lockstep.ConnectedInputsPublisher`)."""
+        participant's inputs, :class:`~aerial_sim.nodes.ros.lockstep.ConnectedInputsPublisher`)."""
         if self.subscription is None or self.subscription.get_publisher_count() == 0:
             return set()
         return {node.resolve_topic_name(r.topic) for r in self.routes if r.node is node}

@@ -9,8 +9,8 @@ import rclpy.executors
 import rclpy.task
 from rclpy.node import Node
 
-from aerial_sim.rosnode import process
-from aerial_sim.rosnode.input_guard import InputGuard
+from aerial_sim.nodes.ros import process
+from aerial_sim.nodes.ros.input_guard import InputGuard
 
 
 def spin_until_stopped(nodes: list[Node]) -> None:

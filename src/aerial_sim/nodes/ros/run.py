@@ -1,9 +1,9 @@
 """The standard ``main()`` of every node executable (:func:`run_node`): init, build the node (or a
-fleet's nodes, :mod:`aerial_sim.rosnode.hosting`), spin, and stop quietly.
+fleet's nodes, :mod:`aerial_sim.nodes.ros.hosting`), spin, and stop quietly.
 
 A bad parameter is one clear log line and exit code 2, Ctrl-C (once or many times) is a quiet
-exit 0 (:mod:`aerial_sim.rosnode.process`), and a message or request that makes a callback raise is
-dropped with a warning instead of ending the node (:class:`aerial_sim.rosnode.input_guard.InputGuard`).
+exit 0 (:mod:`aerial_sim.nodes.ros.process`), and a message or request that makes a callback raise is
+dropped with a warning instead of ending the node (:class:`aerial_sim.nodes.ros.input_guard.InputGuard`).
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 from aerial_sim.config import ParamsError
-from aerial_sim.rosnode import process
-from aerial_sim.rosnode.executors import spin_until_stopped, yield_cpu_in_lockstep
-from aerial_sim.rosnode.hosting import FleetHosting, build_fleet_nodes
-from aerial_sim.rosnode.transport import use_transport_profile
+from aerial_sim.nodes.ros import process
+from aerial_sim.nodes.ros.executors import spin_until_stopped, yield_cpu_in_lockstep
+from aerial_sim.nodes.ros.hosting import FleetHosting, build_fleet_nodes
+from aerial_sim.nodes.ros.transport import use_transport_profile
 
 RCLError = _rclpy.RCLError
 
@@ -37,7 +37,7 @@ def run_node(node_factory: Callable[..., Node], args: list[str] | None = None,
     written), printed as one ``[FATAL]`` line without traceback; otherwise the
     node's ``exit_code`` (a node that sets it and shuts its context down ends
     with that failure). A node with a ``done`` attribute stops when it is true.
-    See :mod:`aerial_sim.rosnode.process` for the signal rules. With ``hosting``
+    See :mod:`aerial_sim.nodes.ros.process` for the signal rules. With ``hosting``
     the process may serve a whole fleet, one node per vehicle (:class:`FleetHosting`);
     ``node_factory`` then takes rclpy ``Node`` keyword arguments. ``background``: the node's
     outputs are off the control loop's critical path (:func:`yield_cpu_in_lockstep`).

@@ -1,6 +1,6 @@
 """Subscriptions whose callbacks get the few fields a node reads, decoded from the CDR bytes
 (:mod:`aerial_sim.cdr`) once per message and process, instead of rclpy's message objects; a fleet
-process's ground truth may come from its row of ``/swarm/state`` (:mod:`aerial_sim.rosnode.swarm_link`)."""
+process's ground truth may come from its row of ``/swarm/state`` (:mod:`aerial_sim.nodes.ros.swarm_link`)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 
 from aerial_sim import cdr
-from aerial_sim.rosnode.swarm_link import SWARM_TRUTH
+from aerial_sim.nodes.ros.swarm_link import SWARM_TRUTH
 
 if TYPE_CHECKING:
-    from aerial_sim.rosnode.clocks import InputStampClock
+    from aerial_sim.nodes.ros.clocks import InputStampClock
 
 
 def subscribe_decoded(node: Node, message_type: type, decode: Callable[[bytes], Any], topic: str,
