@@ -46,6 +46,8 @@ def main(port: int) -> None:
     value = wait(m, "PARAM_VALUE", lambda p: p.param_id == "RTL_RETURN_ALT", 5)
     report("param", rtl_return_alt=value.param_value)
 
+    # Armable once the autopilot's preflight passes: HEARTBEAT says standby (BOOT until then, as PX4's does).
+    wait(m, "HEARTBEAT", lambda h: h.system_status == mavlink.MAV_STATE_STANDBY, 20)
     assert command(m, mavlink.MAV_CMD_COMPONENT_ARM_DISARM, 1) == mavlink.MAV_RESULT_ACCEPTED
     wait(m, "HEARTBEAT", lambda h: h.base_mode & mavlink.MAV_MODE_FLAG_SAFETY_ARMED, 5)
     home = wait(m, "HOME_POSITION", lambda h: True, 10)  # PX4 sets home where it arms
