@@ -74,10 +74,11 @@ def test_images_arrive_at_the_sim_time_rate_with_encodings_sizes_and_stamps(ros_
               "flow": ("camera/flow/image_raw", Image)}
     for name, (topic, kind) in topics.items():
         ros_node.create_subscription(kind, f"/drone1/{topic}", received[name].append, LOCKSTEP_QOS)
-    from visualization_msgs.msg import MarkerArray
+    from visualization_msgs.msg import ImageMarker, MarkerArray
 
-    detections = []
+    detections, boxes = [], []
     ros_node.create_subscription(MarkerArray, "/drone1/camera/detections_3d", detections.append, LOCKSTEP_QOS)
+    ros_node.create_subscription(ImageMarker, "/drone1/camera/detections_2d", boxes.append, LOCKSTEP_QOS)
     try:
         odom_pub, send = odometry_sender(ros_node, LOCKSTEP_QOS)
         connected = spin_until(
@@ -118,6 +119,15 @@ def test_images_arrive_at_the_sim_time_rate_with_encodings_sizes_and_stamps(ros_
     assert np.abs(flow).max() < 1e-3  # hovering still: nothing moves between frames
     cubes = [m for m in detections[-1].markers if m.action == m.ADD]
     assert [(m.ns, m.id, m.type, m.header.frame_id) for m in cubes] == [("10", 2, cubes[0].CUBE, "map")]
+    # 2D boxes: one ImageMarker per object and frame, its corners the extreme pixels of the instance image.
+    from aerial_sim.world.labels import boxes_2d
+
+    assert sorted({from_stamp(m.header.stamp) for m in boxes}) == pytest.approx(np.arange(expected_frames) / rate_hz)
+    last = [m for m in boxes if m.header.stamp == received["instance"][-1].header.stamp]
+    u_min, v_min, u_max, v_max, _ = boxes_2d(instance.reshape(height, width))[2]
+    assert [(m.ns, m.id, m.type, m.header.frame_id) for m in last] == [("10", 2, ImageMarker.POLYGON,
+                                                                         "drone1/camera_depth_optical_frame")]
+    assert [(p.x, p.y) for p in last[0].points] == [(u_min, v_min), (u_max, v_min), (u_max, v_max), (u_min, v_max)]
     info = received["info"][-1]
     assert (info.width, info.height, info.distortion_model) == (width, height, "plumb_bob")
     assert info.k[0] == pytest.approx((width / 2) / math.tan(math.radians(90.0) / 2))

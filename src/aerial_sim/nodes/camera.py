@@ -13,10 +13,14 @@ with that message's sim time and framed ``<ns>/camera_depth_optical_frame``:
 - ``camera/flow/image_raw`` (32FC2 optical flow in pixels from the previous frame, from the second frame on),
 - ``camera/detections_3d`` (visualization_msgs/MarkerArray: a CUBE per object in view, ``ns`` its class id,
   ``id`` its instance id, in ``map``; :mod:`aerial_sim.world.labels`),
+- ``camera/detections_2d`` (visualization_msgs/ImageMarker, one per object in view and frame: a POLYGON
+  whose corners are the centres of the extreme pixels of that object's visible pixels, ``ns`` its class id,
+  ``id`` its instance id; vision_msgs has no wheel on PyPI, see doc/datasets.md),
 - ``camera/depth/camera_info`` and ``camera/color/camera_info``.
 
 Each image can be switched off (``publish_depth``, ``publish_segmentation``,
-``publish_color``, ``publish_instance``, ``publish_normals``, ``publish_flow``, ``publish_detections``); only what is published is computed, and an image no
+``publish_color``, ``publish_instance``, ``publish_normals``, ``publish_flow``, ``publish_detections``,
+``publish_detections_2d``); only what is published is computed, and an image no
 subscriber is matched to at that moment is not rendered either (DDS would not
 deliver it to anyone; the camera_info messages are always sent). Rendering runs
 in the odometry callback: a 460x320 urban frame with all three images costs
@@ -35,7 +39,9 @@ from dataclasses import dataclass
 import numpy as np
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
-from visualization_msgs.msg import Marker, MarkerArray
+from builtin_interfaces.msg import Duration
+from geometry_msgs.msg import Point
+from visualization_msgs.msg import ImageMarker, Marker, MarkerArray
 
 from aerial_sim.cdr import OdometryFields
 from aerial_sim.config import require, require_positive
@@ -50,7 +56,7 @@ from aerial_sim.nodes.ros.stamps import stamp_from_fields
 from aerial_sim.nodes.ros.subscriptions import subscribe_odometry
 from aerial_sim.sensors.truth import UNUSABLE_ODOMETRY, truth_from_odometry
 from aerial_sim.world.camera import CameraModel, CameraParams
-from aerial_sim.world.labels import boxes_3d
+from aerial_sim.world.labels import boxes_3d, detections_2d
 from aerial_sim.world.scene import load_scene
 
 
@@ -67,6 +73,7 @@ class CameraNodeParams:
     publish_normals: bool = True  # camera/normals/image_raw, 32FC3 unit normals in the optical frame (same)
     publish_flow: bool = True  # camera/flow/image_raw, 32FC2 optical flow from the previous frame (same)
     publish_detections: bool = True  # camera/detections_3d, MarkerArray of the objects in view (same)
+    publish_detections_2d: bool = True  # camera/detections_2d, an ImageMarker per object in view (same)
     lockstep: bool = False  # reliable QoS on the odometry input and image outputs
     frame_id: str = "camera_depth_optical_frame"  # prefixed with the namespace
 
@@ -115,6 +122,10 @@ class CameraNode(Node):
         self.detections_pub = (
             self.create_publisher(MarkerArray, "camera/detections_3d", qos) if p.publish_detections else None
         )
+        self.detections_2d_pub = (
+            self.create_publisher(ImageMarker, "camera/detections_2d", qos) if p.publish_detections_2d else None
+        )
+        self._marker_lifetime = Duration(nanosec=int(round(1e9 / p.rate_hz))) if p.rate_hz >= 1.0 else Duration(sec=1)
         self._frame_poses = [None, None]  # (position, orientation, stamp) of the frame before the last, and the last
         # Depth camera_info goes out last, after the frame's images: the output lockstep waits for.
         self.depth_info_pub = participant_publisher(self, CameraInfo, "camera/depth/camera_info", qos, p.lockstep, p.rate_hz,
@@ -173,6 +184,19 @@ class CameraNode(Node):
             markers.append(marker)
         return MarkerArray(markers=markers)
 
+    def image_markers(self, instance: np.ndarray, header) -> list[ImageMarker]:
+        """One ImageMarker POLYGON per object in view: the box of its visible pixels (ns = class, id = instance)."""
+        markers = []
+        for box in detections_2d(instance, self.scene):
+            marker = ImageMarker(header=header, ns=str(box.class_id), id=box.instance_id, type=ImageMarker.POLYGON,
+                                 action=ImageMarker.ADD, scale=1.0, lifetime=self._marker_lifetime)
+            marker.position.x, marker.position.y = (box.u_min + box.u_max) / 2.0, (box.v_min + box.v_max) / 2.0
+            marker.points = [Point(x=float(u), y=float(v)) for u, v in ((box.u_min, box.v_min), (box.u_max, box.v_min),
+                                                                         (box.u_max, box.v_max), (box.u_min, box.v_max))]
+            marker.outline_color.g, marker.outline_color.a = 1.0, 1.0
+            markers.append(marker)
+        return markers
+
     def publish_frame(self, position, orientation, stamp) -> None:
         frame = self.model.render(
             position,
@@ -180,7 +204,8 @@ class CameraNode(Node):
             depth=has_subscribers(self.depth_pub),
             segmentation=has_subscribers(self.segmentation_pub),
             color=has_subscribers(self.color_pub),
-            instance=has_subscribers(self.instance_pub) or has_subscribers(self.detections_pub),
+            instance=(has_subscribers(self.instance_pub) or has_subscribers(self.detections_pub)
+                      or has_subscribers(self.detections_2d_pub)),
             normals=has_subscribers(self.normals_pub),
         )
         self.camera_info.header.stamp = stamp
@@ -196,6 +221,9 @@ class CameraNode(Node):
             self.instance_pub.publish(image_message(frame.instance, "mono16", header))
         if frame.instance is not None and has_subscribers(self.detections_pub):
             self.detections_pub.publish(self.detections(frame.instance, stamp))
+        if frame.instance is not None and has_subscribers(self.detections_2d_pub):
+            for marker in self.image_markers(frame.instance, header):
+                self.detections_2d_pub.publish(marker)
         if frame.normals is not None:
             self.normals_pub.publish(image_message(frame.normals, "32FC3", header))
         stamp_key = (stamp.sec, stamp.nanosec)

@@ -3,6 +3,8 @@
 - :func:`boxes_2d`: for each instance id in an instance image, the tight pixel box
   (u_min, v_min, u_max, v_max, inclusive) of its visible pixels and their count (the COCO-style box of
   its visible part; an occluded object's box covers what is seen of it).
+- :func:`detections_2d`: the same boxes with each instance's class id and name (what the camera node
+  publishes on ``camera/detections_2d`` and the AirSim server answers ``simGetDetections`` with).
 - :func:`boxes_3d`: each object's box in ``map``: a ``box`` object's own oriented box (centre, size,
   orientation), any other shape's axis-aligned box of its world triangles.
 """
@@ -50,6 +52,39 @@ def boxes_2d(instance: np.ndarray, first_object_id: int = 2) -> dict[int, tuple[
     np.maximum.at(v_max, inverse, v)
     return {int(i): (int(a), int(b), int(c), int(d), int(n))
             for i, a, b, c, d, n in zip(present, u_min, v_min, u_max, v_max, counts)}
+
+
+@dataclass(frozen=True)
+class Box2d:
+    """The visible part of one object in an image: inclusive pixel box (column u, row v) and its pixel count.
+
+    COCO's ``bbox`` of the same pixels is ``[u_min, v_min, u_max - u_min + 1, v_max - v_min + 1]``
+    (pixel edges; :attr:`coco_bbox`).
+    """
+
+    instance_id: int
+    class_id: int
+    name: str
+    u_min: int
+    v_min: int
+    u_max: int
+    v_max: int
+    pixels: int
+
+    @property
+    def coco_bbox(self) -> list[int]:
+        return [self.u_min, self.v_min, self.u_max - self.u_min + 1, self.v_max - self.v_min + 1]
+
+
+def detections_2d(instance: np.ndarray, scene: Scene) -> list[Box2d]:
+    """One :class:`Box2d` per scene object seen in ``instance`` (ascending instance id; the ground is not an object)."""
+    boxes = boxes_3d(scene)
+    found = []
+    for instance_id, (u_min, v_min, u_max, v_max, count) in boxes_2d(instance).items():
+        box = boxes.get(instance_id)
+        if box is not None:
+            found.append(Box2d(instance_id, box.class_id, box.name, u_min, v_min, u_max, v_max, count))
+    return found
 
 
 def boxes_3d(scene: Scene) -> dict[int, Box3d]:
