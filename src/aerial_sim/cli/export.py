@@ -34,6 +34,8 @@ def main(argv: list[str]) -> int:
         print(f"{topic}: {count} images (poses from {result.pose_topics[topic] or 'none: no odometry in the bag'})")
     for topic, count in result.clouds.items():
         print(f"{topic}: {count} point clouds (poses from {result.pose_topics[topic] or 'none: no odometry in the bag'})")
+    for topic, (file, images, annotations) in result.coco.items():
+        print(f"{topic}: COCO boxes and masks of {annotations} objects in {images} images in {file}")
     for topic, count in result.sensors.items():
         print(f"{topic}: {count} rows")
     print(f"dataset written to {result.out_dir}")

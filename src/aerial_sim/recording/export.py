@@ -15,6 +15,10 @@ Layout under the output directory (topic names become folders, ``/drone1/imu/dat
                                          count, and the ground-truth pose at the scan's start and end
     sensors/<topic>.csv                  every other topic, one row per message, fields flattened
     camera_info/<topic>.yaml             first sensor_msgs/CameraInfo of each camera
+    images/<ns>/camera/color/image_raw/coco.json
+                                         COCO instance annotations (boxes, RLE masks, classes) of each
+                                         colour frame whose instance image was recorded too
+                                         (:mod:`aerial_sim.recording.coco`)
 
 Depth (``32FC1``, metres) is written as a 16-bit PNG in millimetres (0 = no
 return, clipped at 65.535 m), the usual RGB-D dataset convention (TUM RGB-D
@@ -191,6 +195,7 @@ class ExportResult:
     clouds: dict[str, int] = field(default_factory=dict)
     sensors: dict[str, int] = field(default_factory=dict)
     pose_topics: dict[str, str | None] = field(default_factory=dict)
+    coco: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # colour topic -> (file, images, annotations)
 
 
 @dataclass
@@ -347,8 +352,37 @@ class ExportCollector:
             result.pose_topics[topic] = pose_topic
             result.clouds[topic] = len(topic_scans)
             _write_scans_csv(out_dir / "clouds" / topic_path(topic) / "scans.csv", topic_scans, odometry.get(pose_topic))
+        self._write_coco(result)
         _write_manifest(out_dir, self.bag, self.types, result)
         return result
+
+    def _write_coco(self, result: ExportResult) -> None:
+        """A COCO file per camera whose colour and instance images were both recorded (:mod:`~aerial_sim.recording.coco`)."""
+        from aerial_sim.recording.coco import CameraFrames, write_coco
+
+        suffix = "instance/image_raw"
+        for topic, instance_frames in self.frames.items():
+            if not topic.endswith("/" + suffix):
+                continue
+            prefix = topic[: -len(suffix)]
+            color_topic, segmentation_topic = prefix + "color/image_raw", prefix + "segmentation/image_raw"
+            if color_topic not in self.frames:
+                continue
+
+            def paths(frames_of):
+                directory = self.out_dir / "images" / topic_path(frames_of)
+                return {f.stamp_ns: directory / f.files["png"] for f in self.frames.get(frames_of, [])}
+
+            color = self.frames[color_topic]
+            camera = CameraFrames(
+                color_dir=self.out_dir / "images" / topic_path(color_topic),
+                color={f.stamp_ns: f.files["png"] for f in color},
+                instance=paths(topic) if instance_frames[0].encoding in ("mono16", "16UC1") else {},
+                segmentation=paths(segmentation_topic),
+                size={f.stamp_ns: (f.width, f.height) for f in color},
+            )  # fmt: skip
+            path, images, annotations = write_coco(camera, f"{color_topic} of {self.bag}")
+            result.coco[color_topic] = (str(path.relative_to(self.out_dir)), images, annotations)
 
 
 def _write_image(msg, directory: Path, index: int, pil, compression: int) -> dict[str, str]:
@@ -460,6 +494,13 @@ def _write_manifest(out_dir: Path, bag: Path, types: dict[str, str], result: Exp
             topic: {"dir": str(Path("clouds") / topic_path(topic)), "type": types[topic], "scans": count,
                     "pose_topic": result.pose_topics.get(topic)}
             for topic, count in result.clouds.items()
+        },  # fmt: skip
+        "coco": {
+            topic: {"file": file, "images": images, "annotations": annotations,
+                    "format": "COCO instances: bbox [x, y, w, h] in pixels (pixel edges), segmentation as compressed "
+                              "RLE, category_id = segmentation id, instance_id = the object's id in every frame, "
+                              "file_name relative to the JSON's folder"}
+            for topic, (file, images, annotations) in result.coco.items()
         },  # fmt: skip
         "sensors": {
             topic: {"csv": str(Path("sensors") / topic_path(topic).with_suffix(".csv")), "type": types[topic],
