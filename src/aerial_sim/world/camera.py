@@ -19,7 +19,8 @@ images; seed 000, sec. 3 and Fig. 1):
   sky colour where nothing was hit. The surface colour is the triangle's base
   colour times its texture at the hit point; the scene's ``lighting`` section
   (:mod:`aerial_sim.world.lighting`) may place the sun from the time of day,
-  hide it behind occluders (shadow rays, Embree occlusion queries), grade the
+  hide it behind occluders (shadow rays, answered by tiles of 64 in the sun's view:
+  :mod:`aerial_sim.world.bvh`), grade the
   sky, fog by distance, scale the exposure and supersample the colour image.
 - instance, uint16: the instance id of the object hit (unique per object; 1 the
   ground, 0 nothing) beside the class segmentation id.
@@ -43,7 +44,7 @@ from typing import Literal, Sequence
 import numpy as np
 
 from aerial_sim.config import require, require_positive
-from aerial_sim.world import render_kernels
+from aerial_sim.world import bvh, raster_kernels, render_kernels
 from aerial_sim.world.geometry import SURFACE_GROUND, quaternion_to_matrix, ray_caster_of, rpy_to_matrix
 from aerial_sim.world.lighting import daylight, parse_time_of_day, sun_direction_enu, sun_position
 from aerial_sim.world.scene import NO_HIT_ID, Scene
@@ -116,6 +117,8 @@ class CameraModel:
         #: Colour supersampling factor per axis (the fine model itself renders plainly).
         self._antialiasing = self.lighting.antialiasing if supersample else 1
         render_kernels.warm_up(shading=True)  # compile or load now, not on the first frame
+        if self.lighting.shadows:
+            bvh.warm_up()
 
     # -- sun --------------------------------------------------------------------------------
     def _set_sun(self, direction, direct: float, ambient_factor: float) -> None:
@@ -203,7 +206,7 @@ class CameraModel:
         if supersample and not (depth or segmentation or instance or normals):
             return CameraFrame(None, None, self._supersampled_color(position, orientation, reference))
         R_world_optical, origin = self.optical_pose(position, orientation)
-        directions = self._unit_rays_optical @ R_world_optical.T.astype(np.float32)
+        directions = self._world_rays(R_world_optical)
         reference = reference or not render_kernels.COMPILED
         with_normals = color or normals
         if reference:
@@ -240,7 +243,7 @@ class CameraModel:
         """
         shape = (self.params.height, self.params.width)
         R_world_optical, origin = self.optical_pose(position, orientation)
-        directions = self._unit_rays_optical @ R_world_optical.T.astype(np.float32)
+        directions = self._world_rays(R_world_optical)
         if render_kernels.COMPILED:
             p = self.params
             hits = self.caster.rasterizer.hits(origin, R_world_optical, (self.fx, self.fy, self.cx, self.cy),
@@ -262,6 +265,15 @@ class CameraModel:
         flow[behind] = np.nan
         return flow.astype(np.float32).reshape(shape + (2,))
 
+    def _world_rays(self, R_world_optical: np.ndarray) -> np.ndarray:
+        """(H W, 3) float32 unit pixel rays in the world frame (a new array each call)."""
+        rotation = np.ascontiguousarray(R_world_optical, np.float32)
+        if not render_kernels.COMPILED:
+            return self._unit_rays_optical @ rotation.T
+        directions = np.empty_like(self._unit_rays_optical)
+        raster_kernels.rotate_rays(self._unit_rays_optical, rotation, directions)
+        return directions
+
     def _supersampled_color(self, position, orientation, reference: bool) -> np.ndarray:
         """Colour rendered at s x the resolution (same field of view) and averaged over s x s blocks."""
         s = self._antialiasing
@@ -277,10 +289,23 @@ class CameraModel:
         blocks = fine.color.reshape(self.params.height, s, self.params.width, s, 3).astype(np.float32)
         return (blocks.mean(axis=(1, 3)) + 0.5).astype(np.uint8)
 
-    def _sun_visibility(self, origin: np.ndarray, directions: np.ndarray, hits) -> np.ndarray:
-        """(N,) uint8: 1 where the sun lights the hit point (no shadows asked: everywhere), 0 in shadow."""
+    def _sun_visibility(self, origin: np.ndarray, directions: np.ndarray, hits, reference: bool = False) -> np.ndarray:
+        """(N,) uint8: 1 where the sun lights the hit point (no shadows asked: everywhere), 0 in shadow.
+
+        Compiled: the pixels' shadow rays answered 64 at a time in the sun's view
+        (:func:`~aerial_sim.world.bvh.sun_visibility`); ``reference``: one Embree occlusion query per ray.
+        """
         lit = np.ones(len(directions), np.uint8)
         if not self.lighting.shadows or self._lit_share == 0 or self._sun[2] <= 0:
+            return lit
+        if not reference and render_kernels.COMPILED:
+            if not self.caster.triangle_count:
+                return lit
+            view, p = self.caster.sun_view(self._sun), self.params
+            tree = view.tree
+            bvh.sun_visibility(np.asarray(origin, np.float64), directions, hits.distance, hits.surface, hits.normal,
+                               p.width, p.height, self._sun, view.basis, view.corners, tree.order, tree.lower,
+                               tree.upper, tree.first_leaf, bvh.LEAF_SIZE, lit)
             return lit
         facing = (hits.surface != 0) & (hits.normal @ self._sun > 0)
         index = np.flatnonzero(facing)
@@ -331,7 +356,7 @@ class CameraModel:
             cell = np.floor(xy / self.scene.ground.checker_size_m).astype(np.int64).sum(axis=1) & 1
             albedo[ground] *= np.where(cell == 1, 0.85, 1.0).astype(np.float32)[:, None]
         cosine = np.clip(hits.normal @ self._sun, 0.0, 1.0)
-        cosine[self._sun_visibility(origin, directions, hits) == 0] = 0.0
+        cosine[self._sun_visibility(origin, directions, hits, reference=True) == 0] = 0.0
         shade = self._ambient + self._lit_share * cosine
         rgb = albedo * shade[:, None]
         if self._gain != 1:

@@ -25,6 +25,7 @@ from embreex.mesh_construction import TriangleMesh
 
 from aerial_sim.world import raster_kernels, render_kernels
 from aerial_sim.world.assets import SurfacePart, load_asset
+from aerial_sim.world.bvh import SunView, sun_view
 from aerial_sim.world.scene import Scene, SceneObject
 
 #: Surface index of a ray that hit nothing; 1 is the ground, 2 + k is scene object k.
@@ -222,6 +223,8 @@ class RayCaster:
             self._embree = rtcore_scene.EmbreeScene()
             TriangleMesh(self._embree, self.surfaces.triangles.astype(np.float32))
         self._rasterizer: PinholeRasterizer | None = None
+        self._sun_view: SunView | None = None
+        self._sun_view_lock = threading.Lock()
 
     @property
     def triangle_count(self) -> int:
@@ -234,6 +237,18 @@ class RayCaster:
             return None
         corners = self.surfaces.triangles.reshape(-1, 3)
         return np.array([corners.min(axis=0), corners.max(axis=0)])
+
+    def sun_view(self, sun: np.ndarray) -> SunView:
+        """The triangles in the view of the unit direction ``sun`` with a hierarchy there
+        (:func:`~aerial_sim.world.bvh.sun_view`), built once for each new sun direction."""
+        key = tuple(float(c) for c in np.asarray(sun, np.float32))
+        view = self._sun_view
+        if view is None or view.sun != key:
+            with self._sun_view_lock:
+                view = self._sun_view
+                if view is None or view.sun != key:
+                    view = self._sun_view = sun_view(self.surfaces.triangles, np.asarray(key, np.float32))
+        return view
 
     @property
     def rasterizer(self) -> PinholeRasterizer:

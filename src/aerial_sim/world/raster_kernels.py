@@ -43,6 +43,20 @@ EDGE_TOLERANCE = 1e-12
 
 
 @njit(cache=True, nogil=True)
+def rotate_rays(rays, rotation, out):
+    """World directions of the camera's optical-frame rays: out[i] = R rays[i] (``rotation`` R_world_optical).
+
+    float32 throughout, each component summed in axis order (x, y, z) with no fused multiply-add, so
+    a pose gives the same rays on every call (one pass, no temporaries: a NumPy product of an (N, 3)
+    by a 3 x 3 array cost more than rasterising the frame).
+    """
+    for i in range(rays.shape[0]):
+        x, y, z = rays[i, 0], rays[i, 1], rays[i, 2]
+        for axis in range(3):
+            out[i, axis] = x * rotation[axis, 0] + y * rotation[axis, 1] + z * rotation[axis, 2]
+
+
+@njit(cache=True, nogil=True)
 def to_optical(triangles, world_normals, origin, rotation, vertices, plane_normals, plane_offsets):
     """Triangles and their planes in the optical frame: v = R^T (p - o), n = R^T n_world, offset = n . v_0.
 
@@ -218,6 +232,7 @@ def warm_up() -> None:
     if not COMPILED:
         return
     triangle = np.array([[[-1.0, -1.0, 2.0], [1.0, -1.0, 2.0], [0.0, 1.0, 0.5]]])
+    rotate_rays(np.zeros((1, 3), np.float32), np.eye(3, dtype=np.float32), np.empty((1, 3), np.float32))
     to_optical(triangle, np.array([[0.0, 0.0, 1.0]]), np.zeros(3), np.eye(3), np.empty((1, 3, 3)),
                np.empty((1, 3)), np.empty(1))
     inverse_depth, triangle_of_pixel = np.zeros(4), np.full(4, -1, np.int32)
