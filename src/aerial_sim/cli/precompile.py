@@ -32,11 +32,12 @@ def compile_batched_physics() -> None:
 
 
 def compile_camera() -> None:
-    """The camera's rasteriser and shading kernels and the ray caster's hit merge."""
-    from aerial_sim.world import raster_kernels, render_kernels
+    """The camera's rasteriser, shading and shadow kernels and the ray caster's hit merge."""
+    from aerial_sim.world import raster_kernels, render_kernels, shadow_kernels
 
     raster_kernels.warm_up()
     render_kernels.warm_up(shading=True)
+    shadow_kernels.warm_up()
 
 
 KERNELS = {"batched physics": compile_batched_physics, "camera": compile_camera}

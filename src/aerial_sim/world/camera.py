@@ -20,7 +20,7 @@ images; seed 000, sec. 3 and Fig. 1):
   colour times its texture at the hit point; the scene's ``lighting`` section
   (:mod:`aerial_sim.world.lighting`) may place the sun from the time of day,
   hide it behind occluders (shadow rays, answered by tiles of 64 in the sun's view:
-  :mod:`aerial_sim.world.bvh`), grade the
+  :mod:`aerial_sim.world.shadow_kernels`), grade the
   sky, fog by distance, scale the exposure and supersample the colour image.
 - instance, uint16: the instance id of the object hit (unique per object; 1 the
   ground, 0 nothing) beside the class segmentation id.
@@ -44,7 +44,7 @@ from typing import Literal, Sequence
 import numpy as np
 
 from aerial_sim.config import require, require_positive
-from aerial_sim.world import bvh, raster_kernels, render_kernels
+from aerial_sim.world import raster_kernels, render_kernels, shadow_kernels
 from aerial_sim.world.geometry import SURFACE_GROUND, quaternion_to_matrix, ray_caster_of, rpy_to_matrix
 from aerial_sim.world.lighting import daylight, parse_time_of_day, sun_direction_enu, sun_position
 from aerial_sim.world.scene import NO_HIT_ID, Scene
@@ -118,7 +118,7 @@ class CameraModel:
         self._antialiasing = self.lighting.antialiasing if supersample else 1
         render_kernels.warm_up(shading=True)  # compile or load now, not on the first frame
         if self.lighting.shadows:
-            bvh.warm_up()
+            shadow_kernels.warm_up()
 
     # -- sun --------------------------------------------------------------------------------
     def _set_sun(self, direction, direct: float, ambient_factor: float) -> None:
@@ -293,7 +293,7 @@ class CameraModel:
         """(N,) uint8: 1 where the sun lights the hit point (no shadows asked: everywhere), 0 in shadow.
 
         Compiled: the pixels' shadow rays answered 64 at a time in the sun's view
-        (:func:`~aerial_sim.world.bvh.sun_visibility`); ``reference``: one Embree occlusion query per ray.
+        (:func:`~aerial_sim.world.shadow_kernels.sun_visibility`); ``reference``: one Embree occlusion query per ray.
         """
         lit = np.ones(len(directions), np.uint8)
         if not self.lighting.shadows or self._lit_share == 0 or self._sun[2] <= 0:
@@ -303,9 +303,9 @@ class CameraModel:
                 return lit
             view, p = self.caster.sun_view(self._sun), self.params
             tree = view.tree
-            bvh.sun_visibility(np.asarray(origin, np.float64), directions, hits.distance, hits.surface, hits.normal,
+            shadow_kernels.sun_visibility(np.asarray(origin, np.float64), directions, hits.distance, hits.surface, hits.normal,
                                p.width, p.height, self._sun, view.basis, view.corners, tree.order, tree.lower,
-                               tree.upper, tree.first_leaf, bvh.LEAF_SIZE, lit)
+                               tree.upper, tree.first_leaf, shadow_kernels.LEAF_SIZE, lit)
             return lit
         facing = (hits.surface != 0) & (hits.normal @ self._sun > 0)
         index = np.flatnonzero(facing)

@@ -25,7 +25,7 @@ from embreex.mesh_construction import TriangleMesh
 
 from aerial_sim.world import raster_kernels, render_kernels
 from aerial_sim.world.assets import SurfacePart, load_asset
-from aerial_sim.world.bvh import SunView, sun_view
+from aerial_sim.world.shadow_kernels import SunView, sun_view
 from aerial_sim.world.scene import Scene, SceneObject
 
 #: Surface index of a ray that hit nothing; 1 is the ground, 2 + k is scene object k.
@@ -240,7 +240,7 @@ class RayCaster:
 
     def sun_view(self, sun: np.ndarray) -> SunView:
         """The triangles in the view of the unit direction ``sun`` with a hierarchy there
-        (:func:`~aerial_sim.world.bvh.sun_view`), built once for each new sun direction."""
+        (:func:`~aerial_sim.world.shadow_kernels.sun_view`), built once for each new sun direction."""
         key = tuple(float(c) for c in np.asarray(sun, np.float32))
         view = self._sun_view
         if view is None or view.sun != key:
