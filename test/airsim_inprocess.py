@@ -156,6 +156,15 @@ class InProcessGraph:
             link.refresh()
         return ServiceAnswer(True, "reset")
 
+    async def add_vehicle(self, spawn):
+        if spawn.name in self.world.bodies:
+            return ServiceAnswer(False, f"a vehicle named '{spawn.name}' exists")
+        self.world.add_vehicle(spawn.name, load_vehicle(spawn.vehicle_type), spawn.position, spawn.yaw)
+        link = InProcessVehicle(self, spawn.name, spawn.vehicle_type)
+        link.refresh()
+        self.vehicles[spawn.name] = link
+        return ServiceAnswer(True, f"{spawn.name} ({spawn.vehicle_type}) added")
+
     def set_wind(self, wind_enu):
         self.wind = tuple(wind_enu)
         self.world.set_wind(wind_enu)

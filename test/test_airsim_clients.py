@@ -101,6 +101,7 @@ def test_hello_drone_flies_with_both_real_clients(clients, launch, ros_node):
         check_flight(module, steps, odometry, north, east)
     # Each client got the streams when it connected, and they were dropped when it left.
     assert graph.output().count("AirSim client connected: reading the vehicles' state") == 2, graph.output()[-4000:]
+    check_sim_add_vehicle(clients, port, graph, ros_node)  # on the same graph: one launch for both
 
 
 def check_flight(module: str, steps: dict, odometry: dict, north: float, east: float) -> None:
@@ -152,3 +153,45 @@ def check_flight(module: str, steps: dict, odometry: dict, north: float, east: f
     assert abs(moved["teleported_yaw"]) < 0.01, module  # to_quaternion(0, 0, 0): facing north
     assert np.linalg.norm(moved["after_reset"][:2]) < 1e-6 and abs(moved["after_reset"][2]) < 0.1, module
     assert moved["api_control"] is False, module  # reset takes API control away, as in AirSim
+
+
+EXAMPLES = Path(__file__).parent / "data" / "airsim" / "examples.py"
+
+
+def check_sim_add_vehicle(clients, port: int, graph, ros_node) -> None:
+    """add_drone.py's calls on the launched graph: the physics node adds Drone2, the server starts its
+    controller and sensors (launch/vehicle.launch.yaml), the client flies it; bad requests are refused and
+    the server stays; stopping the graph stops the added vehicle's processes too."""
+    from nav_msgs.msg import Odometry
+    from rclpy.qos import qos_profile_sensor_data
+
+    heights: list[float] = []
+    ros_node.create_subscription(Odometry, "/Drone2/ground_truth/odom",
+                                 lambda m: heights.append(m.pose.pose.position.z), qos_profile_sensor_data)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        run = pool.submit(subprocess.run, [str(clients["airsim"]), str(EXAMPLES), "airsim", str(port), "add"],
+                          capture_output=True, text=True, timeout=150)
+        while not run.done():
+            spin_until(ros_node, lambda: False, 0.1)
+        result = run.result()
+    steps = {}
+    for line in result.stdout.splitlines():
+        if line.startswith("{"):
+            record = json.loads(line)
+            steps[record.pop("step")] = record
+    assert result.returncode == 0 and "done" in steps, \
+        f"{result.stdout}\n{result.stderr}\n--- graph ---\n{graph.output()[-5000:]}"
+    assert steps["add"]["result"] is True and steps["arm"]["result"] is True
+    assert steps["state"]["position"] == pytest.approx([2.0, 3.0, -3.0], abs=0.4) and steps["state"]["landed"] == 1
+    assert steps["vehicles"]["names"] == ["drone1", "Drone2"]
+    assert steps["images"]["sizes"] == [[460, 320], [460, 320]]  # the default cameras on the new vehicle
+    assert "a vehicle named 'Drone2' exists" in steps["refused_existing"]["message"]
+    assert "unknown vehicle_type 'Car'" in steps["refused_type"]["message"]
+    assert "pose.position.x_val" in steps["refused_nan"]["message"]
+    assert steps["alive"]["result"] is True
+    # The graph's own topic for the new vehicle: its ground truth, 3 m up after the takeoff.
+    assert spin_until(ros_node, lambda: heights and heights[-1] > 2.5, 10), heights[-5:]
+    pid = int(re.search(r"simAddVehicle: Drone2 \(quad_x\) added.*pid (\d+)", graph.output()).group(1))
+    graph.stop()
+    assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower(), \
+        "the added vehicle's launch outlived the graph"

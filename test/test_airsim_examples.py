@@ -146,3 +146,20 @@ def test_cv_mode_poses_stay_and_every_image_request_is_answered(airsim_python):
         assert steps["pose"]["position"] == pytest.approx([-15.0, -15.0, -15.0], abs=0.05)  # held, not fallen
     finally:
         server.close()
+
+
+def test_add_drone_adds_a_vehicle_that_flies_and_refuses_bad_requests(airsim_python, server):
+    steps = run(airsim_python, server, "add")
+    assert steps["add"]["result"] is True and steps["arm"]["result"] is True
+    # Spawned at NED (2, 3, 0) facing east (NED yaw 90 deg), took off 3 m: the controller of the new vehicle flies it.
+    assert steps["state"]["position"] == pytest.approx([2.0, 3.0, -3.0], abs=0.3)
+    assert steps["state"]["yaw"] == pytest.approx(np.pi / 2, abs=0.05) and steps["state"]["landed"] == 1
+    truth = server.graph.world.ground_truth("Drone2").position
+    assert truth == pytest.approx([3.0, 2.0, 3.0], abs=0.3)  # ENU of the same
+    assert server.graph.world.ground_truth("drone1").position[2] < 0.2  # the first vehicle stayed on the ground
+    assert steps["vehicles"]["names"] == ["drone1", "Drone2"]
+    assert steps["images"]["sizes"] == [[64, 48], [64, 48]]  # the new vehicle has the default cameras
+    assert "a vehicle named 'Drone2' exists" in steps["refused_existing"]["message"]
+    assert "unknown vehicle_type 'Car'" in steps["refused_type"]["message"]
+    assert "pose.position.x_val" in steps["refused_nan"]["message"]
+    assert steps["alive"]["result"] is True and steps["alive"]["vehicles"] == ["drone1", "Drone2"]

@@ -237,3 +237,54 @@ def launch_default(launch_file: str, argument: str) -> float:
 
     declared = {a.name: a for a in declared_arguments(package_share() / "launch" / launch_file)}
     return float(declared[argument].default)
+
+
+def test_add_vehicle_grows_the_running_world_and_refuses_bad_requests(launch, ros_node):
+    """/physics/add_vehicle (simAddVehicle's first half): a new vehicle with its own ground truth where it was
+    asked; each bad request answered with its reason, the world unchanged and the node running."""
+    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParametersAtomically
+
+    graph = launch("physics.launch.yaml")
+    client = ros_node.create_client(SetParametersAtomically, "/physics/add_vehicle")
+    assert client.wait_for_service(timeout_sec=20.0), graph.output()
+
+    def call(**values):
+        def value(v):
+            if isinstance(v, bool):
+                return ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=v)
+            if isinstance(v, str):
+                return ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=v)
+            if isinstance(v, list):
+                return ParameterValue(type=ParameterType.PARAMETER_DOUBLE_ARRAY, double_array_value=v)
+            return ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=v)
+
+        future = client.call_async(SetParametersAtomically.Request(
+            parameters=[Parameter(name=k, value=value(v)) for k, v in values.items()]))
+        assert spin_until(ros_node, future.done, timeout_s=10.0), graph.output()
+        return future.result().result
+
+    refused = {
+        "exists": call(name="drone1"),
+        "type": call(name="drone2", type="../../etc/passwd"),
+        "nan": call(name="drone2", position=[math.nan, 0.0, 0.0]),
+        "far": call(name="drone2", position=[1e9, 0.0, 0.0]),
+        "bool": call(name="drone2", yaw=True),
+        "unknown": call(name="drone2", colour="red"),
+        "no name": call(type="quad_x"),
+        "bad name": call(name="2nd drone"),
+    }
+    for case, answer in refused.items():
+        assert not answer.successful and answer.reason.startswith("add_vehicle refused: "), (case, answer.reason)
+    assert "exists" in refused["exists"].reason and "no vehicle config" in refused["type"].reason
+    assert "finite" in refused["nan"].reason and "farther than" in refused["far"].reason
+    added = call(name="drone2", type="hexa_x", position=[4.0, -2.0, 0.0], yaw=math.pi / 2)
+    assert added.successful, added.reason
+    seen = subscribe_truth(ros_node, "drone2")
+    assert spin_until(ros_node, lambda: len(seen["odom"]) > 5, timeout_s=10.0), graph.output()
+    pose = seen["odom"][-1].pose.pose
+    assert (pose.position.x, pose.position.y) == pytest.approx((4.0, -2.0), abs=1e-6)
+    assert 0.0 < pose.position.z < 0.2  # asked on the ground: resting on it
+    assert 2.0 * math.atan2(pose.orientation.z, pose.orientation.w) == pytest.approx(math.pi / 2, abs=1e-6)
+    assert not call(name="drone2").successful  # now it exists
+    assert graph.alive() and "Traceback" not in graph.output(), graph.output()

@@ -1,6 +1,7 @@
 """Vehicle definitions: shipped configs load with AirSim's figures; malformed ones name the field."""
 
 import math
+import re
 
 import pytest
 
@@ -106,3 +107,23 @@ def test_the_f450_of_seed_004_has_its_11_inch_props_450_mm_diagonal_and_the_iner
     for row, expected_row in zip(f450.inertia_kg_m2, expected):
         assert row == pytest.approx(expected_row, rel=1e-5, abs=1e-9)
     assert 4 * f450.rotors[0].max_thrust_n(1.225) / (1.7 * 9.80665) == pytest.approx(2.83, abs=0.01)
+
+
+def test_a_vehicle_spawn_is_checked_whole_before_anything_is_added():
+    from aerial_sim.vehicles.spawn import VehicleSpawn
+
+    spawn = VehicleSpawn.from_values({"name": "Drone2", "type": "hexa_x", "position": [1, 2, 3], "yaw": 0.5})
+    assert (spawn.name, spawn.vehicle_type, spawn.position, spawn.yaw) == ("Drone2", "hexa_x", (1.0, 2.0, 3.0), 0.5)
+    assert VehicleSpawn.from_values(spawn.values()) == spawn
+    assert VehicleSpawn.from_values({"name": "d", "type": ""}).vehicle_type == "quad_x"  # AirSim's '' = default
+    for bad, why in [({"name": "2x"}, "not a valid ROS name"), ({}, "name is missing"),
+                     ({"name": "d", "type": "../vehicles/quad_x"}, "no vehicle config"),
+                     ({"name": "d", "type": "/etc/passwd"}, "no vehicle config"),
+                     ({"name": "d", "position": [math.nan, 0, 0]}, "finite"),
+                     ({"name": "d", "position": [1, 2]}, "3 finite numbers"),
+                     ({"name": "d", "position": "up"}, "3 numbers"),
+                     ({"name": "d", "position": [2e5, 0, 0]}, "farther than"),
+                     ({"name": "d", "yaw": math.inf}, "finite"), ({"name": "d", "yaw": "north"}, "numbers"),
+                     ({"name": "d", "colour": "red"}, "unknown field(s) colour")]:
+        with pytest.raises(ParamsError, match=re.escape(why)):
+            VehicleSpawn.from_values(bad)

@@ -18,7 +18,9 @@ from aerial_sim.airsim.ned import orientation_to_enu, orientation_to_ned, world_
 from aerial_sim.airsim.wire import RpcFault
 from aerial_sim.control.geometry import yaw_of
 from aerial_sim.environment.geodesy import geodetic_to_enu
+from aerial_sim.config import ParamsError
 from aerial_sim.physics.rotation import quat_normalize
+from aerial_sim.vehicles.spawn import VehicleSpawn, vehicle_types
 
 
 #: AirSim's WeatherParameter.Fog, and the fog density (1/m) its value 1 becomes here.
@@ -101,12 +103,57 @@ class SimulationMethods:
         return list(self.graph.vehicles)
 
     async def rpc_simAddVehicle(self, vehicle_name, vehicle_type, pose, pawn_path=""):
+        """A new vehicle in the running simulation, flown by its own flight controller (AirSim's
+        ``createVehicleAtRuntime``); answered once it has state, armed as simple_flight starts. A name in
+        use, an unknown type or a pose that is not finite is refused with the reason."""
         name = wire.text(vehicle_name, "vehicle_name")
+        kind = wire.text(vehicle_type, "vehicle_type")
+        if wire.text(pawn_path, "pawn_path"):
+            self._once("simAddVehicle pawn_path", "simAddVehicle: pawn_path ignored (no Unreal pawns here)")
         if name in self.graph.vehicles:
-            return True  # already there (a settings file's vehicle, or the launch's): as AirSim, nothing to add
-        self._once("simAddVehicle", "simAddVehicle: vehicles are fixed at launch (vehicles:=N, fleet:=NAME or a "
-                   "settings file's Vehicles); a new one is refused")
-        return False
+            raise RpcFault(f"simAddVehicle: a vehicle named '{name}' exists (have: {', '.join(self.graph.vehicles)})")
+        if self.computer_vision:
+            raise RpcFault("simAddVehicle: SimMode ComputerVision adds no flying vehicles")
+        config = self._vehicle_config(kind)
+        position_ned, orientation_ned = wire.parse_pose(pose, "pose", allow_nan=False)
+        try:
+            orientation = orientation_to_enu(quat_normalize(orientation_ned))
+        except ValueError:
+            raise RpcFault("pose.orientation is a zero quaternion") from None
+        try:
+            spawn = VehicleSpawn(name, config, tuple(world_to_enu(position_ned)), yaw_of(orientation))
+        except ParamsError as error:
+            raise RpcFault(f"simAddVehicle: {error}") from None
+        answer = await self.graph.add_vehicle(spawn)
+        if not answer.success:
+            raise RpcFault(f"simAddVehicle: {answer.message}")
+        link = self.graph.vehicles[name]
+        deadline = time.monotonic() + self.params.state_wait_s
+        while link.kinematics is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        state = self.kinematics(link)
+        self._spawn[name] = (tuple(state.position), tuple(state.orientation), False)
+        if self.default_armed(link):
+            await self._arm_default(link)
+        self.log.info(f"simAddVehicle: {answer.message}")
+        return True
+
+    #: AirSim's multirotor vehicle types (``VehicleType``, any case): simple_flight is a quadrotor X, which the
+    #: built-in controller flies; PX4 and ArduCopter vehicles are flown the same way (no autopilot starts).
+    AIRSIM_VEHICLE_TYPES = {"simpleflight": "quad_x", "": "quad_x", "px4multirotor": "quad_x", "arducopter": "quad_x"}
+
+    def _vehicle_config(self, kind: str) -> str:
+        """The vehicle config (config/vehicles/) an AirSim ``vehicle_type`` is flown as; ours by name too."""
+        lowered = kind.lower()
+        if lowered in self.AIRSIM_VEHICLE_TYPES:
+            if lowered in ("px4multirotor", "arducopter"):
+                self._once(f"simAddVehicle {lowered}", f"simAddVehicle: {kind} is flown by aerial_sim's flight "
+                           "controller (no autopilot is started for it)")
+            return self.AIRSIM_VEHICLE_TYPES[lowered]
+        if kind in vehicle_types():
+            return kind
+        raise RpcFault(f"simAddVehicle: unknown vehicle_type '{kind}' (SimpleFlight, PX4Multirotor, ArduCopter, "
+                       f"or one of aerial_sim's vehicle configs: {', '.join(vehicle_types())})")
 
     async def rpc_getSettingsString(self):
         if self.settings is not None:

@@ -138,6 +138,11 @@ class Graph(Protocol):
     async def reset(self) -> ServiceAnswer: ...
     def set_wind(self, wind_enu: Vector3) -> None: ...
 
+    async def add_vehicle(self, spawn) -> ServiceAnswer:
+        """A new vehicle (:class:`aerial_sim.vehicles.spawn.VehicleSpawn`) in the running world with its
+        controller and sensors; answered once its link is in :attr:`vehicles` with state, or refused."""
+        ...
+
 
 class SimClock:
     """Simulation time as seen by the API, and sleeps measured in it."""

@@ -20,6 +20,11 @@ World: ``/clock``; the physics node's ``/physics/pause`` (SetBool),
 ``/physics/reset`` (Trigger), ``/physics/continue_for`` (Float64, s) and
 ``/physics/wind`` (Vector3Stamped, ENU). Images are rendered here, from the
 scene file, at the pose of the newest ground truth (one worker thread).
+
+``simAddVehicle``: the physics node's ``/physics/add_vehicle`` adds the vehicle, then this node starts
+``launch/vehicle.launch.yaml`` for it (its flight controller and sensors, a child process that ends with
+this node, :mod:`aerial_sim.nodes.ros.child_launch`) and answers once the new vehicle's state arrives and
+its controller answers.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, TwistStamped, Vector3Stamped
+from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+from rcl_interfaces.srv import SetParametersAtomically
 from rclpy.clock import Clock as WallClock
 from rclpy.clock import ClockType
 from rclpy.node import Node
@@ -67,6 +74,7 @@ from aerial_sim.config import require, require_positive
 from aerial_sim.control.geometry import quat_from_yaw, quat_to_matrix
 from aerial_sim.environment.geodesy import HomePoint
 from aerial_sim.environment.gravity import normal_gravity
+from aerial_sim.nodes.ros.child_launch import ChildLaunch
 from aerial_sim.nodes.ros.clocks import InputStampClock
 from aerial_sim.nodes.ros.message_fields import is_finite_sequence
 from aerial_sim.nodes.ros.parameters import declare_params
@@ -82,6 +90,8 @@ from aerial_sim.world.camera import CameraParams
 
 #: Wall-clock limit on one service call to the graph (a missing controller must not hang a client forever).
 SERVICE_TIMEOUT_S = 10.0
+#: simAddVehicle: wall seconds for the new vehicle's controller and state to come up (processes start).
+ADD_VEHICLE_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -359,6 +369,10 @@ class AirSimApiNode(Node):
         self.pause_client = self.create_client(SetBool, "/physics/pause", qos_profile=SERVICE_QOS)
         self.reset_client = self.create_client(Trigger, "/physics/reset", qos_profile=SERVICE_QOS)
         self.continue_pub = self.create_publisher(Float64, "/physics/continue_for", COMMAND_QOS)
+        self.add_vehicle_client = self.create_client(SetParametersAtomically, "/physics/add_vehicle",
+                                                     qos_profile=SERVICE_QOS)
+        self._links_to_build: list[tuple] = []  # (spawn, asyncio future): built in the executor thread
+        self.vehicle_hosts: dict[str, ChildLaunch] = {}  # the processes of vehicles added at run time
         self.wind_pub = self.create_publisher(Vector3Stamped, "/physics/wind", COMMAND_QOS)
 
         cameras, colliders, named_sensors = None, [], None
@@ -421,14 +435,16 @@ class AirSimApiNode(Node):
 
     def _follow_clients(self) -> None:
         """Hold the vehicles' state subscriptions while at least one AirSim client is connected (about a
-        tenth of a core of 250 Hz streams otherwise received for nobody; ``STREAM_CHECK_S`` timer)."""
+        tenth of a core of 250 Hz streams otherwise received for nobody; ``STREAM_CHECK_S`` timer); build
+        the links of vehicles added since the last tick (entities are made in this, the executor's, thread)."""
+        self._build_added_links()
         wanted = self.server is not None and self.server.connections > 0
         if wanted == self.streams_subscribed:
             return
         self.streams_subscribed = wanted
         if not wanted:
             self.loop.call_soon_threadsafe(self.api.await_state_again)
-        for link in self.vehicles.values():
+        for link in list(self.vehicles.values()):
             if wanted:
                 link.subscribe_streams()
             else:
@@ -447,8 +463,72 @@ class AirSimApiNode(Node):
             if link is not None and status.name.endswith("flight control"):
                 link.on_diagnostics(status)
 
-    async def call(self, client, request) -> ServiceAnswer:
-        """Call a ROS service from the event loop; a missing or silent server is a failed answer, never a hang."""
+    # -- simAddVehicle ---------------------------------------------------------------------------
+    async def add_vehicle(self, spawn) -> ServiceAnswer:
+        """Add ``spawn`` in the physics node, start its controller and sensors, and answer once its state
+        arrives and its controller answers (:data:`ADD_VEHICLE_TIMEOUT_S`)."""
+        if any(link.namespace == spawn.name for link in self.vehicles.values()):
+            return ServiceAnswer(False, f"a vehicle named '{spawn.name}' exists")
+        if self.params.lockstep:
+            return ServiceAnswer(False, "not in lockstep (the clock would wait for a controller that starts in seconds)")
+
+        def value(v) -> ParameterValue:
+            if isinstance(v, str):
+                return ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=v)
+            if isinstance(v, list):
+                return ParameterValue(type=ParameterType.PARAMETER_DOUBLE_ARRAY, double_array_value=[float(x) for x in v])
+            return ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=float(v))
+
+        request = SetParametersAtomically.Request(
+            parameters=[Parameter(name=k, value=value(v)) for k, v in spawn.values().items()])
+        answer = await self.call(self.add_vehicle_client, request,
+                                 lambda r: ServiceAnswer(bool(r.result.successful), str(r.result.reason)))
+        if not answer.success:
+            return answer
+        built = asyncio.get_running_loop().create_future()
+        self._links_to_build.append((spawn, built))
+        link = await built
+        host = self.vehicle_hosts.get(spawn.name)
+        deadline = time.monotonic() + ADD_VEHICLE_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if host is None or host.exit_code is not None:
+                code = host.exit_code if host is not None else "not started"
+                return ServiceAnswer(False, f"{spawn.name} is in the world, but its controller and sensors ended "
+                                            f"({code}): see the log above")
+            if link.kinematics is not None and link.arm_client.service_is_ready():
+                return ServiceAnswer(True, answer.message)
+            await asyncio.sleep(0.05)
+        return ServiceAnswer(False, f"{spawn.name} is in the world, but its controller did not come up within "
+                                    f"{ADD_VEHICLE_TIMEOUT_S:g} s")
+
+    def _build_added_links(self) -> None:
+        """Executor thread: the link and processes of each vehicle the physics node has added."""
+        while self._links_to_build:
+            spawn, built = self._links_to_build.pop(0)
+            link = RosVehicleLink(self, spawn.name, spawn.vehicle_type, self.params.lockstep)
+            if self.streams_subscribed:
+                link.subscribe_streams()
+            try:
+                self.vehicle_hosts[spawn.name] = ChildLaunch(
+                    "vehicle.launch.yaml", [f"namespace:={spawn.name}", f"vehicle:={spawn.vehicle_type}",
+                                            f"seed:={len(self.vehicles) * 1_000_000}"])
+            except OSError as error:
+                self.get_logger().error(f"{spawn.name}: cannot start its controller and sensors: {error}")
+            host = self.vehicle_hosts.get(spawn.name)
+            self.get_logger().info(f"simAddVehicle: {spawn.name} ({spawn.vehicle_type}) added; its controller "
+                                   f"and sensors start (launch/vehicle.launch.yaml, pid "
+                                   f"{host.process.pid if host is not None else 'none'})")
+            self.loop.call_soon_threadsafe(self._link_added, built, link)
+
+    def _link_added(self, built: asyncio.Future, link: RosVehicleLink) -> None:
+        """Event-loop thread (which iterates the vehicles): the new link joins them."""
+        self.vehicles[link.name] = link
+        if not built.done():
+            built.set_result(link)
+
+    async def call(self, client, request, answer=None) -> ServiceAnswer:
+        """Call a ROS service from the event loop; a missing or silent server is a failed answer, never a hang.
+        ``answer(response)`` makes the ServiceAnswer (default: a std_srvs response's success and message)."""
         for _ in range(40):  # discovery may still be under way: up to 2 s
             if client.service_is_ready():
                 break
@@ -463,6 +543,8 @@ class AirSimApiNode(Node):
             response = await asyncio.wait_for(done, SERVICE_TIMEOUT_S)
         except asyncio.TimeoutError:
             return ServiceAnswer(False, f"service {client.srv_name} did not answer within {SERVICE_TIMEOUT_S:g} s")
+        if answer is not None:
+            return answer(response)
         return ServiceAnswer(bool(response.success), str(response.message))
 
     async def pause(self, paused: bool) -> ServiceAnswer:
@@ -512,6 +594,8 @@ class AirSimApiNode(Node):
         self.wind_pub.publish(message)
 
     def destroy_node(self):
+        for host in self.vehicle_hosts.values():
+            host.stop()
         if self.loop.is_running():
             if self.server is not None:
                 asyncio.run_coroutine_threadsafe(self.server.close(), self.loop).result(timeout=2.0)

@@ -20,8 +20,12 @@ A thin adapter around :class:`aerial_sim.physics.world.PhysicsWorld`:
   (std_msgs/Float64: run that many simulated seconds, whole control periods,
   then pause), ``/physics/wind`` (geometry_msgs/Vector3Stamped, ``map`` ENU
   m/s) and ``/<vehicle>/set_pose`` (geometry_msgs/PoseStamped in ``map``:
-  teleport, at rest). These edits are queued and applied by the simulation
-  thread between control periods, also while paused.
+  teleport, at rest) and ``/physics/add_vehicle``
+  (rcl_interfaces/SetParametersAtomically: a vehicle added to the running world,
+  :mod:`aerial_sim.vehicles.spawn`; its controller and sensors are started by
+  whoever asks, e.g. the AirSim server's ``simAddVehicle``; refused in lockstep).
+  These edits are queued and applied by the simulation thread between control
+  periods, also while paused.
 
 Inputs are bounded (doc/robustness.md): a wrench above ``max_external_force_n`` /
 ``max_external_torque_nm`` or a teleport beyond ``max_position_m`` is refused with a
@@ -49,6 +53,7 @@ import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import Vector3Stamped
+from rcl_interfaces.srv import SetParametersAtomically
 from rclpy.duration import Duration
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
@@ -68,8 +73,11 @@ from aerial_sim.nodes._physics.publishing import (
     rotors_bytes,
     transform_message,
 )
-from aerial_sim.nodes._physics.world_setup import build_world
+from aerial_sim.nodes._physics.world_setup import build_world_on_terrain, start_position
+from aerial_sim.config import ParamsError
 from aerial_sim.physics.world import RunControl
+from aerial_sim.vehicles.multirotor import load_vehicle
+from aerial_sim.vehicles.spawn import VehicleSpawn
 from aerial_sim.nodes.ros.frames import make_tf_broadcaster
 from aerial_sim.nodes.ros.parameters import declare_params
 from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
@@ -87,7 +95,7 @@ class PhysicsNode(Node):
     def __init__(self):
         super().__init__("physics")
         self.params = declare_params(self, PhysicsNodeParams).with_fleet()
-        self.world = build_world(self.params)
+        self.world, self.terrain = build_world_on_terrain(self.params)
         self.inputs_lock = threading.Lock()
         self.command_arrived = Wakeup(self.context if self.params.lockstep else None)
         # Lockstep: the simulation thread takes the motor commands itself (_wait_for_lockstep_inputs).
@@ -103,6 +111,8 @@ class PhysicsNode(Node):
         self._world_edits: list = []
         serve(self, SetBool, "/physics/pause", self.on_pause)
         serve(self, Trigger, "/physics/reset", self.on_reset)
+        serve(self, SetParametersAtomically, "/physics/add_vehicle", self.on_add_vehicle)
+        self._adding: set[str] = set()  # names of vehicles added but not yet in the world
         self.create_subscription(Float64, "/physics/continue_for", self.on_continue_for, COMMAND_QOS)
         self.create_subscription(Vector3Stamped, "/physics/wind", self.on_wind, COMMAND_QOS)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS)
@@ -174,6 +184,39 @@ class PhysicsNode(Node):
         self.edit_world(reset)
         response.success, response.message = True, "every vehicle back at its start"
         self.get_logger().info("reset: every vehicle back at its start")
+        return response
+
+    def on_add_vehicle(self, request, response):
+        """``/physics/add_vehicle``: a new vehicle (:class:`VehicleSpawn`) in the world from the next control
+        period on, with its own topics; a bad request is refused with the reason, the world unchanged."""
+        result = response.result
+        try:
+            values = {p.name: _parameter_value(p.value) for p in request.parameters}
+            spawn = VehicleSpawn.from_values(values, self.params.max_position_m)
+            if self.params.lockstep:
+                raise ParamsError("not in lockstep (the clock would wait for a controller that starts in seconds)")
+            if spawn.name in self.world.bodies or spawn.name in self._adding:
+                raise ParamsError(f"a vehicle named '{spawn.name}' exists")
+            vehicle = load_vehicle(spawn.vehicle_type)
+        except (ParamsError, ValueError, TypeError) as error:
+            result.successful, result.reason = False, f"add_vehicle refused: {error}"
+            self.get_logger().warning(result.reason)
+            return response
+        self._adding.add(spawn.name)
+        channel = VehicleChannel(self, spawn.name, len(vehicle.rotors), False)
+        position = start_position(self.terrain, vehicle, spawn.position)
+
+        def add(world):
+            world.add_vehicle(spawn.name, vehicle, position=position, yaw=spawn.yaw)
+            self.swarm.add_vehicle(spawn.name)
+            self.vehicles.append(channel)
+            self._adding.discard(spawn.name)
+
+        self.edit_world(add)
+        result.successful = True
+        result.reason = (f"{spawn.name} ({spawn.vehicle_type}) added at ({position[0]:.2f}, {position[1]:.2f}, "
+                         f"{position[2]:.2f}) m, yaw {spawn.yaw:.3f} rad")
+        self.get_logger().info(result.reason)
         return response
 
     def on_wind(self, message: Vector3Stamped) -> None:
@@ -476,6 +519,21 @@ class PhysicsNode(Node):
                 transforms.append(transform_message(truth, stamp, vehicle.frame))
         if transforms:
             self.tf_broadcaster.sendTransform(transforms)
+
+
+def _parameter_value(value):
+    """The Python value of an ``rcl_interfaces/ParameterValue`` (string, double, integer or their arrays)."""
+    from rcl_interfaces.msg import ParameterType  # noqa: PLC0415
+
+    kinds = {ParameterType.PARAMETER_STRING: "string_value", ParameterType.PARAMETER_DOUBLE: "double_value",
+             ParameterType.PARAMETER_INTEGER: "integer_value",
+             ParameterType.PARAMETER_DOUBLE_ARRAY: "double_array_value",
+             ParameterType.PARAMETER_INTEGER_ARRAY: "integer_array_value"}
+    if value.type not in kinds:
+        raise ParamsError(f"a value of parameter type {value.type} (use string, double, integer or their arrays)")
+    got = getattr(value, kinds[value.type])
+    return list(got) if value.type in (ParameterType.PARAMETER_DOUBLE_ARRAY,
+                                       ParameterType.PARAMETER_INTEGER_ARRAY) else got
 
 
 def main(args=None):

@@ -12,12 +12,13 @@ import math
 import sys
 import time
 
+START = time.monotonic()
 module, port, scenario = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 airsim = __import__(module)
 
 
 def say(step, **values):
-    print(json.dumps({"step": step, **values}), flush=True)
+    print(json.dumps({"step": step, "t": round(time.monotonic() - START, 2), **values}), flush=True)
 
 
 def multirotor():
@@ -104,4 +105,26 @@ elif scenario == "cv":  # cv_mode.py (SimMode ComputerVision)
     time.sleep(1.0)
     p = client.simGetVehiclePose().position
     say("pose", position=[p.x_val, p.y_val, p.z_val])
+elif scenario == "add":  # add_drone.py, then what a user does with the new vehicle, and three bad requests
+    client = multirotor()
+    pose = airsim.Pose(airsim.Vector3r(2, 3, 0), airsim.to_quaternion(0, 0, math.radians(90)))
+    say("add", result=client.simAddVehicle("Drone2", "simpleflight", pose))
+    client.enableApiControl(True, "Drone2")
+    say("arm", result=client.armDisarm(True, "Drone2"))
+    say("takeoff", result=client.takeoffAsync(10.0, "Drone2").join())
+    state = client.getMultirotorState("Drone2")
+    p, q = state.kinematics_estimated.position, state.kinematics_estimated.orientation
+    say("state", position=[p.x_val, p.y_val, p.z_val], yaw=airsim.to_eularian_angles(q)[2],
+        landed=state.landed_state)
+    say("vehicles", names=client.listVehicles())
+    responses = client.simGetImages([airsim.ImageRequest("0", airsim.ImageType.DepthVis),
+                                     airsim.ImageRequest("1", airsim.ImageType.Scene)], vehicle_name="Drone2")
+    say("images", sizes=[(r.width, r.height) for r in responses])
+    for label, args in (("existing", ("Drone2", "simpleflight", pose)), ("type", ("Drone3", "Car", pose)),
+                        ("nan", ("Drone4", "simpleflight", airsim.Pose(airsim.Vector3r(float("nan"), 0, 0))))):
+        try:
+            say(f"refused_{label}", result=client.simAddVehicle(*args), message="")
+        except Exception as error:  # the client's RPCError: the server's reason
+            say(f"refused_{label}", result=None, message=str(error))
+    say("alive", result=client.ping(), vehicles=client.listVehicles())
 say("done")

@@ -79,6 +79,9 @@ class SwarmOutputs:
             self.commands_subscription = command_subscription(node, "/swarm/motor_commands", self.on_commands)
         self.collision_pubs = {v.name: node.create_publisher(DiagnosticArray, f"/{v.name}/collisions", COMMAND_QOS)
                                for v in node.vehicles}
+        #: The swarm messages' rows: the launched vehicles. One added at run time (``add_vehicle``) has its own
+        #: topics only, so the fleet's processes, which read and write rows in the launch's order, go on.
+        self.rows = len(node.vehicles)
         self.pending: dict[tuple[str, str], object] = {}
         self.stride = 1 if params.lockstep else self.choose_stride()
 
@@ -129,21 +132,26 @@ class SwarmOutputs:
             self.publish_swarm_state(stamp_ns, truths)
         return due
 
+    def add_vehicle(self, name: str) -> None:
+        """A vehicle added at run time (simulation thread): its collisions topic; no swarm row."""
+        self.collision_pubs[name] = self.node.create_publisher(DiagnosticArray, f"/{name}/collisions", COMMAND_QOS)
+
     def on_commands(self, data: bytes) -> None:
         """``/swarm/motor_commands``: each row to its vehicle, checked as that vehicle's own topic is."""
         vehicles = self.node.vehicles
-        for index, controls in swarm_messages.decode_commands(data, len(vehicles)):
+        for index, controls in swarm_messages.decode_commands(data, self.rows):
             vehicles[index].accept_controls(controls, "its row of /swarm/motor_commands")
 
     def publish_swarm_state(self, stamp_ns: int, truths: "PeriodTruths") -> None:
         """``/swarm/state``: every vehicle's ground truth, one row each (what the fleet's sensor and
         controller processes read instead of each vehicle's ground_truth topics, ``swarm_messages``)."""
-        rows = [swarm_messages.state_row(truths[v.name]) for v in self.node.vehicles]
+        rows = [swarm_messages.state_row(truths[v.name]) for v in self.node.vehicles[: self.rows]]
         self.state_pub.publish(swarm_messages.encode_state(stamp_ns, rows))
 
     def publish_poses(self, stamp_ns: int) -> None:
         positions, orientations = self.node.world.poses()
-        self.poses_pub.publish(encode_pose_array(stamp_ns, "map", positions.tolist(), orientations.tolist()))
+        self.poses_pub.publish(encode_pose_array(stamp_ns, "map", positions[: self.rows].tolist(),
+                                                 orientations[: self.rows].tolist()))
 
     def collect_collisions(self) -> None:
         """Keep the deepest contact of each (vehicle, other) pair since the last publication."""

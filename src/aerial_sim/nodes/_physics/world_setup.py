@@ -15,6 +15,11 @@ from aerial_sim.vehicles.multirotor import load_vehicle
 
 def build_world(params: PhysicsNodeParams) -> PhysicsWorld:
     """Create the world, its scene colliders and its vehicles from the node parameters."""
+    return build_world_on_terrain(params)[0]
+
+
+def build_world_on_terrain(params: PhysicsNodeParams) -> tuple[PhysicsWorld, object]:
+    """:func:`build_world`, and the scene's terrain (None without one) for vehicles added later."""
     environment = EnvironmentParams(home=params.home, wind_enu_m_s=params.wind_enu_m_s)
     colliders, ground_height_m, terrain = scene_colliders(params.scene, params.home)
     world = PhysicsWorld(PhysicsParams(rate_hz=params.rate_hz, linear_drag_enabled=params.linear_drag_enabled,
@@ -23,16 +28,22 @@ def build_world(params: PhysicsNodeParams) -> PhysicsWorld:
     for collider in colliders:
         world.add_collider(collider)
     for index, (name, kind) in enumerate(zip(params.vehicle_names, params.vehicle_types)):
-        position = tuple(params.initial_positions[3 * index : 3 * index + 3])
         vehicle = load_vehicle(kind)
-        if terrain is not None:
-            # Over a terrain, a vehicle placed below its surface starts resting on it.
-            floor = float(terrain.height_at(position[0], position[1])) + 0.5 * vehicle.body_box_m[2]
-            if floor == floor and position[2] < floor:
-                position = (position[0], position[1], floor)
+        position = start_position(terrain, vehicle, params.initial_positions[3 * index : 3 * index + 3])
         world.add_vehicle(name, vehicle, position=position, yaw=params.initial_yaws_rad[index])
     world.set_wind_field(WindField(params.wind.field_params(params.wind_enu_m_s), len(params.vehicle_names)))
-    return world
+    return world, terrain
+
+
+def start_position(terrain, vehicle, position) -> tuple[float, float, float]:
+    """Where ``vehicle`` asked at ``position`` (ENU) starts: over a terrain, a vehicle placed below its surface
+    starts resting on it (the world itself lifts it onto its ground plane)."""
+    position = tuple(float(v) for v in position)
+    if terrain is not None:
+        floor = float(terrain.height_at(position[0], position[1])) + 0.5 * vehicle.body_box_m[2]
+        if floor == floor and position[2] < floor:
+            position = (position[0], position[1], floor)
+    return position
 
 
 def scene_colliders(scene_name: str, home=None) -> tuple[list, float, object]:
