@@ -295,18 +295,17 @@ class CameraModel:
         Compiled: the pixels' shadow rays answered 64 at a time in the sun's view
         (:func:`~aerial_sim.world.shadow_kernels.sun_visibility`); ``reference``: one Embree occlusion query per ray.
         """
-        lit = np.ones(len(directions), np.uint8)
-        if not self.lighting.shadows or self._lit_share == 0 or self._sun[2] <= 0:
-            return lit
+        if not self.lighting.shadows or self._lit_share == 0 or self._sun[2] <= 0 or not self.caster.triangle_count:
+            return np.ones(len(directions), np.uint8)
         if not reference and render_kernels.COMPILED:
-            if not self.caster.triangle_count:
-                return lit
+            lit = np.empty(len(directions), np.uint8)  # the kernel fills every pixel
             view, p = self.caster.sun_view(self._sun), self.params
             tree = view.tree
             shadow_kernels.sun_visibility(np.asarray(origin, np.float64), directions, hits.distance, hits.surface, hits.normal,
-                               p.width, p.height, self._sun, view.basis, view.corners, tree.order, tree.lower,
+                               p.width, p.height, self._sun, view.basis, view.corners, tree.lower,
                                tree.upper, tree.first_leaf, shadow_kernels.LEAF_SIZE, lit)
             return lit
+        lit = np.ones(len(directions), np.uint8)
         facing = (hits.surface != 0) & (hits.normal @ self._sun > 0)
         index = np.flatnonzero(facing)
         if len(index) == 0:

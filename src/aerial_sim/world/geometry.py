@@ -365,6 +365,19 @@ class PinholeRasterizer:
             buffers = self._local.buffers = (np.empty((count, 3, 3)), np.empty((count, 3)), np.empty(count))
         return buffers
 
+    def _frame_buffers(self, pixels: int) -> tuple[np.ndarray, ...]:
+        """This thread's per-pixel arrays for frames of ``pixels`` pixels, kept between frames (fresh arrays of
+        a 640x480 frame's 10 MB cost a few ms of page faults each frame)."""
+        frames = getattr(self._local, "frames", None)
+        if frames is None:
+            frames = self._local.frames = {}
+        buffers = frames.get(pixels)
+        if buffers is None:
+            buffers = frames[pixels] = (np.empty(pixels), np.empty(pixels, np.int32), np.empty(pixels, np.float32),
+                                        np.empty(pixels, np.int32), np.empty((pixels, 3), np.float32),
+                                        np.empty(pixels, np.int32))
+        return buffers
+
     def hits(self, origin: np.ndarray, R_world_optical: np.ndarray, intrinsics: tuple[float, float, float, float],
              size: tuple[int, int], directions: np.ndarray, rays_optical: np.ndarray, normals: bool = True) -> RayHits:
         """Hits of the rays through every pixel centre (row-major), as :meth:`RayCaster.cast` reports them.
@@ -372,6 +385,9 @@ class PinholeRasterizer:
         ``origin`` camera centre (world), ``R_world_optical`` its optical frame, ``intrinsics``
         (f_x, f_y, c_x, c_y), ``size`` (width, height); ``directions`` and ``rays_optical`` (W H, 3)
         float32: the unit pixel rays in the world and in the optical frame.
+
+        The arrays of the result are this thread's buffers for frames of this size: the next call of the
+        same thread for the same size overwrites them (copy what is kept).
         """
         width, height = size
         origin32 = np.asarray(origin, np.float32)  # the ray caster's float32 ray origin
@@ -379,16 +395,15 @@ class PinholeRasterizer:
         raster_kernels.to_optical(self.triangles, self.world_normals, origin32.astype(np.float64),
                                   np.ascontiguousarray(R_world_optical, np.float64), vertices, plane_normals,
                                   plane_offsets)
-        inverse_depth = np.zeros(width * height)
-        triangle_of_pixel = np.full(width * height, -1, np.int32)
+        pixels = width * height
+        inverse_depth, triangle_of_pixel, distance, surface, normal, triangle = self._frame_buffers(pixels)
+        inverse_depth.fill(0.0)
+        triangle_of_pixel.fill(-1)
+        if not normals:
+            normal = normal[:0]
         fx, fy, cx, cy = intrinsics
         raster_kernels.rasterize(vertices, width, height, fx, fy, cx, cy, self.NEAR_PLANE_M,
                                  inverse_depth, triangle_of_pixel)
-        pixels = width * height
-        distance = np.empty(pixels, np.float32)
-        surface = np.empty(pixels, np.int32)
-        normal = np.zeros((pixels, 3) if normals else (0, 3), np.float32)
-        triangle = np.empty(pixels, np.int32)
         raster_kernels.resolve_hits(origin32, directions, rays_optical, triangle_of_pixel, plane_normals,
                                     plane_offsets, self.world_normals32, self.surface_of_triangle, self.index,
                                     self.ground_plane, distance, surface, normal, triangle)

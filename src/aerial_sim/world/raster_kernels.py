@@ -188,17 +188,22 @@ def resolve_hits(origin, directions, rays_optical, triangle_of_pixel, plane_norm
     at the origin); ``world_normals`` (T, 3) float32 unit normals; ``index`` (T,) the scene's index of
     each triangle, written to ``triangle`` (-1 for the ground plane or nothing); ``ground_plane``: whether
     the plane z = 0 is the ground (False over a terrain). Outputs as
-    :func:`~aerial_sim.world.render_kernels.merge_hits` (``normal``: zeros on entry, or no rows when
+    :func:`~aerial_sim.world.render_kernels.merge_hits` (``normal``: zero where nothing was hit, or no rows when
     normals are not asked for).
     """
     with_normals = normal.shape[0] > 0
     one = np.float32(1.0)
+    zero = np.float32(0.0)
     oz = origin[2]
     for i in range(directions.shape[0]):
         t_ground = -oz / directions[i, 2]
         best = np.float32(np.inf)
         kind = 0
         which = -1
+        if with_normals:
+            normal[i, 0] = zero
+            normal[i, 1] = zero
+            normal[i, 2] = zero
         if ground_plane and math.isfinite(t_ground) and t_ground > 0:
             best = t_ground
             kind = 1

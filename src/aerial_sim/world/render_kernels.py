@@ -144,8 +144,17 @@ def shade_surfaces(origin, directions, distance, surface, triangle, normal, lit,
                 y = (1.0 - (v - math.floor(v))) * height - 0.5
                 x0, y0 = math.floor(x), math.floor(y)
                 fx, fy = np.float32(x - x0), np.float32(y - y0)
-                xa, ya = int(x0) % width, int(y0) % height
-                xb, yb = (xa + 1) % width, (ya + 1) % height
+                # x0 in [-1, width - 1], y0 in [-1, height - 1]: wrap by one comparison, not an integer division.
+                xa, ya = int(x0), int(y0)
+                if xa < 0:
+                    xa += width
+                if ya < 0:
+                    ya += height
+                xb, yb = xa + 1, ya + 1
+                if xb == width:
+                    xb = 0
+                if yb == height:
+                    yb = 0
                 i00 = offset + (ya * width + xa) * 3
                 i01 = offset + (ya * width + xb) * 3
                 i10 = offset + (yb * width + xa) * 3

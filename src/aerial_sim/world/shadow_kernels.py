@@ -138,9 +138,9 @@ class SunView:
     """A scene's triangles in the sun's orthographic view, and a hierarchy over them there.
 
     ``basis`` (3, 3) rows u, v, s (s the unit vector toward the sun, u and v across its view);
-    ``corners`` (T, 3, 3) each corner's (a, b, h) = (p.u, p.v, p.s); ``tree`` a :class:`TriangleBVH`
-    over those (a, b, h) corners, ordered along (a, b): its boxes are the tightest a query from the
-    sun's view can use. Built once per sun direction (:func:`sun_view`).
+    ``corners`` (T, 3, 3) each corner's (a, b, h) = (p.u, p.v, p.s), in the leaf order of ``tree``, a
+    :class:`TriangleBVH` over those (a, b, h) corners, ordered along (a, b): its boxes are the tightest
+    a query from the sun's view can use, and a leaf's triangles lie side by side in memory. Built once per sun direction (:func:`sun_view`).
     """
 
     sun: tuple[float, float, float]
@@ -168,7 +168,8 @@ def sun_view(triangles: np.ndarray, sun: np.ndarray) -> SunView:
     else:
         corners[:] = triangles @ basis.T
     key = tuple(float(c) for c in np.asarray(sun, np.float32))
-    return SunView(key, basis, corners, build_bvh(corners, order_axes=2))
+    tree = build_bvh(corners, order_axes=2)
+    return SunView(key, basis, np.ascontiguousarray(corners[tree.order]), tree)
 
 
 @njit(cache=True, nogil=True)
@@ -181,13 +182,13 @@ def _to_sun_view(triangles, basis, out):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def sun_visibility(origin, directions, distance, surface, normal, width, height, sun, basis, corners, order, lower,
-                   upper, first_leaf, leaf_size, lit):
+def sun_visibility(origin, directions, distance, surface, normal, width, height, sun, basis, corners, lower, upper,
+                   first_leaf, leaf_size, lit):
     """``lit[i]`` = 0 where pixel i's surface point is hidden from the sun by a triangle, 1 elsewhere.
 
     ``origin`` (3,) float64 camera centre; ``directions`` (N, 3) float32 unit pixel rays (row-major,
     N = width height); ``distance``, ``surface``, ``normal``: the camera's hits; ``sun`` (3,) float32
-    unit vector toward the sun; ``basis``, ``corners`` and the tree (``order``, ``lower``, ``upper``,
+    unit vector toward the sun; ``basis``, ``corners`` and the tree (``lower``, ``upper``,
     ``first_leaf``, ``leaf_size``): the :class:`SunView` of the scene for that sun. Only points facing
     the sun (n.s > 0) are tested, each from p + n (2e-3 + 1e-4 d) (off its surface, as the reference's
     shadow ray starts).
@@ -201,7 +202,7 @@ def sun_visibility(origin, directions, distance, surface, normal, width, height,
     hidden = np.zeros(per_tile, np.uint8)
     candidates = np.empty((CANDIDATES, 13))  # edge functions (A, B, C) x 3, plane (P_a, P_b, P_c), -tolerance
     stack = np.empty(128, np.int64)
-    count = order.shape[0]
+    count = corners.shape[0]
     for i in range(directions.shape[0]):
         lit[i] = 1
     for tile_y in range(0, height, TILE):
@@ -251,10 +252,9 @@ def sun_visibility(origin, directions, distance, surface, normal, width, height,
                     continue
                 leaf = node - first_leaf
                 for k in range(leaf * leaf_size, min((leaf + 1) * leaf_size, count)):
-                    t = order[k]
-                    a0, b0, h0 = corners[t, 0, 0], corners[t, 0, 1], corners[t, 0, 2]
-                    a1, b1, h1 = corners[t, 1, 0], corners[t, 1, 1], corners[t, 1, 2]
-                    a2, b2, h2 = corners[t, 2, 0], corners[t, 2, 1], corners[t, 2, 2]
+                    a0, b0, h0 = corners[k, 0, 0], corners[k, 0, 1], corners[k, 0, 2]
+                    a1, b1, h1 = corners[k, 1, 0], corners[k, 1, 1], corners[k, 1, 2]
+                    a2, b2, h2 = corners[k, 2, 0], corners[k, 2, 1], corners[k, 2, 2]
                     if max(h0, h1, h2) <= h_low:
                         continue
                     if max(a0, a1, a2) < a_low or min(a0, a1, a2) > a_high:
@@ -320,4 +320,4 @@ def warm_up() -> None:
     tree = view.tree
     sun_visibility(np.array([0.0, 0.0, 1.0]), np.array([[0.0, 0.0, -1.0]], np.float32), np.ones(1, np.float32),
                    np.ones(1, np.int32), np.array([[0.0, 0.0, 1.0]], np.float32), 1, 1, sun, view.basis, view.corners,
-                   tree.order, tree.lower, tree.upper, tree.first_leaf, LEAF_SIZE, np.empty(1, np.uint8))
+                   tree.lower, tree.upper, tree.first_leaf, LEAF_SIZE, np.empty(1, np.uint8))
