@@ -3,15 +3,22 @@ core, with the lighting off and on (textures, sun, shadows, fog), for ``urban`` 
 world of >= 200 k triangles (terrain + textured glTF buildings) and the shipped ``city`` scene (OpenStreetMap
 buildings on terrain, textured glTF props, sun, shadows, fog); and the load time of a 1 M-triangle glTF world.
 
-Every figure is CPU time of the rendering thread (``time.thread_time``), best of 3 runs of 10 frames: one
-core's worth of work, not inflated by other processes on a shared machine. The renderer is single-threaded
-(numba kernels without ``parallel``, Embree queried ray packet by ray packet from one thread).
+Every frame figure is CPU time of the rendering thread (``time.thread_time``), best of 3 runs of 10 frames:
+one core's worth of work, not inflated by other processes on a shared machine. The renderer is
+single-threaded (numba kernels without ``parallel``).
 
-Run: ``tools/dev.sh bench worlds`` (about a minute).
+``--against REV`` measures the shipped ``urban`` and ``city`` views with the code of git revision REV and
+with this tree, alternately in two rounds (each in its own process, the best of each kept), and prints and
+records both side by side: on a shared machine only ratios taken in the same minutes mean anything.
+
+Run: ``tools/dev.sh bench worlds`` (a few minutes), ``tools/dev.sh bench worlds --against db8ba97``.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -24,6 +31,11 @@ from aerial_sim.world.camera import CameraModel, CameraParams
 from aerial_sim.world.geometry import ray_caster_of
 from aerial_sim.world.scene import load_scene
 
+REPO = Path(__file__).resolve().parents[1]
+SIZES = [(460, 320), (640, 480)]
+YAW_45 = (float(np.cos(np.radians(45) / 2)), 0.0, 0.0, float(np.sin(np.radians(45) / 2)))  # across the town
+#: The shipped scenes' views: urban from its start point, the city from above a street, looking across the town.
+SHIPPED_VIEWS = {"urban": ((0.0, 0.0, 2.0), YAW_45), "city": ((-30.0, -40.0, 22.0), YAW_45)}
 LIGHTING_ON = ('{time_of_day: "2026-06-21 16:00:00", shadows: true, sky_zenith_color: [70, 120, 200], '
                'fog_density_per_m: 0.004}')
 
@@ -77,7 +89,72 @@ def generated_world(folder: Path, lighting: str, terrain_cells: int = 320, build
     return path
 
 
+def shipped_views_ms() -> dict[str, float]:
+    """CPU ms a frame of each shipped view at each size, with whatever code ``aerial_sim`` imports."""
+    figures = {}
+    for name, (position, orientation) in SHIPPED_VIEWS.items():
+        scene = load_scene(name)
+        for width, height in SIZES:
+            camera = CameraModel(CameraParams(width=width, height=height), scene)
+            figures[f"{name} {width}x{height}"] = cpu_ms(lambda: camera.render(position, orientation))
+        figures[f"{name} triangles"] = ray_caster_of(scene).triangle_count
+    return figures
+
+
+def _views_in_process(source: Path) -> dict[str, float]:
+    environment = dict(os.environ, PYTHONPATH=str(source / "src"))
+    result = subprocess.run([sys.executable, __file__, "--views-json"], env=environment, capture_output=True,
+                            text=True, timeout=1800)
+    if result.returncode != 0:
+        raise RuntimeError(f"measuring {source} failed:\n{result.stderr[-3000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def against(revision: str) -> int:
+    """The shipped views with REV's code and with this tree's, alternately, in one run."""
+    from _results import record, row
+
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", revision], capture_output=True,
+                            text=True, check=True).stdout.strip()
+    with tempfile.TemporaryDirectory() as tmp:
+        old = Path(tmp) / "tree"
+        old.mkdir()
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "src", "config"], capture_output=True,
+                                 check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+        best: dict[str, dict[str, float]] = {"before": {}, "after": {}}
+        for round_ in range(2):
+            order = [("before", old), ("after", REPO)] if round_ == 0 else [("after", REPO), ("before", old)]
+            for label, source in order:
+                for key, value in _views_in_process(source).items():
+                    best[label][key] = min(best[label].get(key, value), value)
+    print(f"colour + depth + segmentation, CPU ms a frame on one core (frames/s); before = {commit}, after = this "
+          f"tree; best of 2 alternating rounds of 3 x 10 frames")
+    print(f"{'view':<22} {'triangles':>9} {'before':>15} {'after':>15} {'speed-up':>9}")
+    rows = []
+    for name in SHIPPED_VIEWS:
+        for width, height in SIZES:
+            key = f"{name} {width}x{height}"
+            before, after = best["before"][key], best["after"][key]
+            print(f"{key:<22} {int(best['after'][name + ' triangles']):>9} {before:6.1f} ({1e3 / before:5.1f}) "
+                  f"{after:6.1f} ({1e3 / after:5.1f}) {before / after:8.2f}x")
+            rows.append(row(f"{key}, before ({commit})", round(1e3 / before, 1), "frames/s", f"{before:.1f} ms CPU"))
+            rows.append(row(f"{key}, after", round(1e3 / after, 1), "frames/s",
+                            f"{after:.1f} ms CPU, {before / after:.2f}x"))
+    record("worlds", "Camera frames/s in the shipped scenes, before and after, one core (colour + depth + "
+           "segmentation)", rows, f"tools/dev.sh bench worlds --against {commit}",
+           notes="CPU time of the rendering thread, best of 2 alternating rounds of 3 x 10 frames each, both codes "
+                 "measured in the same minutes. urban as shipped (no sun or shadows); city as shipped (sun, shadows, "
+                 "fog, sky, textured terrain). Goal (issue 29): city 640x480 at >= 30 frames/s.")
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if "--views-json" in argv:
+        print(json.dumps(shipped_views_ms()))
+        return 0
+    if "--against" in argv:
+        return against(argv[argv.index("--against") + 1])
     sizes = [(460, 320), (640, 480)]
     print("colour + depth + segmentation, ms CPU per frame on one core (frames/s), best of 3 x 10 frames")
     print(f"{'world':<22} {'triangles':>9} {'lighting':>9} " + " ".join(f"{w}x{h:<12}" for w, h in sizes))
