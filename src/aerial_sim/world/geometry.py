@@ -216,15 +216,26 @@ class RayCaster:
         self.surfaces = scene_surfaces(scene)
         #: Whether the ground is the analytic plane z = 0 (no terrain).
         self.ground_plane = scene.terrain is None
-        self._embree = None
+        self._embree_scene = None
+        self._embree_lock = threading.Lock()
         self._surface_of_triangle = self.surfaces.surface
         render_kernels.warm_up()
-        if self.surfaces.count:
-            self._embree = rtcore_scene.EmbreeScene()
-            TriangleMesh(self._embree, self.surfaces.triangles.astype(np.float32))
         self._rasterizer: PinholeRasterizer | None = None
         self._sun_view: SunView | None = None
         self._sun_view_lock = threading.Lock()
+
+    @property
+    def _embree(self):
+        """Embree's scene of the triangles (None without triangles), built on the first ray query: a camera
+        alone never needs it (it rasterises, and answers its shadow rays in the sun's view), and for a
+        1 M-triangle world the build takes seconds."""
+        if self._embree_scene is None and self.surfaces.count:
+            with self._embree_lock:
+                if self._embree_scene is None:
+                    embree = rtcore_scene.EmbreeScene()
+                    TriangleMesh(embree, self.surfaces.triangles.astype(np.float32))
+                    self._embree_scene = embree
+        return self._embree_scene
 
     @property
     def triangle_count(self) -> int:
