@@ -186,3 +186,37 @@ def test_a_process_killed_by_sigkill_leaves_no_shared_memory_behind(demo_prefix,
     left = fast_dds_segments()
     assert not talkers & left, "the killed talker's segment is still in /dev/shm"
     assert mine <= left, "a live participant's segment was removed"
+
+
+def test_a_sigint_during_start_up_stops_a_launcher_started_with_sigint_ignored(demo_prefix):
+    """Issue 34: a script's background job starts with SIGINT ignored (POSIX shells do so); a SIGINT that
+    reached the launcher while it still read its launch file was lost, and the graph ran on. Now it is
+    held until the launcher's handler is in place: the launch stops, its talker with it."""
+
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "aerial_sim", "launch", str(DATA / "talker.launch.yaml")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    try:
+        # Sent while the launcher reads its launch file: once it holds SIGINT, before its handler is in place.
+        deadline = time.monotonic() + 10.0
+        while not _blocked_signals(launcher.pid) & (1 << (signal.SIGINT - 1)) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert _blocked_signals(launcher.pid) & (1 << (signal.SIGINT - 1)), "the launcher never held SIGINT"
+        launcher.send_signal(signal.SIGINT)
+        code = launcher.wait(timeout=30.0)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+    output = launcher.stdout.read()
+    assert code == 0, output  # stopped (its demo talker, no aerial_sim node, dies of a SIGINT while it starts)
+
+
+def _blocked_signals(pid: int) -> int:
+    """The signal mask (SigBlk) of process ``pid``'s main thread, 0 once it has exited."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigBlk:")), 16)

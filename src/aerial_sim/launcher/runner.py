@@ -168,8 +168,12 @@ class Runner:
         previous = {}
         if threading.current_thread() is not threading.main_thread():
             return previous
-        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        stop_signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        for signum in stop_signals:
             previous[signum] = signal.signal(signum, self._on_signal)
+        # `aerial_sim launch` held them since its start (aerial_sim.cli.main): one that came meanwhile,
+        # even to a launcher that started with SIGINT ignored, is handled now and stops the launch.
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, stop_signals)
         return previous
 
     def _on_signal(self, signum, frame) -> None:
