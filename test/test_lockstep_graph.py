@@ -6,6 +6,7 @@ flight controller, mission and recorder, launched twice from ``sim.launch.yaml``
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 
@@ -21,10 +22,29 @@ SMALL_SQUARE = ("name: small_square\ntakeoff_altitude_m: 0.6\npattern: square\ns
                 "speed_m_s: 1.0\nacceleration_m_s2: 2.0\nhold_s: 0.0\n")
 
 
-def start_lockstep_flight(launch, mission, run_dir, domain_id=None):
+#: What the byte-identical bags leave out besides record.launch.yaml's default exclusions: wall-clock
+#: content (log lines, CPU load) and the unstamped motor commands, whose only time is when they arrived
+#: (doc/datasets.md, "Identical runs, identical files").
+NOT_REPEATABLE = "/rosout /diagnostics /*/motor_commands"
+
+
+def start_lockstep_flight(launch, mission, run_dir, domain_id=None, *extra):
     """The whole graph in lockstep, flying ``mission`` into ``run_dir``."""
     return launch("sim.launch.yaml", "lockstep:=true", "viewer:=false", "airsim_api:=false", "use_lidar:=true",
-                  "use_distance:=true", f"mission:={mission}", f"run_dir:={run_dir}", domain_id=domain_id)
+                  "use_distance:=true", f"mission:={mission}", f"run_dir:={run_dir}", *extra, domain_id=domain_id)
+
+
+def recorder_exclusions(folder) -> str:
+    """A parameters file for the recorder: the launch file's exclusions plus NOT_REPEATABLE."""
+    import yaml
+
+    from conftest import REPO
+
+    arguments = yaml.safe_load((REPO / "launch" / "record.launch.yaml").read_text())["launch"]
+    default = next(a["arg"]["default"] for a in arguments if "arg" in a and a["arg"]["name"] == "exclude")
+    path = folder / "recorder.yaml"
+    path.write_text(yaml.safe_dump({"/**/recorder": {"ros__parameters": {"exclude": f"{default} {NOT_REPEATABLE}"}}}))
+    return str(path)
 
 
 def landing_time(graph, run_dir) -> float:
@@ -47,8 +67,9 @@ def test_two_lockstep_runs_with_every_node_record_identical_bags(launch, tmp_pat
     mission.write_text(SMALL_SQUARE)
     runs = [tmp_path / "run0", tmp_path / "run1"]
     # Side by side, each in its own domain: each run also meets the other's load, as batch workers do.
-    graphs = [start_lockstep_flight(launch, mission, runs[0]),
-              start_lockstep_flight(launch, mission, runs[1], domain_id=SECOND_DOMAIN_ID)]
+    exclusions = recorder_exclusions(tmp_path)
+    graphs = [start_lockstep_flight(launch, mission, runs[0], None, "--params-file", exclusions),
+              start_lockstep_flight(launch, mission, runs[1], SECOND_DOMAIN_ID, "--params-file", exclusions)]
     landed_at = [landing_time(graph, run) for graph, run in zip(graphs, runs)]
     assert landed_at[0] == landed_at[1]
     # The recorder takes part too: the clock never outran what it had written by more than the slack.
@@ -79,6 +100,11 @@ def test_two_lockstep_runs_with_every_node_record_identical_bags(launch, tmp_pat
         assert first.keys() == second.keys(), f"{topic}: {len(first)} vs {len(second)} stamps"
         differing = [stamp for stamp in first if first[stamp] != second[stamp]]
         assert not differing, f"{topic}: {len(differing)} of {len(first)} messages differ, first at {differing[0]} ns"
+    # And the files themselves, byte for byte (issue 32): the recorder logs a stamped message at its stamp
+    # and writes in an order, chunking and metadata that follow from the messages alone.
+    files = [{path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in sorted((run / "bag").iterdir())}
+             for run in runs]
+    assert files[0] == files[1] and "metadata.yaml" in files[0], (files, graphs[0].output()[-3000:])
     # Every camera frame of the flight is there: 30 Hz of sim time, none lost.
     frames = [stamp for stamp in bags[0]["/drone1/camera/depth/image_raw"] if stamp <= end_ns]
     assert len(frames) >= int(landed_at[0] * 30)

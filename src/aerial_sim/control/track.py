@@ -77,11 +77,12 @@ class TrackRecorder:
         ref = reference if reference is not None else (math.nan, math.nan, math.nan)
         self.rows.append((time_s, *map(float, position), *map(float, velocity), phase, *map(float, ref)))
 
-    def relabel_from(self, time_s: float, phase: str) -> None:
-        """Tag the samples at or after ``time_s`` with ``phase`` (a phase that took effect at that stamp)."""
+    def relabel_from(self, time_s: float, phase: str, after: bool = False) -> None:
+        """Tag the samples at or after ``time_s`` (``after``: after it only) with ``phase`` (a phase that
+        took effect at that stamp)."""
         for index in range(len(self.rows) - 1, -1, -1):
             row = self.rows[index]
-            if row[0] < time_s:
+            if row[0] < time_s or (after and row[0] == time_s):
                 break
             self.rows[index] = (*row[:7], phase, *row[8:])
 

@@ -289,6 +289,10 @@ class MissionNode(Node):
             self.recorder.relabel_from(deferred[0], phase)
             self.phase = phase
             self.act(deferred)
+            # Samples that came after it while the answer was on its way (the flight controller, which
+            # counts the call as this client's move, let the clock go on): labelled as if the answer had
+            # come first (issue 32: two runs' tracks said `land` and `landing` at the same two stamps).
+            self.recorder.relabel_from(deferred[0], self.phase, after=True)
         else:
             self.answered = phase
 

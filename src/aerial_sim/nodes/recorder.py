@@ -9,7 +9,10 @@ A thin adapter around :class:`aerial_sim.recording.bag.BagWriter`:
   and latched scene markers both match;
 - stamps each message with the node's clock at receipt (sim time with
   ``use_sim_time``, as ``ros2 bag record --use-sim-time``); before the first
-  ``/clock`` arrives a message's own header stamp is used;
+  ``/clock`` arrives a message's own header stamp is used. With ``lockstep`` it writes
+  deterministic files instead (:mod:`aerial_sim.recording.bag`): a stamped message is logged at
+  its stamp, and messages are held for ``order_window_s`` of sim time and written in an order
+  that follows from them alone, so two identical lockstep runs give byte-identical bags;
 - learns each periodic stream's configured rate from the parameters of the node
   that publishes it (``rate_hz`` ..., asked once per node over its standard
   ``get_parameters`` service; ``expected_rates`` names others) and counts the
@@ -46,7 +49,8 @@ from std_msgs.msg import Header, String
 from aerial_sim.cdr import cdr_header_stamp_ns
 from aerial_sim.config import ParamsError
 from aerial_sim.physics.lockstep import Participant
-from aerial_sim.recording.bag import BagWriter, qos_profile_dict
+from aerial_sim.recording.bag import WALL_CLOCK_FILE, BagWriter, qos_profile_dict
+from aerial_sim.recording.digest import STAMP_FIRST_TYPES
 from aerial_sim.recording.msgdefs import UnknownMessageType, message_definition
 from aerial_sim.recording.rates import (
     CONFIGURED_KEY,
@@ -75,6 +79,8 @@ from aerial_sim.nodes.ros.run import run_node
 PARAMETER_TRIES = 20
 #: Lockstep: wall seconds the recorder waits for its discovery to settle before taking part anyway.
 LOCKSTEP_HOLD_MAX_S = 10.0
+#: Deterministic files: a stamp this far from the receive time (a wall-clock stamp, a zero one) is not a log time.
+STAMP_WINDOW_NS = 10_000_000_000
 #: At most this many ``~/written`` stamps at once (a clock that jumped ahead is reported by its newest).
 MAX_WRITTEN_BURST = 50
 
@@ -102,7 +108,9 @@ class Recorder(Node):
         self._answered_clients: list = []  # destroyed at the next discovery, outside their own callback
         self._lost: dict[str, int] = {}
         self.run_dir = run_folder_parameter(self.params.output_dir)
-        self.writer = BagWriter(self.run_dir / "bag", self.params.bag)
+        # Lockstep: deterministic files (module doc), which need the recorded /clock's sim time.
+        self.deterministic = self.params.lockstep and self.selection.wants("/clock")
+        self.writer = BagWriter(self.run_dir / "bag", self.params.bag, deterministic=self.deterministic)
         self._wall_span = WallSpan()  # wall-clock span of the simulated one (real-time factor)
         # Subscriptions live on a node no executor spins; the taker thread drains them (_take_arrived).
         self._reader = unspun_reader_node(self, "reader")
@@ -112,6 +120,7 @@ class Recorder(Node):
         self._recorded: dict[str, object] = {}  # topic -> subscription of self._reader
         self._skipped: set[str] = set()
         self._header_first: dict[str, bool] = {}
+        self._stamped: dict[str, bool] = {}  # topic -> its messages begin with a stamp (deterministic files)
         self._started = time.monotonic()
         self._last_progress = (time.monotonic(), self.writer.info())
         self._stopped_logged = False
@@ -165,6 +174,7 @@ class Recorder(Node):
             qos, offered = self._matching_qos(publishers, self.params.depth_for(msgtype))
             self.writer.add_topic(topic, msgtype, offered)
             self._header_first[topic] = has_header(definition)
+            self._stamped[topic] = self._header_first[topic] or definition.msgtype in STAMP_FIRST_TYPES
             self._recorded[topic] = self._subscribe(message_class, topic, qos)
             self.get_logger().info(f"subscribed {topic} [{msgtype}] ({_policy_name(qos.reliability)})")
             if msgtype in RATED_TYPES:
@@ -331,6 +341,10 @@ class Recorder(Node):
             arrived.sort()
             for received_ns, _, topic, data in arrived:
                 self._write(topic, data, received_ns)
+            if self.deterministic and self.sim_clock.active:
+                window_ns = round(self.params.order_window_s * 1e9)
+                if not self.writer.release(self.sim_clock.latest_ns - window_ns):
+                    self._report_stop()
 
     def _write(self, topic: str, data: bytes, received_ns: int) -> None:
         """One message into the bag, stamped with this node's time at its receipt (``received_ns``: wall ns)."""
@@ -341,7 +355,13 @@ class Recorder(Node):
         if now_ns == 0 and self._header_first[topic]:
             now_ns = cdr_header_stamp_ns(data) or 0
         self._wall_span.observe(now_ns, received_ns)
-        if not self.writer.write(topic, data, now_ns):
+        if self.deterministic:
+            stamp_ns = cdr_header_stamp_ns(data) if self._stamped[topic] else None
+            stamped = stamp_ns is not None and abs(stamp_ns - now_ns) <= STAMP_WINDOW_NS
+            written = self.writer.hold(topic, data, stamp_ns if stamped else now_ns, stamped)
+        else:
+            written = self.writer.write(topic, data, now_ns)
+        if not written:
             self._report_stop()
         if is_clock and self._written_pub is not None:
             self._report_written(now_ns)  # each /clock in turn: the same stamps on ~/written, whatever the batches
@@ -450,10 +470,17 @@ class Recorder(Node):
         if self.writer.closed:
             return
         self._take_arrived()  # what came since the taker's last round: the end of the run
-        self.writer.custom_data["wall_start_ns"] = str(self._wall_span.start_ns)
-        self.writer.custom_data["wall_end_ns"] = str(self._wall_span.end_ns)
         info = self.writer.close()
         print(f"[recorder] bag closed: {info.path} ({info.message_count} msgs, {info.bytes_written / 1e6:.1f} MB)", flush=True)
+        if self.writer.late:
+            print(f"[recorder] {self.writer.late} messages arrived more than order_window_s "
+                  f"({self.params.order_window_s:g} s) of sim time late: they stand where they arrived, so this "
+                  "bag's bytes may differ from another run's (its content does not)", flush=True)
+        try:  # beside the bag, not in it: a deterministic bag holds nothing wall time chose
+            (info.path.parent / WALL_CLOCK_FILE).write_text(
+                f"wall_start_ns: {self._wall_span.start_ns}\nwall_end_ns: {self._wall_span.end_ns}\n")
+        except OSError as error:
+            print(f"[recorder] {WALL_CLOCK_FILE} not written: {error}", flush=True)
         if self.params.write_report and info.message_count:
             try:
                 from aerial_sim.recording.summary import write_run_report

@@ -31,6 +31,20 @@ its header before the first ``/clock``) is logged at the last log time, with its
 own time kept as the publish time. So even a file whose index is lost reads back
 in order by scanning (rosbags refuses unindexed messages out of log-time order).
 
+Deterministic files (``deterministic=True``, what a lockstep recorder asks for; issue 32): two runs
+that publish the same messages give byte-identical files. Everything that arrival order or wall
+time chose is taken from the messages instead: messages are held (:meth:`BagWriter.hold`) and
+written in the order of (log time, topic, bytes) once the recorder's clock has passed them by a
+window (:meth:`BagWriter.release`); a stamped message is logged at its stamp; a stamped message
+identical to one already logged at that time on its topic (a lockstep re-send) is written once;
+channels and schemas are registered, and get their ids, at their first message; chunks end at
+``chunk_size_bytes`` or when the log time crosses a multiple of ``flush_period_s`` (simulated
+seconds, so a killed recorder still loses at most that much), never on a wall-clock flush; and
+``metadata.yaml`` lists topics and QoS profiles sorted, with no wall-clock field (the recorder
+writes its wall-clock span beside the bag: :data:`WALL_CLOCK_FILE`). A message that arrives after
+its place was written (:attr:`BagWriter.late`) is written where it arrives; :func:`canonicalize`
+rewrites such a file in the canonical order.
+
 This module does not import rclpy: QoS profiles arrive as plain dicts.
 """
 
@@ -59,6 +73,9 @@ MCAP_MAGIC = b"\x89MCAP0\r\n"
 #: Space set aside beside the bag, freed when a write fails, for the closing footer and metadata.yaml.
 RESERVE_NAME = ".space_reserve"
 RESERVE_BYTES = 256 * 1024
+#: The recorder's wall-clock span of a run (``wall_start_ns``, ``wall_end_ns``), written beside the bag
+#: folder, not in it: a deterministic bag holds nothing that wall time chose (module doc).
+WALL_CLOCK_FILE = "recording_wall_clock.yaml"
 #: How the writer opens files (``open`` unless a test injects another): ``open_file(path, mode)``.
 FileOpener = Callable[[Path, str], BinaryIO]
 
@@ -137,6 +154,9 @@ class _Topic:
     qos: list[dict[str, Any]]
     count: int = 0  # messages on disk (in complete chunks)
     sequence: int = 0  # messages accepted
+    # Deterministic files: the log time last written and the payload digests written at it (re-sends).
+    last_ns: int = -1
+    last_digests: set = field(default_factory=set)
 
 
 @dataclass
@@ -203,8 +223,17 @@ class BagWriter:
         params: BagWriterParams | None = None,
         distro: str = "kilted",
         open_file: FileOpener = open,
+        deterministic: bool = False,
     ):
         self.params = params or BagWriterParams()
+        self.deterministic = deterministic
+        self._held: list[tuple[int, str, bytes, bool]] = []  # (log time, topic, data, stamped): not yet written
+        self._released_ns = -1  # deterministic: everything logged at or before this has been written
+        self._next_cut_ns = 0  # deterministic: the chunk ends before the first message at or after this
+        #: Deterministic files: messages that arrived after their place in the file was written.
+        self.late = 0
+        #: Deterministic files: stamped re-sends left out (the same message at the same time on a topic).
+        self.resends = 0
         self._open_file = open_file
         self.path = Path(path)
         if self.path.exists() and any(self.path.iterdir()):
@@ -245,10 +274,13 @@ class BagWriter:
         if name in self._topics:
             return
         definition = message_definition(msgtype)
-        qos = [dict(q) for q in offered_qos] or [qos_profile_dict()]
+        # One profile per distinct QoS, sorted: how many publishers discovery had found by then, and in
+        # which order, is timing (a bag's bytes must not depend on it).
+        distinct = {yaml.safe_dump(dict(q), sort_keys=True): dict(q) for q in offered_qos}
+        qos = [distinct[key] for key in sorted(distinct)] or [qos_profile_dict()]
         qos_yaml = yaml.safe_dump(qos, sort_keys=False).strip()
         self._topics[name] = _Topic(name, definition.msgtype, definition.type_hash, qos_yaml, qos)
-        if self._writer is not None:
+        if self._writer is not None and not self.deterministic:  # deterministic: at its first message
             self._register(self._topics[name])
 
     def write(self, topic: str, data: bytes, log_time_ns: int, publish_time_ns: int | None = None) -> bool:
@@ -263,6 +295,10 @@ class BagWriter:
             if self._split_due(len(data)):
                 self._finish_file()
                 self._open_next_file()
+            if self.deterministic and log_time_ns >= self._next_cut_ns:
+                self._cut_chunk(log_time_ns)
+            if topic not in self._channel_ids:
+                self._register(entry)
             size_before = self._stream.tell()
             self._writer.add_message(
                 channel_id=self._channel_ids[topic],
@@ -280,6 +316,62 @@ class BagWriter:
             return False
         return True
 
+    def hold(self, topic: str, data: bytes, log_time_ns: int, stamped: bool = False) -> bool:
+        """Deterministic files: keep a message until :meth:`release` passes its log time (module doc).
+        ``stamped``: ``log_time_ns`` is the message's own stamp (a re-send of it is written once).
+        A message logged at or before what was released already is written at once (:attr:`late`)."""
+        if self._closed or self._writer is None:
+            return False
+        if log_time_ns <= self._released_ns:
+            if stamped and self._is_resend(topic, data, log_time_ns):
+                return True
+            self.late += 1
+            return self.write(topic, data, log_time_ns)
+        self._held.append((int(log_time_ns), topic, data, stamped))
+        return True
+
+    def release(self, until_ns: int | None = None) -> bool:
+        """Write the held messages logged at or before ``until_ns`` (None: all of them) in the order of
+        (log time, topic, bytes); False once recording has stopped."""
+        if until_ns is None:
+            ready, self._held = self._held, []
+        else:
+            ready = [m for m in self._held if m[0] <= until_ns]
+            if not ready:
+                return not self._closed and self._writer is not None
+            self._held = [m for m in self._held if m[0] > until_ns]
+            self._released_ns = max(self._released_ns, int(until_ns))
+        ready.sort(key=lambda m: m[:3])
+        ok = True
+        for log_ns, topic, data, stamped in ready:
+            if stamped and self._is_resend(topic, data, log_ns):
+                continue
+            ok = self.write(topic, data, log_ns) and ok
+        if until_ns is None and ready:
+            self._released_ns = max(self._released_ns, ready[-1][0])
+        return ok
+
+    def _is_resend(self, topic: str, data: bytes, log_ns: int) -> bool:
+        """True for a stamped message already written at ``log_ns`` on ``topic`` (counted in :attr:`resends`)."""
+        import hashlib
+
+        entry = self._topics[topic]
+        digest = hashlib.sha256(data).digest()
+        if entry.last_ns != log_ns:
+            entry.last_ns, entry.last_digests = log_ns, set()
+        if digest in entry.last_digests:
+            self.resends += 1
+            return True
+        entry.last_digests.add(digest)
+        return False
+
+    def _cut_chunk(self, log_time_ns: int) -> None:
+        """Deterministic files: end the chunk at a multiple of ``flush_period_s`` of log time."""
+        period_ns = max(1, round(self.params.flush_period_s * 1e9))
+        self._next_cut_ns = (log_time_ns // period_ns + 1) * period_ns
+        self._writer.flush()
+        self._commit()
+
     def maybe_flush(self, force: bool = False) -> None:
         """Flush chunks and rewrite ``metadata.yaml`` if ``flush_period_s`` has passed (or ``force``)."""
         if self._closed or self._writer is None:
@@ -289,8 +381,9 @@ class BagWriter:
             return
         self._last_flush = now
         try:
-            self._writer.flush()
-            self._commit()
+            if not self.deterministic:  # deterministic files end chunks by log time (_cut_chunk)
+                self._writer.flush()
+                self._commit()
             self.write_metadata()
         except OSError as error:
             self._fail(error)
@@ -315,6 +408,8 @@ class BagWriter:
     def close(self) -> BagInfo:
         """Finish the current MCAP file (summary, index, footer) and write the final ``metadata.yaml``."""
         if not self._closed:
+            if self._held:
+                self.release()
             if self._writer is not None:
                 try:
                     self._finish_file()
@@ -356,7 +451,7 @@ class BagWriter:
                     },
                     "message_count": t.count,
                 }
-                for t in self._topics.values()
+                for t in sorted(self._topics.values(), key=lambda t: t.name)
             ],
             "compression_format": "",
             "compression_mode": "",
@@ -419,8 +514,9 @@ class BagWriter:
         self._writer.start(profile="ros2", library="aerial_sim recorder (mcap python)")
         self._schema_ids.clear()
         self._channel_ids.clear()
-        for topic in self._topics.values():
-            self._register(topic)
+        if not self.deterministic:  # deterministic: each at its first message (module doc)
+            for topic in self._topics.values():
+                self._register(topic)
         self._commit()  # the header is on disk: a file cut back to here is still an MCAP file
 
     def _register(self, topic: _Topic) -> None:
@@ -438,6 +534,9 @@ class BagWriter:
 
     def _finish_file(self) -> None:
         """Last chunk, rosbag2 metadata record, summary and footer; then close the file."""
+        if self.deterministic:  # topics without a message in this file: in the summary, in name order
+            for name in sorted(set(self._topics) - set(self._channel_ids)):
+                self._register(self._topics[name])
         serialized = yaml.safe_dump(self.metadata(), sort_keys=False)
         self._writer.add_metadata("rosbag2", {"serialized_metadata": serialized, "ROS_DISTRO": self.distro})
         self._writer.finish()

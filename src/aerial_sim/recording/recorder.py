@@ -47,6 +47,11 @@ class RecorderParams:
     ``none``: no pairs) for periodic streams whose publisher has no rate parameter
     of its own; every other stream's configured rate is asked from its publisher
     (:mod:`aerial_sim.recording.rates`). The report flags streams below it.
+    ``order_window_s``: with ``lockstep``, how long (sim s) a message is held before it is
+    written in the deterministic order (:mod:`aerial_sim.recording.bag`): longer than the
+    lockstep slack plus the longest lag of a participant's output (a lidar sweep is stamped
+    at its start, a tenth of a second before it is complete); it costs that much of the
+    streams in memory (about 20 MB at 0.3 s with the default camera).
     ``lockstep``: take part in a lockstep run as a participant: on ``~/written``
     (std_msgs/Header) the recorder stamps, ``lockstep_rate_hz`` times per simulated
     second, the ``/clock`` message it has just written, and the physics node does not
@@ -75,11 +80,13 @@ class RecorderParams:
     expected_rates: str = "none"
     lockstep: bool = False
     lockstep_rate_hz: float = 50.0
+    order_window_s: float = 0.3
     #: lz4 chunks by default: a third of the size for about 0.4 ms of CPU per MB (doc/datasets.md, "Bag size").
     bag: BagWriterParams = field(default_factory=lambda: BagWriterParams(compression="lz4"))
 
     def __post_init__(self) -> None:
-        require_positive(self, "discovery_period_s", "take_period_s", "progress_period_s", "lockstep_rate_hz")
+        require_positive(self, "discovery_period_s", "take_period_s", "progress_period_s", "lockstep_rate_hz",
+                         "order_window_s")
         require(self.queue_depth >= 1 and self.image_queue_depth >= 1, "queue depths must be >= 1")
         require(self.take_period_s <= MAX_TAKE_PERIOD_S,
                 f"take_period_s must be at most {MAX_TAKE_PERIOD_S:g} s (the bag and a lockstep run's clock wait for "

@@ -241,8 +241,18 @@ def _rate(count: int, first_ns: int, last_ns: int) -> float:
 
 
 def _custom_data(bag: Path) -> dict[str, str]:
+    """The bag's ``custom_data``, with the recorder's wall-clock span from beside the bag (WALL_CLOCK_FILE)."""
+    from aerial_sim.recording.bag import WALL_CLOCK_FILE
+
+    custom: dict[str, str] = {}
     try:
         info = yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+        custom.update(info.get("custom_data") or {})
+    except (OSError, KeyError, TypeError, AttributeError, yaml.YAMLError):
+        pass
+    try:
+        wall = yaml.safe_load((bag.parent / WALL_CLOCK_FILE).read_text())
+        custom.update({key: str(wall[key]) for key in ("wall_start_ns", "wall_end_ns")})
     except (OSError, KeyError, TypeError, yaml.YAMLError):
-        return {}
-    return dict(info.get("custom_data") or {})
+        pass
+    return custom
