@@ -432,11 +432,11 @@ def test_images_of_every_supported_type_decode_as_an_airsim_client_would():
         # cv_mode.py's list: one type not rendered here answers an empty image, the others as usual.
         mixed = await call(api, "simGetImages", [{"camera_name": "0", "image_type": kind, "pixels_as_float": f,
                                                   "compress": False}
-                                                 for kind, f in ((8, False), (4, True), (6, False), (0, False),
+                                                 for kind, f in ((10, False), (4, True), (6, False), (0, False),
                                                                  (7, False), (5, True))], "", False)
-        flow, disparity, normals, scene, infrared, ids = msgpack_roundtrip(mixed)
-        assert flow["width"] == flow["height"] == 0 and flow["image_data_uint8"] == b""
-        assert "image type 8 (OpticalFlow) is not rendered" in flow["message"]
+        lighting, disparity, normals, scene, infrared, ids = msgpack_roundtrip(mixed)
+        assert lighting["width"] == lighting["height"] == 0 and lighting["image_data_uint8"] == b""
+        assert "image type 10 (Lighting) is not rendered" in lighting["message"]
         assert len(scene["image_data_uint8"]) == 48 * 64 * 3
         # Infrared: AirSim's segmentation id as grey level (ground 1, sky 0).
         grey = np.frombuffer(infrared["image_data_uint8"], np.uint8).reshape(48, 64, 3)[:, :, 0]

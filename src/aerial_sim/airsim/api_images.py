@@ -1,5 +1,6 @@
 """AirSim's image and camera methods: ``simGetImages``/``simGetImage`` rendered by the camera rig, camera
-info, pose, field of view and distortion (AIRSIM_API.md).
+info, pose, field of view and distortion, and the detection API (``simGetDetections`` and its filters,
+:mod:`aerial_sim.airsim.detections`) (AIRSIM_API.md).
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ import asyncio
 
 from aerial_sim.airsim import wire
 from aerial_sim.airsim.api_sensors import stamp_ns
+from aerial_sim.airsim.detections import DetectionFilters, detection_infos, image_type_of
 from aerial_sim.airsim.images import EXTERNAL, EXTERNAL_POSE, CameraRig
 from aerial_sim.airsim.rpc import ContainsPrepacked
 from aerial_sim.airsim.wire import RpcFault
@@ -46,6 +48,45 @@ class ImageMethods:
         if not requests:
             return []
         job = lambda: cameras.render(key, requests, position, orientation, stamp_ns(time_s))  # noqa: E731
+        if self.render_executor is None:
+            return job()
+        return await asyncio.get_running_loop().run_in_executor(self.render_executor, job)
+
+    # -- detections ----------------------------------------------------------------------------
+    @property
+    def detection_filters(self) -> DetectionFilters:
+        filters = self.__dict__.get("_detection_filters")
+        if filters is None:
+            filters = self._detection_filters = DetectionFilters()
+        return filters
+
+    def _detection_key(self, camera_name, image_type, vehicle_name, external) -> tuple[str, str, int]:
+        """(vehicle or external, canonical camera name, image type) of a detection call; faults name a bad one."""
+        key = EXTERNAL if _external(external) else self.vehicle(vehicle_name).name
+        name = wire.text(str(camera_name) if isinstance(camera_name, int) else camera_name, "camera_name")
+        return key, self._cameras().canonical(name, key), image_type_of(image_type)
+
+    async def rpc_simAddDetectionFilterMeshName(self, camera_name, image_type, mesh_name, vehicle_name="",
+                                                external=False):
+        key = self._detection_key(camera_name, image_type, vehicle_name, external)
+        self.detection_filters.add(key, wire.text(mesh_name, "mesh_name"))
+
+    async def rpc_simSetDetectionFilterRadius(self, camera_name, image_type, radius_cm, vehicle_name="",
+                                              external=False):
+        key = self._detection_key(camera_name, image_type, vehicle_name, external)
+        self.detection_filters.set_radius(key, wire.number(radius_cm, "radius_cm"))
+
+    async def rpc_simClearDetectionMeshNames(self, camera_name, image_type, vehicle_name="", external=False):
+        self.detection_filters.clear(self._detection_key(camera_name, image_type, vehicle_name, external))
+
+    async def rpc_simGetDetections(self, camera_name, image_type, vehicle_name="", external=False):
+        key = self._detection_key(camera_name, image_type, vehicle_name, external)
+        rule = self.detection_filters.get(key)
+        if not rule.patterns:
+            return []
+        rig, (vehicle, position, orientation, _) = self._cameras(), self._camera_frame(vehicle_name, _external(external))
+        camera = rig.camera(vehicle, key[1])
+        job = lambda: detection_infos(camera, rule, position, orientation, self.params.home)  # noqa: E731
         if self.render_executor is None:
             return job()
         return await asyncio.get_running_loop().run_in_executor(self.render_executor, job)

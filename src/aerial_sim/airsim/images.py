@@ -45,7 +45,16 @@ Image types (AirSim's ImageType enum):
   uncompressed, like Scene); black where nothing is hit.
 - Infrared (7): AirSim's, each object's segmentation id (0-255) as its grey
   level (``simSetSegmentationObjectID`` sets it).
-Any other type (OpticalFlow, OpticalFlowVis, ...) answers, for that request only, an
+- OpticalFlow (8): the motion of each pixel since this camera's previous image
+  request (any type; none before: zero), in pixels, from
+  :meth:`~aerial_sim.world.camera.CameraModel.optical_flow` (exact for the static
+  world). As floats, H x W x 2 values interleaved (u, v): reshape with
+  ``(height, width, 2)`` (AirSim's own float image carries one channel only); as
+  bytes, the OpticalFlowVis colours.
+- OpticalFlowVis (9): flow as colour: hue = direction, saturation = length / the
+  longest in the image (white: still; black: a point behind the previous camera);
+  as floats, the length in pixels.
+Any other type (Lighting, Annotation, ...) answers, for that request only, an
 empty image (width and height 0, no bytes) whose ``message`` says why, as
 AirSim answers an image it cannot capture; the other requests of the list are
 answered as usual.
@@ -73,10 +82,13 @@ from aerial_sim.world.geometry import quaternion_to_matrix, rpy_to_matrix
 from aerial_sim.world.scene import Scene
 
 SCENE, DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS, DISPARITY, SEGMENTATION, SURFACE_NORMALS, INFRARED = range(8)
+OPTICAL_FLOW, OPTICAL_FLOW_VIS = 8, 9
 IMAGE_TYPE_NAMES = {0: "Scene", 1: "DepthPlanar", 2: "DepthPerspective", 3: "DepthVis", 4: "DisparityNormalized",
                     5: "Segmentation", 6: "SurfaceNormals", 7: "Infrared", 8: "OpticalFlow", 9: "OpticalFlowVis",
                     10: "Lighting", 11: "Annotation"}
-SUPPORTED_TYPES = (SCENE, DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS, DISPARITY, SEGMENTATION, SURFACE_NORMALS, INFRARED)
+SUPPORTED_TYPES = (SCENE, DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS, DISPARITY, SEGMENTATION, SURFACE_NORMALS, INFRARED,
+                   OPTICAL_FLOW, OPTICAL_FLOW_VIS)
+FLOW_TYPES = {OPTICAL_FLOW, OPTICAL_FLOW_VIS}
 DEPTH_TYPES = {DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS, DISPARITY, SURFACE_NORMALS}
 #: DisparityNormalized: the stereo baseline (m), front_left to front_right (5 cm either side of the centre).
 STEREO_BASELINE_M = 0.10
@@ -145,6 +157,7 @@ class CameraRig:
         self._surface_ids: dict[int, int] = {}  # surface index -> segmentation id set by the API
         self._time_of_day = None  # the instant simSetTimeOfDay placed the sun for (None: the scene's sun)
         self._fog_density = None  # fog set by simSetWeatherParameter (None: the scene's)
+        self._previous_pose: dict[tuple[str, str], tuple] = {}  # (vehicle, camera) -> pose of its last request
         if settings is not None:
             self._apply_settings(settings)
 
@@ -291,15 +304,22 @@ class CameraRig:
             camera = self.camera(vehicle, camera_name)
             kinds = {r[1] for r in requests if r[0] == camera_name}
             if not kinds & set(SUPPORTED_TYPES):
-                frames[camera_name] = (camera, None)
+                frames[camera_name] = (camera, None, None)
                 continue
+            flow = None
+            if kinds & FLOW_TYPES:
+                previous = self._previous_pose.get((vehicle, camera.name))
+                p = camera.model.params
+                flow = (camera.model.optical_flow(position, orientation, *previous) if previous is not None
+                        else np.zeros((p.height, p.width, 2), np.float32))
             frames[camera_name] = (camera, camera.model.render(
                 position, orientation,
                 depth=bool(kinds & DEPTH_TYPES),
                 segmentation=bool(kinds & {SEGMENTATION, INFRARED}),
                 color=SCENE in kinds,
                 normals=SURFACE_NORMALS in kinds,
-            ))
+            ), flow)
+            self._previous_pose[(vehicle, camera.name)] = (tuple(position), tuple(orientation))
         responses = []
         for name, kind, as_float, compress in requests:
             if kind in SUPPORTED_TYPES:
@@ -330,7 +350,7 @@ class CameraRig:
         }
 
     def _response(self, rendered, camera_name, image_type, as_float, compress, position, orientation, stamp_ns):
-        camera, frame = rendered
+        camera, frame, flow = rendered
         height, width = camera.model.params.height, camera.model.params.width
         floats, pixels = None, None
         if image_type == SCENE:
@@ -363,6 +383,13 @@ class CameraRig:
                 normals = surface_normals(planar, model.fx, model.fy, model.cx, model.cy)
             rgb = normals_to_rgb(normals)
             pixels = rgb if compress else rgb[:, :, ::-1]
+        elif image_type == OPTICAL_FLOW and as_float:
+            floats = flow  # (H, W, 2): interleaved u, v
+        elif image_type in FLOW_TYPES:
+            floats = np.hypot(flow[:, :, 0], flow[:, :, 1]) if as_float else None
+            if not as_float:
+                rgb = flow_to_rgb(flow)
+                pixels = rgb if compress else rgb[:, :, ::-1]
         else:  # SEGMENTATION
             floats = frame.segmentation.astype(np.float32) if as_float else None
             if not as_float:
@@ -455,6 +482,24 @@ def hit_normals(optical: np.ndarray, planar_depth: np.ndarray, fx: float, fy: fl
     normal[np.einsum("ijk,ijk->ij", normal, rays) > 0] *= -1.0
     normal[~(np.isfinite(planar_depth) & (planar_depth > 0)) | ~np.isfinite(normal).all(axis=2)] = 0.0
     return np.stack([normal[:, :, 2], normal[:, :, 0], normal[:, :, 1]], axis=2)
+
+
+def flow_to_rgb(flow: np.ndarray) -> np.ndarray:
+    """Optical flow (H, W, 2) as colour (the colour-wheel coding of Baker et al., *A Database and Evaluation
+    Methodology for Optical Flow*, IJCV 2011, in HSV): hue = direction, saturation = length / the longest
+    finite length in the image, full value; still = white, NaN (no flow) = black."""
+    from matplotlib.colors import hsv_to_rgb
+
+    u, v = flow[:, :, 0].astype(np.float64), flow[:, :, 1].astype(np.float64)
+    length = np.hypot(u, v)
+    finite = np.isfinite(length)
+    longest = float(length[finite].max()) if finite.any() else 0.0
+    hsv = np.ones(flow.shape[:2] + (3,))
+    hsv[:, :, 0] = np.where(finite, (np.arctan2(v, u) / (2 * np.pi)) % 1.0, 0.0)
+    hsv[:, :, 1] = np.where(finite, length / longest, 0.0) if longest > 0 else 0.0
+    rgb = (hsv_to_rgb(np.clip(hsv, 0.0, 1.0)) * 255.0 + 0.5).astype(np.uint8)
+    rgb[~finite] = 0
+    return rgb
 
 
 def normals_to_rgb(normals: np.ndarray) -> np.ndarray:
