@@ -8,18 +8,20 @@ implements :meth:`OdometrySensorNode.publish` for one model output.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from rclpy.node import Node
+from std_srvs.srv import Trigger
 
 from aerial_sim.cdr import OdometryFields
-from aerial_sim.config import require
+from aerial_sim.config import ParamsError, require
 from aerial_sim.environment.geodesy import HomePoint
 from aerial_sim.nodes.ros.clocks import InputStampClock
 from aerial_sim.nodes.ros.frames import frame_in_namespace, publish_static_mount
 from aerial_sim.nodes.ros.lockstep import participant_publisher
-from aerial_sim.nodes.ros.parameters import declare_params
+from aerial_sim.nodes.ros.parameters import declare_params, reread_params
 from aerial_sim.nodes.ros.qos import stream_qos
+from aerial_sim.nodes.ros.services import serve
 from aerial_sim.nodes.ros.subscriptions import subscribe_odometry
 from aerial_sim.sensors.mounting import sensor_mount
 from aerial_sim.sensors.params import SensorNodeOptions, load_preset
@@ -42,6 +44,38 @@ class _LastTruth:
 
 
 _truth_of = _LastTruth()
+
+#: Model parameters a reset may not change: they shape the graph (the lockstep announcement's rate, the
+#: static mount transform); changing them means relaunching.
+SHAPE_FIELDS = ("rate_hz", "mount", "vibration_enabled")
+
+
+def serve_sensor_reset(node: Node, rebuild: Callable[[Any], None]) -> None:
+    """Serve ``~/reset`` (std_srvs/Trigger) on a sensor node: its model is built again from the node's
+    parameters as they are now, and ``rebuild(params)`` puts the new model and a fresh resampler in place,
+    so the next sample is the first of a new run: noise streams drawn from the current ``seed`` (set
+    it with ``ros2 param set`` or a ``SetParameters`` call first for a new one), bias walks, filters and
+    delay lines from their start. What a warm batch run does between runs (doc/batch.md). A parameter
+    that fails its check, or one of :data:`SHAPE_FIELDS` that changed, refuses the reset (one line,
+    ``success`` false) and leaves the model as it was."""
+
+    def on_reset(request, response):
+        try:
+            params = reread_params(node, node.params)
+            changed = [name for name in SHAPE_FIELDS if getattr(params, name, None) != getattr(node.params, name, None)]
+            if changed:
+                raise ParamsError(f"{', '.join(changed)} changed: that needs a relaunch, not a reset")
+        except ParamsError as error:
+            node.get_logger().warning(f"reset refused: {error}")
+            response.success, response.message = False, str(error)
+            return response
+        node.params = params
+        rebuild(params)
+        response.success, response.message = True, f"reset, seed {params.seed}"
+        node.get_logger().info(f"reset: a new run from seed {params.seed}")
+        return response
+
+    serve(node, Trigger, "~/reset", on_reset)
 
 #: What every odometry-fed sensor reads (and, in lockstep, waits to be connected to before its output enters the graph).
 TRUTH_TOPIC = "ground_truth/odom"
@@ -75,6 +109,12 @@ class OdometrySensorNode(Node):
         self.dt = 1.0 / self.params.rate_hz
         self.qos = stream_qos(self.options.lockstep)
         subscribe_odometry(self, TRUTH_TOPIC, self.on_truth, self.qos, clock=InputStampClock(self))
+
+        def rebuild(params) -> None:
+            self.model = model_type(params, home)
+            self.resampler = Resampler(params.rate_hz, self.options.interpolation)
+
+        serve_sensor_reset(self, rebuild)
 
     def output_publisher(self, message_type: type, topic: str, first_s: float = 0.0, lag_s: float = 0.0):
         """The publisher of the sensor's last-published topic; with ``lockstep``, the output the physics

@@ -14,6 +14,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import Imu as ImuMsg
 
 from aerial_sim.cdr import ImuFields, JointStateFields, encode_imu
+from aerial_sim.nodes._sensor import serve_sensor_reset
 from aerial_sim.nodes.ros.clocks import InputStampClock
 from aerial_sim.nodes.ros.frames import frame_in_namespace, publish_static_mount
 from aerial_sim.nodes.ros.hosting import FleetHosting
@@ -53,6 +54,13 @@ class ImuNode(Node):
         subscribe_imu(self, "ground_truth/imu", self.on_truth, qos, clock=InputStampClock(self))
         if self.params.vibration_enabled:
             subscribe_joint_state(self, "rotors", self.on_rotors, qos)
+
+        def rebuild(params) -> None:
+            self.model = Imu(params)
+            self.resampler = Resampler(params.rate_hz, options.interpolation)
+            self._previous, self.rotor_speeds = None, ()
+
+        serve_sensor_reset(self, rebuild)
         self.get_logger().info(f"IMU at {self.params.rate_hz:g} Hz in {self.frame_id} (preset '{options.preset}')")
 
     def on_rotors(self, rotors: JointStateFields) -> None:

@@ -34,6 +34,24 @@ def declare_params(node: Node, cls: type[T], prefix: str = "", defaults: T | Non
         node.declare_parameter(full_name, ros_default, descriptor)
         value = node.get_parameter(full_name).value
         values[name] = list(value) if isinstance(value, (tuple, list)) or is_array(value) else value
+    return _build(cls, values, prefix)
+
+
+def reread_params(node: Node, current: T, prefix: str = "") -> T:
+    """``current``'s params dataclass built again from the node's parameters as they are now (declared
+    by :func:`declare_params`, changed since with ``ros2 param set`` or a ``SetParameters`` call):
+    what a node's reset service applies (e.g. a new ``seed`` for the next warm run,
+    doc/batch.md). A bad value is a :class:`ParamsError` naming the parameter."""
+    values: dict[str, Any] = {}
+    for name, default in flatten_params(current).items():
+        if dataclasses.is_dataclass(default) or _is_tuple_of_dataclasses(default):
+            continue
+        value = node.get_parameter(f"{prefix}{name}").value
+        values[name] = list(value) if isinstance(value, (tuple, list)) or is_array(value) else value
+    return _build(type(current), values, prefix)
+
+
+def _build(cls: type[T], values: dict[str, Any], prefix: str) -> T:
     try:
         return params_from_mapping(cls, unflatten(values), where=prefix.rstrip("."))
     except ParamsError as error:
