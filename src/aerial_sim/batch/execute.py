@@ -416,8 +416,11 @@ def _postprocess(folder: Path, options: RunOptions, log_path: Path, usage: _Usag
 
 
 #: Launch arguments a batch run gets unless its sweep sets them (where the launch file has them): no
-#: AirSim server (no client would talk to it, and concurrent runs would compete for its one port).
-HEADLESS_DEFAULTS = {"airsim_api": "false"}
+#: AirSim server (no client would talk to it, and concurrent runs would compete for its one port), and
+#: none of the RViz helpers: the scene markers (a process that loads the scene's meshes to publish one
+#: latched message, 0.17 CPU s per simulated second of the smoke sweep's all-in 2.35) and the depth point
+#: cloud (not recorded by default; 0.08 even without a camera), ``tools/dev.sh bench batch_cpu``.
+HEADLESS_DEFAULTS = {"airsim_api": "false", "use_scene_markers": "false", "use_depth_points": "false"}
 #: Node parameters a batch run gets unless its sweep sets them: the recorder leaves ``recording.txt`` and
 #: ``trajectory.png`` to the post-processing, which has the bag's summary from its one read anyway (the
 #: recorder would read the bag again and import matplotlib after closing it, holding the launch's end);

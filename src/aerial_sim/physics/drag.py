@@ -45,7 +45,6 @@ import functools
 import math
 
 import numpy as np
-from scipy.optimize import brentq
 
 from aerial_sim.physics.rotor_drag import linearize_sqrt_thrust, ram_drag_bound
 
@@ -150,5 +149,7 @@ def level_flight_pitch(law: str, vehicle, airspeed_m_s: float, air_density: floa
         return 0.0, mass_g
     if balance(high)[0] < 0:
         return None
+    from scipy.optimize import brentq  # noqa: PLC0415 - scipy.optimize costs a node 0.5 CPU s at start; only trim needs it
+
     theta = brentq(lambda t: balance(t)[0], 0.0, high, xtol=1e-12)
     return theta, balance(theta)[1]
