@@ -133,6 +133,71 @@ def test_lockstep_runs_with_the_same_inputs_are_identical(launch, ros_node):
     assert first == second
 
 
+def call(ros_node, service_type, name: str, request):
+    client = ros_node.create_client(service_type, name)
+    try:
+        assert client.wait_for_service(timeout_sec=30), f"{name} not served"
+        future = client.call_async(request)
+        assert spin_until(ros_node, future.done, timeout_s=30), f"{name} not answered"
+        return future.result()
+    finally:
+        ros_node.destroy_client(client)
+
+
+def test_restart_repeats_a_lockstep_flight_in_the_same_graph(launch, ros_node):
+    """/physics/restart, paused, then running again: the second flight's states equal the first's bit
+    for bit, from t = 0 (what a warm batch run needs of physics)."""
+    from nav_msgs.msg import Odometry
+    from std_msgs.msg import Float64MultiArray
+    from std_srvs.srv import SetBool, Trigger
+
+    from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
+
+    graph = launch("physics.launch.yaml", "lockstep:=true", f"spawn_z:={SPAWN_ALTITUDE_M}")
+    commands = ros_node.create_publisher(Float64MultiArray, "/drone1/motor_commands", COMMAND_QOS)
+    u_hover = hover_control()
+    track: list[tuple] = []
+    answered: set = set()
+
+    def on_odom(message: Odometry):
+        stamp = (message.header.stamp.sec, message.header.stamp.nanosec)
+        if stamp in answered:
+            return
+        answered.add(stamp)
+        p = message.pose.pose.position
+        track.append((stamp, p.x, p.y, p.z, message.twist.twist.linear.z))
+        u = min(1.0, max(0.0, u_hover * (1.0 + 0.3 * (6.0 - p.z) - 0.3 * message.twist.twist.linear.z)))
+        commands.publish(Float64MultiArray(data=[u, u, u, u * 0.999]))
+
+    ros_node.create_subscription(Odometry, "/drone1/ground_truth/odom", on_odom, stream_qos(lockstep=True))
+    flights = []
+    try:
+        for run in range(2):
+            assert spin_until(ros_node, lambda: len(track) >= 200, timeout_s=60), graph.output()
+            flights.append(track[:200])
+            assert call(ros_node, SetBool, "/physics/pause", SetBool.Request(data=True)).success
+            spin_until(ros_node, lambda: False, timeout_s=0.3)  # the last state's answer goes out
+            answer = call(ros_node, Trigger, "/physics/restart", Trigger.Request())
+            assert answer.success, answer.message
+            track.clear()
+            answered.clear()
+            assert call(ros_node, SetBool, "/physics/pause", SetBool.Request(data=False)).success
+        # A parameter that shapes the graph is no restart's: refused in one line, the run goes on.
+        from rcl_interfaces.srv import SetParameters
+        from rclpy.parameter import Parameter
+
+        scene = SetParameters.Request(parameters=[Parameter("scene", value="urban").to_parameter_msg()])
+        assert call(ros_node, SetParameters, "/physics/set_parameters", scene).results[0].successful
+        refused = call(ros_node, Trigger, "/physics/restart", Trigger.Request())
+        assert not refused.success and refused.message.startswith("scene changed") and "relaunch" in refused.message
+        assert spin_until(ros_node, lambda: len(track) >= 20, timeout_s=30), graph.output()
+    finally:
+        graph.stop()
+    first, second = flights
+    assert first[0][0] == (0, 0) and first[-1][3] > SPAWN_ALTITUDE_M + 0.05  # it climbed
+    assert second == first
+
+
 #: A lockstep participant that is slow: 40 ms of wall time before each 50 Hz output (sim time),
 #: stamped at its due instant k / 50 (announced on /lockstep/participants like every simulated sensor).
 SLOW_PARTICIPANT = """

@@ -16,7 +16,10 @@ A thin adapter around :class:`aerial_sim.physics.world.PhysicsWorld`:
 - simulation control (what AirSim's API needs; standard interfaces only):
   services ``/physics/pause`` (std_srvs/SetBool: stop or restart the clock)
   and ``/physics/reset`` (std_srvs/Trigger: every vehicle back to its start,
-  at rest; sim time goes on), topics ``/physics/continue_for``
+  at rest; sim time goes on), ``/physics/restart`` (std_srvs/Trigger: a new run in the
+  same graph, a warm batch run's: sim time back to 0, every vehicle at its start, the wind
+  from the ``wind_enu_m_s`` and ``wind.*`` parameters as they are now, lockstep participants
+  owing every stamp from 0 again; call it paused, after the graph's other resets), topics ``/physics/continue_for``
   (std_msgs/Float64: run that many simulated seconds, whole control periods,
   then pause), ``/physics/wind`` (geometry_msgs/Vector3Stamped, ``map`` ENU
   m/s) and ``/<vehicle>/set_pose`` (geometry_msgs/PoseStamped in ``map``:
@@ -50,6 +53,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from dataclasses import fields, replace
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import Vector3Stamped
@@ -62,6 +66,7 @@ from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
 from aerial_sim.cdr import encode_clock
+from aerial_sim.environment.wind import WindField
 from aerial_sim.nodes._physics.inputs import VehicleChannel, Wakeup
 from aerial_sim.nodes._physics.lockstep import LockstepOutputs
 from aerial_sim.nodes._physics.params import PhysicsNodeParams
@@ -79,7 +84,7 @@ from aerial_sim.physics.world import RunControl
 from aerial_sim.vehicles.multirotor import load_vehicle
 from aerial_sim.vehicles.spawn import VehicleSpawn
 from aerial_sim.nodes.ros.frames import make_tf_broadcaster
-from aerial_sim.nodes.ros.parameters import declare_params
+from aerial_sim.nodes.ros.parameters import declare_params, reread_params
 from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
 from aerial_sim.nodes.ros.raw_take import take_raw, unspun_reader_node
 from aerial_sim.nodes.ros.run import run_node
@@ -111,6 +116,7 @@ class PhysicsNode(Node):
         self._world_edits: list = []
         serve(self, SetBool, "/physics/pause", self.on_pause)
         serve(self, Trigger, "/physics/reset", self.on_reset)
+        serve(self, Trigger, "/physics/restart", self.on_restart)
         serve(self, SetParametersAtomically, "/physics/add_vehicle", self.on_add_vehicle)
         self._adding: set[str] = set()  # names of vehicles added but not yet in the world
         self.create_subscription(Float64, "/physics/continue_for", self.on_continue_for, COMMAND_QOS)
@@ -217,6 +223,37 @@ class PhysicsNode(Node):
         result.reason = (f"{spawn.name} ({spawn.vehicle_type}) added at ({position[0]:.2f}, {position[1]:.2f}, "
                          f"{position[2]:.2f}) m, yaw {spawn.yaw:.3f} rad")
         self.get_logger().info(result.reason)
+        return response
+
+    def on_restart(self, request, response):
+        """A new run in this graph (``/physics/restart``): see the module doc. Parameters other than the
+        wind's that changed since the start shape the graph (scene, vehicles, rates): refused, relaunch."""
+        try:
+            params = reread_params(self, self.params).with_fleet()
+            same_shape = replace(params, wind_enu_m_s=self.params.wind_enu_m_s, wind=self.params.wind)
+            if same_shape != self.params:
+                changed = [f.name for f in fields(params) if getattr(same_shape, f.name) != getattr(self.params, f.name)]
+                raise ParamsError(f"{', '.join(changed)} changed: that needs a relaunch, not a restart")
+            wind_field = WindField(params.wind.field_params(params.wind_enu_m_s), len(params.vehicle_names))
+        except ParamsError as error:
+            self.get_logger().warning(f"restart refused: {error}")
+            response.success, response.message = False, str(error)
+            return response
+        self.params = params
+
+        def restart(world):
+            world.restart(wind_field)
+            self.periods_done = 0
+            if self.params.lockstep:
+                self._take_commands()  # answers to the run before's last state: dropped below
+            for vehicle in self.vehicles:
+                vehicle.pending_controls, vehicle.wrench = None, None
+            if self.lockstep_outputs is not None:
+                self.lockstep_outputs.restart()
+
+        self.edit_world(restart)
+        response.success, response.message = True, "a new run from t = 0"
+        self.get_logger().info(f"restart: a new run from t = 0, wind {tuple(params.wind_enu_m_s)} m/s")
         return response
 
     def on_wind(self, message: Vector3Stamped) -> None:

@@ -190,6 +190,15 @@ class LockstepGate:
         with self._lock:
             return topic in self._armed_since_ns
 
+    def restart(self) -> None:
+        """A new run from clock 0: the stamps seen so far are forgotten, and every participant read now
+        owes each due stamp from its first again, as one armed before a fresh run's first state does."""
+        with self._lock:
+            self._latest_ns.clear()
+            self._held_since.clear()
+            for topic in self._armed_since_ns:
+                self._armed_since_ns[topic] = -1
+
     def participants(self) -> list[Participant]:
         with self._lock:
             return list(self._participants.values())

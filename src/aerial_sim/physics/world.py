@@ -149,6 +149,22 @@ class PhysicsWorld:
             body.acceleration = body.reported_acceleration = (0.0, 0.0, 0.0)
         self.bodies[name] = body
 
+    def restart(self, wind_field: WindField | None = None) -> None:
+        """A new run in this world: simulated time back to 0, every vehicle back where it was added (at
+        rest, motors off, no external wrench or wind of its own), collisions not yet taken forgotten, and
+        the wind from ``wind_field`` (started over, :meth:`WindField.reset`) or, without one, the
+        environment's configured constant wind. Scene, colliders and vehicles stay: the world is then
+        in the state a freshly built one with the same parameters has, so the same inputs give the
+        same run bit for bit (a warm batch run, doc/batch.md)."""
+        self._steps = 0
+        for name in self._placements:
+            self.reset_vehicle(name)
+        self.take_collisions()
+        self.environment.wind_enu_m_s = tuple(float(v) for v in self.environment_params.wind_enu_m_s)
+        if wind_field is not None:
+            wind_field.reset()
+        self.set_wind_field(wind_field)
+
     def set_wind(self, wind_enu_m_s: Sequence[float]) -> None:
         """Constant wind (ENU, m/s) from now on (AirSim's ``simSetWind``); drag acts on the air-relative velocity."""
         wind = tuple(float(v) for v in wind_enu_m_s)

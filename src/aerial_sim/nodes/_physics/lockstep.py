@@ -78,8 +78,16 @@ class LockstepOutputs:
         node.create_timer(self.CONNECT_PERIOD_S, self.connect_pending)
 
     def observe(self, topic: str, stamp_ns: int) -> None:
+        if stamp_ns > self.node._clock_ns():
+            return  # made before a restart (see take_arrived)
         self.gate.observe(topic, stamp_ns)
         self.node.command_arrived.set()
+
+    def restart(self) -> None:
+        """A new run from clock 0 (``/physics/restart``, simulation thread): outputs still queued from the
+        run before are taken and dropped, and every participant owes its stamps from the first again."""
+        self.take_arrived()
+        self.gate.restart()
 
     def holdups(self, clock_ns: int):
         return self.gate.holdups(clock_ns)
@@ -230,4 +238,6 @@ class LockstepOutputs:
                     self.node.get_logger().warning(f"{topic}: {len(cdr)} bytes, too short for a header: dropped",
                                                    throttle_duration_sec=2.0)
                     continue
+                if stamp_ns > self.node._clock_ns():
+                    continue  # made before a restart: no output of this run is stamped after its clock
                 self.gate.observe(topic, stamp_ns)
