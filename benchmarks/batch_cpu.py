@@ -64,10 +64,10 @@ def process_name(cmdline: list[str]) -> str:
     text = " ".join(cmdline)
     if "aerial_sim.batch.postprocess" in text:
         return "post-processing"
-    if "aerial_sim.batch.guard" in text:
-        return "guard"
     if " launch " in f" {text} ":
-        return "launcher"
+        return "launcher"  # also while the parent-death guard has not yet exec'd it
+    if " batch " in f" {text} ":
+        return "batch driver"  # the sweep's own process (manifest, summary.png): not in the run's wait4 figure
     for part in cmdline:
         if "/lib/aerial_sim/" in part or part.startswith("aerial_sim.nodes."):
             return part.rsplit("/", 1)[-1].rsplit(".", 1)[-1]
@@ -120,8 +120,7 @@ class Sampler:
             except OSError:
                 continue
             cpu = (int(fields[11]) + int(fields[12])) / TICK
-            if pid not in self.names:
-                self.names[pid] = process_name([c.decode(errors="replace") for c in cmdline if c])
+            self.names[pid] = process_name([c.decode(errors="replace") for c in cmdline if c])
             name = self.names[pid]
             booked = "post-processing" if name == "post-processing" else phase
             self.spent[name][booked] += cpu - self.last.get(pid, 0.0)

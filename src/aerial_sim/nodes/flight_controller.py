@@ -112,29 +112,14 @@ class FlightControllerNode(Node):
     def __init__(self, **node_options):
         super().__init__("flight_controller", **node_options)
         self.params = params = declare_params(self, FlightControllerNodeParams)
-        vehicle = load_vehicle(params.vehicle)
-        self.fc = FlightSupervisor(params.supervisor_params(), params.controller, vehicle)
+        self.vehicle = vehicle = load_vehicle(params.vehicle)
         self.period_s = 1.0 / params.rate_hz
         namespace = self.get_namespace().strip("/")
         self.namespace = namespace
         self.body_frames = {"base_link", f"{namespace}/base_link"}
-
-        self._odom_state: VehicleState | None = None
-        self._odom_time = -math.inf
-        self.odometry_period = StatePeriodMonitor()
         self.warn_slow_odometry = ThrottledWarning(self, period_s=10.0)
-        self._imu: tuple | None = None
-        self._answered_time = -math.inf
-        self._stepped_time = -math.inf
-        self._pending_time: float | None = None
-        self._pending_due = True  # whether the client answers the pending stamp (is_setpoint_due)
-        self._pending_since = 0.0
-        self._gate = params.lockstep and params.lockstep_wait_for_client
-        self._client_stamp = -math.inf
-        self._service_release = False
-        self._early_setpoints: list[tuple[float, Callable[[], None]]] = []
-        self._last_diagnostics = -math.inf
         self._refused_at: dict[str, float] = {}
+        self._start_run()
 
         self.send_controls = motor_command_output(self, "motor_commands")
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS)
@@ -159,6 +144,26 @@ class FlightControllerNode(Node):
         self.get_logger().info(f"flight controller for '{vehicle.name}' ({self.fc.rotor_count} rotors), {pacing}, "
                                f"attitude from {params.attitude_source}")
 
+    def _start_run(self) -> None:
+        """The state of a run's start: a new supervisor (disarmed, no setpoint, integrators empty) and
+        no lockstep bookkeeping. At start-up, and when sim time goes back (:meth:`on_odom`)."""
+        params = self.params
+        self.fc = FlightSupervisor(params.supervisor_params(), params.controller, self.vehicle)
+        self._odom_state: VehicleState | None = None
+        self._odom_time = -math.inf
+        self.odometry_period = StatePeriodMonitor()
+        self._imu: tuple | None = None
+        self._answered_time = -math.inf
+        self._stepped_time = -math.inf
+        self._pending_time: float | None = None
+        self._pending_due = True  # whether the client answers the pending stamp (is_setpoint_due)
+        self._pending_since = 0.0
+        self._gate = params.lockstep and params.lockstep_wait_for_client
+        self._client_stamp = -math.inf
+        self._service_release = False
+        self._early_setpoints: list[tuple[float, Callable[[], None]]] = []
+        self._last_diagnostics = -math.inf
+
     # -- state in --------------------------------------------------------------
 
     def on_odom(self, odom) -> None:
@@ -166,6 +171,11 @@ class FlightControllerNode(Node):
         if truth is None:
             self.get_logger().warning(UNUSABLE_ODOMETRY, throttle_duration_sec=5)
             return
+        if odom.time_s < self._odom_time - STAMP_TOLERANCE_S:
+            # Sim time went back: /physics/restart began a new run in this graph (a warm batch run).
+            # It starts as under a freshly launched controller, so it repeats a cold run bit for bit.
+            self._start_run()
+            self.get_logger().info(f"sim time went back to {odom.time_s:.3f} s: a new run, controller as at start")
         orientation, rates = truth.orientation, truth.angular_velocity_body
         if self._imu is not None:
             orientation, rates = self._imu
