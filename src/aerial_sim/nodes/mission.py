@@ -40,14 +40,14 @@ from std_srvs.srv import SetBool, Trigger
 
 from aerial_sim import cdr
 from aerial_sim.cdr import OdometryFields
-from aerial_sim.config import require_non_negative, require_positive
+from aerial_sim.config import ParamsError, require_non_negative, require_positive
 from aerial_sim.control.geometry import quat_from_yaw, yaw_of
 from aerial_sim.control.mission import is_setpoint_due, load_mission, pattern_path, require_setpoint_rate
 from aerial_sim.control.track import TrackRecorder, compare_tracks, summary_text, write_plots
 from aerial_sim.control.trajectory import PathFollower, Trajectory
 from aerial_sim.physics.rotation import rotate
 from aerial_sim.nodes.ros.clocks import InputStampClock
-from aerial_sim.nodes.ros.parameters import declare_params, run_folder_parameter
+from aerial_sim.nodes.ros.parameters import declare_params, reread_params, run_folder_parameter
 from aerial_sim.nodes.ros.lockstep import participant_publisher
 from aerial_sim.nodes.ros.qos import COMMAND_QOS, LOCKSTEP_QOS, stream_qos
 from aerial_sim.nodes.ros.run import run_node
@@ -88,6 +88,10 @@ class MissionNodeParams:
     #: Lockstep: wall seconds the runner waits, with the clock held at the run's end, before it exits and
     #: so ends the launch: the last outputs of the graph (stamped up to that end) reach the recorder.
     drain_s: float = 0.5
+    #: End the node (and with ``on_exit: shutdown`` the launch) when the mission is done. False keeps it
+    #: for the next run in the same graph (a warm batch run): when sim time goes back (``/physics/restart``)
+    #: it flies a new run, with ``mission`` and ``output_dir`` as they are then (``ros2 param set``).
+    exit_when_done: bool = True
 
     def __post_init__(self):
         require_positive(self, "arrive_tolerance_m", "settle_speed_m_s", "wait_for_services_s", "land_timeout_s")
@@ -105,22 +109,8 @@ class MissionNode(Node):
         self.output_dir = run_folder_parameter(self.params.output_dir)
         self.namespace = self.get_namespace().strip("/")
         self.exit_code: int | None = None
-        self.recorder = TrackRecorder()
-        self.phase = "wait"
-        self.answered: str | None = None  # a service answer's phase, waiting for the next due stamp
-        self.phase_started = 0.0
-        self.pending = None  # an in-flight service call
-        self.deferred = None  # odometry that arrived while a call was in flight
-        self.last_stamp = -math.inf
-        self.last_due = -math.inf  # the last stamp answered (a re-sent one is answered again)
-        self.target = None
-        self.yaw = 0.0
-        self.path = None
-        self.follower = None
-        self.reference = None
-        self.disarmed_at: float | None = None  # sim time of the flight controller's disarm (its diagnostics stamp)
-        self.next_progress = 0.25
-        self.started_wall = time.monotonic()
+        self.run_number = 0
+        self._start_run()
 
         self.pose_pub = self.create_publisher(PoseStamped, "cmd_pose", COMMAND_QOS)
         self.vel_pub = self.create_publisher(TwistStamped, "cmd_vel", COMMAND_QOS)
@@ -140,6 +130,42 @@ class MissionNode(Node):
             f"takeoff to {m.takeoff_altitude_m:g} m; waiting for the flight controller"
         )
 
+    def _start_run(self) -> None:
+        """The state of a mission's start: at start-up, and for each new run in the same graph."""
+        self.run_number += 1
+        self.finished = False
+        self.recorder = TrackRecorder()
+        self.phase = "wait"
+        self.answered: str | None = None  # a service answer's phase, waiting for the next due stamp
+        self.phase_started = 0.0
+        self.pending = None  # an in-flight service call
+        self.deferred = None  # odometry that arrived while a call was in flight
+        self.last_stamp = -math.inf
+        self.last_due = -math.inf  # the last stamp answered (a re-sent one is answered again)
+        self.target = None
+        self.yaw = 0.0
+        self.path = None
+        self.follower = None
+        self.reference = None
+        self.disarmed_at: float | None = None  # sim time of the flight controller's disarm (its diagnostics stamp)
+        self.next_progress = 0.25
+        self.started_wall = time.monotonic()
+
+    def _restart(self, stamp: float) -> bool:
+        """Sim time went back to ``stamp`` (``/physics/restart``): a new run with the ``mission`` and
+        ``output_dir`` parameters as they are now; false (and one line) when they are unusable."""
+        try:
+            params = reread_params(self, self.params)
+            mission, output_dir = load_mission(params.mission), run_folder_parameter(params.output_dir)
+        except (ParamsError, OSError, ValueError) as error:
+            self.get_logger().error(f"new run refused: {error}", throttle_duration_sec=5.0)
+            return False
+        self.params, self.mission, self.output_dir = params, mission, output_dir
+        self._start_run()
+        self.get_logger().info(f"sim time went back to {stamp:.3f} s: run {self.run_number}, mission '{mission.name}', "
+                               f"results in {output_dir}")
+        return True
+
     @property
     def done(self) -> bool:
         """The mission has finished (landed or failed); :func:`run_node` then stops spinning."""
@@ -149,9 +175,11 @@ class MissionNode(Node):
 
     def on_odom(self, odom: OdometryFields) -> None:
         stamp = odom.time_s
+        if stamp < self.last_stamp - 1e-6 and self.exit_code is None and not self._restart(stamp):
+            return
         # Lockstep re-sends while it waits for us (an answer not yet in effect counts as out of "wait").
         repeated = stamp == self.last_stamp and self.phase == "wait" and self.answered is None
-        if (stamp <= self.last_stamp and not repeated) or self.exit_code is not None:
+        if (stamp <= self.last_stamp and not repeated) or self.exit_code is not None or self.finished:
             return
         due = is_setpoint_due(stamp, self.last_stamp, self.params.setpoint_rate_hz) or stamp == self.last_due
         self.last_stamp = stamp
@@ -169,7 +197,7 @@ class MissionNode(Node):
             self.deferred = sample  # one request per step: act on it when the service answers
         else:
             self.act(sample)
-        if self.progress is not None and self.exit_code is None:  # none once finished: the clock stops
+        if self.progress is not None and not self.finished:  # none once finished: the clock stops
             header = Header()
             header.stamp = to_stamp(stamp)
             self.progress.publish(header)
@@ -259,8 +287,11 @@ class MissionNode(Node):
         self.get_logger().info(f"[{stamp:7.2f} s] calling {name}")
         future = client.call_async(request)
         self.pending, self.deferred, self.answered = name, None, None
+        run = self.run_number
 
         def done(result_future):
+            if run != self.run_number:
+                return  # answers a call of the run before a restart
             self.pending = None
             # The phase an answer starts takes effect at the first due stamp after the call, whenever
             # the answer arrives: the samples' phase labels (track.csv) repeat from run to run.
@@ -319,8 +350,9 @@ class MissionNode(Node):
                     self.disarmed_at = from_stamp(message.header.stamp)
 
     def finish(self, code: int, why: str) -> None:
-        if self.exit_code is not None:
+        if self.exit_code is not None or self.finished:
             return
+        self.finished = True
         self.phase = "done"
         log = self.get_logger().info if code == 0 else self.get_logger().error
         log(why)
@@ -329,7 +361,8 @@ class MissionNode(Node):
         except Exception as error:  # results are a courtesy; report, do not mask the mission's outcome
             self.get_logger().error(f"could not write the results: {error}")
             code = code or 1
-        self.exit_code = code
+        if self.params.exit_when_done:
+            self.exit_code = code
         if self.progress is not None:
             time.sleep(self.params.drain_s)  # the clock is held: let the last outputs reach the recorder
 

@@ -1,0 +1,79 @@
+"""A warm run: the whole lockstep graph (physics, IMU, barometer, magnetometer, GPS, flight controller,
+mission) launched once flies a mission, then flies it again after ``/physics/restart`` without a
+relaunch; the second run's track and metrics equal the first's bit for bit. The mission keeps its
+node for the next run (``exit_when_done: false``) and writes it to the ``output_dir`` set in between."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import requires_ros, spin_until
+
+pytestmark = [requires_ros, pytest.mark.ros]
+
+#: A hop shorter than config/missions/hop_1m.yaml (test_batch_runs.py's): disarmed at about 4.9 s of sim time.
+SHORT_HOP = """name: short_hop
+takeoff_altitude_m: 0.4
+pattern: square
+size_m: 0.2
+speed_m_s: 1.0
+acceleration_m_s2: 2.0
+hold_s: 0.0
+land: true
+"""
+
+
+def call(ros_node, service_type, name: str, request):
+    client = ros_node.create_client(service_type, name)
+    try:
+        assert client.wait_for_service(timeout_sec=30), f"{name} not served"
+        future = client.call_async(request)
+        assert spin_until(ros_node, future.done, timeout_s=30), f"{name} not answered"
+        return future.result()
+    finally:
+        ros_node.destroy_client(client)
+
+
+def wait_for(path: Path, graph, timeout_s: float = 240.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not path.is_file():
+        assert graph.alive(), graph.output()[-3000:]
+        assert time.monotonic() < deadline, f"no {path} after {timeout_s:g} s:\n{graph.output()[-3000:]}"
+        time.sleep(0.2)
+    time.sleep(0.3)  # metrics.json is the last file the mission writes
+
+
+def test_a_warm_run_repeats_the_cold_run(launch, ros_node, tmp_path):
+    from rcl_interfaces.srv import SetParameters
+    from rclpy.parameter import Parameter
+    from std_srvs.srv import SetBool, Trigger
+
+    from aerial_sim.batch.nodeparams import write_params_file
+
+    mission = tmp_path / "short_hop.yaml"
+    mission.write_text(SHORT_HOP)
+    params = write_params_file({"mission": {"exit_when_done": False, "write_plots": False}}, tmp_path / "params.yaml")
+    cold, warm = tmp_path / "cold", tmp_path / "warm"
+    graph = launch("sim.launch.yaml", "scene:=empty", f"mission:={mission}", "use_camera:=false", "record:=false",
+                   "viewer:=false", "airsim_api:=false", "use_scene_markers:=false", "lockstep:=true",
+                   f"run_dir:={cold}", "--params-file", str(params))
+    wait_for(cold / "metrics.json", graph)
+
+    assert call(ros_node, SetBool, "/physics/pause", SetBool.Request(data=True)).success
+    spin_until(ros_node, lambda: False, timeout_s=0.5)  # the graph's last answers go out
+    output_dir = SetParameters.Request(parameters=[Parameter("output_dir", value=str(warm)).to_parameter_msg()])
+    assert call(ros_node, SetParameters, "/drone1/mission/set_parameters", output_dir).results[0].successful
+    began = time.monotonic()
+    restarted = call(ros_node, Trigger, "/physics/restart", Trigger.Request())
+    assert restarted.success, restarted.message
+    assert call(ros_node, SetBool, "/physics/pause", SetBool.Request(data=False)).success
+    overhead_s = time.monotonic() - began
+    wait_for(warm / "metrics.json", graph)
+
+    assert (warm / "track.csv").read_bytes() == (cold / "track.csv").read_bytes()
+    assert (warm / "metrics.json").read_text() == (cold / "metrics.json").read_text()
+    assert overhead_s < 5.0  # two service calls, on a loaded machine
+    assert graph.alive()  # nobody ended the launch: the graph waits for the next run
