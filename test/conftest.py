@@ -36,6 +36,9 @@ os.environ["ROS_DOMAIN_ID"] = str(private_domain_id())
 #: A second private domain, for a test that runs two graphs side by side (above both ranges above).
 SECOND_DOMAIN_ID = private_domain_id() + 101
 os.environ.setdefault("AERIAL_SIM_DOMAIN_RANGE", "51-101")  # batch runs never share a test's domain
+# Every graph a test launches is one graph: their lockstep announcements are signed with one key (each
+# `aerial_sim launch` would otherwise draw its own, and refuse another launch's nodes: doc/reliability.md).
+os.environ.setdefault("AERIAL_SIM_LOCKSTEP_KEY", os.urandom(16).hex())
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("AERIAL_SIM_SHARE", str(REPO))
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH", "")) if p)
@@ -94,10 +97,13 @@ def spin_until(node, condition, timeout_s: float, period_s: float = 0.01) -> boo
 class LaunchedGraph:
     """A running ``aerial_sim launch`` process group (see the ``launch`` fixture)."""
 
-    def __init__(self, launch_file: str, args: list[str], log_path: Path, domain_id: int | None = None):
+    def __init__(self, launch_file: str, args: list[str], log_path: Path, domain_id: int | None = None,
+                 environment: dict[str, str] | None = None):
         self.log_path = log_path
         self._log = open(log_path, "w")
-        environment = None if domain_id is None else {**os.environ, "ROS_DOMAIN_ID": str(domain_id)}
+        environment = {**os.environ, **(environment or {})}
+        if domain_id is not None:
+            environment["ROS_DOMAIN_ID"] = str(domain_id)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "aerial_sim", "launch", launch_file, *args],
             stdout=self._log,
@@ -132,11 +138,13 @@ class LaunchedGraph:
 def launch(tmp_path):
     """Start launch files as separate processes: ``graph = launch('sim.launch.yaml', 'gui:=false')``.
 
-    ``domain_id=SECOND_DOMAIN_ID`` runs a graph beside the test's own without seeing it."""
+    ``domain_id=SECOND_DOMAIN_ID`` runs a graph beside the test's own without seeing it; ``environment``
+    adds to (or overrides) the test's environment."""
     graphs: list[LaunchedGraph] = []
 
-    def start(launch_file: str, *args: str, domain_id: int | None = None) -> LaunchedGraph:
-        graph = LaunchedGraph(launch_file, list(args), tmp_path / f"launch_{len(graphs)}.log", domain_id)
+    def start(launch_file: str, *args: str, domain_id: int | None = None,
+              environment: dict[str, str] | None = None) -> LaunchedGraph:
+        graph = LaunchedGraph(launch_file, list(args), tmp_path / f"launch_{len(graphs)}.log", domain_id, environment)
         graphs.append(graph)
         return graph
 

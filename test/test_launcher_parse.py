@@ -193,11 +193,18 @@ def test_parameter_values_are_typed_like_launch_ros():
 
 def test_children_get_the_launch_environment_as_ros2_launch_passes_it():
     """Nothing is added that ros2 launch would not add (discovery range, PYTHONUNBUFFERED, ROS_LOG_DIR):
-    the same environment behaves the same under both launchers. Our own nodes learn the launcher's pid."""
+    the same environment behaves the same under both launchers. Our own nodes learn the launcher's pid and
+    the launch's lockstep key: one per launch, the environment's own where it names one."""
     environment = {"PATH": "/bin", "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET"}
     assert child_environment(ProcessSpec(executable="x", environment=environment)) == environment
     ours = child_environment(ProcessSpec(executable="imu", package="aerial_sim", environment=environment))
-    assert ours == {**environment, "AERIAL_SIM_LAUNCHER_PID": str(os.getpid())}
+    key = ours.pop("AERIAL_SIM_LOCKSTEP_KEY")
+    assert ours == {**environment, "AERIAL_SIM_LAUNCHER_PID": str(os.getpid())} and len(key) == 32
+    assert child_environment(ProcessSpec(executable="gps", package="aerial_sim", environment=environment)
+                             )["AERIAL_SIM_LOCKSTEP_KEY"] == key  # the same for every node of the launch
+    given = {**environment, "AERIAL_SIM_LOCKSTEP_KEY": ""}
+    assert child_environment(ProcessSpec(executable="imu", package="aerial_sim", environment=given)
+                             )["AERIAL_SIM_LOCKSTEP_KEY"] == ""
 
 
 @pytest.mark.parametrize("exported, expected", [(None, "LOCALHOST"), ("SUBNET", "SUBNET")])

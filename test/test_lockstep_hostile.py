@@ -1,5 +1,6 @@
 """Lockstep announcements cannot freeze the clock (issue 32): forged entries on /lockstep/participants
-against a lockstep physics node and flight controller, in their own processes."""
+against a lockstep physics node and flight controller, in their own processes: without the launch's
+key (every rule that holds for any announcer), and with it (only the launch's own nodes may announce)."""
 
 from __future__ import annotations
 
@@ -26,9 +27,11 @@ def test_forged_participant_entries_leave_the_clock_running_with_an_error(launch
 
     params = tmp_path / "physics.yaml"
     params.write_text(f"/**/physics:\n  ros__parameters:\n    lockstep_timeout_s: {TIMEOUT_S}\n")
+    # Without the launch's key (ros2 launch without it): the rules that hold for any announcer.
+    unsigned = {"AERIAL_SIM_LOCKSTEP_KEY": ""}
     physics = launch("physics.launch.yaml", "lockstep:=true", "--params-file", str(params),
-                     "lockstep_participants:=/drone1/ground_truth/odom@50")
-    control = launch("control.launch.yaml", "lockstep:=true")
+                     "lockstep_participants:=/drone1/ground_truth/odom@50", environment=unsigned)
+    control = launch("control.launch.yaml", "lockstep:=true", environment=unsigned)
     clock = []
     errors = []
     ros_node.create_subscription(Clock, "/clock", lambda m: clock.append(m.clock.sec + m.clock.nanosec * 1e-9), 10)
@@ -63,3 +66,72 @@ def test_forged_participant_entries_leave_the_clock_running_with_an_error(launch
     assert "no longer waiting for /ghost/left_behind" in log and "has left the graph" in log, log
     assert physics.alive() and control.alive()
 
+
+
+def test_with_the_launch_key_a_forger_that_publishes_its_topic_never_holds_the_clock(launch, ros_node, tmp_path):
+    """A node outside the launch announces a topic it publishes itself (stale stamps: without the key it
+    would hold the clock for lockstep_timeout_s, then be dropped), unsigned, signed with another key, and
+    with a signature replayed from another node: each refused at once; the clock never stops. A node
+    with the key (this test's, the one its graphs share) is taken."""
+    import os
+
+    from rclpy.node import Node
+    from rosgraph_msgs.msg import Clock
+    from std_msgs.msg import Header, String
+
+    from aerial_sim.nodes.ros.lockstep import LOCKSTEP_PARTICIPANTS_TOPIC, announce_lockstep_participant
+    from aerial_sim.nodes.ros.qos import LATCHED_QOS, LOCKSTEP_QOS
+    from aerial_sim.physics.lockstep import parse_key, sign_entry
+
+    key = parse_key(os.environ["AERIAL_SIM_LOCKSTEP_KEY"])
+    params = tmp_path / "physics.yaml"
+    params.write_text(f"/**/physics:\n  ros__parameters:\n    lockstep_timeout_s: {TIMEOUT_S}\n")
+    physics = launch("physics.launch.yaml", "lockstep:=true", "--params-file", str(params))
+    control = launch("control.launch.yaml", "lockstep:=true")
+    arrivals = []  # (wall s, sim s)
+    ros_node.create_subscription(Clock, "/clock", lambda m: arrivals.append(
+        (time.monotonic(), m.clock.sec + m.clock.nanosec * 1e-9)), 10)
+    assert spin_until(ros_node, lambda: arrivals and arrivals[-1][1] > 0.5, 40.0), physics.output() + control.output()
+
+    forger = Node("forger", context=ros_node.context)
+    stale = forger.create_publisher(Header, "/forger/progress", LOCKSTEP_QOS)
+    forger.create_timer(0.01, lambda: stale.publish(Header()))  # stamp 0, for ever
+    announcements = forger.create_publisher(String, LOCKSTEP_PARTICIPANTS_TOPIC, LATCHED_QOS)
+    entry = "/forger/progress@250:0:0"
+    for text in (entry,                                          # unsigned
+                 sign_entry(entry, "/forger", b"another launch's key"),
+                 sign_entry(entry, "/drone1/flight_controller", key)):  # replayed from another node
+        announcements.publish(String(data=text))
+    signer = Node("signer", context=ros_node.context)  # a node of the launch: it has the key
+    progress = signer.create_publisher(Header, "/signer/progress", LOCKSTEP_QOS)
+    signed = announce_lockstep_participant(signer, "/signer/progress", 50.0)
+    executor_nodes = (forger, signer)
+
+    def spin_all(condition, timeout_s):
+        import rclpy
+
+        executor = rclpy.executors.SingleThreadedExecutor(context=ros_node.context)
+        for node in (ros_node, *executor_nodes):
+            executor.add_node(node)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and not condition():
+            if arrivals:  # the signer keeps up with the clock, as a participant does
+                message = Header()
+                message.stamp.sec, message.stamp.nanosec = divmod(int(arrivals[-1][1] * 1e9), 1_000_000_000)
+                progress.publish(message)
+            executor.spin_once(timeout_sec=0.005)
+        return condition()
+
+    started = len(arrivals)
+    moved = spin_all(lambda: arrivals[-1][1] > arrivals[started - 1][1] + 1.5, TIMEOUT_S + 40.0)
+    log = physics.output()
+    assert moved, log[-3000:]
+    assert "lockstep: waiting for /signer/progress@50" in log and "announced by /signer" in log, log[-3000:]
+    refusals = [line for line in log.splitlines() if "is not signed with this launch's AERIAL_SIM_LOCKSTEP_KEY" in line]
+    assert len(refusals) == 1 and "/forger/progress@250" in refusals[0], log[-3000:]  # each refusal once
+    assert "participant dropped" not in log and "waiting for /forger" not in log, log[-3000:]
+    # Never held: no gap in /clock near the forger's timeout (the signer is waited for only a period at a time).
+    gaps = [b[0] - a[0] for a, b in zip(arrivals[started - 1:], arrivals[started:])]
+    assert max(gaps) < TIMEOUT_S - 1.0, max(gaps)
+    del signed
+    assert physics.alive() and control.alive()

@@ -92,3 +92,22 @@ def test_a_participant_silent_past_the_timeout_is_overdue_but_a_slow_one_is_not(
     gate.observe("/silent", clock)
     gate.observe("/slow", clock)
     assert gate.overdue(clock, 20.0, 5.0) == [] and gate.holdups(clock) == []
+
+
+def test_a_signed_entry_matches_only_its_own_announcer_and_key():
+    """Issue 32: an announcement is signed with the launch's key over the entry and the announcing
+    node's name; another key, another node (a replay from another publisher), another entry, or no
+    signature at all do not match."""
+    from aerial_sim.physics.lockstep import parse_key, sign_entry, signature_matches, split_signature
+
+    key = parse_key("00112233445566778899aabbccddeeff")
+    entry = "/drone1/imu/data@200:0:0"
+    signed = sign_entry(entry, "/drone1/imu", key)
+    text, signature = split_signature(signed)
+    assert text == entry and Participant.parse(text).topic == "/drone1/imu/data"
+    assert signature_matches(entry, signature, "/drone1/imu", key)
+    assert not signature_matches(entry, signature, "/forger", key)
+    assert not signature_matches(entry, signature, "/drone1/imu", parse_key("another key"))
+    assert not signature_matches("/drone1/imu/data@0.0001:0:0", signature, "/drone1/imu", key)
+    assert not signature_matches(entry, split_signature(entry)[1], "/drone1/imu", key)  # unsigned
+    assert sign_entry(entry, "/drone1/imu", parse_key("")) == entry  # no key: the bare entry

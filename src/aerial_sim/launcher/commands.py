@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import secrets
 import sys
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -33,6 +34,10 @@ from aerial_sim.paths import PACKAGE_NAME
 
 #: Kept equal to aerial_sim.nodes.ros.process.LAUNCHER_PID_VARIABLE (that module imports rclpy's side).
 LAUNCHER_PID_VARIABLE = "AERIAL_SIM_LAUNCHER_PID"
+#: Kept equal to aerial_sim.physics.lockstep.KEY_VARIABLE: the launch's key for lockstep announcements.
+LOCKSTEP_KEY_VARIABLE = "AERIAL_SIM_LOCKSTEP_KEY"
+#: This launch's lockstep key (:func:`child_environment`).
+_LAUNCH_KEY = secrets.token_hex(16)
 
 
 def resolve_executable(spec: ProcessSpec, environ: Mapping[str, str]) -> list[str]:
@@ -112,11 +117,15 @@ def child_environment(spec: ProcessSpec) -> dict[str, str]:
     PYTHONUNBUFFERED, no ROS_LOG_DIR: both launchers behave the same in the same
     environment), except that aerial_sim nodes learn the launcher's pid
     (:data:`LAUNCHER_PID_VARIABLE`), to exit if it died before they could ask for
-    its death signal.
+    its death signal, and the launch's lockstep key (:data:`LOCKSTEP_KEY_VARIABLE`, doc/reliability.md).
     """
     environment = dict(spec.environment)
     if spec.package == PACKAGE_NAME:
         environment[LAUNCHER_PID_VARIABLE] = str(os.getpid())
+        # Only nodes of this launch may announce lockstep participants (aerial_sim.physics.lockstep):
+        # one random key per launch, unless the environment names one (graphs of several launches
+        # share it; empty: announcements unsigned, as under ros2 launch without it).
+        environment.setdefault(LOCKSTEP_KEY_VARIABLE, _LAUNCH_KEY)
     return environment
 
 

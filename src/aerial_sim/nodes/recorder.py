@@ -48,7 +48,7 @@ from std_msgs.msg import Header, String
 
 from aerial_sim.cdr import cdr_header_stamp_ns
 from aerial_sim.config import ParamsError
-from aerial_sim.physics.lockstep import Participant
+from aerial_sim.physics.lockstep import Participant, split_signature
 from aerial_sim.recording.bag import WALL_CLOCK_FILE, BagWriter, qos_profile_dict
 from aerial_sim.recording.digest import STAMP_FIRST_TYPES
 from aerial_sim.recording.msgdefs import UnknownMessageType, message_definition
@@ -389,7 +389,7 @@ class Recorder(Node):
 
     def _on_participant(self, message: String) -> None:
         try:
-            self._participant_topics.add(Participant.parse(message.data).topic)
+            self._participant_topics.add(Participant.parse(split_signature(message.data)[0]).topic)
         except ParamsError:
             pass  # the physics node reports a bad entry; nothing to wait for here
 

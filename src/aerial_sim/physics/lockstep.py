@@ -30,6 +30,15 @@ the clock without a new output for ``timeout_s`` of wall time is dropped
 (:meth:`LockstepGate.overdue`): the physics node reports it as an ERROR, and the clock
 goes on without it (a batch counts such a run as failed: :data:`DROPPED_MARKER`).
 
+Only nodes of this launch may announce (issue 32): ``aerial_sim launch`` gives its processes a
+random key (:data:`KEY_VARIABLE`, one per launch unless the environment already names one), and an
+announcement carries ``#`` and an HMAC-SHA256 of the entry and the announcing node's name under that
+key (:func:`sign_entry`). A physics node that has the key takes only entries whose signature matches
+the announcer's name as the graph gives it (:func:`signature_matches`): a node outside the launch,
+even one that publishes the topic it announces, is refused at once, and a signed entry replayed
+from another node's publisher does not match that node's name. Without a key (``ros2 launch``
+without the variable, or the variable set empty) the rules above are the whole defence.
+
 Entries are written ``TOPIC@RATE_HZ[:FIRST_S[:LAG_S]]`` (``/drone1/imu/data@200``,
 ``/drone1/gps/fix@50:0.2``), the same text in the physics node's ``lockstep_participants``
 parameter and in what a node announces on ``/lockstep/participants``.
@@ -37,6 +46,8 @@ parameter and in what a node announces on ``/lockstep/participants``.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import math
 import re
 import threading
@@ -54,6 +65,11 @@ MAX_OFFSET_S = 1e6
 MAX_TOPIC_CHARS = 256
 #: Start of the physics node's ERROR line when it drops a participant (``aerial_sim batch`` fails such a run).
 DROPPED_MARKER = "lockstep: participant dropped"
+
+#: Environment variable holding the launch's lockstep key (hex); empty: announcements are not signed.
+KEY_VARIABLE = "AERIAL_SIM_LOCKSTEP_KEY"
+#: What separates an announced entry from its signature.
+SIGNATURE_SEPARATOR = "#"
 
 _TOPIC = re.compile(r"^/[A-Za-z0-9_/~]+$")
 
@@ -240,3 +256,31 @@ class LockstepGate:
                     held.append(Holdup(participant, awaited, latest))
             return held
 
+
+
+def entry_signature(entry: str, node_name: str, key: bytes) -> str:
+    """HMAC-SHA256 (hex, 128 bits) of ``node_name`` and ``entry`` under ``key``."""
+    return hmac.new(key, f"{node_name}\n{entry}".encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def sign_entry(entry: str, node_name: str, key: bytes | None) -> str:
+    """The announcement of ``entry`` by node ``node_name`` (``/ns/name``): ``ENTRY#SIGNATURE``, or the
+    bare entry without a key."""
+    return f"{entry}{SIGNATURE_SEPARATOR}{entry_signature(entry, node_name, key)}" if key else entry
+
+
+def split_signature(text: str) -> tuple[str, str]:
+    """``ENTRY#SIGNATURE`` -> (entry, signature); an unsigned text gives an empty signature."""
+    entry, _, signature = text.partition(SIGNATURE_SEPARATOR)
+    return entry, signature.strip()
+
+
+def signature_matches(entry: str, signature: str, node_name: str, key: bytes) -> bool:
+    """True when ``signature`` is ``entry``'s under ``key`` as announced by ``node_name`` (constant time)."""
+    return hmac.compare_digest(signature.encode(), entry_signature(entry, node_name, key).encode())
+
+
+def parse_key(text: str | None) -> bytes | None:
+    """The key in :data:`KEY_VARIABLE`'s text (any non-empty text is a key; hex is what launch writes)."""
+    text = (text or "").strip()
+    return text.encode() if text else None

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import time
 from typing import TYPE_CHECKING
 
@@ -12,8 +13,9 @@ from std_msgs.msg import String
 
 from aerial_sim.cdr import cdr_header_stamp_ns
 from aerial_sim.config import ParamsError
-from aerial_sim.physics.lockstep import (DROPPED_MARKER, Holdup, LockstepGate, Participant,
-                                         parse_participants, shorten)
+from aerial_sim.physics.lockstep import (DROPPED_MARKER, KEY_VARIABLE, Holdup, LockstepGate, Participant,
+                                         parse_key, parse_participants, shorten, signature_matches,
+                                         split_signature)
 from aerial_sim.nodes.ros.lockstep import LOCKSTEP_ANNOUNCEMENTS_QOS, LOCKSTEP_PARTICIPANTS_TOPIC
 from aerial_sim.nodes.ros.raw_take import not_called, take_raw, unspun_reader_node
 
@@ -44,7 +46,10 @@ class LockstepOutputs:
     replace another's; it expires when that announcer leaves the graph; once its topic has
     publishers, the announcer's process must be among them (``/clock@250`` from anyone but the
     physics node is refused); and a participant silent for ``lockstep_timeout_s`` is dropped with an
-    ERROR (:meth:`drop_overdue`).
+    ERROR (:meth:`drop_overdue`). With the launch's key in its environment (``aerial_sim launch``
+    gives one), an entry is taken only when it is signed by the node the graph names as its
+    announcer (:func:`aerial_sim.physics.lockstep.signature_matches`): one from outside the launch is
+    refused at once, before it can hold the clock at all.
     """
 
     #: Graph rounds (CONNECT_PERIOD_S each) an announcer may be missing before its entries expire:
@@ -52,6 +57,10 @@ class LockstepOutputs:
     ABSENT_ROUNDS = 3
     #: Distinct refused entries logged (each once); past this many, refusals are silent.
     MAX_REFUSALS_LOGGED = 100
+    #: Graph rounds an announcement waits for discovery to name its announcer (its signature needs the name).
+    UNNAMED_ROUNDS = 25
+    #: Announcements kept waiting for their announcer's name at most (a flood is refused beyond it).
+    MAX_UNNAMED = 200
 
     #: How often topics not yet in the graph are looked for (wall s).
     CONNECT_PERIOD_S = 0.2
@@ -71,6 +80,13 @@ class LockstepOutputs:
         #: Announced topic -> (announcing publisher's GID, rounds it has been missing from the graph).
         self.announcers: dict[str, list] = {}
         self.refused: set[str] = set()
+        #: The launch's key: only entries signed with it by their announcer are taken (None: unsigned ones too).
+        self.key = parse_key(os.environ.get(KEY_VARIABLE))
+        #: Signed announcements whose announcer discovery has not named yet: [message, info, rounds left].
+        self.unnamed: list[list] = []
+        if self.key is None:
+            node.get_logger().info(f"lockstep: no {KEY_VARIABLE} in the environment, so any node on this ROS domain "
+                                   "may announce participants (aerial_sim launch gives its nodes one)")
         # Read with the announcer's GID (the message info), taken on the graph timer: the events
         # executor fails ("null argument to internal routine") on a callback that asks for the info.
         self.announcements = self.reader.create_subscription(String, LOCKSTEP_PARTICIPANTS_TOPIC, not_called,
@@ -102,7 +118,11 @@ class LockstepOutputs:
             else " [no publisher in the graph yet]"
 
     def take_announcements(self) -> None:
-        """Handle every announcement that has arrived (executor thread)."""
+        """Handle every announcement that has arrived, and those that waited for their announcer's
+        name (executor thread)."""
+        waiting, self.unnamed = self.unnamed, []
+        for message, info, rounds in waiting:
+            self.on_announcement(message, info, rounds - 1)
         while True:
             try:
                 with self.announcements.handle:
@@ -114,11 +134,20 @@ class LockstepOutputs:
             message, info = taken
             self.on_announcement(message, info)
 
-    def on_announcement(self, message: String, info: dict) -> None:
+    def on_announcement(self, message: String, info: dict, rounds: int = UNNAMED_ROUNDS) -> None:
         gid = bytes((info or {}).get("publisher_gid", {}).get("data", b""))
+        entry, signature = split_signature(message.data)
         try:
-            participant = Participant.parse(message.data)
-            owner = self.announcer_name(gid)
+            participant = Participant.parse(entry)
+            node_name = self.announcer_node(gid)
+            owner = self.describe_announcer(node_name, gid)
+            if self.key is not None:
+                if node_name is None and rounds > 0 and len(self.unnamed) < self.MAX_UNNAMED:
+                    self.unnamed.append([message, info, rounds])  # its name comes with discovery
+                    return
+                if node_name is None or not signature_matches(entry, signature, node_name, self.key):
+                    raise ParamsError(f"{shorten(entry)} from {owner} is not signed with this launch's "
+                                      f"{KEY_VARIABLE}: only nodes of this launch may announce")
             changed = self.gate.add(participant, owner)
         except ParamsError as error:  # EntryRefused among them
             text = str(error)
@@ -131,12 +160,17 @@ class LockstepOutputs:
             self.node.get_logger().info(f"lockstep: waiting for {participant.text()} (announced by {owner}) from "
                                         f"t = {self.node.world.time_s:.3f} s")
 
-    def announcer_name(self, gid: bytes) -> str:
-        """The announcing node, ``/namespace/name (process <GUID prefix>)``, from the graph."""
+    def announcer_node(self, gid: bytes) -> str | None:
+        """The announcing node's ``/namespace/name`` from the graph (None while discovery has not named it)."""
         for info in self.node.get_publishers_info_by_topic(LOCKSTEP_PARTICIPANTS_TOPIC):
-            if bytes(info.endpoint_gid) == gid:
-                return f"{info.node_namespace.rstrip('/')}/{info.node_name} (process {gid[:12].hex()})"
-        return f"an unnamed node (process {gid[:12].hex()})"
+            if bytes(info.endpoint_gid) == gid and not info.node_name.endswith("_NODE_NAME_UNKNOWN_"):
+                return f"{info.node_namespace.rstrip('/')}/{info.node_name}"
+        return None
+
+    @staticmethod
+    def describe_announcer(node_name: str | None, gid: bytes) -> str:
+        """``/namespace/name (process <GUID prefix>)``, the owner of the entries it announced."""
+        return f"{node_name or 'an unnamed node'} (process {gid[:12].hex()})"
 
     def expire_and_verify(self) -> None:
         """Drop the entries whose announcer has left the graph, and those whose topic is published

@@ -4,6 +4,7 @@ The physics node's side is :mod:`aerial_sim.nodes.physics`; the rules are :mod:`
 
 from __future__ import annotations
 
+import os
 import time
 
 import rclpy.clock
@@ -26,15 +27,17 @@ LOCKSTEP_ANNOUNCEMENTS_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1
 def announce_lockstep_participant(node: Node, topic: str, rate_hz: float, first_s: float = 0.0, lag_s: float = 0.0):
     """Tell a lockstep physics node to wait for ``topic`` (relative names resolve in the node's
     namespace): an entry ``TOPIC@RATE_HZ:FIRST_S:LAG_S`` on ``/lockstep/participants``
-    (:mod:`aerial_sim.physics.lockstep` says what the fields mean). Latched, so a physics node
-    that starts later still hears it. Returns the publisher (keep it alive with the node)."""
+    (:mod:`aerial_sim.physics.lockstep` says what the fields mean), signed with the launch's key
+    where the environment has one. Latched, so a physics node that starts later still hears it. Returns the publisher (keep it alive with the node)."""
     from std_msgs.msg import String  # noqa: PLC0415 - only lockstep nodes need it
 
-    from aerial_sim.physics.lockstep import Participant  # noqa: PLC0415
+    from aerial_sim.physics.lockstep import KEY_VARIABLE, Participant, parse_key, sign_entry  # noqa: PLC0415
 
     entry = Participant(node.resolve_topic_name(topic), rate_hz, first_s, lag_s).text()
     publisher = node.create_publisher(String, LOCKSTEP_PARTICIPANTS_TOPIC, LATCHED_QOS)
-    publisher.publish(String(data=entry))
+    # Signed with the launch's key, where it has one: only nodes of this launch may announce.
+    key = parse_key(os.environ.get(KEY_VARIABLE))
+    publisher.publish(String(data=sign_entry(entry, node.get_fully_qualified_name(), key)))
     node.get_logger().info(f"lockstep participant: {entry}")
     return publisher
 
