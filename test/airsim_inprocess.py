@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 
+from aerial_sim.airsim.settings import spawn_poses
 from aerial_sim.airsim.graph import KinematicsReading, RotorReading, ServiceAnswer, SimClock
 from aerial_sim.control.controller import ControllerParams, VehicleState
 from aerial_sim.control.supervisor import CommandRejected, FlightSupervisor, SupervisorParams
@@ -99,11 +100,15 @@ class InProcessVehicle:
 class InProcessGraph:
     """Physics + one flight supervisor per vehicle, stepped by :meth:`run` (start it as a task)."""
 
-    def __init__(self, vehicles=(("drone1", "quad_x"),), yaw: float = 0.0):
+    def __init__(self, vehicles=(("drone1", "quad_x"),), yaw: float = 0.0, settings=None):
+        """``settings``: an AirSim settings file's spawn poses, applied as the physics node applies them."""
         self.world = PhysicsWorld()
         self.vehicles = {}
-        for name, kind in vehicles:
-            self.world.add_vehicle(name, load_vehicle(kind), yaw=yaw)
+        positions, yaws = [(0.0, 0.0, 0.0)] * len(vehicles), [yaw] * len(vehicles)
+        if settings is not None:
+            positions, yaws = spawn_poses(settings, positions, yaws)
+        for (name, kind), position, heading in zip(vehicles, positions, yaws):
+            self.world.add_vehicle(name, load_vehicle(kind), position=position, yaw=heading)
         for name, kind in vehicles:
             self.vehicles[name] = InProcessVehicle(self, name, kind)
             self.vehicles[name].refresh()

@@ -34,8 +34,8 @@ def fly(script, scene: str | None = None, yaw: float = 0.0, settings: dict | Non
     decoded JSON of an AirSim settings file, applied as the airsim_api node applies it."""
 
     async def main():
-        graph = InProcessGraph(yaw=yaw) if vehicles is None else InProcessGraph(vehicles, yaw=yaw)
         parsed = parse_settings(settings) if settings is not None else None
+        graph = InProcessGraph(vehicles or (("drone1", "quad_x"),), yaw=yaw, settings=parsed)
         cameras = CameraRig(load_scene(scene), CameraParams(width=64, height=48), parsed) if scene else None
         named = NamedSensors(load_scene(scene), parsed) if scene and parsed else None
         if parsed is not None:  # the settings' vehicle names are the AirSim names of the graph's vehicles

@@ -42,8 +42,8 @@ class Server:
 
     def __init__(self, settings: dict | None = None):
         self.loop = asyncio.new_event_loop()
-        self.graph = InProcessGraph()
         parsed = parse_settings(settings) if settings is not None else None
+        self.graph = InProcessGraph(settings=parsed)
         cameras = CameraRig(load_scene("empty"), CameraParams(width=64, height=48), parsed)
         self.api = AirSimApi(self.graph, cameras, settings=parsed)
         self.rpc = MsgpackRpcServer(self.api.dispatch, "127.0.0.1", 0)

@@ -304,13 +304,26 @@ def launch_default(launch_file: str, argument: str) -> float:
     return float(declared[argument].default)
 
 
-def test_add_vehicle_grows_the_running_world_and_refuses_bad_requests(launch, ros_node):
-    """/physics/add_vehicle (simAddVehicle's first half): a new vehicle with its own ground truth where it was
-    asked; each bad request answered with its reason, the world unchanged and the node running."""
+def test_settings_spawn_pose_then_add_vehicle_grows_the_running_world_and_refuses_bad_requests(launch, ros_node,
+                                                                                                 tmp_path):
+    """An AirSim settings file's vehicle pose is where the vehicle starts; /physics/add_vehicle
+    (simAddVehicle's first half): a new vehicle with its own ground truth where it was asked; each bad
+    request answered with its reason, the world unchanged and the node running."""
+    import json
+
     from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
     from rcl_interfaces.srv import SetParametersAtomically
 
-    graph = launch("physics.launch.yaml")
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"SettingsVersion": 1.2, "Vehicles": {
+        "Drone1": {"VehicleType": "SimpleFlight", "X": 3, "Y": -2, "Z": -4, "Yaw": 45}}}))
+    graph = launch("physics.launch.yaml", f"airsim_settings:={settings}")
+    first = subscribe_truth(ros_node, "drone1")
+    assert spin_until(ros_node, lambda: first["odom"], timeout_s=20), graph.output()
+    start = first["odom"][0].pose.pose
+    # NED (3, -2, -4) is ENU (-2, 3, 4), falling from there (motors off); NED yaw 45 deg is ENU yaw 45 deg.
+    assert (start.position.x, start.position.y) == pytest.approx((-2.0, 3.0), abs=1e-6) and 3.0 < start.position.z <= 4.0
+    assert 2.0 * math.atan2(start.orientation.z, start.orientation.w) == pytest.approx(math.pi / 4, abs=1e-6)
     client = ros_node.create_client(SetParametersAtomically, "/physics/add_vehicle")
     assert client.wait_for_service(timeout_sec=20.0), graph.output()
 

@@ -44,7 +44,7 @@ from aerial_sim.airsim.api_simulation import SimulationMethods
 from aerial_sim.airsim.flight import GuidanceParams
 from aerial_sim.airsim.graph import Graph, VehicleLink
 from aerial_sim.airsim.images import CameraRig
-from aerial_sim.airsim.ned import euler_to_quaternion, orientation_to_enu, world_to_enu
+from aerial_sim.airsim.ned import world_to_enu
 from aerial_sim.airsim.settings import AirSimSettings
 from aerial_sim.airsim.rpc import RpcError
 from aerial_sim.airsim.wire import RpcFault
@@ -115,7 +115,7 @@ class AirSimApi(FlightMethods, SensorMethods, ImageMethods, SimulationMethods):
         self._fresh_after: float | None = None  # after a reconnection: state older than this is stale
         self._holds: dict[str, tuple] = {}  # ComputerVision mode: pose each vehicle is held at
         self._hold_tasks: dict[str, asyncio.Task] = {}
-        self._spawn: dict[str, tuple] = {}  # (position, orientation, moved from the graph's spawn) per vehicle
+        self._spawn: dict[str, tuple] = {}  # (position, orientation) each vehicle started at
 
     @property
     def method_names(self) -> list[str]:
@@ -164,27 +164,17 @@ class AirSimApi(FlightMethods, SensorMethods, ImageMethods, SimulationMethods):
             await self._start_vehicles()
 
     async def _start_vehicles(self, reset: bool = False) -> None:
-        """AirSim's start (and reset): simple_flight vehicles armed (DefaultVehicleState "Armed"), vehicles
-        at their settings poses, ComputerVision vehicles held there; the settings file's wind blowing."""
+        """AirSim's start (and reset): simple_flight vehicles armed (DefaultVehicleState "Armed"), ComputerVision
+        vehicles held where they are; the settings file's wind blowing. The settings' spawn poses are the
+        physics node's (its ``airsim_settings``): vehicles start there and ``reset`` puts them back there."""
         settings = self.settings
         if settings is not None and any(settings.wind_ned) and not reset:
             self.graph.set_wind(world_to_enu(settings.wind_ned))
-        for index, link in enumerate(self.graph.vehicles.values()):
-            vehicle = settings.vehicles[index] if settings is not None and index < len(settings.vehicles) else None
+        for link in list(self.graph.vehicles.values()):
             if link.name not in self._spawn:
                 state = link.kinematics
-                position, orientation = tuple(state.position), tuple(state.orientation)
-                if vehicle is not None and (any(vehicle.position_ned) or any(vehicle.rpy_deg)):
-                    north, east, down = vehicle.position_ned
-                    x, y, _ = world_to_enu((north, east, 0.0))
-                    roll, pitch, yaw = (math.radians(a) for a in vehicle.rpy_deg)
-                    position = (x, y, state.position[2] - down)
-                    orientation = tuple(orientation_to_enu(euler_to_quaternion(roll, pitch, yaw)))
-                self._spawn[link.name] = (position, orientation, position != tuple(state.position)
-                                          or orientation != tuple(state.orientation))
-            position, orientation, moved = self._spawn[link.name]
-            if moved:
-                link.teleport(position, orientation)
+                self._spawn[link.name] = (tuple(state.position), tuple(state.orientation))
+            position, orientation = self._spawn[link.name]
             if self.computer_vision:
                 self.hold_kinematic(link, position, orientation)
             elif self.default_armed(link):

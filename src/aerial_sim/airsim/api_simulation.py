@@ -132,7 +132,7 @@ class SimulationMethods:
         while link.kinematics is None and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
         state = self.kinematics(link)
-        self._spawn[name] = (tuple(state.position), tuple(state.orientation), False)
+        self._spawn[name] = (tuple(state.position), tuple(state.orientation))
         if self.default_armed(link):
             await self._arm_default(link)
         self.log.info(f"simAddVehicle: {answer.message}")

@@ -386,6 +386,23 @@ def _valid_name(name: str, where: str) -> str:
 # -- onto the launch ----------------------------------------------------------------------------------------
 
 
+def spawn_poses(settings: AirSimSettings, positions_enu, yaws_rad) -> tuple[list, list]:
+    """The start positions (``map`` ENU, m) and headings (ENU yaw, rad) of the graph's vehicles, the i-th
+    settings vehicle's pose replacing the launch's i-th: ``X Y Z`` (NED m from the origin, Z up negative)
+    when any is non-zero, ``Yaw`` (NED deg) when any angle is. AirSim spawns at these poses; so does the
+    physics node. Roll and pitch are not applied (a vehicle starts level, at rest; one on or below the ground
+    starts resting on it)."""
+    positions = [tuple(float(c) for c in p) for p in positions_enu]
+    yaws = [float(y) for y in yaws_rad]
+    for index, vehicle in enumerate(settings.vehicles[: len(positions)]):
+        if any(vehicle.position_ned):
+            north, east, down = vehicle.position_ned
+            positions[index] = (east, north, -down)
+        if any(vehicle.rpy_deg):
+            yaws[index] = math.pi / 2 - math.radians(vehicle.rpy_deg[2])
+    return positions, yaws
+
+
 def launch_arguments(settings: AirSimSettings) -> dict[str, str]:
     """``sim.launch.yaml`` arguments that realise ``settings`` (what the launch itself must change)."""
     arguments = {"clock_speed": f"{settings.clock_speed:g}", "airsim_port": str(settings.api_server_port)}

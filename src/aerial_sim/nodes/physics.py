@@ -99,7 +99,7 @@ class SimulationDiverged(RuntimeError):
 class PhysicsNode(Node):
     def __init__(self):
         super().__init__("physics")
-        self.params = declare_params(self, PhysicsNodeParams).with_fleet()
+        self.params = self._with_airsim_spawns(declare_params(self, PhysicsNodeParams).with_fleet())
         self.world, self.terrain = build_world_on_terrain(self.params)
         self.inputs_lock = threading.Lock()
         self.command_arrived = Wakeup(self.context if self.params.lockstep else None)
@@ -141,6 +141,28 @@ class PhysicsNode(Node):
             f"simulating {', '.join(self.params.vehicle_names)} at {self.params.rate_hz:g} Hz "
             f"({mode}), publishing at {self.params.publish_rate_hz:g} Hz, scene '{self.params.scene}'"
         )
+
+    def _with_airsim_spawns(self, params: PhysicsNodeParams) -> PhysicsNodeParams:
+        """``params`` with the start poses of an AirSim settings file (``airsim_settings``); a file that cannot
+        be used is one error line and the launch's poses (the AirSim server says what is wrong with it)."""
+        from aerial_sim.airsim.settings import SettingsError, find_settings_file, load_settings, spawn_poses
+
+        try:
+            path = find_settings_file(params.airsim_settings)
+            if path is None:
+                return params
+            settings = load_settings(path)
+        except SettingsError as error:
+            self.get_logger().error(f"{error}; vehicles start at the launch's poses")
+            return params
+        count = len(params.vehicle_names)
+        positions, yaws = spawn_poses(settings, [params.initial_positions[3 * i: 3 * i + 3] for i in range(count)],
+                                      params.initial_yaws_rad)
+        moved = [name for i, name in enumerate(params.vehicle_names)
+                 if positions[i] != tuple(params.initial_positions[3 * i: 3 * i + 3]) or yaws[i] != params.initial_yaws_rad[i]]
+        if moved:
+            self.get_logger().info(f"AirSim settings {path}: {', '.join(moved)} start at the settings' poses")
+        return replace(params, initial_positions=tuple(c for p in positions for c in p), initial_yaws_rad=tuple(yaws))
 
     def destroy_node(self):
         self._stop.set()

@@ -109,6 +109,9 @@ class PhysicsNodeParams:
     cpu_budget: float = 0.8
     #: Physics path: auto (scalar for one vehicle, batched arrays for more), scalar or batched.
     stepping: str = "auto"
+    #: An AirSim settings.json whose Vehicles' X Y Z / Yaw are the start poses of the first vehicles (a path,
+    #: ``auto`` = AirSim's search order, or ``none``; doc/airsim_settings.md).
+    airsim_settings: str = "none"
 
     def __post_init__(self):
         require_non_negative(self, "ground_truth_rate_hz", "ground_truth_min_rate_hz")
