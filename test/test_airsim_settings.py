@@ -154,3 +154,17 @@ def test_two_named_lidars_and_a_distance_sensor_scan_the_scene_each_with_its_own
     assert np.max(np.linalg.norm(down.points[:, :2], axis=1)) < 5.0 / np.tan(np.radians(80)) + 0.01
     assert np.max(np.linalg.norm(top.points, axis=1)) > 10.0  # the other lidar reaches far out
     assert sensors.distance("Drone1", "Down", 1.0, *pose).distance_m == pytest.approx(5.0, abs=0.01)
+
+
+def test_spawn_poses_replace_the_launch_poses_of_the_vehicles_that_give_one():
+    from aerial_sim.airsim.settings import spawn_poses
+
+    settings = parse_settings({"Vehicles": {"A": {"VehicleType": "SimpleFlight", "X": 3, "Y": -2, "Z": -4},
+                                            "B": {"VehicleType": "SimpleFlight", "Yaw": 90},
+                                            "C": {"VehicleType": "SimpleFlight"}}})
+    launch = [(0.0, 0.0, 0.0), (0.0, 2.0, 0.0), (0.0, 4.0, 0.0)]
+    positions, yaws = spawn_poses(settings, launch, [0.1, 0.2, 0.3])
+    assert positions[0] == (-2.0, 3.0, 4.0) and yaws[0] == 0.1  # NED (3, -2, -4): ENU (-2, 3, 4); no angle given
+    assert positions[1] == (0.0, 2.0, 0.0) and yaws[1] == pytest.approx(0.0)  # NED yaw 90 (east): ENU yaw 0
+    assert positions[2] == (0.0, 4.0, 0.0) and yaws[2] == 0.3  # nothing given: the launch's (a fleet's grid)
+    assert spawn_poses(settings, launch[:1], [0.0]) == ([(-2.0, 3.0, 4.0)], [0.0])  # fewer vehicles launched

@@ -316,13 +316,13 @@ def test_settings_spawn_pose_then_add_vehicle_grows_the_running_world_and_refuse
 
     settings = tmp_path / "settings.json"
     settings.write_text(json.dumps({"SettingsVersion": 1.2, "Vehicles": {
-        "Drone1": {"VehicleType": "SimpleFlight", "X": 3, "Y": -2, "Z": -4, "Yaw": 45}}}))
+        "Drone1": {"VehicleType": "SimpleFlight", "X": 3, "Y": -2, "Yaw": 45}}}))
     graph = launch("physics.launch.yaml", f"airsim_settings:={settings}")
     first = subscribe_truth(ros_node, "drone1")
     assert spin_until(ros_node, lambda: first["odom"], timeout_s=20), graph.output()
     start = first["odom"][0].pose.pose
-    # NED (3, -2, -4) is ENU (-2, 3, 4), falling from there (motors off); NED yaw 45 deg is ENU yaw 45 deg.
-    assert (start.position.x, start.position.y) == pytest.approx((-2.0, 3.0), abs=1e-6) and 3.0 < start.position.z <= 4.0
+    # NED (3, -2, 0) is ENU (-2, 3, 0): on the ground; NED yaw 45 deg is ENU yaw 45 deg.
+    assert (start.position.x, start.position.y) == pytest.approx((-2.0, 3.0), abs=1e-6) and start.position.z < 0.1
     assert 2.0 * math.atan2(start.orientation.z, start.orientation.w) == pytest.approx(math.pi / 4, abs=1e-6)
     client = ros_node.create_client(SetParametersAtomically, "/physics/add_vehicle")
     assert client.wait_for_service(timeout_sec=20.0), graph.output()

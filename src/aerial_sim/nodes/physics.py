@@ -142,7 +142,7 @@ class PhysicsNode(Node):
             f"({mode}), publishing at {self.params.publish_rate_hz:g} Hz, scene '{self.params.scene}'"
         )
 
-    def _with_airsim_spawns(self, params: PhysicsNodeParams) -> PhysicsNodeParams:
+    def _with_airsim_spawns(self, params: PhysicsNodeParams, quiet: bool = False) -> PhysicsNodeParams:
         """``params`` with the start poses of an AirSim settings file (``airsim_settings``); a file that cannot
         be used is one error line and the launch's poses (the AirSim server says what is wrong with it)."""
         from aerial_sim.airsim.settings import SettingsError, find_settings_file, load_settings, spawn_poses
@@ -160,7 +160,7 @@ class PhysicsNode(Node):
                                       params.initial_yaws_rad)
         moved = [name for i, name in enumerate(params.vehicle_names)
                  if positions[i] != tuple(params.initial_positions[3 * i: 3 * i + 3]) or yaws[i] != params.initial_yaws_rad[i]]
-        if moved:
+        if moved and not quiet:
             self.get_logger().info(f"AirSim settings {path}: {', '.join(moved)} start at the settings' poses")
         return replace(params, initial_positions=tuple(c for p in positions for c in p), initial_yaws_rad=tuple(yaws))
 
@@ -251,7 +251,7 @@ class PhysicsNode(Node):
         """A new run in this graph (``/physics/restart``): see the module doc. Parameters other than the
         wind's that changed since the start shape the graph (scene, vehicles, rates): refused, relaunch."""
         try:
-            params = reread_params(self, self.params).with_fleet()
+            params = self._with_airsim_spawns(reread_params(self, self.params).with_fleet(), quiet=True)
             same_shape = replace(params, wind_enu_m_s=self.params.wind_enu_m_s, wind=self.params.wind)
             if same_shape != self.params:
                 changed = [f.name for f in fields(params) if getattr(same_shape, f.name) != getattr(self.params, f.name)]
