@@ -330,7 +330,7 @@ class CameraModel:
         lighting = self.lighting
         render_kernels.shade_surfaces(
             origin, directions, hits.distance, hits.surface, hits.triangle, hits.normal,
-            self._sun_visibility(origin, directions, hits), surfaces.triangles, surfaces.uv, surfaces.texture,
+            self._sun_visibility(origin, directions, hits), surfaces.uv_plane, surfaces.texture,
             surfaces.albedo, surfaces.texels, surfaces.texture_table, self._albedo_lut[1], self._sun, self._ambient,
             self._lit_share, float(self.scene.ground.checker_size_m), self._sky, self._sky_zenith,
             lighting.sky_zenith_color is not None, self._fog_density, self._fog, self._gain, rgb)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Sequence
 
 import numpy as np
@@ -144,6 +145,35 @@ class SceneSurfaces:
     @property
     def count(self) -> int:
         return len(self.triangles)
+
+    @cached_property
+    def uv_plane(self) -> np.ndarray:
+        """(T, 8) float64: each textured triangle's texture coordinates as an affine map of a point p on its plane,
+        u = g_u . p + c_u, v = g_v . p + c_v (rows g_u, c_u, g_v, c_v; zero for untextured or degenerate ones).
+
+        With e_1 = B - A, e_2 = C - A and q = p - A, the barycentric weights are b_1 = q . g_1, b_2 = q . g_2,
+        g_1 = (d_11 e_1 - d_01 e_2) / D, g_2 = (d_00 e_2 - d_01 e_1) / D (d_ij = e_i . e_j, D = d_00 d_11 - d_01^2),
+        so u = u_A + (u_B - u_A) b_1 + (u_C - u_A) b_2 is affine in p: one dot product a pixel instead of solving
+        for the weights.
+        """
+        plane = np.zeros((self.count, 8))
+        textured = np.flatnonzero(self.texture >= 0)
+        if len(textured) == 0:
+            return plane
+        corners, uv = self.triangles[textured], self.uv[textured].astype(np.float64)
+        e1, e2 = corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]
+        d00, d01, d11 = (e1 * e1).sum(1), (e1 * e2).sum(1), (e2 * e2).sum(1)
+        den = d00 * d11 - d01 * d01
+        usable = den > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            g1 = (d11[:, None] * e1 - d01[:, None] * e2) / den[:, None]
+            g2 = (d00[:, None] * e2 - d01[:, None] * e1) / den[:, None]
+        for column, k in ((0, 0), (4, 1)):
+            gradient = (uv[:, 1, k] - uv[:, 0, k])[:, None] * g1 + (uv[:, 2, k] - uv[:, 0, k])[:, None] * g2
+            constant = uv[:, 0, k] - (gradient * corners[:, 0]).sum(1)
+            plane[textured[usable], column:column + 3] = gradient[usable]
+            plane[textured[usable], column + 3] = constant[usable]
+        return plane
 
 
 def scene_surfaces(scene: Scene) -> SceneSurfaces:

@@ -85,20 +85,21 @@ def merge_hits(origins, directions, tfar, prim, ng, surface_of_triangle, ground_
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def shade_surfaces(origin, directions, distance, surface, triangle, normal, lit, corners, corner_uv, texture_of,
+def shade_surfaces(origin, directions, distance, surface, triangle, normal, lit, uv_plane, texture_of,
                    albedo_of, texels, texture_table, ground_albedo, sun, ambient, lit_share, checker_size_m,
                    sky_horizon, sky_zenith, sky_gradient, fog_density, fog_color, gain, out):
     """Shaded uint8 RGB per ray into ``out`` (N, 3):
     colour = albedo x (a + (1 - a) direct max(0, n.s) lit) x gain, fogged, + 0.5, clipped to 255.
 
     albedo: the triangle's base colour, times its texture's bilinear sample at the hit's texture
-    coordinates (barycentric interpolation of the corners' uv, repeat wrapping) / 255; the ground
+    coordinates (the corners' uv interpolated barycentrically, written as the affine map ``uv_plane`` of
+    the point; repeat wrapping) / 255; the ground
     plane's colour, or an untextured terrain's, in the 2-tone checker. Fog: c + (fog - c)(1 - exp(-k d)).
     Sky: the horizon colour, blended linearly in the ray's up component toward the zenith colour.
 
     ``origin`` (3,) float64; ``triangle`` (N,) int32 scene triangle index (-1: ground plane or nothing);
-    ``lit`` (N,) uint8, 0 where the sun is hidden (shadow); ``corners`` (T, 3, 3) float64,
-    ``corner_uv`` (T, 3, 2) float32, ``texture_of`` (T,) int32, ``albedo_of`` (T, 3) float32: the
+    ``lit`` (N,) uint8, 0 where the sun is hidden (shadow); ``uv_plane`` (T, 8) float64,
+    ``texture_of`` (T,) int32, ``albedo_of`` (T, 3) float32: the
     :class:`~aerial_sim.world.geometry.SceneSurfaces` arrays; ``ambient`` = a and ``lit_share`` =
     (1 - a) x direct light, float32. (One loop, no per-pixel call: a call with these
     arguments costs more than the shading.)
@@ -124,21 +125,9 @@ def shade_surfaces(origin, directions, distance, surface, triangle, normal, lit,
                 px = origin[0] + np.float64(directions[i, 0] * distance[i])
                 py = origin[1] + np.float64(directions[i, 1] * distance[i])
                 pz = origin[2] + np.float64(directions[i, 2] * distance[i])
-                ax, ay, az = corners[w, 0, 0], corners[w, 0, 1], corners[w, 0, 2]
-                e1x, e1y, e1z = corners[w, 1, 0] - ax, corners[w, 1, 1] - ay, corners[w, 1, 2] - az
-                e2x, e2y, e2z = corners[w, 2, 0] - ax, corners[w, 2, 1] - ay, corners[w, 2, 2] - az
-                qx, qy, qz = px - ax, py - ay, pz - az
-                d00 = e1x * e1x + e1y * e1y + e1z * e1z
-                d01 = e1x * e2x + e1y * e2y + e1z * e2z
-                d11 = e2x * e2x + e2y * e2y + e2z * e2z
-                d20 = qx * e1x + qy * e1y + qz * e1z
-                d21 = qx * e2x + qy * e2y + qz * e2z
-                den = d00 * d11 - d01 * d01
-                b1 = (d11 * d20 - d01 * d21) / den
-                b2 = (d00 * d21 - d01 * d20) / den
-                b0 = 1.0 - b1 - b2
-                u = b0 * corner_uv[w, 0, 0] + b1 * corner_uv[w, 1, 0] + b2 * corner_uv[w, 2, 0]
-                v = b0 * corner_uv[w, 0, 1] + b1 * corner_uv[w, 1, 1] + b2 * corner_uv[w, 2, 1]
+                # Texture coordinates as an affine function of the hit point on the triangle's plane.
+                u = uv_plane[w, 0] * px + uv_plane[w, 1] * py + uv_plane[w, 2] * pz + uv_plane[w, 3]
+                v = uv_plane[w, 4] * px + uv_plane[w, 5] * py + uv_plane[w, 6] * pz + uv_plane[w, 7]
                 offset, width, height = texture_table[k, 0], texture_table[k, 1], texture_table[k, 2]
                 x = (u - math.floor(u)) * width - 0.5
                 y = (1.0 - (v - math.floor(v))) * height - 0.5
@@ -211,7 +200,7 @@ def warm_up(shading: bool = False) -> None:
     if shading:
         colour = np.zeros(3, np.float32)
         shade_surfaces(np.zeros(3), directions, distance, surface, np.full(1, -1, np.int32), normal,
-                       np.ones(1, np.uint8), np.zeros((1, 3, 3)), np.zeros((1, 3, 2), np.float32),
+                       np.ones(1, np.uint8), np.zeros((1, 8)),
                        np.full(1, -1, np.int32), np.zeros((1, 3), np.float32), np.zeros(3, np.uint8),
                        np.zeros((0, 3), np.int64), colour, np.array([0.0, 0.0, 1.0], np.float32), np.float32(0.35),
                        np.float32(0.65), 1.0, colour, colour, False, np.float32(0.0), colour, np.float32(1.0),
