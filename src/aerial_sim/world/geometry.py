@@ -26,7 +26,7 @@ from embreex.mesh_construction import TriangleMesh
 
 from aerial_sim.world import raster_kernels, render_kernels
 from aerial_sim.world.assets import SurfacePart, load_asset
-from aerial_sim.world.shadow_kernels import SunView, sun_view
+from aerial_sim.world.shadow_kernels import LEAF_SIZE, SunView, build_bvh, sun_view
 from aerial_sim.world.scene import Scene, SceneObject
 
 #: Surface index of a ray that hit nothing; 1 is the ground, 2 + k is scene object k.
@@ -388,23 +388,42 @@ class PinholeRasterizer:
         normals = np.cross(self.triangles[:, 1] - self.triangles[:, 0], self.triangles[:, 2] - self.triangles[:, 0])
         lengths = np.linalg.norm(normals, axis=1)
         visible = lengths > 0  # a degenerate triangle covers no pixel and has no plane
-        self.triangles = np.ascontiguousarray(self.triangles[visible])
+        kept = np.flatnonzero(visible)
+        #: A hierarchy over the kept triangles, which are stored in its leaf order: each frame draws only the
+        #: leaves whose boxes meet the view frustum.
+        self.tree = build_bvh(self.triangles[kept])
+        kept = kept[self.tree.order]
+        self.triangles = np.ascontiguousarray(self.triangles[kept])
         #: Index of each kept triangle among the ones given (hits report that index).
-        self.index = np.ascontiguousarray(np.flatnonzero(visible).astype(np.int32))
-        self.surface_of_triangle = np.ascontiguousarray(np.asarray(surface_of_triangle, np.int32)[visible])
-        self.world_normals = normals[visible] / lengths[visible, None]
+        self.index = np.ascontiguousarray(kept.astype(np.int32))
+        self.surface_of_triangle = np.ascontiguousarray(np.asarray(surface_of_triangle, np.int32)[kept])
+        self.world_normals = np.ascontiguousarray(normals[kept] / lengths[kept, None])
         self.world_normals32 = self.world_normals.astype(np.float32)
         self._local = threading.local()
         raster_kernels.warm_up()
 
-    def _buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """This thread's per-frame work arrays (kept between frames: for a large world, allocating them
         each frame cost more than transforming the triangles into them)."""
         buffers = getattr(self._local, "buffers", None)
         if buffers is None:
             count = len(self.triangles)
-            buffers = self._local.buffers = (np.empty((count, 3, 3)), np.empty((count, 3)), np.empty(count))
+            buffers = self._local.buffers = (np.empty((count, 3, 3)), np.empty((count, 3)), np.empty(count),
+                                             np.empty(count, np.int32))
         return buffers
+
+    @staticmethod
+    def _frustum_planes(rotation: np.ndarray, intrinsics: tuple[float, float, float, float],
+                        size: tuple[int, int]) -> np.ndarray:
+        """World normals n of the view frustum's planes, n . (p - o) >= 0 inside: the four side planes a pixel
+        beyond the image (as :func:`~aerial_sim.world.raster_kernels.rasterize` rejects triangles) and z = 0."""
+        fx, fy, cx, cy = intrinsics
+        width, height = size
+        left, right = (-1.0 - cx) / fx, (width - cx) / fx
+        top, bottom = (-1.0 - cy) / fy, (height - cy) / fy
+        optical = np.array([[1.0, 0.0, -left], [-1.0, 0.0, right], [0.0, 1.0, -top], [0.0, -1.0, bottom],
+                            [0.0, 0.0, 1.0]])
+        return np.ascontiguousarray(optical @ rotation.T)
 
     def _frame_buffers(self, pixels: int) -> tuple[np.ndarray, ...]:
         """This thread's per-pixel arrays for frames of ``pixels`` pixels, kept between frames (fresh arrays of
@@ -432,18 +451,22 @@ class PinholeRasterizer:
         """
         width, height = size
         origin32 = np.asarray(origin, np.float32)  # the ray caster's float32 ray origin
-        vertices, plane_normals, plane_offsets = self._buffers()
-        raster_kernels.to_optical(self.triangles, self.world_normals, origin32.astype(np.float64),
-                                  np.ascontiguousarray(R_world_optical, np.float64), vertices, plane_normals,
-                                  plane_offsets)
+        vertices, plane_normals, plane_offsets, ids = self._buffers()
+        rotation = np.ascontiguousarray(R_world_optical, np.float64)
+        fx, fy, cx, cy = intrinsics
+        origin64 = origin32.astype(np.float64)
+        count = raster_kernels.frustum_triangles(self.tree.lower, self.tree.upper, self.tree.first_leaf, LEAF_SIZE,
+                                                 len(self.triangles), origin64,
+                                                 self._frustum_planes(rotation, intrinsics, size), ids)
+        raster_kernels.to_optical(self.triangles, self.world_normals, origin64, rotation, ids, count, vertices,
+                                  plane_normals, plane_offsets)
         pixels = width * height
         inverse_depth, triangle_of_pixel, distance, surface, normal, triangle = self._frame_buffers(pixels)
         inverse_depth.fill(0.0)
         triangle_of_pixel.fill(-1)
         if not normals:
             normal = normal[:0]
-        fx, fy, cx, cy = intrinsics
-        raster_kernels.rasterize(vertices, width, height, fx, fy, cx, cy, self.NEAR_PLANE_M,
+        raster_kernels.rasterize(vertices, ids, count, width, height, fx, fy, cx, cy, self.NEAR_PLANE_M,
                                  inverse_depth, triangle_of_pixel)
         raster_kernels.resolve_hits(origin32, directions, rays_optical, triangle_of_pixel, plane_normals,
                                     plane_offsets, self.world_normals32, self.surface_of_triangle, self.index,

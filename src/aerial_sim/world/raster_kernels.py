@@ -57,12 +57,14 @@ def rotate_rays(rays, rotation, out):
 
 
 @njit(cache=True, nogil=True)
-def to_optical(triangles, world_normals, origin, rotation, vertices, plane_normals, plane_offsets):
+def to_optical(triangles, world_normals, origin, rotation, ids, count, vertices, plane_normals, plane_offsets):
     """Triangles and their planes in the optical frame: v = R^T (p - o), n = R^T n_world, offset = n . v_0.
 
-    ``rotation`` is R_world_optical (columns: the optical axes in the world); outputs are filled in place.
+    ``rotation`` is R_world_optical (columns: the optical axes in the world); only the triangles
+    ``ids[:count]`` are moved; outputs (indexed like ``triangles``) are filled in place.
     """
-    for t in range(triangles.shape[0]):
+    for j in range(count):
+        t = ids[j]
         for k in range(3):
             dx = triangles[t, k, 0] - origin[0]
             dy = triangles[t, k, 1] - origin[1]
@@ -79,18 +81,20 @@ def to_optical(triangles, world_normals, origin, rotation, vertices, plane_norma
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def rasterize(vertices, width, height, fx, fy, cx, cy, near, inverse_depth, triangle_of_pixel):
+def rasterize(vertices, ids, count, width, height, fx, fy, cx, cy, near, inverse_depth, triangle_of_pixel):
     """Visibility buffer: ``triangle_of_pixel[v * width + u]`` = the nearest triangle covering pixel (u, v).
 
     ``vertices`` (T, 3, 3): triangle corners in the optical frame (x right, y down, z forward),
-    metres; ``inverse_depth`` (H W,) zeros and ``triangle_of_pixel`` (H W,) -1 on entry.
+    metres, of which the triangles ``ids[:count]`` are drawn, in that order (ties keep the first);
+    ``inverse_depth`` (H W,) zeros and ``triangle_of_pixel`` (H W,) -1 on entry.
     """
     polygon = np.empty((4, 3))
     projected = np.empty((4, 3))
     # The frustum's side planes, a pixel wider than the image: x = left z, x = right z, y = top z, y = bottom z.
     left, right = (-1.0 - cx) / fx, (width - cx) / fx
     top, bottom = (-1.0 - cy) / fy, (height - cy) / fy
-    for t in range(vertices.shape[0]):
+    for j in range(count):
+        t = ids[j]
         # A triangle with all three corners beyond one side plane cannot cover a pixel (cheap early out).
         out_left = out_right = out_top = out_bottom = 0
         for k in range(3):
@@ -177,6 +181,52 @@ def _fill(p0, p1, p2, triangle, width, height, inverse_depth, triangle_of_pixel)
             e2 -= b2
 
 
+@njit(cache=True, nogil=True)
+def frustum_triangles(lower, upper, first_leaf, leaf_size, triangle_count, origin, planes, ids):
+    """The triangles in leaves of a :class:`~aerial_sim.world.shadow_kernels.TriangleBVH` whose boxes meet the
+    view frustum, in leaf order, into ``ids``; returns their count.
+
+    ``planes`` (K, 3) world normals of planes through ``origin``, the frustum being n_k . (p - o) >= 0 for
+    all k: a box is skipped when its farthest corner along some n_k, n_k . (c - o) + |n_k| . e (centre c,
+    half extents e), is below 0 (a millionth of its size of slack keeps rounding from skipping a box
+    that touches a plane).
+    """
+    count = 0
+    stack = np.empty(128, np.int64)
+    stack[0] = 0
+    top = 1
+    while top > 0:
+        top -= 1
+        node = stack[top]
+        if not (lower[node, 0] <= upper[node, 0]):  # empty
+            continue
+        cx = 0.5 * (lower[node, 0] + upper[node, 0]) - origin[0]
+        cy = 0.5 * (lower[node, 1] + upper[node, 1]) - origin[1]
+        cz = 0.5 * (lower[node, 2] + upper[node, 2]) - origin[2]
+        ex = 0.5 * (upper[node, 0] - lower[node, 0])
+        ey = 0.5 * (upper[node, 1] - lower[node, 1])
+        ez = 0.5 * (upper[node, 2] - lower[node, 2])
+        slack = 1e-6 * (abs(cx) + abs(cy) + abs(cz) + ex + ey + ez)
+        outside = False
+        for k in range(planes.shape[0]):
+            nx, ny, nz = planes[k, 0], planes[k, 1], planes[k, 2]
+            if nx * cx + ny * cy + nz * cz + abs(nx) * ex + abs(ny) * ey + abs(nz) * ez < -slack:
+                outside = True
+                break
+        if outside:
+            continue
+        if node < first_leaf:
+            stack[top] = 2 * node + 2  # the left child is popped first: leaves come out in order
+            stack[top + 1] = 2 * node + 1
+            top += 2
+            continue
+        leaf = node - first_leaf
+        for t in range(leaf * leaf_size, min((leaf + 1) * leaf_size, triangle_count)):
+            ids[count] = t
+            count += 1
+    return count
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def resolve_hits(origin, directions, rays_optical, triangle_of_pixel, plane_normals, plane_offsets,
                  world_normals, surface_of_triangle, index, ground_plane, distance, surface, normal, triangle):
@@ -238,10 +288,12 @@ def warm_up() -> None:
         return
     triangle = np.array([[[-1.0, -1.0, 2.0], [1.0, -1.0, 2.0], [0.0, 1.0, 0.5]]])
     rotate_rays(np.zeros((1, 3), np.float32), np.eye(3, dtype=np.float32), np.empty((1, 3), np.float32))
-    to_optical(triangle, np.array([[0.0, 0.0, 1.0]]), np.zeros(3), np.eye(3), np.empty((1, 3, 3)),
+    ids = np.zeros(1, np.int32)
+    frustum_triangles(np.zeros((1, 3)), np.ones((1, 3)), 0, 4, 1, np.zeros(3), np.eye(3), ids)
+    to_optical(triangle, np.array([[0.0, 0.0, 1.0]]), np.zeros(3), np.eye(3), ids, 1, np.empty((1, 3, 3)),
                np.empty((1, 3)), np.empty(1))
     inverse_depth, triangle_of_pixel = np.zeros(4), np.full(4, -1, np.int32)
-    rasterize(triangle, 2, 2, 1.0, 1.0, 0.5, 0.5, 1.0, inverse_depth, triangle_of_pixel)
+    rasterize(triangle, ids, 1, 2, 2, 1.0, 1.0, 0.5, 0.5, 1.0, inverse_depth, triangle_of_pixel)
     rays = np.array([[0.0, 0.0, 1.0]] * 4, np.float32)
     resolve_hits(np.zeros(3, np.float32), rays, rays, triangle_of_pixel, np.array([[0.0, 0.0, 1.0]]),
                  np.array([2.0]), np.array([[0.0, 0.0, 1.0]], np.float32), np.array([2], np.int32),
