@@ -102,6 +102,39 @@ def test_shadows_answered_tile_by_tile_are_the_ray_casters_shadows(tmp_path):
     assert shadowed > 0.03 * checked  # the towers really cast shadows into the view
 
 
+@pytest.mark.parametrize("relief_m", [1.0, 40.0])
+def test_terrain_shadows_are_the_ray_casters_whether_or_not_the_terrain_is_steeper_than_the_sun(tmp_path, relief_m):
+    """A gentle terrain (every slope below the sun's) is left out of the shadow test, a steep one is not; either
+    way the shadows are the ones Embree's shadow rays find (a steep relief shades itself in a low sun)."""
+    from PIL import Image
+
+    rng = np.random.default_rng(11)
+    Image.fromarray((rng.uniform(0, 1, (17, 17)) * 65535).astype(np.uint16)).save(tmp_path / "relief.png")
+    path = tmp_path / "relief.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        ground: {{material: grass}}
+        terrain: {{file: relief.png, size_m: [160, 160], height_range_m: [0, {relief_m}]}}
+        lighting: {{time_of_day: "2026-06-21 18:30:00", shadows: true}}
+        objects: [{{name: tower, shape: box, size: [4, 4, 30], position: [0, 30, 15], segmentation_id: 5}}]
+    """))
+    scene = load_scene(str(path))
+    camera = CameraModel(CameraParams(width=120, height=90, mount_rpy_deg=(0.0, 30.0, 0.0)), scene)
+    orientation = (math.cos(math.radians(45)), 0.0, 0.0, math.sin(math.radians(45)))  # looking north
+    R_world_optical, origin = camera.optical_pose((0.0, -50.0, relief_m + 25.0), orientation)
+    directions = camera._world_rays(R_world_optical)
+    hits = camera.caster.cast(origin, directions)
+    compiled = camera._sun_visibility(origin, directions, hits)
+    reference = camera._sun_visibility(origin, directions, hits, reference=True)
+    assert (compiled != reference).mean() < 1e-3
+    terrain_in_shadow = ((reference == 0) & (hits.surface == 1)).mean()
+    sun = camera.sun_direction
+    sun_slope = sun[2] / math.hypot(sun[0], sun[1])
+    if relief_m > 10:
+        assert camera.caster._terrain_slope > sun_slope and terrain_in_shadow > 0.05  # hills shade the ground
+    else:
+        assert camera.caster._terrain_slope < sun_slope and 0 < terrain_in_shadow < 0.05  # only the tower's shadow
+
+
 def test_night_has_no_direct_light_and_depth_and_segmentation_ignore_the_lighting(tmp_path):
     objects = "[{name: tower, shape: box, size: [2, 2, 4], position: [8, 0, 2], segmentation_id: 5}]"
     plain = CameraModel(CameraParams(width=96, height=64), scene_from(tmp_path, "{}", objects))

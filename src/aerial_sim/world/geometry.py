@@ -280,16 +280,36 @@ class RayCaster:
         return np.array([corners.min(axis=0), corners.max(axis=0)])
 
     def sun_view(self, sun: np.ndarray) -> SunView:
-        """The triangles in the view of the unit direction ``sun`` with a hierarchy there
-        (:func:`~aerial_sim.world.shadow_kernels.sun_view`), built once for each new sun direction."""
+        """The triangles that may cast shadows under the unit direction ``sun``, in its view with a hierarchy
+        there (:func:`~aerial_sim.world.shadow_kernels.sun_view`), built once for each new sun direction.
+
+        A terrain whose steepest triangle is less steep than the sun is high (slope |n_xy| / n_z below
+        s_z / |s_xy|) is left out: a ray toward the sun from a point on or above a height field rises faster
+        than the ground under it can, so it never meets the terrain (as the ground plane never shadows).
+        """
         key = tuple(float(c) for c in np.asarray(sun, np.float32))
         view = self._sun_view
         if view is None or view.sun != key:
             with self._sun_view_lock:
                 view = self._sun_view
                 if view is None or view.sun != key:
-                    view = self._sun_view = sun_view(self.surfaces.triangles, np.asarray(key, np.float32))
+                    triangles = self.surfaces.triangles
+                    if not self.ground_plane and self._terrain_slope < _slope(np.asarray(key)) * (1.0 - 1e-6):
+                        triangles = triangles[self.surfaces.surface != SURFACE_GROUND]
+                    view = self._sun_view = sun_view(triangles, np.asarray(key, np.float32))
         return view
+
+    @cached_property
+    def _terrain_slope(self) -> float:
+        """The steepest slope (rise over run) of the terrain's triangles; 0 without a terrain."""
+        terrain = self.surfaces.triangles[self.surfaces.surface == SURFACE_GROUND]
+        if not len(terrain):
+            return 0.0
+        normals = np.cross(terrain[:, 1] - terrain[:, 0], terrain[:, 2] - terrain[:, 0])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            slopes = np.hypot(normals[:, 0], normals[:, 1]) / np.abs(normals[:, 2])
+        slopes = slopes[np.linalg.norm(normals, axis=1) > 0]  # a degenerate triangle has no slope
+        return float(slopes.max()) if len(slopes) else 0.0
 
     @property
     def rasterizer(self) -> PinholeRasterizer:
@@ -369,6 +389,12 @@ class RayCaster:
             ng[facing] *= -1.0
             normal[closer] = ng
         return RayHits(distance, surface, normal, triangle)
+
+
+def _slope(direction: np.ndarray) -> float:
+    """Rise over run of a direction (inf straight up)."""
+    run = math.hypot(float(direction[0]), float(direction[1]))
+    return float(direction[2]) / run if run > 0 else math.inf
 
 
 class PinholeRasterizer:
