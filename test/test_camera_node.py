@@ -155,6 +155,9 @@ def test_switched_off_images_are_not_published_and_bad_params_exit_cleanly(ros_n
         assert ros_node.count_publishers("/drone1/camera/segmentation/image_raw") == 0
     finally:
         stop(process)
-    bad = start_camera("depth_mode:=fisheye")
-    output, _ = bad.communicate(timeout=30)
-    assert bad.returncode == 2 and "depth_mode" in output
+    for param, named in (("depth_mode:=fisheye", "depth_mode"),
+                         ("distortion_d:=[0.1, 0.0]", "distortion_d: expected 5 values, got 2"),
+                         ("color_noise_std:=-2.0", "color_noise_std must be a finite number >= 0")):
+        bad = start_camera(param)
+        output, _ = bad.communicate(timeout=30)
+        assert bad.returncode == 2 and named in output, output
