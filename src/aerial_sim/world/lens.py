@@ -84,7 +84,7 @@ def color_noise(color: np.ndarray, std: float, seed: int, stamp_ns: int) -> np.n
     if std == 0:
         return color
     rng = np.random.default_rng((int(seed), int(stamp_ns) & 0xFFFFFFFFFFFFFFFF))
-    noisy = color.astype(np.float32) + rng.normal(0.0, std, color.shape).astype(np.float32)
+    noisy = color.astype(np.float32) + rng.standard_normal(color.shape, dtype=np.float32) * np.float32(std)
     return np.clip(np.rint(noisy), 0, 255).astype(np.uint8)
 
 
