@@ -119,10 +119,14 @@ class LensCamera:
                                                      hfov_deg=hfov), scene)
         self.source_u = x * self.fx + self.inner.cx  # (H, W) ideal pixel of each output pixel
         self.source_v = y * self.fy + self.inner.cy
-        self._nearest = (np.rint(self.source_v).astype(np.intp), np.rint(self.source_u).astype(np.intp))
+        # Flat indices into the ideal image (one np.take per image) and bilinear weights.
+        inner_w = self.inner.params.width
+        self._nearest = (np.rint(self.source_v).astype(np.intp) * inner_w + np.rint(self.source_u).astype(np.intp)).ravel()
         u0, v0 = np.floor(self.source_u).astype(np.intp), np.floor(self.source_v).astype(np.intp)
-        self._bilinear = (v0, u0, (self.source_u - u0)[..., None].astype(np.float32),
-                          (self.source_v - v0)[..., None].astype(np.float32))
+        top_left = (v0 * inner_w + u0).ravel()
+        self._corners = np.stack([top_left, top_left + 1, top_left + inner_w, top_left + inner_w + 1])
+        fu, fv = (self.source_u - u0).ravel(), (self.source_v - v0).ravel()
+        self._weights = np.stack([(1 - fu) * (1 - fv), fu * (1 - fv), (1 - fu) * fv, fu * fv]).astype(np.float32)[..., None]
         self.t_base_camera, self.R_base_optical = self.inner.t_base_camera, self.inner.R_base_optical
         self.caster, self.scene = self.inner.caster, scene
 
@@ -133,16 +137,19 @@ class LensCamera:
                 "p": [self.fx, 0.0, self.cx, 0.0, 0.0, self.fy, self.cy, 0.0, 0.0, 0.0, 1.0, 0.0]}
 
     def nearest(self, image: np.ndarray | None) -> np.ndarray | None:
-        return None if image is None else image[self._nearest]
+        if image is None:
+            return None
+        shape = (self.params.height, self.params.width) + image.shape[2:]
+        return np.take(image.reshape((-1,) + image.shape[2:]), self._nearest, axis=0).reshape(shape)
 
     def bilinear(self, color: np.ndarray | None) -> np.ndarray | None:
         if color is None:
             return None
-        v0, u0, fu, fv = self._bilinear
-        c = color.astype(np.float32)
-        top = c[v0, u0] + (c[v0, u0 + 1] - c[v0, u0]) * fu
-        bottom = c[v0 + 1, u0] + (c[v0 + 1, u0 + 1] - c[v0 + 1, u0]) * fu
-        return np.clip(top + (bottom - top) * fv + 0.5, 0, 255).astype(np.uint8)
+        samples = np.take(color.reshape(-1, color.shape[2]), self._corners, axis=0)  # (4, N, 3) uint8
+        w = self._weights
+        mixed = samples[0] * w[0] + samples[1] * w[1] + samples[2] * w[2] + samples[3] * w[3]
+        out = np.minimum(mixed + 0.5, 255.0).astype(np.uint8)
+        return out.reshape(self.params.height, self.params.width, color.shape[2])
 
     def render(self, position, orientation, **asked) -> CameraFrame:
         frame = self.inner.render(position, orientation, **asked)
@@ -151,7 +158,7 @@ class LensCamera:
 
     def optical_flow(self, position, orientation, previous_position, previous_orientation) -> np.ndarray:
         """Flow in the distorted image: each pixel minus the distorted position its point had in the previous frame."""
-        ideal = self.inner.optical_flow(position, orientation, previous_position, previous_orientation)[self._nearest]
+        ideal = self.nearest(self.inner.optical_flow(position, orientation, previous_position, previous_orientation))
         previous_u = self.source_u - ideal[..., 0] - self.inner.cx  # the point's ideal pixel then, centred
         previous_v = self.source_v - ideal[..., 1] - self.inner.cy
         x_d, y_d = distort(previous_u / self.fx, previous_v / self.fy, self.lens.distortion_d)
