@@ -304,19 +304,26 @@ class CameraModel:
             shadow_kernels.sun_visibility(np.asarray(origin, np.float64), directions, hits.distance, hits.surface, hits.normal,
                                p.width, p.height, self._sun, view.basis, view.corners, tree.lower,
                                tree.upper, tree.first_leaf, shadow_kernels.LEAF_SIZE, lit)
+            undecided = np.flatnonzero(lit == shadow_kernels.UNDECIDED)
+            if len(undecided):
+                lit[undecided] = np.where(self._shadow_rays_hit(origin, directions, hits, undecided), 0, 1)
             return lit
         lit = np.ones(len(directions), np.uint8)
         facing = (hits.surface != 0) & (hits.normal @ self._sun > 0)
         index = np.flatnonzero(facing)
         if len(index) == 0:
             return lit
+        lit[index[self._shadow_rays_hit(origin, directions, hits, index)]] = 0
+        return lit
+
+    def _shadow_rays_hit(self, origin: np.ndarray, directions: np.ndarray, hits, index: np.ndarray) -> np.ndarray:
+        """Whether a triangle hides the sun from each hit point ``index`` (Embree's occlusion query, one ray each)."""
         distance = hits.distance[index, None].astype(np.float64)
         points = origin + directions[index] * distance
         # Start a little off the surface (relative to the float32 precision of the hit) so it does not shadow itself.
         points += hits.normal[index] * (2e-3 + 1e-4 * distance)
         sun = np.broadcast_to(self._sun, (len(index), 3))
-        lit[index[self.caster.occluded(points, sun)]] = 0
-        return lit
+        return self.caster.occluded(points, sun)
 
     def _depth(self, distance: np.ndarray) -> np.ndarray:
         value = distance * self._planar_per_metre if self.params.depth_mode == "planar" else distance.copy()

@@ -241,6 +241,9 @@ def ray_caster_of(scene: Scene) -> RayCaster:
 class RayCaster:
     """First-hit ray queries against a scene's triangles (Embree) and, without a terrain, the ground plane (analytic)."""
 
+    #: Sun views (:meth:`sun_view`) kept at once.
+    SUN_VIEWS_KEPT = 4
+
     def __init__(self, scene: Scene):
         self.scene = scene
         self.surfaces = scene_surfaces(scene)
@@ -251,7 +254,7 @@ class RayCaster:
         self._surface_of_triangle = self.surfaces.surface
         render_kernels.warm_up()
         self._rasterizer: PinholeRasterizer | None = None
-        self._sun_view: SunView | None = None
+        self._sun_views: dict[tuple[float, float, float], SunView] = {}
         self._sun_view_lock = threading.Lock()
 
     @property
@@ -288,15 +291,19 @@ class RayCaster:
         than the ground under it can, so it never meets the terrain (as the ground plane never shadows).
         """
         key = tuple(float(c) for c in np.asarray(sun, np.float32))
-        view = self._sun_view
-        if view is None or view.sun != key:
+        view = self._sun_views.get(key)
+        if view is None:
             with self._sun_view_lock:
-                view = self._sun_view
-                if view is None or view.sun != key:
+                view = self._sun_views.get(key)
+                if view is None:
                     triangles = self.surfaces.triangles
                     if not self.ground_plane and self._terrain_slope < _slope(np.asarray(key)) * (1.0 - 1e-6):
                         triangles = triangles[self.surfaces.surface != SURFACE_GROUND]
-                    view = self._sun_view = sun_view(triangles, np.asarray(key, np.float32))
+                    view = sun_view(triangles, np.asarray(key, np.float32))
+                    # A few suns kept (cameras of one process may be set to different times of day).
+                    views = dict(list(self._sun_views.items())[-(self.SUN_VIEWS_KEPT - 1):])
+                    views[key] = view
+                    self._sun_views = views
         return view
 
     @cached_property

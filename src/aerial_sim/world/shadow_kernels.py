@@ -36,8 +36,11 @@ from aerial_sim.jit import COMPILED, njit
 LEAF_SIZE = 4
 #: Pixels per side of a shadow tile (its rays share one walk of the tree).
 TILE = 8
-#: Candidate triangles gathered before they are tested against a tile's points (then the walk goes on).
-CANDIDATES = 256
+#: Most candidate triangles a tile's rays are tested against here: a tile that meets more (a fine mesh near the
+#: rays, such as a dense terrain shading itself) is marked :data:`UNDECIDED`, for one ray query per pixel.
+CANDIDATES = 64
+#: ``lit`` value of a pixel whose shadow ray was left to the caller.
+UNDECIDED = 2
 #: Inside-test tolerance of an edge function, relative to the squared size of the coordinates:
 #: a ray through an edge shared by two triangles meets at least one of them.
 EDGE_TOLERANCE = 1e-12
@@ -191,7 +194,8 @@ def sun_visibility(origin, directions, distance, surface, normal, width, height,
     unit vector toward the sun; ``basis``, ``corners`` and the tree (``lower``, ``upper``,
     ``first_leaf``, ``leaf_size``): the :class:`SunView` of the scene for that sun. Only points facing
     the sun (n.s > 0) are tested, each from p + n (2e-3 + 1e-4 d) (off its surface, as the reference's
-    shadow ray starts).
+    shadow ray starts). The pixels of a tile with more than :data:`CANDIDATES` candidate triangles are
+    left :data:`UNDECIDED` (a ray caster answers those faster).
     """
     ux, uy, uz = basis[0, 0], basis[0, 1], basis[0, 2]
     vx, vy, vz = basis[1, 0], basis[1, 1], basis[1, 2]
@@ -233,11 +237,10 @@ def sun_visibility(origin, directions, distance, surface, normal, width, height,
                     h_low = min(h_low, h)
             if n == 0:
                 continue
-            remaining = n
             found = 0
             stack[0] = 0
             top = 1
-            while top > 0 and remaining > 0:
+            while top > 0:
                 top -= 1
                 node = stack[top]
                 # Skip a box beside the tile in the sun's view, or wholly at or below its lowest point
@@ -279,18 +282,23 @@ def sun_visibility(origin, directions, distance, surface, normal, width, height,
                     row[12] = -EDGE_TOLERANCE * size * size
                     found += 1
                     if found == CANDIDATES:
-                        remaining = _test_candidates(candidates, found, point_a, point_b, point_h, hidden, n, remaining)
-                        found = 0
-            if found > 0 and remaining > 0:
-                _test_candidates(candidates, found, point_a, point_b, point_h, hidden, n, remaining)
+                        break
+                if found == CANDIDATES:
+                    break
+            if found == CANDIDATES:  # too many triangles near these rays: the caller casts them one by one
+                for k in range(n):
+                    lit[point_index[k]] = UNDECIDED
+                continue
+            if found > 0:
+                _test_candidates(candidates, found, point_a, point_b, point_h, hidden, n)
             for k in range(n):
                 if hidden[k]:
                     lit[point_index[k]] = 0
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _test_candidates(candidates, found, point_a, point_b, point_h, hidden, n, remaining):
-    """Mark the tile's points that one of the ``found`` candidate triangles hides; returns how many remain lit.
+def _test_candidates(candidates, found, point_a, point_b, point_h, hidden, n):
+    """Mark the tile's points that one of the ``found`` candidate triangles hides.
 
     A point (a, b, h) is hidden by a triangle when its three edge functions are >= -tolerance there and
     the triangle's plane is above it, P_a a + P_b b + P_c > h (a loop over the points with no branch).
@@ -304,10 +312,6 @@ def _test_candidates(candidates, found, point_a, point_b, point_h, hidden, n, re
             inside = ((a0 * a + b0 * b + c0 >= low) & (a1 * a + b1 * b + c1 >= low) & (a2 * a + b2 * b + c2 >= low)
                       & (pa * a + pb * b + pc > point_h[k]))
             hidden[k] |= np.uint8(inside)
-    remaining = 0
-    for k in range(n):
-        remaining += 1 - hidden[k]
-    return remaining
 
 
 def warm_up() -> None:
