@@ -501,7 +501,10 @@ def test_a_settings_file_names_vehicles_sensors_and_cameras_and_sets_their_start
                                        "CaptureSettings": [{"ImageType": 1, "Width": 32, "Height": 24}]}},
         "Vehicles": {
             "Alpha": {"VehicleType": "SimpleFlight", "X": 2, "Y": 1, "Yaw": 90,
-                      "Cameras": {"low_res": {"CaptureSettings": [{"ImageType": 0, "Width": 40, "Height": 30}]}},
+                      "Cameras": {"low_res": {"CaptureSettings": [{"ImageType": 0, "Width": 40, "Height": 30}]},
+                                  "mixed": {"CaptureSettings": [{"ImageType": 0, "Width": 80, "Height": 60},
+                                                                {"ImageType": 1, "Width": 32, "Height": 24,
+                                                                 "FOV_Degrees": 60}]}},
                       "Sensors": {"LidarA": {"SensorType": 6, "NumberOfChannels": 4, "PointsPerSecond": 4000},
                                   "LidarB": {"SensorType": 6, "NumberOfChannels": 2, "PointsPerSecond": 1000}}},
             "Beta": {"VehicleType": "SimpleFlight", "DefaultVehicleState": "Inactive"}}}
@@ -516,6 +519,15 @@ def test_a_settings_file_names_vehicles_sensors_and_cameras_and_sets_their_start
         (low,) = await call(api, "simGetImages", [{"camera_name": "low_res", "image_type": 0, "compress": False}],
                             "Alpha")
         assert (low["width"], low["height"]) == (40, 30)
+        # high_res_camera.py's kind of camera: each CaptureSettings entry its own size and FOV, in one request;
+        # a type without an entry at the camera's size (the largest asked).
+        scene, depth, segmentation = await call(api, "simGetImages", [
+            {"camera_name": "mixed", "image_type": t, "compress": False} for t in (0, 1, 5)], "Alpha")
+        assert [(r["width"], r["height"]) for r in (scene, depth, segmentation)] == [(80, 60), (32, 24), (80, 60)]
+        info = await call(api, "simGetCameraInfo", "mixed", "Alpha")
+        assert info["fov"] == pytest.approx(60.0)  # the last entry's FOV is the camera's
+        assert json.loads(await call(api, "getSettingsString"))["Vehicles"]["Alpha"]["Cameras"]["mixed"][
+            "CaptureSettings"][1] == {"ImageType": 1, "Width": 32, "Height": 24, "FOV_Degrees": 60.0}
         (fixed,) = msgpack_roundtrip(await call(api, "simGetImages", [{"camera_name": "fixed1", "image_type": 1,
                                                                       "pixels_as_float": True}], "", True))
         depth = np.array(fixed["image_data_float"], np.float32).reshape(24, 32)

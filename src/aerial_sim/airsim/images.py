@@ -147,7 +147,11 @@ class CameraRig:
         self.mounts = default_mounts(params.mount_position_m)
         #: Cameras of one vehicle (or EXTERNAL) from a settings file: (vehicle, name) -> CameraParams changes.
         self._named: dict[tuple[str, str], dict] = {}
-        self._cameras: dict[tuple[str, str], Camera] = {}
+        #: Per image type sizes of a settings camera's CaptureSettings: (vehicle, name) -> {type: (w, h, fov)}.
+        self._captures: dict[tuple[str, str], dict[int, tuple[int, int, float]]] = {}
+        self._default_captures: dict[int, tuple[int, int, float]] = {}  # CameraDefaults' (every camera)
+        #: Built cameras: (vehicle, name), or (vehicle, name, image type) for a type with a size of its own.
+        self._cameras: dict[tuple, Camera] = {}
         self._overrides: dict[tuple[str, str], dict] = {}
         palette = segmentation_palette()
         # One 3-byte item per id, RGB (PNG) and BGR (raw bytes): np.take of these gives the image bytes in one pass.
@@ -157,7 +161,7 @@ class CameraRig:
         self._surface_ids: dict[int, int] = {}  # surface index -> segmentation id set by the API
         self._time_of_day = None  # the instant simSetTimeOfDay placed the sun for (None: the scene's sun)
         self._fog_density = None  # fog set by simSetWeatherParameter (None: the scene's)
-        self._previous_pose: dict[tuple[str, str], tuple] = {}  # (vehicle, camera) -> pose of its last request
+        self._previous_pose: dict[tuple, tuple] = {}  # (vehicle, camera[, sized type]) -> last pose
         if settings is not None:
             self._apply_settings(settings)
 
@@ -168,6 +172,7 @@ class CameraRig:
         if defaults is not None:
             self.base = dataclasses.replace(self.base, width=defaults.width, height=defaults.height,
                                             hfov_deg=defaults.fov_deg)
+            self._default_captures = {t: (w, h, f) for t, w, h, f in defaults.captures}
         for vehicle in settings.vehicles:
             for camera in vehicle.cameras:
                 self.add_camera(vehicle.name, camera)
@@ -189,7 +194,25 @@ class CameraRig:
         elif name not in self.mounts:
             changes["mount_rpy_deg"] = (0.0, 0.0, 0.0)
         self._named[(vehicle, name)] = changes
-        self._cameras.pop((vehicle, name), None)
+        self._captures[(vehicle, name)] = {t: (w, h, f) for t, w, h, f in camera.captures}
+        self._forget(vehicle, name)
+
+    def _forget(self, vehicle: str, name: str) -> None:
+        """Drop the built models of a camera (every image type's) after a change: rebuilt on the next request."""
+        for key in [k for k in self._cameras if k[:2] == (vehicle, name)]:
+            del self._cameras[key]
+
+    def _capture(self, vehicle: str, name: str, image_type: int | None) -> tuple[int, int, float] | None:
+        """(width, height, FOV) of ``image_type`` on that camera when its CaptureSettings (or CameraDefaults')
+        give that type a size of its own that differs from the camera's; else None (the camera's size)."""
+        if image_type is None:
+            return None
+        own = self._captures.get((vehicle, name))
+        capture = (own if own is not None else self._default_captures).get(image_type)
+        if capture is None:
+            return None
+        p = dataclasses.replace(self.base, **self._named.get((vehicle, name), {}))
+        return None if capture == (p.width, p.height, p.hfov_deg) else capture
 
     def names(self, vehicle: str) -> list[str]:
         defaults = [] if vehicle == EXTERNAL else list(self.mounts)
@@ -207,14 +230,17 @@ class CameraRig:
             raise RpcFault(f"no camera named '{camera_name}' (have: {have} or 0-4)")
         return name
 
-    def camera(self, vehicle: str, camera_name: str) -> Camera:
+    def camera(self, vehicle: str, camera_name: str, image_type: int | None = None) -> Camera:
+        """The camera's model; for an ``image_type`` its CaptureSettings size (:meth:`_capture`) when it has one."""
         name = self.canonical(camera_name, vehicle)
-        key = (vehicle, name)
+        capture = self._capture(vehicle, name, image_type)
+        key = (vehicle, name) if capture is None else (vehicle, name, image_type)
         camera = self._cameras.get(key)
         if camera is None:
             position, rpy = self.mounts.get(name, ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0)))
-            settings = (dict(mount_position_m=position, mount_rpy_deg=rpy) | self._named.get(key, {})
-                        | self._overrides.get(key, {}))
+            size = {} if capture is None else dict(width=capture[0], height=capture[1], hfov_deg=capture[2])
+            settings = (dict(mount_position_m=position, mount_rpy_deg=rpy) | self._named.get(key[:2], {}) | size
+                        | self._overrides.get(key[:2], {}))
             model = CameraModel(dataclasses.replace(self.base, **settings), self.scene)
             self._apply_segmentation_overrides(model)
             if self._time_of_day is not None:
@@ -255,14 +281,14 @@ class CameraRig:
             roll, pitch, yaw = quaternion_to_euler((w, x, -y, -z))
             settings["mount_rpy_deg"] = tuple(math.degrees(a) for a in (roll, pitch, yaw))
         self._overrides[(vehicle, name)] = settings
-        self._cameras.pop((vehicle, name), None)
+        self._forget(vehicle, name)
 
     def set_fov(self, vehicle: str, camera_name: str, fov_deg: float) -> None:
         name = self.canonical(camera_name, vehicle)
         if not 0.0 < fov_deg < 180.0:
             raise RpcFault(f"fov_degrees must be in (0, 180), got {fov_deg:g}")
         self._overrides[(vehicle, name)] = dict(self._overrides.get((vehicle, name), {}), hfov_deg=float(fov_deg))
-        self._cameras.pop((vehicle, name), None)
+        self._forget(vehicle, name)
 
     # -- segmentation ids ------------------------------------------------------------------
     def set_segmentation_id(self, mesh_name: str, object_id: int, is_regex: bool) -> bool:
@@ -300,33 +326,38 @@ class CameraRig:
         An unknown camera name fails the whole list (AirSim throws); an image type not rendered here
         gets an empty image for that request only (module docstring)."""
         frames = {}
-        for camera_name in dict.fromkeys(r[0] for r in requests):
-            camera = self.camera(vehicle, camera_name)
-            kinds = {r[1] for r in requests if r[0] == camera_name}
+        # One render per camera, and one more per image type that its CaptureSettings size differently.
+        variant = {(r[0], r[1]): r[1] if self._capture(vehicle, self.canonical(r[0], vehicle), r[1]) else None
+                   for r in requests}
+        for camera_name, kind_key in dict.fromkeys((r[0], variant[(r[0], r[1])]) for r in requests):
+            camera = self.camera(vehicle, camera_name, kind_key)
+            kinds = {r[1] for r in requests if r[0] == camera_name and variant[(r[0], r[1])] == kind_key}
             if not kinds & set(SUPPORTED_TYPES):
-                frames[camera_name] = (camera, None, None)
+                frames[(camera_name, kind_key)] = (camera, None, None)
                 continue
             flow = None
             if kinds & FLOW_TYPES:
-                previous = self._previous_pose.get((vehicle, camera.name))
+                previous = self._previous_pose.get((vehicle, camera.name) + ((kind_key,) if kind_key is not None else ()))
                 p = camera.model.params
                 flow = (camera.model.optical_flow(position, orientation, *previous) if previous is not None
                         else np.zeros((p.height, p.width, 2), np.float32))
-            frames[camera_name] = (camera, camera.model.render(
+            frames[(camera_name, kind_key)] = (camera, camera.model.render(
                 position, orientation,
                 depth=bool(kinds & DEPTH_TYPES),
                 segmentation=bool(kinds & {SEGMENTATION, INFRARED}),
                 color=SCENE in kinds,
                 normals=SURFACE_NORMALS in kinds,
             ), flow)
-            self._previous_pose[(vehicle, camera.name)] = (tuple(position), tuple(orientation))
+            self._previous_pose[(vehicle, camera.name) + ((kind_key,) if kind_key is not None else ())] = (
+                tuple(position), tuple(orientation))
         responses = []
         for name, kind, as_float, compress in requests:
+            frame = frames[(name, variant[(name, kind)])]
             if kind in SUPPORTED_TYPES:
-                responses.append(self._response(frames[name], name, kind, as_float, compress, position, orientation,
+                responses.append(self._response(frame, name, kind, as_float, compress, position, orientation,
                                                 stamp_ns))
             else:
-                responses.append(self._empty_response(frames[name][0], name, kind, as_float, compress, position,
+                responses.append(self._empty_response(frame[0], name, kind, as_float, compress, position,
                                                       orientation, stamp_ns))
         return responses
 

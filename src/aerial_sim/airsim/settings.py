@@ -59,6 +59,8 @@ class CameraSetting:
     fov_deg: float = DEFAULT_FOV_DEG
     image_types: tuple[int, ...] = ()  # the CaptureSettings entries given (empty: every type)
     external: bool = False
+    #: Each CaptureSettings entry: (ImageType, Width, Height, FOV_Degrees); images of that type are rendered so.
+    captures: tuple[tuple[int, int, int, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -318,20 +320,23 @@ def _camera(name: str, spec: dict, defaults: CameraSetting | None, external: boo
     base = defaults or CameraSetting(name)
     position, rpy = _pose(spec, base.position_ned, base.rpy_deg)
     width, height, fov, types = base.width, base.height, base.fov_deg, list(base.image_types)
+    entries = list(base.captures)
     captures = spec.get("CaptureSettings")
     if captures is not None:
-        types = []
+        types, entries = [], []
         for index, capture in enumerate(captures):
             for key in capture:
                 if key not in _CAPTURE_KEYS:
                     warnings.append(f"{where}CaptureSettings/{index}/{key}: not supported by aerial_sim, ignored")
-            # aerial_sim renders every type of a camera from one ray cast: one resolution and FOV per camera
-            # (the largest asked for).
+            # The camera's own size (camera info, types without an entry): the largest asked for; each type
+            # with an entry is rendered at that entry's size and FOV (captures).
             width = max(width if types else 0, int(capture.get("Width", DEFAULT_WIDTH)))
             height = max(height if types else 0, int(capture.get("Height", DEFAULT_HEIGHT)))
             fov = float(capture.get("FOV_Degrees", fov))
             types.append(int(capture.get("ImageType", 0)))
-    return CameraSetting(name, position, rpy, width, height, fov, tuple(types), external)
+            entries.append((types[-1], int(capture.get("Width", DEFAULT_WIDTH)), int(capture.get("Height", DEFAULT_HEIGHT)),
+                            float(capture.get("FOV_Degrees", base.fov_deg))))
+    return CameraSetting(name, position, rpy, width, height, fov, tuple(types), external, tuple(entries))
 
 
 def _sensors(spec: dict, warnings: list, where: str) -> tuple[SensorSetting, ...]:
@@ -443,8 +448,8 @@ def settings_json(settings: AirSimSettings) -> str:
 
 
 def _camera_json(camera: CameraSetting) -> dict:
-    out = {"CaptureSettings": [{"ImageType": t, "Width": camera.width, "Height": camera.height,
-                                "FOV_Degrees": camera.fov_deg} for t in (camera.image_types or (0,))]}
+    captures = camera.captures or tuple((t, camera.width, camera.height, camera.fov_deg) for t in (camera.image_types or (0,)))
+    out = {"CaptureSettings": [{"ImageType": t, "Width": w, "Height": h, "FOV_Degrees": f} for t, w, h, f in captures]}
     if camera.position_ned is not None:
         out.update(zip("XYZ", camera.position_ned))
     if camera.rpy_deg is not None:
