@@ -7,18 +7,14 @@ from __future__ import annotations
 import json
 import math
 import re
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from aerial_sim.sitl.ardupilot_json import (PacketError, controls_from_pwm, encode_servo_packet, parse_servo_packet,
                                             state_json)
-from conftest import private_domain_id, requires_ros
-
-PEER = Path(__file__).parent / "data" / "mavlink" / "ardupilot_peer.py"
+from conftest import requires_ros
+from sitl_bridges import launch_bridge, run_peer, wait_for_bridge
 
 
 def test_servo_packets_parse_as_ardupilot_packs_them_and_bad_ones_are_refused():
@@ -49,19 +45,10 @@ def test_state_line_is_ned_frd_in_the_keys_and_layout_ardupilot_parses():
 @requires_ros
 @pytest.mark.ros
 def test_a_peer_playing_ardupilot_hovers_the_vehicle_through_the_bridge(launch, tmp_path):
-    port = 20000 + 20 * private_domain_id() + 15
-    graph = launch("sim.launch.yaml", "mission:=none", "scene:=empty", "record:=false", "viewer:=false",
-                   "use_camera:=false", "use_depth_noise:=false", "airsim_api:=false", "autopilot:=ardupilot",
-                   f"ardupilot_port:={port}", f"run_dir:={tmp_path / 'run'}")
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and graph.alive() and "ArduPilot JSON SITL interface" not in graph.output():
-        time.sleep(0.2)
-    assert "ArduPilot JSON SITL interface" in graph.output(), graph.output()[-3000:]
-    assert "flight_controller" not in graph.output()  # ArduPilot is the flight controller
+    graph = launch_bridge(launch, tmp_path, "ardupilot")
+    wait_for_bridge(graph, "ardupilot")
     time.sleep(3.0)  # ground truth reaches the bridge
-    result = subprocess.run([sys.executable, str(PEER), str(port), "12"], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr[-3000:]
-    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    seen = run_peer("ardupilot", "12")
     assert seen["answers"] > 0.9 * seen["frames"]  # nearly every servo packet answered
     assert seen["accel_body_at_start"][2] == pytest.approx(-9.8, abs=0.2)  # at rest: specific force up = -z FRD
     assert seen["sim_s"] > 4.0
@@ -69,3 +56,15 @@ def test_a_peer_playing_ardupilot_hovers_the_vehicle_through_the_bridge(launch, 
     assert final[2] - start[2] == pytest.approx(2.0, abs=0.25)  # hovering 2 m up
     assert math.hypot(final[0] - start[0], final[1] - start[1]) < 0.3
     assert graph.alive()
+
+
+@requires_ros
+@pytest.mark.ros
+def test_in_lockstep_each_frame_of_a_slow_ardupilot_is_one_simulation_step(launch, tmp_path):
+    graph = launch_bridge(launch, tmp_path, "ardupilot", "lockstep:=true", "use_imu:=false", "use_gps:=false",
+                          "use_magnetometer:=false", "use_barometer:=false")
+    wait_for_bridge(graph, "ardupilot")
+    seen = run_peer("ardupilot", "60", "--delay", "0.012", "--steps", "250")  # 3x slower than a 4 ms step
+    steps = [round((b - a) * 1e6) for a, b in zip(seen["stamps"], seen["stamps"][1:])]
+    assert steps == [4000] * len(steps)  # each servo packet answered with the state one step after the last
+    assert seen["final"][2] - seen["start"][2] > 0.5  # and that flies: climbing towards 2 m

@@ -13,7 +13,7 @@ from pymavlink.dialects.v20 import common as mav
 
 from aerial_sim.config import ParamsError
 from aerial_sim.mavlink import modes
-from aerial_sim.mavlink.battery import Battery, BatteryParams, open_circuit_voltage, rotor_shaft_power
+from aerial_sim.physics.battery import Battery, BatteryParams, open_circuit_voltage, rotor_shaft_power
 from aerial_sim.mavlink.modes import FlightMode
 from aerial_sim.mavlink.parameters import SPECS, ParameterTable, ParamRejected, from_wire, to_wire
 from aerial_sim.vehicles.multirotor import load_vehicle

@@ -4,20 +4,16 @@ them, and a hover flown through the ``px4_sitl`` node by a peer playing PX4's si
 
 from __future__ import annotations
 
-import json
 import math
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 from pymavlink.dialects.v20 import common as mav
 
 from aerial_sim.sitl import px4_hil
-from conftest import private_domain_id, requires_ros
-
-PEER = Path(__file__).parent / "data" / "mavlink" / "px4_peer.py"
+from aerial_sim.sitl.lockstep import StepAnswers
+from conftest import SECOND_DOMAIN_ID, requires_ros
+from sitl_bridges import bridge_port, launch_bridge, peer_result, run_peer, start_peer, wait_for_bridge
 
 
 def test_hil_messages_carry_frd_ned_units_as_px4_reads_them():
@@ -45,22 +41,27 @@ def test_hil_messages_carry_frd_ned_units_as_px4_reads_them():
     assert px4_hil.motor_controls(disarmed, 4) == ((0.0, 0.0, 0.0, 0.0), False)
 
 
+def test_lockstep_sends_each_step_once_and_releases_it_only_with_its_own_answer():
+    steps = StepAnswers()
+    assert steps.send_state(0, connection=1) and steps.release_unanswered()  # PX4 silent yet: motors off
+    assert steps.send_state(4000, 1) and not steps.send_state(4000, 1)  # a state re-sent by physics: not again
+    assert steps.release(4000) and steps.answering  # PX4's first answer
+    assert not steps.send_state(4000, 1)  # answered: the physics node's re-send goes nowhere
+    assert steps.send_state(8000, 1) and not steps.release_unanswered()  # answering now: the step waits
+    assert not steps.release(4000)  # a late answer to the step before does not release this one
+    assert steps.release(8000) and not steps.release(8000)  # its own answer does, once
+    assert steps.send_state(12000, 1) and steps.send_state(12000, 2)  # PX4 reconnected: it needs the state
+    assert steps.release_unanswered()  # and until it answers on the new connection, motors off
+    assert (steps.released, steps.stale) == (2, 2)
+
+
 @requires_ros
 @pytest.mark.ros
 def test_a_peer_playing_px4_hovers_the_vehicle_through_the_bridge(launch, tmp_path):
-    port = 20000 + 20 * private_domain_id() + 16
-    graph = launch("sim.launch.yaml", "mission:=none", "scene:=empty", "record:=false", "viewer:=false",
-                   "use_camera:=false", "use_depth_noise:=false", "airsim_api:=false", "autopilot:=px4",
-                   f"px4_port:={port}", f"run_dir:={tmp_path / 'run'}")
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and graph.alive() and "PX4 simulator interface" not in graph.output():
-        time.sleep(0.2)
-    assert "PX4 simulator interface" in graph.output(), graph.output()[-3000:]
-    assert "flight_controller" not in graph.output()  # PX4 is the flight controller
+    graph = launch_bridge(launch, tmp_path, "px4")
+    wait_for_bridge(graph, "px4")
     time.sleep(3.0)
-    result = subprocess.run([sys.executable, str(PEER), str(port), "12"], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr[-3000:]
-    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    seen = run_peer("px4", "12")
     counts = seen["counts"]
     assert counts["HIL_SENSOR"] > 5 * counts["HIL_GPS"] > 0 and counts["HIL_STATE_QUATERNION"] > 0
     assert seen["accel_at_start"][2] == pytest.approx(-9.8, abs=0.5)
@@ -69,3 +70,39 @@ def test_a_peer_playing_px4_hovers_the_vehicle_through_the_bridge(launch, tmp_pa
     assert final[2] - start[2] == pytest.approx(2.0, abs=0.3)
     assert math.hypot(final[0] - start[0], final[1] - start[1]) < 0.6  # the peer flies on 2-core-loaded timing
     assert "PX4 connected" in graph.output() and graph.alive()
+
+
+@requires_ros
+@pytest.mark.ros
+def test_in_lockstep_a_slow_px4_holds_the_simulation_and_flies_the_same_trajectory(launch, tmp_path):
+    # Sensors off: HIL_SENSOR then carries ground truth, so each step's inputs are the step's own. Two graphs
+    # side by side: a PX4 that answers at once, and one 3x slower than a 4 ms step.
+    delays, graphs, peers, climbs = ("0", "0.012"), [], [], {}
+    for second, delay_s in enumerate(delays):
+        graphs.append(launch_bridge(launch, tmp_path, "px4", "lockstep:=true", "use_imu:=false", "use_gps:=false",
+                                    "use_magnetometer:=false", "use_barometer:=false", port=bridge_port("px4", second),
+                                    domain_id=SECOND_DOMAIN_ID if second else None))
+    for second, (delay_s, graph) in enumerate(zip(delays, graphs)):
+        wait_for_bridge(graph, "px4")
+        peers.append(start_peer("px4", "60", "--delay", delay_s, "--steps", "250", port=bridge_port("px4", second)))
+    for delay_s, peer in zip(delays, peers):
+        seen = peer_result(peer)
+        steps = [b - a for a, b in zip(seen["sensor_times"], seen["sensor_times"][1:])]
+        assert steps == [4000] * len(steps)  # every step's HIL_SENSOR once, none skipped, none twice
+        assert max(seen["batches"][20:]) == 1  # one step per answer: the simulation never ran ahead of PX4
+        climbs[delay_s] = climb(seen["path"])
+    fast, slow = climbs["0"], climbs["0.012"]
+    common = sorted(set(fast) & set(slow))
+    assert len(common) > 150 and fast[common[-1]][2] > 500  # 150 steps of flight, half a metre up (mm)
+    assert [fast[t] for t in common] == [slow[t] for t in common]  # step for step the same flight
+
+
+def climb(path: list) -> dict:
+    """HIL_STATE_QUATERNION's (lat, lon, alt) less the resting one, by time (us) since the vehicle first moved.
+    Until PX4's first answer the bridge steps with the motors off (PX4 is booting), as Gazebo's plugin does,
+    so the climb starts at a step that depends on how fast that answer came; from there on it is lockstep."""
+    states = {t: (lat, lon, alt) for t, lat, lon, alt in path}
+    times = sorted(states)
+    rest = states[times[0]]
+    liftoff = next(t for t in times if states[t] != rest)
+    return {t - liftoff: tuple(v - r for v, r in zip(states[t], rest)) for t in times if t >= liftoff}

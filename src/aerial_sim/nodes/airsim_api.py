@@ -33,7 +33,6 @@ import asyncio
 import dataclasses
 import ipaddress
 import math
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -76,6 +75,7 @@ from aerial_sim.environment.geodesy import HomePoint
 from aerial_sim.environment.gravity import normal_gravity
 from aerial_sim.nodes.ros.child_launch import ChildLaunch
 from aerial_sim.nodes.ros.clocks import InputStampClock
+from aerial_sim.nodes.ros.event_loop_thread import EventLoopThread
 from aerial_sim.nodes.ros.message_fields import is_finite_sequence
 from aerial_sim.nodes.ros.parameters import declare_params
 from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
@@ -84,7 +84,7 @@ from aerial_sim.nodes.ros.services import SERVICE_QOS
 from aerial_sim.nodes.ros.stamps import from_stamp, to_stamp
 from aerial_sim.nodes.ros.subscriptions import subscribe_imu, subscribe_joint_state, subscribe_odometry
 from aerial_sim.sensors.truth import truth_from_odometry
-from aerial_sim.vehicles.fleet import FleetSelection, require_vehicle_names
+from aerial_sim.vehicles.fleet import require_served_vehicles, served_vehicles
 from aerial_sim.vehicles.multirotor import load_vehicle
 from aerial_sim.world.camera import CameraParams
 
@@ -118,19 +118,12 @@ class AirSimApiNodeParams:
 
     def __post_init__(self):
         require(0 <= self.port <= 65535, f"port must be in 0..65535, got {self.port}")
-        require(len(self.vehicle_names) > 0, "vehicle_names must name at least one vehicle")
-        require_vehicle_names(self.vehicle_names)
-        require(len(self.vehicle_types) == len(self.vehicle_names), "vehicle_types needs one entry per vehicle")
+        require_served_vehicles(self.vehicle_names, self.vehicle_types, self.vehicles)
         require_positive(self, "max_request_bytes")
-        require(self.vehicles >= 0, f"vehicles must be >= 0, got {self.vehicles}")
 
     def fleet_vehicles(self) -> list[tuple[str, str]]:
         """(ROS name, vehicle type) of every vehicle served, the first one AirSim's default vehicle."""
-        selection = FleetSelection(fleet=self.fleet, vehicles=self.vehicles if self.vehicles > 1 else 0,
-                                   vehicle_type=self.vehicle_types[0])
-        if selection.given:
-            return [(vehicle.name, vehicle.type) for vehicle in selection.load()]
-        return list(zip(self.vehicle_names, self.vehicle_types))
+        return served_vehicles(self.vehicle_names, self.vehicle_types, self.fleet, self.vehicles)
 
 
 class RosVehicleLink:
@@ -392,18 +385,12 @@ class AirSimApiNode(Node):
                              scene_colliders=colliders, logger=_RosLogger(self), settings=self.settings,
                              named_sensors=named_sensors)
         self.api.render_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="airsim-render")
-        self.loop = asyncio.new_event_loop()
-        self.server = MsgpackRpcServer(self.api.dispatch, params.host, params.port, params.max_request_bytes,
-                                       logger=_RosLogger(self))
-        try:
-            self.loop.run_until_complete(self.server.start())  # binding errors surface here, before spinning
-        except OSError as error:
-            # The rest of the simulation must not stop because a port is taken: say so and serve nothing.
-            self.get_logger().error(f"cannot serve AirSim clients on {params.host}:{params.port}: {error}; "
-                                    "no AirSim server in this run (choose another port: airsim_port:=N)")
-            self.server = None
-        self._thread = threading.Thread(target=self.loop.run_forever, name="airsim-rpc", daemon=True)
-        self._thread.start()
+        self.serving = EventLoopThread(
+            self, MsgpackRpcServer(self.api.dispatch, params.host, params.port, params.max_request_bytes,
+                                   logger=_RosLogger(self)), "airsim-rpc",
+            f"cannot serve AirSim clients on {params.host}:{params.port}: {{error}}; no AirSim server in this run "
+            "(choose another port: airsim_port:=N)")
+        self.loop, self.server = self.serving.loop, self.serving.server
         if self.server is None:
             return
         self.streams_subscribed = False
@@ -596,11 +583,7 @@ class AirSimApiNode(Node):
     def destroy_node(self):
         for host in self.vehicle_hosts.values():
             host.stop()
-        if self.loop.is_running():
-            if self.server is not None:
-                asyncio.run_coroutine_threadsafe(self.server.close(), self.loop).result(timeout=2.0)
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self._thread.join(timeout=2.0)
+        self.serving.close()
         self.api.render_executor.shutdown(wait=False, cancel_futures=True)
         return super().destroy_node()
 

@@ -16,10 +16,6 @@ simulation time; HEARTBEAT on wall time, 1 Hz).
 
 from __future__ import annotations
 
-import asyncio
-import math
-import threading
-import time
 from dataclasses import dataclass, field
 
 from diagnostic_msgs.msg import DiagnosticArray
@@ -33,10 +29,12 @@ from aerial_sim.mavlink.autopilot import Autopilot, AutopilotParams
 from aerial_sim.mavlink.server import EndpointParams, MavlinkServer
 from aerial_sim.nodes.airsim_api import AirSimApiNode, RosVehicleLink
 from aerial_sim.nodes.ros.clocks import InputStampClock
+from aerial_sim.nodes.ros.event_loop_thread import EventLoopThread
 from aerial_sim.nodes.ros.parameters import declare_params
 from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
 from aerial_sim.nodes.ros.run import run_node
-from aerial_sim.vehicles.fleet import FleetSelection, require_vehicle_names
+from aerial_sim.nodes.ros.throttle import WarningsByText
+from aerial_sim.vehicles.fleet import require_served_vehicles, served_vehicles
 
 
 @dataclass(frozen=True)
@@ -56,21 +54,14 @@ class MavlinkNodeParams:
     autopilot: AutopilotParams = field(default_factory=AutopilotParams)
 
     def __post_init__(self):
-        require(len(self.vehicle_names) > 0, "vehicle_names must name at least one vehicle")
-        require_vehicle_names(self.vehicle_names)
-        require(len(self.vehicle_types) == len(self.vehicle_names), "vehicle_types needs one entry per vehicle")
-        require(self.vehicles >= 0, f"vehicles must be >= 0, got {self.vehicles}")
+        require_served_vehicles(self.vehicle_names, self.vehicle_types, self.vehicles)
         count = max(len(self.vehicle_names), self.vehicles)
         require(1 <= self.sysid_base and self.sysid_base + count - 1 <= 250,
                 f"system ids must be in 1..250 (sysid_base {self.sysid_base}, {count} vehicles)")
 
     def fleet_vehicles(self) -> list[tuple[str, str]]:
         """(name, vehicle type) of every vehicle served, in system-id order."""
-        selection = FleetSelection(fleet=self.fleet, vehicles=self.vehicles if self.vehicles > 1 else 0,
-                                   vehicle_type=self.vehicle_types[0])
-        if selection.given:
-            return [(vehicle.name, vehicle.type) for vehicle in selection.load()]
-        return list(zip(self.vehicle_names, self.vehicle_types))
+        return served_vehicles(self.vehicle_names, self.vehicle_types, self.fleet, self.vehicles)
 
 
 class MavlinkNode(Node):
@@ -98,16 +89,11 @@ class MavlinkNode(Node):
         self.autopilots = [Autopilot(link, self.home, params.sysid_base + index, lambda frame: None, logger,
                                      params.autopilot)
                            for index, link in enumerate(self.vehicles.values())]
-        self.loop = asyncio.new_event_loop()
-        self.server = MavlinkServer(self.autopilots, params.endpoints, self.clock, params.autopilot.tick_hz, logger)
-        try:
-            self.loop.run_until_complete(self.server.start())
-        except OSError as error:
-            self.get_logger().error(f"cannot open the MAVLink UDP ports on {params.endpoints.host}: {error}; no "
-                                    "MAVLink in this run (choose other ports: mavlink_gcs_port:=N ...)")
-            self.server = None
-        self._thread = threading.Thread(target=self.loop.run_forever, name="mavlink", daemon=True)
-        self._thread.start()
+        self.serving = EventLoopThread(
+            self, MavlinkServer(self.autopilots, params.endpoints, self.clock, params.autopilot.tick_hz, logger),
+            "mavlink", f"cannot open the MAVLink UDP ports on {params.endpoints.host}: {{error}}; no MAVLink in this "
+            "run (choose other ports: mavlink_gcs_port:=N ...)")
+        self.loop, self.server = self.serving.loop, self.serving.server
         if self.server is None:
             return
         for index, (name, ports) in enumerate(zip(self.vehicles, self.server.bound)):
@@ -117,11 +103,7 @@ class MavlinkNode(Node):
                 f"{remote_gcs}, API udp {params.endpoints.host}:{ports[1]} -> {remote_api}")
 
     def destroy_node(self):
-        if self.loop.is_running():
-            if self.server is not None:
-                asyncio.run_coroutine_threadsafe(self.server.close(), self.loop).result(timeout=2.0)
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self._thread.join(timeout=2.0)
+        self.serving.close()
         return super().destroy_node()
 
 
@@ -133,18 +115,10 @@ class _RosLogger:
 
     def __init__(self, node: Node):
         self._logger = node.get_logger()
-        self._warned: dict[str, float] = {}
+        self.warning = WarningsByText(node, self.WARNING_PERIOD_S)
 
     def info(self, text: str) -> None:
         self._logger.info(text)
-
-    def warning(self, text: str) -> None:
-        now = time.monotonic()
-        if now - self._warned.get(text, -math.inf) >= self.WARNING_PERIOD_S:
-            if len(self._warned) > 1000:
-                self._warned.clear()
-            self._warned[text] = now
-            self._logger.warning(text)
 
 
 def main(args=None):

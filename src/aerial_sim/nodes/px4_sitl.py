@@ -6,6 +6,10 @@ project's sensor models (``imu/data``, ``magnetic_field``, ``air_pressure``; gro
 sensor is not running), HIL_GPS from ``gps/fix`` + ``gps/vel`` at ``gps_rate_hz`` and
 HIL_STATE_QUATERNION (ground truth) at ``state_rate_hz``, and turns PX4's HIL_ACTUATOR_CONTROLS into
 ``motor_commands`` (run the graph with ``use_controller:=false``: PX4 is the flight controller).
+With ``lockstep`` true each step's HIL_SENSOR goes out once and only PX4's answer to it (the
+HIL_ACTUATOR_CONTROLS stamped with that HIL_SENSOR's time, as PX4's lockstep scheduler stamps it)
+becomes the step's motor command, so the physics node, which waits for it, never runs ahead of a
+slow PX4 (:mod:`aerial_sim.sitl.lockstep`).
 
     aerial_sim launch sim.launch.yaml mission:=none autopilot:=px4
     PX4_SIM_MODEL=none_iris make px4_sitl none     # in PX4's tree: PX4 connects to 4560 (not run here)
@@ -16,52 +20,47 @@ from __future__ import annotations
 import math
 import socket
 import threading
-import time
 from dataclasses import dataclass
 
 from geometry_msgs.msg import TwistStamped
 from pymavlink.dialects.v20 import common as mav
-from rclpy.node import Node
 from sensor_msgs.msg import FluidPressure, MagneticField, NavSatFix
 
-from aerial_sim.config import require, require_positive
+from aerial_sim.config import require_positive
 from aerial_sim.environment.geodesy import HomePoint, enu_to_geodetic
-from aerial_sim.nodes.ros.motor_commands import motor_command_output
 from aerial_sim.nodes.ros.parameters import declare_params
 from aerial_sim.nodes.ros.qos import stream_qos
 from aerial_sim.nodes.ros.run import run_node
+from aerial_sim.nodes.ros.sitl_bridge import SitlBridgeNode, SitlBridgeParams
 from aerial_sim.nodes.ros.subscriptions import subscribe_imu, subscribe_odometry
 from aerial_sim.sensors.truth import truth_from_odometry
 from aerial_sim.sitl import px4_hil
-from aerial_sim.vehicles.multirotor import load_vehicle
+from aerial_sim.sitl.lockstep import StepAnswers
 
 #: Earth's field at the default home point (WMM, Redmond), ENU tesla: used only
 #: when no magnetometer runs.
 _DEFAULT_FIELD_ENU = (5.3e-6, 1.85e-5, -4.88e-5)
+#: Stamps are whole nanoseconds read as float seconds: a period may come out a hair short of 1 / rate.
+_STAMP_SLACK_S = 1e-6
 
 
 @dataclass(frozen=True)
-class Px4SitlParams:
-    host: str = "127.0.0.1"
+class Px4SitlParams(SitlBridgeParams):
     port: int = 4560
-    vehicle: str = "quad_x"
     gps_rate_hz: float = 10.0
     state_rate_hz: float = 250.0
     temperature_c: float = 15.0
-    lockstep: bool = False
 
     def __post_init__(self):
-        require(0 <= self.port <= 65535, f"port must be in 0..65535, got {self.port}")
+        super().__post_init__()
         require_positive(self, "gps_rate_hz", "state_rate_hz")
 
 
-class Px4SitlNode(Node):
+class Px4SitlNode(SitlBridgeNode):
     def __init__(self):
-        super().__init__("px4_sitl")
-        self.params = params = declare_params(self, Px4SitlParams)
+        super().__init__("px4_sitl", Px4SitlParams)
+        params = self.params
         self.home = declare_params(self, HomePoint, prefix="home.")
-        self.rotor_count = len(load_vehicle(params.vehicle).rotors)
-        self.send_controls = motor_command_output(self, "motor_commands")
         self.mav = mav.MAVLink(None, srcSystem=1, srcComponent=51)  # the simulator's ids, as Gazebo's plugin
         self.imu = self.field = self.pressure = self.fix = None
         self.gps_velocity = (0.0, 0.0, 0.0)
@@ -83,13 +82,15 @@ class Px4SitlNode(Node):
         self.server.settimeout(0.2)
         self.port = self.server.getsockname()[1]
         self.client: socket.socket | None = None
+        self.connections = 0
         self.send_lock = threading.Lock()
+        self.steps = StepAnswers()  # lockstep only
+        self.steps_lock = threading.Lock()
         self.actuator_messages = 0
-        self._running = True
-        self._thread = threading.Thread(target=self._serve, name="px4-sitl", daemon=True)
-        self._thread.start()
+        self.start_serving("px4-sitl")
         self.get_logger().info(f"PX4 simulator interface on tcp {params.host}:{self.port} ({self.rotor_count} "
-                               "rotors; start PX4 SITL with a 'none' model so it connects here)")
+                               "rotors; start PX4 SITL with a 'none' model so it connects here"
+                               f"{'; lockstep' if params.lockstep else ''})")
 
     # -- sensors in ---------------------------------------------------------------------------
     def on_truth_imu(self, imu) -> None:
@@ -125,6 +126,10 @@ class Px4SitlNode(Node):
         if truth is None:
             return
         t = truth.time_s
+        if self.params.lockstep:
+            with self.steps_lock:
+                if not self.steps.send_state(px4_hil.time_usec(t), self.connections):
+                    return
         force, gyro = self.imu if self.imu is not None else (self.truth_force, truth.angular_velocity_body)
         if self.field is not None:
             field, new_mag = self.field, self._new_mag
@@ -138,7 +143,7 @@ class Px4SitlNode(Node):
         new_baro = self._new_baro or self.pressure is None
         self._new_mag = self._new_baro = False
         messages = [px4_hil.hil_sensor(t, force, gyro, field, pressure, self.params.temperature_c, new_mag, new_baro)]
-        if t - self._last_gps >= 1.0 / self.params.gps_rate_hz or t < self._last_gps:
+        if t - self._last_gps >= 1.0 / self.params.gps_rate_hz - _STAMP_SLACK_S or t < self._last_gps:
             self._last_gps = t
             if self.fix is not None:
                 cov = self.fix.position_covariance
@@ -147,11 +152,16 @@ class Px4SitlNode(Node):
                                                 math.sqrt(max(cov[8], 0.0)), self.fix.status.status >= 0))
             else:
                 messages.append(px4_hil.hil_gps(t, lat, lon, alt, truth.velocity_world))
-        if t - self._last_state >= 1.0 / self.params.state_rate_hz or t < self._last_state:
+        if t - self._last_state >= 1.0 / self.params.state_rate_hz - _STAMP_SLACK_S or t < self._last_state:
             self._last_state = t
             messages.append(px4_hil.hil_state_quaternion(t, truth.orientation, truth.angular_velocity_body, lat, lon,
                                                          alt, truth.velocity_world, self.truth_force))
         self._send(b"".join(m.pack(self.mav) for m in messages))
+        if self.params.lockstep:
+            with self.steps_lock:
+                unanswered = self.steps.release_unanswered()
+            if unanswered:
+                self.send_controls([0.0] * self.rotor_count)  # PX4 has not answered yet: motors off
 
     def _send(self, data: bytes) -> None:
         client = self.client
@@ -173,8 +183,8 @@ class Px4SitlNode(Node):
                 pass
 
     # -- PX4 in -----------------------------------------------------------------------------
-    def _serve(self) -> None:
-        while self._running:
+    def serve(self) -> None:
+        while self.running:
             if self.client is None:
                 try:
                     client, peer = self.server.accept()
@@ -185,6 +195,7 @@ class Px4SitlNode(Node):
                 parser = mav.MAVLink(None)
                 parser.robust_parsing = True
                 self.client = client
+                self.connections += 1
                 self.get_logger().info(f"PX4 connected from {peer[0]}:{peer[1]}")
             try:
                 data = self.client.recv(65536)
@@ -200,22 +211,27 @@ class Px4SitlNode(Node):
             try:
                 messages = parser.parse_buffer(data) or []
             except Exception as error:
-                self.get_logger().warning(f"unreadable MAVLink from PX4 dropped: {error}", throttle_duration_sec=5.0)
+                self.warn(f"unreadable MAVLink from PX4 dropped: {error}")
                 continue
             for message in messages:
                 if message.get_type() == "HIL_ACTUATOR_CONTROLS":
-                    controls, _ = px4_hil.motor_controls(message, self.rotor_count)
-                    self.actuator_messages += 1
-                    self.send_controls(controls)
+                    self.on_actuator_controls(message)
                 elif message.get_type() == "BAD_DATA":
-                    self.get_logger().warning("malformed MAVLink frame from PX4 dropped", throttle_duration_sec=5.0)
+                    self.warn("malformed MAVLink frame from PX4 dropped")
 
-    def destroy_node(self):
-        self._running = False
-        self._thread.join(timeout=1.0)
+    def on_actuator_controls(self, message) -> None:
+        """PX4's outputs -> ``motor_commands``; in lockstep only its answer to the step awaited."""
+        if self.params.lockstep:
+            with self.steps_lock:
+                if not self.steps.release(int(message.time_usec)):
+                    return  # an answer to an earlier, re-sent step: this step waits for its own
+        controls, _ = px4_hil.motor_controls(message, self.rotor_count)
+        self.actuator_messages += 1
+        self.send_controls(controls)
+
+    def close_sockets(self) -> None:
         self._drop_client()
         self.server.close()
-        return super().destroy_node()
 
 
 def main(args=None):

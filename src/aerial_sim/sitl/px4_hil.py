@@ -32,6 +32,12 @@ ACCEL, GYRO, MAG, PRESSURE, PRESSURE_ALT, TEMPERATURE = 0b111, 0b111 << 3, 0b111
 SEA_LEVEL_HPA = 1013.25
 
 
+def time_usec(time_s: float) -> int:
+    """Simulation time as the ``time_usec`` of the HIL messages, rounded (truncating would make 0.012 s
+    11999 us: PX4's lockstep stamps its answers with it, and the bridge pairs them by it)."""
+    return int(round(time_s * 1e6))
+
+
 def pressure_altitude(pressure_pa: float) -> float:
     return 44330.77 * (1.0 - (pressure_pa / 100.0 / SEA_LEVEL_HPA) ** 0.190263)
 
@@ -42,7 +48,7 @@ def hil_sensor(time_s: float, specific_force_flu, gyro_flu, field_tesla_flu, pre
     p, q, r = body_to_frd(gyro_flu)
     mx, my, mz = (c * TESLA_TO_GAUSS for c in body_to_frd(field_tesla_flu))
     fields = ACCEL | GYRO | (MAG if new_mag else 0) | ((PRESSURE | PRESSURE_ALT | TEMPERATURE) if new_baro else 0)
-    return mav.MAVLink_hil_sensor_message(int(time_s * 1e6), ax, ay, az, p, q, r, mx, my, mz, pressure_pa / 100.0,
+    return mav.MAVLink_hil_sensor_message(time_usec(time_s), ax, ay, az, p, q, r, mx, my, mz, pressure_pa / 100.0,
                                           0.0, pressure_altitude(pressure_pa), temperature_c, fields, 0)
 
 
@@ -51,7 +57,7 @@ def hil_gps(time_s: float, latitude: float, longitude: float, altitude: float, v
     vn, ve, vd = world_to_ned(velocity_enu)
     speed = math.hypot(vn, ve)
     cog = (math.degrees(math.atan2(ve, vn)) % 360.0) if speed > 0.2 else 0.0
-    return mav.MAVLink_hil_gps_message(int(time_s * 1e6), 3 if has_fix else 1, int(round(latitude * 1e7)),
+    return mav.MAVLink_hil_gps_message(time_usec(time_s), 3 if has_fix else 1, int(round(latitude * 1e7)),
                                        int(round(longitude * 1e7)), int(round(altitude * 1000)),
                                        int(min(eph_m * 100, 65534)), int(min(epv_m * 100, 65534)),
                                        int(min(speed * 100, 65534)), _i16(vn * 100), _i16(ve * 100), _i16(vd * 100),
@@ -65,7 +71,7 @@ def hil_state_quaternion(time_s: float, orientation_enu_flu, rates_flu, latitude
     vn, ve, vd = world_to_ned(velocity_enu)
     ax, ay, az = body_to_frd(specific_force_flu)
     return mav.MAVLink_hil_state_quaternion_message(
-        int(time_s * 1e6), list(q), p, qr, r, int(round(latitude * 1e7)), int(round(longitude * 1e7)),
+        time_usec(time_s), list(q), p, qr, r, int(round(latitude * 1e7)), int(round(longitude * 1e7)),
         int(round(altitude * 1000)), _i16(vn * 100), _i16(ve * 100), _i16(vd * 100), 0, 0,
         _i16(ax / 9.80665 * 1000), _i16(ay / 9.80665 * 1000), _i16(az / 9.80665 * 1000))
 

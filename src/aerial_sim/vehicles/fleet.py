@@ -112,6 +112,23 @@ class FleetSelection:
         return grid_fleet(self.vehicles, self.vehicle_type)
 
 
+def require_served_vehicles(names, types, vehicles: int) -> None:
+    """The checks of a node's ``vehicle_names`` / ``vehicle_types`` / ``vehicles`` parameters (ParamsError)."""
+    require(len(names) > 0, "vehicle_names must name at least one vehicle")
+    require_vehicle_names(names)
+    require(len(types) == len(names), "vehicle_types needs one entry per vehicle")
+    require(vehicles >= 0, f"vehicles must be >= 0, got {vehicles}")
+
+
+def served_vehicles(names, types, fleet: str, vehicles: int) -> list[tuple[str, str]]:
+    """(name, vehicle type) of every vehicle a node serves: the fleet selection the physics node makes
+    (``fleet``, or drone1..N for ``vehicles`` > 1, of ``types[0]``), else ``names`` with their ``types``."""
+    selection = FleetSelection(fleet=fleet, vehicles=vehicles if vehicles > 1 else 0, vehicle_type=types[0])
+    if selection.given:
+        return [(vehicle.name, vehicle.type) for vehicle in selection.load()]
+    return list(zip(names, types))
+
+
 def grid_fleet(count: int, vehicle_type: str = "quad_x", sensors: tuple[str, ...] = DEFAULT_SENSORS,
                spacing_m: float = GRID_SPACING_M) -> tuple[FleetVehicle, ...]:
     """``drone1`` to ``droneN`` on the ground, :data:`GRID_MAX_ROWS` rows across y centred on y = 0,

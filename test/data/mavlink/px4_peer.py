@@ -4,13 +4,15 @@ with HIL_ACTUATOR_CONTROLS (armed; motors 0..1 in the first four controls). Its 
 aerial_sim's own cascaded controller on the HIL state (attitude and position from HIL_STATE_QUATERNION,
 rates from HIL_SENSOR's gyro), holding 2 m above the start.
 
-    python px4_peer.py PORT SECONDS        -> one JSON line with what it saw
+    python px4_peer.py PORT SECONDS [--delay S] [--steps N]     -> one JSON line with what it saw
+
+``--delay`` makes it a slow PX4: it takes S wall seconds over every answer; ``--steps`` stops after
+answering N HIL_SENSORs and adds the path it saw (HIL_STATE_QUATERNION's raw fields per step).
 """
 
 import collections
 import json
 import socket
-import sys
 import time
 
 from pymavlink.dialects.v20 import common as mav
@@ -20,9 +22,10 @@ from aerial_sim.control.controller import CascadedController, ControllerParams, 
 from aerial_sim.control.geometry import yaw_of
 from aerial_sim.environment.geodesy import HomePoint, geodetic_to_enu
 from aerial_sim.vehicles.multirotor import load_vehicle
+from peer_cli import peer_arguments
 
 
-def main(port: int, seconds: float) -> None:
+def main(port: int, seconds: float, delay_s: float = 0.0, steps: int = 0) -> None:
     sock = socket.create_connection(("127.0.0.1", port), timeout=5)
     sock.settimeout(1.0)
     parser, out = mav.MAVLink(None), mav.MAVLink(None, srcSystem=1, srcComponent=1)
@@ -32,19 +35,25 @@ def main(port: int, seconds: float) -> None:
     state = start = target = first_time = None
     last_sensor_time = None
     accel_at_start = None
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    sensor_times, path, batches = [], [], []
+    began = time.monotonic()
+    deadline = began + seconds
+    while time.monotonic() < deadline and not (steps and len(sensor_times) >= steps):
         try:
             data = sock.recv(65536)
         except socket.timeout:
             continue
-        for message in parser.parse_buffer(data) or []:
+        messages = parser.parse_buffer(data) or []
+        if sensor_times:  # answering: how many steps came at once (in lockstep one, however slow the answers)
+            batches.append(sum(m.get_type() == "HIL_SENSOR" for m in messages))
+        for message in messages:
             kind = message.get_type()
             counts[kind] += 1
             if kind == "HIL_STATE_QUATERNION":
                 position = geodetic_to_enu(message.lat / 1e7, message.lon / 1e7, message.alt / 1000.0, home)
                 velocity = world_to_enu((message.vx / 100.0, message.vy / 100.0, message.vz / 100.0))
                 state = (tuple(position), orientation_to_enu(message.attitude_quaternion), velocity)
+                path.append((message.time_usec, message.lat, message.lon, message.alt))
                 if start is None:
                     start = state[0]
                     target = (start[0], start[1], start[2] + 2.0)
@@ -58,12 +67,19 @@ def main(port: int, seconds: float) -> None:
                                                                                  message.zgyro)))
                 output = controller.update(vehicle, Setpoint(position=target, yaw=yaw_of(state[1])), dt)
                 controls = list(output.controls) + [0.0] * (16 - len(output.controls))
+                sensor_times.append(message.time_usec)
+                if delay_s > 0:
+                    time.sleep(delay_s)  # a slow PX4: the answer comes late
                 reply = mav.MAVLink_hil_actuator_controls_message(message.time_usec, controls,
                                                                   mav.MAV_MODE_FLAG_SAFETY_ARMED, 0)
                 sock.sendall(reply.pack(out))
-    print(json.dumps({"counts": dict(counts), "sim_s": (last_sensor_time or 0) - (first_time or 0),
-                      "start": start, "final": state[0] if state else None, "accel_at_start": accel_at_start}))
+    seen = {"wall_s": round(time.monotonic() - began, 2), "counts": dict(counts), "sim_s": (last_sensor_time or 0) - (first_time or 0), "start": start,
+            "final": state[0] if state else None, "accel_at_start": accel_at_start}
+    if steps:
+        seen.update(sensor_times=sensor_times, path=path, batches=batches)
+    print(json.dumps(seen))
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), float(sys.argv[2]))
+    parsed = peer_arguments()
+    main(parsed.port, parsed.seconds, parsed.delay, parsed.steps)

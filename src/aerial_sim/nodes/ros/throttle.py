@@ -27,3 +27,24 @@ class ThrottledWarning:
         if now >= self._next_s:
             self._next_s = now + self._period_s
             self._logger.warning(text())
+
+
+class WarningsByText:
+    """Each distinct warning text logged at most once per ``period_s`` of wall time (a client sending the
+    same bad request again and again must not flood the log; a different problem still shows at once)."""
+
+    #: Texts remembered at most (the memory is cleared past it: a client cannot grow it without bound).
+    MAX_TEXTS = 1000
+
+    def __init__(self, node: Node, period_s: float):
+        self._logger = node.get_logger()
+        self._period_s = period_s
+        self._logged_at: dict[str, float] = {}
+
+    def __call__(self, text: str) -> None:
+        now = time.monotonic()
+        if now - self._logged_at.get(text, -math.inf) >= self._period_s:
+            if len(self._logged_at) >= self.MAX_TEXTS:
+                self._logged_at.clear()
+            self._logged_at[text] = now
+            self._logger.warning(text)

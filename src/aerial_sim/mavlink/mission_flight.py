@@ -1,0 +1,253 @@
+"""Mission mode: the mission protocol's messages routed to the store, and the stored mission flown item by item.
+
+The store and its upload/download handshakes are :class:`aerial_sim.mavlink.mission.MissionServer`;
+this module flies what it holds, as PX4's Mission mode does: on the ground (armed) it takes off first
+to the first item's or MIS_TAKEOFF_ALT altitude; a waypoint is reached within its acceptance radius
+(param2, else NAV_ACC_RAD) and held param1 seconds; loiter-time items hold, loiter-unlimited holds for
+good, delays wait, DO_CHANGE_SPEED changes the cruise speed, land and RTL items end the flight.
+Each item reached is reported in MISSION_ITEM_REACHED and the progress in MISSION_CURRENT; at the end
+the vehicle holds at the last position.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pymavlink.dialects.v20 import common as mav
+
+from aerial_sim.airsim.ned import heading_to_enu
+from aerial_sim.airsim.flight import heading
+from aerial_sim.mavlink.commander import ACCEPTED, DENIED, Refused
+from aerial_sim.mavlink.mission import MissionItem
+from aerial_sim.mavlink.modes import FlightMode
+
+
+class MissionFlight:
+    """Mission mode of one :class:`~aerial_sim.mavlink.autopilot.Autopilot` (``ap.mission`` is the store)."""
+
+    def __init__(self, autopilot):
+        self.ap = autopilot
+        self.phase: str | None = None
+        self.state = mav.MISSION_STATE_NO_MISSION
+        self._wait_until = 0.0
+
+    def handlers(self) -> dict:
+        store = self.ap.mission
+        return {"MISSION_COUNT": lambda m: self.reply(store.on_count(m, self.ap.now)),
+                "MISSION_ITEM_INT": lambda m: self.reply(store.on_item(m, self.ap.now)),
+                "MISSION_ITEM": lambda m: self.reply(store.on_item(m, self.ap.now)),
+                "MISSION_REQUEST_LIST": lambda m: self.reply(store.on_request_list(m)),
+                "MISSION_REQUEST_INT": lambda m: self.reply(store.on_request(m)),
+                "MISSION_REQUEST": lambda m: self.reply(store.on_request(m)),
+                "MISSION_CLEAR_ALL": lambda m: self.reply(store.on_clear(m)),
+                "MISSION_SET_CURRENT": self.on_mission_set_current}
+
+    # -- the protocol -----------------------------------------------------------------------
+    def on_mission_set_current(self, message) -> None:
+        ap = self.ap
+        if not ap.mission.set_current(int(message.seq)):
+            ap.errors += 1
+            ap.logger.warning(f"sysid {ap.system_id}: {ap.mission.last_error}")
+            ap.statustext(mav.MAV_SEVERITY_WARNING, ap.mission.last_error)
+        elif ap.mode == FlightMode.MISSION:
+            self.phase = "start"
+        ap.send(ap.telemetry.mission_current())
+
+    def reply(self, replies: list) -> None:
+        """Send the store's answers; log its error once; restart the mission flown when a new one replaced it."""
+        ap = self.ap
+        store = ap.mission
+        if store.last_error:
+            ap.errors += 1
+            ap.logger.warning(f"sysid {ap.system_id}: mission: {store.last_error}")
+            store.last_error = None
+        for reply in replies:
+            ap.send(reply)
+        if store.changed:
+            store.changed = False
+            if ap.mode == FlightMode.MISSION:
+                if store.items:
+                    self.phase = "start"
+                else:
+                    ap.commander.enter(FlightMode.HOLD)
+            ap.logger.info(f"sysid {ap.system_id}: mission of {len(store.items)} items stored")
+
+    def tick(self, now_s: float) -> None:
+        """The store's timeouts and retries."""
+        for reply in self.ap.mission.tick(now_s):
+            self.ap.send(reply)
+        self.reply([])
+
+    async def start(self, first: float) -> int:
+        """MAV_CMD_MISSION_START from item ``first`` (negative or NaN: the current one)."""
+        store = self.ap.mission
+        if not store.items:
+            raise Refused(DENIED, "MISSION_START: no mission uploaded")
+        if math.isfinite(first) and first >= 0 and not store.set_current(int(first)):
+            raise Refused(DENIED, store.last_error)
+        return await self.ap.commander.set_mode(FlightMode.MISSION)
+
+    def set_current(self, seq: float) -> int:
+        """MAV_CMD_DO_SET_MISSION_CURRENT."""
+        store = self.ap.mission
+        if not (math.isfinite(seq) and store.set_current(int(seq))):
+            raise Refused(DENIED, store.last_error or f"mission item {seq} does not exist")
+        if self.ap.mode == FlightMode.MISSION:
+            self.phase = "start"
+        self.ap.send(self.ap.telemetry.mission_current())
+        return ACCEPTED
+
+    def reset(self, start: bool) -> None:
+        """Entering Mission (``start``: from the current item, or the first once finished) or leaving it."""
+        if start:
+            store = self.ap.mission
+            if store.current >= len(store.items):
+                store.current = 0
+            self.phase = "start"
+        else:
+            self.phase = None
+
+    # -- flying it --------------------------------------------------------------------------
+    def guide(self) -> None:
+        ap = self.ap
+        guidance = ap.guidance
+        items = ap.mission.items
+        if not items:
+            ap.commander.enter(FlightMode.HOLD)
+            return
+        index = ap.mission.current
+        if index >= len(items):
+            return  # finished: holding at the last position
+        item = items[index]
+        state = ap.state
+        phase = self.phase
+        if phase == "start":
+            self.state = mav.MISSION_STATE_ACTIVE
+            ap.send(ap.telemetry.mission_current())
+            if not ap.flying and item.command not in (mav.MAV_CMD_DO_CHANGE_SPEED,):
+                if not ap.armed:
+                    return  # PX4 waits for arming in Mission mode
+                # On the ground: take off first (PX4's implicit takeoff to the item's or MIS_TAKEOFF_ALT altitude).
+                altitude = item.altitude if item.command in (mav.MAV_CMD_NAV_TAKEOFF, mav.MAV_CMD_NAV_WAYPOINT) else math.nan
+                target_z = self._item_z(item) if math.isfinite(altitude) else math.nan
+                minimum = ap.relative_z(ap.parameters["MIS_TAKEOFF_ALT"], True)
+                self.phase = "taking off"
+                ap.spawn(self._takeoff(max(target_z, minimum) if math.isfinite(target_z) else minimum))
+                return
+            self._start_item(item)
+        elif phase == "taking off":
+            pass  # the takeoff service call is under way
+        elif phase == "fly to land":
+            if guidance.follow():
+                self.phase = "landing"
+                ap.spawn(guidance.land())
+        elif phase == "climb":
+            if guidance.climbed():
+                guidance.takeoff_z = None
+                self.phase = "start" if item.command != mav.MAV_CMD_NAV_TAKEOFF else None
+                if item.command == mav.MAV_CMD_NAV_TAKEOFF:
+                    self._item_done(item)
+        elif phase == "fly":
+            self._fly(item)
+        elif phase == "wait":
+            if ap.now >= self._wait_until:
+                self._next_item()
+        elif phase == "landing":
+            if not ap.armed or ap.link.controller_mode == "disarmed":
+                self._item_done(item)
+        elif phase == "rtl":
+            ap.rtl.guide()
+            if ap.rtl.landing and ap.link.controller_mode == "disarmed":
+                self._item_done(item)
+
+    def _fly(self, item: MissionItem) -> None:
+        ap = self.ap
+        state = ap.state
+        acceptance = item.param2 if item.command == mav.MAV_CMD_NAV_WAYPOINT and item.param2 > 0 else \
+            ap.parameters["NAV_ACC_RAD"]
+        done = ap.guidance.follow()
+        goal = ap.guidance.goal
+        if done or (goal is not None and math.dist(goal, state.position) <= acceptance
+                    and item.command == mav.MAV_CMD_NAV_WAYPOINT and item.param1 <= 0):
+            if not done:
+                ap.guidance.goto = None
+            wait = item.param1 if item.command in (mav.MAV_CMD_NAV_WAYPOINT, mav.MAV_CMD_NAV_LOITER_TIME) else 0.0
+            ap.send(mav.MAVLink_mission_item_reached_message(item.seq))
+            if item.command == mav.MAV_CMD_NAV_LOITER_UNLIM:
+                self.phase = "loiter"
+            elif math.isfinite(wait) and wait > 0:
+                if not done:
+                    ap.link.send_pose(goal, heading(state.orientation))
+                self.phase, self._wait_until = "wait", ap.now + wait
+            else:
+                self._next_item()
+
+    async def _takeoff(self, target_z: float) -> None:
+        ap = self.ap
+        answer = await ap.link.takeoff()
+        if ap.mode != FlightMode.MISSION:
+            return
+        if not answer.success:
+            ap.logger.warning(f"sysid {ap.system_id}: mission takeoff refused: {answer.message}; holding")
+            ap.commander.enter(FlightMode.HOLD)
+            return
+        ap.guidance.begin_takeoff(target_z)
+        self.phase = "climb"
+
+    def _item_z(self, item: MissionItem) -> float:
+        return self.ap.relative_z(item.altitude, item.relative_altitude)
+
+    def _start_item(self, item: MissionItem) -> None:
+        ap = self.ap
+        state = ap.state
+        command = item.command
+        if command == mav.MAV_CMD_DO_CHANGE_SPEED:
+            if math.isfinite(item.param2) and item.param2 > 0:
+                ap.speed_m_s = min(item.param2, ap.parameters["MPC_XY_VEL_MAX"])
+            self._next_item()
+        elif command == mav.MAV_CMD_NAV_DELAY:
+            self.phase, self._wait_until = "wait", ap.now + max(item.param1, 0.0)
+        elif command == mav.MAV_CMD_NAV_TAKEOFF:
+            ap.guidance.begin_takeoff(max(self._item_z(item), state.position[2]))
+            self.phase = "climb"
+        elif command == mav.MAV_CMD_NAV_LAND:
+            if item.has_position:
+                e, n, _ = ap.global_to_enu(item.latitude, item.longitude, 0.0, True)
+                if math.hypot(e - state.position[0], n - state.position[1]) > ap.params.arrive_tolerance_m:
+                    ap.guidance.fly_to((e, n, state.position[2]), None)
+                    self.phase = "fly to land"
+                    return
+            self.phase = "landing"
+            ap.spawn(ap.guidance.land())
+        elif command == mav.MAV_CMD_NAV_RETURN_TO_LAUNCH:
+            ap.rtl.reset(True)
+            self.phase = "rtl"
+        else:  # waypoint, loiter time, loiter unlimited
+            if item.has_position:
+                goal = ap.global_to_enu(item.latitude, item.longitude, item.altitude, item.relative_altitude)
+            else:
+                goal = tuple(state.position)
+            yaw = heading_to_enu(math.radians(item.param4)) if (command == mav.MAV_CMD_NAV_WAYPOINT
+                                                               and math.isfinite(item.param4)) else None
+            ap.guidance.fly_to(goal, yaw)
+            self.phase = "fly"
+
+    def _item_done(self, item: MissionItem) -> None:
+        self.ap.send(mav.MAVLink_mission_item_reached_message(item.seq))
+        self._next_item()
+
+    def _next_item(self) -> None:
+        ap = self.ap
+        store = ap.mission
+        store.current += 1
+        if store.current >= len(store.items):
+            self.state = mav.MISSION_STATE_COMPLETE
+            store.current = len(store.items) - 1
+            self.phase = "done"
+            ap.logger.info(f"sysid {ap.system_id}: mission complete")
+            if ap.flying:
+                ap.guidance.hold_here()
+            ap.send(ap.telemetry.mission_current())
+            store.current = len(store.items)  # nothing left to fly
+            return
+        self.phase = "start"
