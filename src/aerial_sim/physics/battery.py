@@ -13,8 +13,13 @@ The electrical power comes from the rotors' shaft power (propeller momentum theo
 vehicle's own power coefficient, P_shaft = C_P rho n^3 D^5 per rotor, n in rev/s) over the
 motors' and ESCs' efficiency, plus a constant avionics load.
 
-A motor's top speed is proportional to its supply voltage (back-EMF constant) and thrust to the
-square of speed, so a sagging pack caps the thrust: ``max_thrust_fraction = (V / V_full)^2``.
+A motor's top speed is proportional to its supply voltage (back-EMF constant, omega_max = K_v V) and
+thrust to the square of speed (T = C_T rho n^2 D^4), so a sagging pack caps the thrust:
+``max_thrust_fraction = (V / V_full)^2`` (0 once the pack is empty: its protection cuts it off). With ``PhysicsParams.battery`` set the physics world applies
+that cap to every rotor input (u <= fraction, i.e. speed <= omega_max V / V_full) and drains the pack
+by the rotors' power each step (:class:`aerial_sim.physics.world.PhysicsWorld`), so the vehicle feels
+a draining pack: less climb and, near empty, no hover. The model has no random part: the same flight
+drains the same pack the same way.
 
 OCV(SoC) is a piecewise-linear LiPo curve (per cell: 3.27 V empty, a plateau near 3.7-3.8 V,
 4.20 V full), as battery simulators such as PX4's ``BatterySimulator`` and ArduPilot's SITL use.
@@ -104,7 +109,8 @@ class Battery:
     def _state(self, current_a: float) -> BatteryState:
         ocv = self.params.cells * open_circuit_voltage(self.charge)
         voltage = max(ocv - current_a * self.params.cells * self.params.cell_resistance_ohm, 0.0)
-        fraction = min((voltage / self.full_voltage_v) ** 2, 1.0)
+        # Empty: the pack's protection (or the ESCs' low-voltage cut-off) stops the motors.
+        fraction = min((voltage / self.full_voltage_v) ** 2, 1.0) if self.charge > 0.0 else 0.0
         return BatteryState(self.charge, voltage, current_a, self.consumed_mah, fraction)
 
     def step(self, dt_s: float, shaft_power_w: float) -> BatteryState:

@@ -26,6 +26,7 @@ import numpy as np
 from aerial_sim.config import ParamsError, require, require_non_negative, require_positive
 from aerial_sim.environment.environment import Environment, EnvironmentParams
 from aerial_sim.environment.wind import WindField
+from aerial_sim.physics.battery import Battery, BatteryParams, rotor_shaft_power
 from aerial_sim.physics.contact import Collider, GroundPlane
 from aerial_sim.physics.drag import DRAG_LAWS
 from aerial_sim.physics.rigid_body import RigidBody
@@ -64,6 +65,9 @@ class PhysicsParams:
     stepping: Literal["auto", "scalar", "batched"] = "auto"
     #: Fewest vehicles for which ``auto`` steps them batched.
     batched_min_vehicles: int = 2
+    #: Each vehicle's battery pack (physics/battery.py): its sagging voltage caps the rotors' speed and
+    #: thrust, and the rotors' power drains it. None: an ideal supply (full thrust for ever).
+    battery: BatteryParams | None = None
 
     def __post_init__(self):
         require_positive(self, "rate_hz", "contact_slop_m")
@@ -75,6 +79,11 @@ class PhysicsParams:
     @property
     def dt(self) -> float:
         return 1.0 / self.rate_hz
+
+
+#: With batteries, :meth:`PhysicsWorld.step` drains them and applies their caps every this many steps at most
+#: (4 ms at 1000 Hz: the physics node's control period).
+BATTERY_STEPS = 4
 
 
 class UnknownVehicleError(KeyError):
@@ -102,6 +111,9 @@ class PhysicsWorld:
         self.wind_field: WindField | None = None
         self._wind_sampled_s = -math.inf
         self._wind_resample = False
+        #: Each vehicle's pack (with ``params.battery``) and the rotor inputs last asked for, before its cap.
+        self.batteries: dict[str, Battery] = {}
+        self._asked_controls: dict[str, list[float]] = {}
 
     @property
     def batched(self) -> bool:
@@ -148,6 +160,9 @@ class PhysicsWorld:
             # Resting on the ground from the start: no acceleration, the accelerometer reads +g.
             body.acceleration = body.reported_acceleration = (0.0, 0.0, 0.0)
         self.bodies[name] = body
+        if self.params.battery is not None:  # a fresh start: a fresh pack
+            self.batteries[name] = Battery(self.params.battery)
+            self._asked_controls.pop(name, None)
 
     def restart(self, wind_field: WindField | None = None) -> None:
         """A new run in this world: simulated time back to 0, every vehicle back where it was added (at
@@ -248,6 +263,11 @@ class PhysicsWorld:
         count or a value outside [0, 1].
         """
         body = self._body(name)
+        battery = self.batteries.get(name)
+        if battery is not None:
+            self._asked_controls[name] = [float(u) for u in controls]
+            cap = battery.state.max_thrust_fraction
+            controls = [min(float(u), cap) if math.isfinite(u) else u for u in controls]
         body.set_controls(controls, spun_up)
         if self._batch is not None:
             if spun_up:
@@ -259,7 +279,7 @@ class PhysicsWorld:
         """Rotor inputs of every vehicle at once: an (N, K) array in the order of
         :meth:`vehicle_names` (K the most rotors of any vehicle; extra columns ignored)."""
         batch = self._ensure_batch()
-        if batch is not None:
+        if batch is not None and not self.batteries:
             batch.set_controls_array(controls)
             return
         for name, row in zip(self.bodies, np.asarray(controls, dtype=float)):
@@ -295,6 +315,10 @@ class PhysicsWorld:
         """Advance every vehicle ``n_steps`` steps of ``1 / rate_hz`` seconds."""
         if n_steps <= 0:
             return
+        if self.batteries and n_steps > BATTERY_STEPS:  # the packs are drained, and cap the motors, this often
+            for start in range(0, n_steps, BATTERY_STEPS):
+                self.step(min(BATTERY_STEPS, n_steps - start))
+            return
         params = self.params
         settings = (params.linear_drag_enabled, params.contact_slop_m, params.rest_speed_m_s, params.sleep_at_rest)
         self._sample_wind()
@@ -305,6 +329,18 @@ class PhysicsWorld:
             for body in self.bodies.values():
                 body.advance(n_steps, self.environment, self.colliders, *settings)
         self._steps += n_steps
+        if self.batteries:
+            self._drain_batteries(n_steps * params.dt)
+
+    def _drain_batteries(self, dt_s: float) -> None:
+        """Each pack gives the rotors' power over the steps just taken; a lower cap applies at once."""
+        for name, battery in self.batteries.items():
+            speeds = [state.speed_rad_s for state in self.rotor_states(name)]
+            cap_before = battery.state.max_thrust_fraction
+            battery.step(dt_s, rotor_shaft_power(self._placements[name][0].rotors, speeds))
+            asked = self._asked_controls.get(name)
+            if asked is not None and battery.state.max_thrust_fraction != cap_before:
+                self.set_controls(name, asked)
 
     def ground_truth(self, name: str) -> GroundTruth:
         return self.body(name).ground_truth(self.time_s)

@@ -9,6 +9,7 @@ from aerial_sim.config import require, require_non_negative, require_positive
 from aerial_sim.control.controller import STABLE_STATE_RATE_HZ
 from aerial_sim.environment.geodesy import HomePoint
 from aerial_sim.environment.wind import WindParams, parse_gusts
+from aerial_sim.physics.battery import BatteryParams
 from aerial_sim.physics.lockstep import parse_participants
 from aerial_sim.nodes.ros.qos import LOCKSTEP_QOS
 from aerial_sim.vehicles.fleet import FleetSelection, require_vehicle_names
@@ -112,6 +113,10 @@ class PhysicsNodeParams:
     #: An AirSim settings.json whose Vehicles' X Y Z / Yaw are the start poses of the first vehicles (a path,
     #: ``auto`` = AirSim's search order, or ``none``; doc/airsim_settings.md).
     airsim_settings: str = "none"
+    #: Each vehicle flies on a battery pack (battery.*: cells, capacity_mah, ...; physics/battery.py):
+    #: the sagging voltage caps the rotors' speed and thrust, the rotors' power drains it. Off: ideal supply.
+    battery_enabled: bool = False
+    battery: BatteryParams = field(default_factory=BatteryParams)
 
     def __post_init__(self):
         require_non_negative(self, "ground_truth_rate_hz", "ground_truth_min_rate_hz")

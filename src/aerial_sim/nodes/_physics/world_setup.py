@@ -24,7 +24,8 @@ def build_world_on_terrain(params: PhysicsNodeParams) -> tuple[PhysicsWorld, obj
     colliders, ground_height_m, terrain = scene_colliders(params.scene, params.home)
     world = PhysicsWorld(PhysicsParams(rate_hz=params.rate_hz, linear_drag_enabled=params.linear_drag_enabled,
                                        stepping=params.stepping, ground_height_m=ground_height_m,
-                                       drag_law=params.drag_law), environment)
+                                       drag_law=params.drag_law,
+                                       battery=params.battery if params.battery_enabled else None), environment)
     for collider in colliders:
         world.add_collider(collider)
     for index, (name, kind) in enumerate(zip(params.vehicle_names, params.vehicle_types)):
