@@ -29,6 +29,7 @@ from aerial_sim.cdr import (
     encode_nav_sat_fix,
     encode_odometry,
     encode_twist_stamped,
+    encode_vector3_stamped,
 )
 from aerial_sim.sensors.truth import truth_from_odometry
 
@@ -335,7 +336,7 @@ def test_encoded_sensor_clock_and_command_messages_read_back_as_rclpys():
     from rclpy.serialization import deserialize_message, serialize_message
     from rosgraph_msgs.msg import Clock
     from sensor_msgs.msg import FluidPressure, MagneticField, NavSatFix
-    from geometry_msgs.msg import TwistStamped
+    from geometry_msgs.msg import TwistStamped, Vector3Stamped
     from std_msgs.msg import Float64MultiArray
 
     rng = random.Random(8)
@@ -352,7 +353,9 @@ def test_encoded_sensor_clock_and_command_messages_read_back_as_rclpys():
         twist = TwistStamped()
         linear, angular = twist.twist.linear, twist.twist.angular
         linear.x, linear.y, linear.z, angular.x, angular.y, angular.z = (rng.uniform(-20, 20) for _ in range(6))
-        for message in (pressure, magnetic, fix, twist):
+        wind = Vector3Stamped()
+        wind.vector.x, wind.vector.y, wind.vector.z = (rng.uniform(-30, 30) for _ in range(3))
+        for message in (pressure, magnetic, fix, twist, wind):
             message.header.frame_id = frame
             message.header.stamp.sec, message.header.stamp.nanosec = divmod(stamp, 10**9)
         f = magnetic.magnetic_field
@@ -363,6 +366,7 @@ def test_encoded_sensor_clock_and_command_messages_read_back_as_rclpys():
                                 fix.altitude, fix.position_covariance, fix.position_covariance_type), fix),
             (encode_twist_stamped(stamp, frame, (linear.x, linear.y, linear.z), (angular.x, angular.y, angular.z)),
              twist),
+            (encode_vector3_stamped(stamp, frame, (wind.vector.x, wind.vector.y, wind.vector.z)), wind),
             (encode_clock(stamp), Clock(clock=pressure.header.stamp)),
             (encode_float64_array([rng.random() for _ in range(frame_length)]), None),
         ]

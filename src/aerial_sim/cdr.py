@@ -497,6 +497,14 @@ def encode_twist_stamped(stamp_ns: int, frame_id: str, linear, angular) -> bytes
                    *_exactly(3, linear, "linear"), *_exactly(3, angular, "angular"))
 
 
+def encode_vector3_stamped(stamp_ns: int, frame_id: str, vector) -> bytes:
+    """``geometry_msgs/Vector3Stamped`` as CDR bytes."""
+    frame = frame_id.encode()
+    sec, nanosec = _stamp(stamp_ns)
+    return _packed("vector3", _header_then_doubles_struct(len(frame), 3), sec, nanosec, len(frame) + 1, frame,
+                   *_exactly(3, vector, "vector"))
+
+
 def encode_nav_sat_fix(stamp_ns: int, frame_id: str, status: int, service: int, latitude: float, longitude: float,
                        altitude: float, covariance, covariance_type: int) -> bytes:
     """``sensor_msgs/NavSatFix`` as CDR bytes."""

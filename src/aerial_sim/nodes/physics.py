@@ -12,7 +12,9 @@ A thin adapter around :class:`aerial_sim.physics.world.PhysicsWorld`:
 - publishes ``/clock``, ``ground_truth/odom``, ``ground_truth/imu`` and
   ``rotors`` once per control period (``publish_rate_hz``, 250 Hz), not on
   every 1 ms step: consumers need 250 Hz, and publishing at the step rate would
-  cost more than the physics itself;
+  cost more than the physics itself; and ``ground_truth/wind`` (Vector3Stamped, ``map``
+  ENU m/s: the wind the engine applies to that vehicle, which the rotor drag node
+  subtracts) while something reads it, every period in lockstep;
 - simulation control (what AirSim's API needs; standard interfaces only):
   services ``/physics/pause`` (std_srvs/SetBool: stop or restart the clock)
   and ``/physics/reset`` (std_srvs/Trigger: every vehicle back to its start,
@@ -65,7 +67,7 @@ from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
-from aerial_sim.cdr import encode_clock
+from aerial_sim.cdr import encode_clock, encode_vector3_stamped
 from aerial_sim.environment.wind import WindField
 from aerial_sim.nodes._physics.inputs import VehicleChannel, Wakeup
 from aerial_sim.nodes._physics.lockstep import LockstepOutputs
@@ -562,11 +564,20 @@ class PhysicsNode(Node):
         transforms = []
         every = unread_too or self.params.lockstep or len(self.vehicles) == 1
         truths = truths if truths is not None else PeriodTruths(self.world)
+        winds = None
         for vehicle in vehicles:
             truth = truths[vehicle.name]
             if not all(math.isfinite(v) for v in (*truth.position, *truth.velocity_world, *truth.orientation)):
                 raise SimulationDiverged(f"{vehicle.name}: state is no longer finite (position {truth.position})")
-            odom_read, imu_read, rotors_read = (True, True, True) if every else vehicle.readers()
+            readers = vehicle.readers()
+            odom_read, imu_read, rotors_read = (True, True, True) if every else readers[:3]
+            # The wind goes first, then the odometry the rotor drag node pairs it with (issue 31). Built only
+            # when read (nothing else costs it) except in lockstep, where every stamp's outputs go out.
+            if unread_too or self.params.lockstep or readers[3]:
+                if winds is None:
+                    winds = self.world.winds()
+                wind = winds[self.world.index_of(vehicle.name)]
+                vehicle.wind_pub.publish(encode_vector3_stamped(stamp_ns, "map", wind.tolist()))
             if odom_read:
                 vehicle.odom_pub.publish(odometry_bytes(truth, stamp_ns, vehicle.frame))
             if imu_read:

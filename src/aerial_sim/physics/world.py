@@ -255,6 +255,10 @@ class PhysicsWorld:
     def vehicle_names(self) -> tuple[str, ...]:
         return tuple(self.bodies)
 
+    def index_of(self, name: str) -> int:
+        """Row of vehicle ``name`` in the world's arrays (:meth:`winds`, :meth:`poses`)."""
+        return self._index[name]
+
     def set_controls(self, name: str, controls: Sequence[float], spun_up: bool = False) -> None:
         """Rotor inputs u_i in [0, 1] in the vehicle's rotor order; held until changed.
 
@@ -331,6 +335,9 @@ class PhysicsWorld:
         self._steps += n_steps
         if self.batteries:
             self._drain_batteries(n_steps * params.dt)
+        # A sample due now is taken now, from the state at this instant: the wind ``winds()`` returns after
+        # a step is the one the next step applies (what the physics node publishes on ground_truth/wind).
+        self._sample_wind()
 
     def _drain_batteries(self, dt_s: float) -> None:
         """Each pack gives the rotors' power over the steps just taken; a lower cap applies at once."""

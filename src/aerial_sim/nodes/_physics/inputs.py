@@ -8,7 +8,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from geometry_msgs.msg import PoseStamped, WrenchStamped
+from geometry_msgs.msg import PoseStamped, Vector3Stamped, WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from sensor_msgs.msg import Imu, JointState
@@ -61,9 +61,11 @@ class VehicleChannel:
         self.odom_pub = node.create_publisher(Odometry, f"/{name}/ground_truth/odom", qos)
         self.imu_pub = node.create_publisher(Imu, f"/{name}/ground_truth/imu", qos)
         self.rotors_pub = node.create_publisher(JointState, f"/{name}/rotors", qos)
+        #: The wind the engine applies to this vehicle (ENU, map): what the rotor drag node subtracts.
+        self.wind_pub = node.create_publisher(Vector3Stamped, f"/{name}/ground_truth/wind", qos)
         self.rotor_names = [f"rotor_{i}" for i in range(rotor_count)]
         self._readers_asked_at = -math.inf
-        self._readers = (True, True, True)
+        self._readers = (True, True, True, True)
         self.pending_controls: list[float] | None = None
         self.commands_received = 0
         self.command_received_at = -math.inf  # sim time of the last valid motor command
@@ -81,13 +83,14 @@ class VehicleChannel:
     #: How often (wall s) :meth:`readers` asks again (each question costs 1-3 us, per topic and vehicle).
     READERS_REFRESH_S = 0.5
 
-    def readers(self) -> tuple[bool, bool, bool]:
-        """Whether ground_truth/odom, ground_truth/imu and rotors have readers (asked at most every
-        READERS_REFRESH_S: a reader that comes waits that long for its first message)."""
+    def readers(self) -> tuple[bool, bool, bool, bool]:
+        """Whether ground_truth/odom, ground_truth/imu, rotors and ground_truth/wind have readers (asked at
+        most every READERS_REFRESH_S: a reader that comes waits that long for its first message)."""
         now = time.monotonic()
         if now - self._readers_asked_at >= self.READERS_REFRESH_S:
             self._readers_asked_at = now
-            self._readers = tuple(p.get_subscription_count() > 0 for p in (self.odom_pub, self.imu_pub, self.rotors_pub))
+            publishers = (self.odom_pub, self.imu_pub, self.rotors_pub, self.wind_pub)
+            self._readers = tuple(p.get_subscription_count() > 0 for p in publishers)
         return self._readers
 
     def on_motor_commands(self, data: bytes) -> None:
