@@ -1,5 +1,6 @@
-"""Wind field cost: one WindField.step for a fleet (mean, log-law shear, a gust and moderate Dryden turbulence),
-and what it adds to a PhysicsWorld control period (4 steps of 1 ms) when sampled every period or every 20 ms.
+"""Wind field cost: one WindField.step for a fleet (mean, log-law shear, a gust and moderate Dryden or von Kármán
+turbulence; von Kármán for vehicles at a steady air speed and for vehicles whose air speed changes every call,
+which recomputes its noise roots), and what it adds to a PhysicsWorld control period (4 steps of 1 ms) when sampled every period or every 20 ms.
 
     tools/dev.sh bench wind
 
@@ -24,15 +25,16 @@ def best_of(repeats: int, function) -> float:
     return min(function() for _ in range(repeats))
 
 
-def field_step_us(vehicles: int, calls: int = 300) -> float:
-    field = WindField(PARAMS, vehicles)
-    positions = np.random.default_rng(0).uniform(0, 100, (vehicles, 3))
-    velocities = np.zeros((vehicles, 3))
+def field_step_us(vehicles: int, params: WindParams = PARAMS, moving: bool = False, calls: int = 300) -> float:
+    field = WindField(params, vehicles)
+    rng = np.random.default_rng(0)
+    positions = rng.uniform(0, 100, (vehicles, 3))
+    velocities = [rng.normal(0.0, 1.0, (vehicles, 3)) if moving else np.zeros((vehicles, 3)) for _ in range(calls)]
 
     def run():
         start = time.perf_counter()
         for k in range(calls):
-            field.step(k * 0.02, 0.02, positions, velocities)
+            field.step(k * 0.02, 0.02, positions, velocities[k])
         return (time.perf_counter() - start) / calls * 1e6
 
     return best_of(3, run)
@@ -58,9 +60,13 @@ def period_us(vehicles: int, field_params: WindParams | None, periods: int = 250
 
 
 def main() -> None:
-    print("WindField.step (mean + log-law shear + gust + moderate Dryden), per call:")
+    von_karman = WindParams(**{**PARAMS.__dict__, "turbulence_model": "von_karman"})
+    print("WindField.step (mean + log-law shear + gust + moderate turbulence), per call: "
+          "Dryden / von Karman, steady air speed / von Karman, air speed changing every call")
     for vehicles in (1, 10, 100, 1000):
-        print(f"  {vehicles:5d} vehicles: {field_step_us(vehicles):8.1f} us")
+        cells = [field_step_us(vehicles), field_step_us(vehicles, von_karman),
+                 field_step_us(vehicles, von_karman, moving=True)]
+        print(f"  {vehicles:5d} vehicles: " + " / ".join(f"{c:8.1f} us" for c in cells))
     print("PhysicsWorld control period (4 steps), per period: no field / field sampled every 20 ms / every period")
     for vehicles in (1, 100):
         every_period = WindParams(**{**PARAMS.__dict__, "update_period_s": 0.004})

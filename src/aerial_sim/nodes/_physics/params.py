@@ -21,6 +21,7 @@ class PhysicsWindParams:
     (aerial_sim.environment.wind; /physics/wind and simSetWind change the mean at run time)."""
 
     turbulence: Literal["none", "light", "moderate", "severe"] = "none"
+    turbulence_model: Literal["dryden", "von_karman"] = "dryden"
     shear: Literal["none", "power_law", "log_law"] = "none"
     reference_height_m: float = 6.096
     power_law_exponent: float = 1.0 / 7.0
@@ -37,7 +38,8 @@ class PhysicsWindParams:
     def field_params(self, mean_enu_m_s) -> WindParams:
         return WindParams(mean_enu_m_s=tuple(mean_enu_m_s), shear=self.shear, reference_height_m=self.reference_height_m,
                           power_law_exponent=self.power_law_exponent, roughness_length_m=self.roughness_length_m,
-                          turbulence=self.turbulence, min_airspeed_m_s=self.min_airspeed_m_s,
+                          turbulence=self.turbulence, turbulence_model=self.turbulence_model,
+                          min_airspeed_m_s=self.min_airspeed_m_s,
                           gusts=parse_gusts(self.gusts), seed=self.seed, update_period_s=self.update_period_s)
 
 
