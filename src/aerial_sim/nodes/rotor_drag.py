@@ -94,6 +94,7 @@ class RotorDragNode(Node):
         self.thrusts_time_s = -math.inf
         self.wind_time_s = -math.inf  # stamp of the last ground_truth/wind
         self.first_odom_s: float | None = None
+        self.latest_stamp_s = -math.inf
         #: Each stamp's inputs ("odom", "wind", in lockstep "rotors") until all it needs have come.
         self.waiting: dict[float, dict[str, object]] = {}
         self.needed = ("odom",) + (("rotors",) if self.node_params.lockstep else ()) + (
@@ -167,6 +168,9 @@ class RotorDragNode(Node):
         arrives first: with the latest ones instead (arrival order, which the executor and the load
         decide), the wrench of a gust's edge would use the wind of the period before, and two lockstep
         runs of the same inputs would differ. Not in lockstep the thrusts are the latest."""
+        if stamp_s + self.node_params.max_input_age_s < self.latest_stamp_s:  # time went back: a restarted run
+            self.waiting.clear()  # (what waits is the old run's: its stamps come again)
+        self.latest_stamp_s = stamp_s
         inputs = self.waiting.get(stamp_s)
         if inputs is None:
             inputs = {}
