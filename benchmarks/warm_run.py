@@ -114,7 +114,7 @@ def warm(mission: str, folder: Path, params: Path, runs: int, quiet_s: float) ->
         while time.monotonic() < end:
             executor.spin_once(timeout_sec=max(0.0, min(0.01, end - time.monotonic())))
 
-    marker = str(folder / "warm_0")
+    marker = ""  # every process of the launch's session (the nodes' command lines do not name the run folder)
     results = []
     try:
         landed = wait_for(folder / "warm_0" / "metrics.json", process)

@@ -361,8 +361,9 @@ class MissionNode(Node):
         except Exception as error:  # results are a courtesy; report, do not mask the mission's outcome
             self.get_logger().error(f"could not write the results: {error}")
             code = code or 1
-        if self.params.exit_when_done:
-            self.exit_code = code
+        if not self.params.exit_when_done:
+            return  # the graph stays, paused by whoever starts the next run: nothing to drain before an end
+        self.exit_code = code
         if self.progress is not None:
             time.sleep(self.params.drain_s)  # the clock is held: let the last outputs reach the recorder
 
