@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import statistics
 import subprocess
@@ -51,6 +52,14 @@ def sim_seconds(run_dir: Path) -> float:
     with open(run_dir / "track.csv") as stream:
         stamps = [float(row[0]) for row in csv.reader(stream) if row and row[0][0].isdigit()]
     return stamps[-1]
+
+
+def complete_json(path: Path) -> bool:
+    try:
+        json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def wait_for(path: Path, process: subprocess.Popen, timeout_s: float = 600.0) -> float:
@@ -99,12 +108,16 @@ def warm(mission: str, folder: Path, params: Path, runs: int, quiet_s: float) ->
     node.create_subscription(Clock, "/clock", lambda m: ticks.append((time.monotonic(), m.clock.sec * 10**9 + m.clock.nanosec)),
                              stream_qos(True))
 
+    clients = {}
+
     def call(service_type, name, request):
-        client = node.create_client(service_type, name)
-        client.wait_for_service(timeout_sec=30)
+        """A service call through a client kept for the whole benchmark (a new one waits for discovery)."""
+        client = clients.get(name)
+        if client is None:
+            client = clients[name] = node.create_client(service_type, name)
+            client.wait_for_service(timeout_sec=30)
         future = client.call_async(request)
         executor.spin_until_future_complete(future, timeout_sec=30)
-        node.destroy_client(client)
         if future.result() is None:
             raise SystemExit(f"{name}: no answer")
         return future.result()
@@ -136,11 +149,10 @@ def warm(mission: str, folder: Path, params: Path, runs: int, quiet_s: float) ->
             next_landed = None
             while next_landed is None:
                 spin_for(0.02)
-                if (run_dir / "metrics.json").is_file():
+                if complete_json(run_dir / "metrics.json"):  # the mission's last file, written whole
                     next_landed = time.monotonic()
                 if process.poll() is not None:
                     raise SystemExit(f"the warm launch ended; see {folder}/warm.log")
-            time.sleep(0.3)
             cpu_s = session_cpu_s(process.pid, marker) - cpu_before
             sim_s = sim_seconds(run_dir)
             results.append({"cpu_s": cpu_s, "sim_s": sim_s, "overhead_s": first_tick - landed,
@@ -177,6 +189,9 @@ def main() -> int:
         for index in range(options.runs):
             print(f"cold: run {index + 1}/{options.runs}...", flush=True)
             cold_runs.append(cold(options.mission, folder, ending, index))
+        reference = (folder / "cold_0" / "track.csv").read_bytes()
+        tracks = [(folder / f"{kind}_{i}" / "track.csv").read_bytes() == reference
+                  for kind, count in (("cold", options.runs), ("warm", options.runs + 1)) for i in range(count)]
     cold_cpu = statistics.mean(r["cpu_s"] / r["sim_s"] for r in cold_runs)
     warm_cpu = statistics.mean(r["cpu_s"] / r["sim_s"] for r in warm_runs)
     overhead = [r["overhead_s"] for r in warm_runs]
@@ -189,6 +204,7 @@ def main() -> int:
           f"{statistics.mean(r['wall_s'] for r in warm_runs):.1f} s wall per run): {warm_cpu / cold_cpu:.2f}x cold")
     print(f"overhead between warm runs (landing to the next run's first tick): median {statistics.median(overhead):.2f} s, "
           f"max {max(overhead):.2f} s; of it pause-to-first-tick {statistics.median(restart):.2f} s median")
+    print(f"track.csv byte-identical to the first cold run's: {sum(tracks)} of {len(tracks)} runs (cold and warm)")
     if not options.no_record:
         rows = [
             _results.row("cold run", round(cold_cpu, 3), "CPU s per sim s", "launch to exit, every process, no recorder"),
@@ -198,6 +214,8 @@ def main() -> int:
                          f"max {max(overhead):.3f}; landing to the next run's first clock tick"),
             _results.row("restart to first tick, median", round(statistics.median(restart), 3), "s wall",
                          "/physics/restart, unpause, first period"),
+            _results.row("runs whose track.csv equals the first cold run's", f"{sum(tracks)} of {len(tracks)}", "",
+                         "cold and warm, byte for byte"),
         ]
         _results.record("warm_run", f"Warm runs against cold ones ({options.mission}, no recorder)", rows,
                         command="tools/dev.sh bench warm_run" + (f" --runs {options.runs}" if options.runs != 3 else ""),
