@@ -13,8 +13,8 @@ from std_msgs.msg import String
 
 from aerial_sim.cdr import cdr_header_stamp_ns
 from aerial_sim.config import ParamsError
-from aerial_sim.physics.lockstep import (DROPPED_MARKER, KEY_VARIABLE, Holdup, LockstepGate, Participant,
-                                         parse_key, parse_participants, shorten, signature_matches,
+from aerial_sim.physics.lockstep import (DROPPED_MARKER, KEY_VARIABLE, STAMP_TOLERANCE_NS, Holdup, LockstepGate,
+                                         Participant, parse_key, parse_participants, shorten, signature_matches,
                                          split_signature)
 from aerial_sim.nodes.ros.lockstep import LOCKSTEP_ANNOUNCEMENTS_QOS, LOCKSTEP_PARTICIPANTS_TOPIC
 from aerial_sim.nodes.ros.raw_take import not_called, take_raw, unspun_reader_node
@@ -94,8 +94,8 @@ class LockstepOutputs:
         node.create_timer(self.CONNECT_PERIOD_S, self.connect_pending)
 
     def observe(self, topic: str, stamp_ns: int) -> None:
-        if stamp_ns > self.node._clock_ns():
-            return  # made before a restart (see take_arrived)
+        if self.from_before_restart(stamp_ns):
+            return
         self.gate.observe(topic, stamp_ns)
         self.node.command_arrived.set()
 
@@ -104,6 +104,11 @@ class LockstepOutputs:
         run before are taken and dropped, and every participant owes its stamps from the first again."""
         self.take_arrived()
         self.gate.restart()
+
+    def from_before_restart(self, stamp_ns: int) -> bool:
+        """An output stamped after the clock (by more than the stamps' rounding) was made in the run before
+        a ``/physics/restart``: no output of this run can be, it answers a state already published."""
+        return stamp_ns > self.node._clock_ns() + STAMP_TOLERANCE_NS
 
     def holdups(self, clock_ns: int):
         return self.gate.holdups(clock_ns)
@@ -272,6 +277,6 @@ class LockstepOutputs:
                     self.node.get_logger().warning(f"{topic}: {len(cdr)} bytes, too short for a header: dropped",
                                                    throttle_duration_sec=2.0)
                     continue
-                if stamp_ns > self.node._clock_ns():
-                    continue  # made before a restart: no output of this run is stamped after its clock
+                if self.from_before_restart(stamp_ns):
+                    continue
                 self.gate.observe(topic, stamp_ns)
