@@ -129,7 +129,8 @@ class CameraNode(Node):
         self.detections_2d_pub = (
             self.create_publisher(ImageMarker, "camera/detections_2d", qos) if p.publish_detections_2d else None
         )
-        self._marker_lifetime = Duration(nanosec=int(round(1e9 / p.rate_hz))) if p.rate_hz >= 1.0 else Duration(sec=1)
+        period_ns = int(round(1e9 / p.rate_hz))  # a 2D box lasts one frame
+        self._marker_lifetime = Duration(sec=period_ns // 1_000_000_000, nanosec=period_ns % 1_000_000_000)
         self._frame_poses = [None, None]  # (position, orientation, stamp) of the frame before the last, and the last
         # Depth camera_info goes out last, after the frame's images: the output lockstep waits for.
         self.depth_info_pub = participant_publisher(self, CameraInfo, "camera/depth/camera_info", qos, p.lockstep, p.rate_hz,
