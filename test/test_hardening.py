@@ -541,3 +541,47 @@ def test_a_crash_in_native_code_prints_the_nodes_python_stack():
     done = subprocess.run([sys.executable, "-c", crash], capture_output=True, text=True, timeout=30)
     assert done.returncode == -signal.SIGSEGV
     assert "Segmentation fault" in done.stderr and "in build_the_node" in done.stderr, done.stderr
+
+
+#: A node that finishes its work, then whose teardown sticks in a C call holding the GIL (ctypes.PyDLL
+#: keeps it): no Python runs, neither a signal handler nor the stop-signals thread (issue 34: the
+#: recorder printed its report and then never exited, its SIGTERM ignored).
+STUCK_TEARDOWN_NODE = """
+import ctypes, sys
+from rclpy.node import Node
+from aerial_sim.nodes.ros.run import run_node
+
+class StuckTeardown(Node):
+    def __init__(self):
+        super().__init__("stuck_teardown")
+        print("running", flush=True)
+
+    def finish_work(self):
+        print("work done", flush=True)
+
+    def destroy_node(self):
+        ctypes.PyDLL(None).sleep(600)  # a C call that holds the GIL
+
+sys.exit(run_node(StuckTeardown, sys.argv))
+"""
+
+
+@requires_ros
+@pytest.mark.ros
+def test_a_teardown_stuck_holding_the_gil_ends_with_its_stacks_after_the_watchdog(monkeypatch):
+    import signal
+
+    monkeypatch.setenv("AERIAL_SIM_TEARDOWN_TIMEOUT_S", "2")
+    process = node_script(STUCK_TEARDOWN_NODE, "running")
+    try:
+        sent = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        time.sleep(1.0)
+        process.send_signal(signal.SIGTERM)  # a launcher's escalation: no Python can run to act on it
+        code = process.wait(timeout=30)
+        waited = time.monotonic() - sent
+    finally:
+        process.kill()
+    output = process.stdout.read()
+    assert code == 1 and 1.5 < waited < 10.0, (code, waited, output)
+    assert "work done" in output and "Timeout" in output and "destroy_node" in output, output

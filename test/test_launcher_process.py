@@ -144,6 +144,9 @@ def test_strict_exits_3_when_a_process_failed_only_while_being_stopped(demo_pref
     assert warnings == ["hasty (demo_pkg/talker) killed by SIGTERM while stopping"] and fatal == "", err
     _, fatal = judge_stop_failures(err.replace("(demo_pkg/talker)", "(aerial_sim/recorder)"))
     assert fatal == "hasty (aerial_sim/recorder) killed by SIGTERM while stopping"
+    # A recorder that died after its bag was closed (its teardown watchdog, issue 34) lost nothing.
+    closed = err.replace("(demo_pkg/talker)", "(aerial_sim/recorder)") + "[hasty] [recorder] bag closed: bag (9 msgs)\n"
+    assert judge_stop_failures(closed)[1] == ""
 
 
 def fast_dds_segments() -> set[str]:

@@ -379,8 +379,14 @@ def lockstep_drop(log_path: Path) -> str:
 def judge_stop_failures(launch_log: str) -> tuple[list[str], str]:
     """Of a launch that exited 3: its ``process has died`` lines as warnings (``label (package/executable)
     how while stopping``), and the first that fails the run (:data:`MUST_STOP_CLEANLY`; "" if none)."""
-    warnings = [f"{m['label']} ({m['executable']}) {m['how']} while stopping" for m in DIED_LINE.finditer(launch_log)]
-    fatal = [line for line in warnings if any(f"({name})" in line for name in MUST_STOP_CLEANLY)]
+    warnings, fatal = [], []
+    for match in DIED_LINE.finditer(launch_log):
+        line = f"{match['label']} ({match['executable']}) {match['how']} while stopping"
+        warnings.append(line)
+        # A recorder that died after its bag was closed (its teardown watchdog: nodes.ros.process) lost nothing.
+        closed = f"[{match['label']}] [recorder] bag closed:" in launch_log
+        if match["executable"] in MUST_STOP_CLEANLY and not closed:
+            fatal.append(line)
     if not warnings:
         return [], "no process named as failed while stopping"
     return warnings, fatal[0] if fatal else ""

@@ -458,6 +458,10 @@ class Recorder(Node):
         self._reader.destroy_node()
         return super().destroy_node()
 
+    def finish_work(self) -> None:
+        """What the recorder does before its ROS entities go (:func:`aerial_sim.nodes.ros.run.run_nodes`)."""
+        self.close()
+
     def close(self) -> None:
         """Close the bag (final metadata.yaml) and write the run summary and plot."""
         self._stop_taking.set()

@@ -131,6 +131,36 @@ def is_node_process() -> bool:
     return _State.phase is not None
 
 
+#: Environment variable: seconds the DDS teardown of a stopping node may take (:func:`arm_teardown_watchdog`).
+TEARDOWN_TIMEOUT_VARIABLE = "AERIAL_SIM_TEARDOWN_TIMEOUT_S"
+DEFAULT_TEARDOWN_TIMEOUT_S = 10.0
+
+
+def arm_teardown_watchdog() -> None:
+    """Once a stopping node has done its own work (the recorder: bag closed, report written), bound
+    what is left, destroying its ROS entities and shutting rclpy down, to ``AERIAL_SIM_TEARDOWN_TIMEOUT_S``
+    (10 s): past it, every thread's Python stack goes to stderr (the launcher's log) and the process
+    exits with status 1.
+
+    The recorder of a lockstep flight once printed its report and then never exited, ignoring the
+    launcher's SIGTERM 120 s later (issue 34, and once in this project's identical-bags test): its
+    main thread was stuck in a C call of the teardown that holds the GIL, so neither a Python signal
+    handler nor the stop-signals thread could run. ``faulthandler``'s watchdog is a C thread that needs
+    no GIL; it names the call (the stacks) and ends the process instead of the launcher waiting out
+    its stop timeout and SIGKILL. A batch keeps such a run: its bag was closed first
+    (:func:`aerial_sim.batch.execute.judge_stop_failures`).
+    """
+    try:
+        timeout_s = float(os.environ.get(TEARDOWN_TIMEOUT_VARIABLE, DEFAULT_TEARDOWN_TIMEOUT_S))
+    except ValueError:
+        timeout_s = DEFAULT_TEARDOWN_TIMEOUT_S
+    if timeout_s > 0:
+        try:
+            faulthandler.dump_traceback_later(timeout_s, exit=True, file=sys.stderr)
+        except (OSError, ValueError, RuntimeError, AttributeError):
+            pass  # no watchdog: the launcher's stop timeouts remain
+
+
 def exit_now(code: int) -> None:
     """End the process with ``code`` after flushing output, skipping interpreter teardown.
 

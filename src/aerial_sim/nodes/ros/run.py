@@ -81,6 +81,9 @@ def run_nodes(build: Callable[[list[Node]], None], default_name: str, args: list
     finally:
         process.set_phase("stopping")
         for node in reversed(nodes):
+            _finish_work(node)
+        process.arm_teardown_watchdog()  # what is left must not hang (process.arm_teardown_watchdog)
+        for node in reversed(nodes):
             _stop_node(node)
         _shutdown()
     if process.is_node_executable():
@@ -133,6 +136,18 @@ def _failure_code(name: str, node: Node | None, error: Exception) -> int:
 def _fatal(name: str, message: str) -> int:
     print(f"[FATAL] [{name}]: {message}", file=sys.stderr, flush=True)
     return 2
+
+
+def _finish_work(node: Node) -> None:
+    """A node's own work at the end (``finish_work``, where it has one: the recorder closes its bag and
+    writes its report), before its ROS entities are destroyed under the teardown watchdog."""
+    finish = getattr(node, "finish_work", None)
+    if finish is None:
+        return
+    try:
+        finish()
+    except Exception as error:  # noqa: BLE001 - the node is going away either way
+        print(f"[WARN] [{node.get_name()}]: while finishing: {type(error).__name__}: {error}", file=sys.stderr)
 
 
 def _stop_node(node: Node) -> None:
