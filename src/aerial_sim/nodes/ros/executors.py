@@ -68,12 +68,29 @@ def yield_cpu_in_lockstep(nodes: list[Node]) -> None:
         threads = [0]  # no /proc: the calling thread (the whole process where niceness is per process)
     try:
         for thread in threads:
+            _started_nice.setdefault(thread, os.getpriority(os.PRIO_PROCESS, thread))
             os.setpriority(os.PRIO_PROCESS, thread, max(nice, os.getpriority(os.PRIO_PROCESS, thread)))
     except OSError as error:
         logger.warning(f"lockstep: could not lower this process's CPU priority ({error}); it runs as it was")
         return
     logger.info(f"lockstep: off the control loop's critical path, this process runs at nice {nice} "
                 f"({BACKGROUND_NICE_VARIABLE}=0 leaves it as it is)")
+
+
+#: Thread id -> the niceness it had before :func:`yield_cpu_in_lockstep` lowered it.
+_started_nice: dict[int, int] = {}
+
+
+def restore_cpu_priority() -> None:
+    """Back to the priority the process started with, where the system allows it (root, or an
+    RLIMIT_NICE that permits it; else it stays as it is): once a node stops, the launch waits for it.
+    The recorder's report reads its whole bag after the flight; at nice 10 on a machine loaded with
+    other runs it took minutes and met its 120 s stop timeout (issue 34, seen at a load of 28 on 2 cores)."""
+    for thread, nice in _started_nice.items():
+        try:
+            os.setpriority(os.PRIO_PROCESS, thread, nice)
+        except OSError:
+            pass  # not allowed (EACCES), or the thread has ended (ESRCH)
 
 
 def make_executor(context):

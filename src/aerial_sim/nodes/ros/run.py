@@ -20,7 +20,7 @@ from rclpy.signals import SignalHandlerOptions
 
 from aerial_sim.config import ParamsError
 from aerial_sim.nodes.ros import process
-from aerial_sim.nodes.ros.executors import spin_until_stopped, yield_cpu_in_lockstep
+from aerial_sim.nodes.ros.executors import restore_cpu_priority, spin_until_stopped, yield_cpu_in_lockstep
 from aerial_sim.nodes.ros.hosting import FleetHosting, build_fleet_nodes
 from aerial_sim.nodes.ros.transport import use_transport_profile
 
@@ -80,6 +80,7 @@ def run_nodes(build: Callable[[list[Node]], None], default_name: str, args: list
         code = _failure_code(name, nodes[0] if nodes else None, error)
     finally:
         process.set_phase("stopping")
+        restore_cpu_priority()  # the launch waits for what is left
         for node in reversed(nodes):
             _finish_work(node)
         process.arm_teardown_watchdog()  # what is left must not hang (process.arm_teardown_watchdog)
