@@ -134,14 +134,17 @@ def test_images_arrive_at_the_sim_time_rate_with_encodings_sizes_and_stamps(ros_
 
 
 def test_switched_off_images_are_not_published_and_bad_params_exit_cleanly(ros_node):
-    from sensor_msgs.msg import Image
+    from sensor_msgs.msg import CameraInfo, Image
 
     from aerial_sim.nodes.ros.qos import stream_qos
 
-    process = start_camera("publish_color:=false", "publish_segmentation:=false", "width:=64", "height:=48")
+    lens = [-0.1, 0.01, 0.001, 0.0, 0.0]  # with a plumb_bob lens, which CameraInfo carries
+    process = start_camera("publish_color:=false", "publish_segmentation:=false", "width:=64", "height:=48",
+                           f"distortion_d:={lens}")
     try:
-        depth_seen = []
+        depth_seen, infos = [], []
         ros_node.create_subscription(Image, "/drone1/camera/depth/image_ideal", depth_seen.append, stream_qos())
+        ros_node.create_subscription(CameraInfo, "/drone1/camera/depth/camera_info", infos.append, stream_qos())
         odom_pub, send = odometry_sender(ros_node, stream_qos())
         assert spin_until(ros_node, lambda: odom_pub.get_subscription_count() >= 1, timeout_s=20.0)
         step = 0
@@ -151,6 +154,9 @@ def test_switched_off_images_are_not_published_and_bad_params_exit_cleanly(ros_n
             step += 1
             spin_until(ros_node, lambda: False, timeout_s=0.01, period_s=0.005)
         assert depth_seen, "no depth image"
+        assert (depth_seen[-1].width, depth_seen[-1].height) == (64, 48)
+        spin_until(ros_node, lambda: bool(infos), timeout_s=2.0)
+        assert infos and list(infos[-1].d) == lens and infos[-1].distortion_model == "plumb_bob"
         assert ros_node.count_publishers("/drone1/camera/color/image_raw") == 0
         assert ros_node.count_publishers("/drone1/camera/segmentation/image_raw") == 0
     finally:
