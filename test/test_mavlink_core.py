@@ -283,3 +283,43 @@ def test_bad_input_is_refused_with_a_nack_and_one_log_line_and_nothing_dies():
         assert h.autopilot.errors >= 10
         return True
     assert run(flight)
+
+
+async def upload_mission(h: Harness, plan: list[tuple]) -> int:
+    """Upload ``plan`` (command, latitude e7, longitude e7, altitude above home, param1, param2) as a ground
+    station does; the MISSION_ACK type."""
+    h.received = [m for m in h.received if m.get_type() not in ("MISSION_REQUEST_INT", "MISSION_ACK")]
+    h.send(mav.MAVLink_mission_count_message(1, 1, len(plan), 0))
+    while await h.run_until(lambda: h.of_type("MISSION_REQUEST_INT") or h.of_type("MISSION_ACK"), 2):
+        requests = h.of_type("MISSION_REQUEST_INT")
+        if h.of_type("MISSION_ACK") or not requests:
+            break
+        seq = requests[-1].seq
+        h.received = [m for m in h.received if m.get_type() != "MISSION_REQUEST_INT"]
+        command, lat, lon, alt, param1, param2 = plan[seq]
+        h.send(mav.MAVLink_mission_item_int_message(1, 1, seq, mav.MAV_FRAME_GLOBAL_RELATIVE_ALT_INT, command, 0, 1,
+                                                    param1, param2, 0, NAN, lat, lon, alt, 0))
+    return h.of_type("MISSION_ACK")[-1].type
+
+
+def test_do_jump_flies_the_loop_its_repeat_count_times_then_goes_on_and_a_jump_nowhere_is_refused():
+    async def flight(h):
+        await take_off(h, 3.0)
+        home = h.last("HOME_POSITION")
+        d = 1e7 / 111_320.0
+        north, east = home.latitude + int(4 * d), home.longitude + int(4 * d / math.cos(math.radians(home.latitude / 1e7)))
+        loop = [(mav.MAV_CMD_NAV_WAYPOINT, north, home.longitude, 3.0, 0.0, 0.3),
+                (mav.MAV_CMD_NAV_WAYPOINT, north, east, 3.0, 0.0, 0.3)]
+        nowhere = loop + [(mav.MAV_CMD_DO_JUMP, 0, 0, 0.0, 7.0, 1.0)]
+        assert await upload_mission(h, nowhere) == mav.MAV_MISSION_INVALID_PARAM1  # item 7 does not exist
+        assert "jump target 7" in h.logger.warnings()[-1] and h.autopilot.mission.items == []
+        plan = loop + [(mav.MAV_CMD_DO_JUMP, 0, 0, 0.0, 0.0, 1.0),  # back to item 0, once
+                       (mav.MAV_CMD_NAV_LAND, 0, 0, 0.0, 0.0, 0.0)]
+        assert await upload_mission(h, plan) == mav.MAV_MISSION_ACCEPTED
+        assert await h.command(mav.MAV_CMD_MISSION_START, 0, 0) == mav.MAV_RESULT_ACCEPTED
+        landed = await h.run_until(lambda: h.link.controller_mode == "disarmed", 60)
+        assert landed, h.logger.lines[-5:]
+        assert [r.seq for r in h.of_type("MISSION_ITEM_REACHED")] == [0, 1, 0, 1, 3]  # the loop twice, then land
+        assert h.position[0] == pytest.approx(4.0, abs=0.6) and h.position[1] == pytest.approx(4.0, abs=0.6)
+        return True
+    assert run(flight, 90.0)

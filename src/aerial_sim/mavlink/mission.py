@@ -30,7 +30,10 @@ SUPPORTED_NAV = {
     mav.MAV_CMD_NAV_LOITER_UNLIM: "loiter",
     mav.MAV_CMD_NAV_DELAY: "delay",
     mav.MAV_CMD_DO_CHANGE_SPEED: "change speed",
+    mav.MAV_CMD_DO_JUMP: "jump",
 }
+#: Items done at once, in the air or on the ground (no flight of their own, no MISSION_ITEM_REACHED for a jump).
+DO_COMMANDS = (mav.MAV_CMD_DO_CHANGE_SPEED, mav.MAV_CMD_DO_JUMP)
 #: Items that carry a position (x = latitude, y = longitude, z = altitude).
 POSITIONED = (mav.MAV_CMD_NAV_WAYPOINT, mav.MAV_CMD_NAV_TAKEOFF, mav.MAV_CMD_NAV_LAND,
               mav.MAV_CMD_NAV_LOITER_TIME, mav.MAV_CMD_NAV_LOITER_UNLIM)
@@ -111,6 +114,22 @@ def validate(item: MissionItem) -> None:
         raise ItemRejected(mav.MAV_MISSION_INVALID_PARAM1, f"item {item.seq}: delay {item.param1} s is not a time")
     if command == mav.MAV_CMD_DO_CHANGE_SPEED and math.isfinite(item.param2) and item.param2 > 100.0:
         raise ItemRejected(mav.MAV_MISSION_INVALID_PARAM2, f"item {item.seq}: speed {item.param2} m/s is out of range")
+    if command == mav.MAV_CMD_DO_JUMP:
+        if not (math.isfinite(item.param1) and item.param1 >= 0 and item.param1 == int(item.param1)
+                and int(item.param1) != item.seq):
+            raise ItemRejected(mav.MAV_MISSION_INVALID_PARAM1,
+                               f"item {item.seq}: jump target {item.param1} is not another item's number")
+        if not (math.isfinite(item.param2) and item.param2 >= -1 and item.param2 == int(item.param2)):
+            raise ItemRejected(mav.MAV_MISSION_INVALID_PARAM2,
+                               f"item {item.seq}: jump repeat count {item.param2} is not a whole number >= -1")
+
+
+def check_jumps(items: list[MissionItem]) -> None:
+    """Every DO_JUMP of a complete mission lands on an item of it (ItemRejected otherwise)."""
+    for item in items:
+        if item.command == mav.MAV_CMD_DO_JUMP and int(item.param1) >= len(items):
+            raise ItemRejected(mav.MAV_MISSION_INVALID_PARAM1, f"item {item.seq}: jump target {int(item.param1)} "
+                               f"is past the mission's {len(items)} items")
 
 
 class MissionServer:
@@ -168,6 +187,10 @@ class MissionServer:
         if len(self.upload) < self._upload_count:
             return [self._request(len(self.upload), time_s)]
         items, self.upload = self.upload, None
+        try:
+            check_jumps(items)
+        except ItemRejected as error:
+            return self._fail(error.result, str(error))
         self._replace(items)
         return [self._ack(mav.MAV_MISSION_ACCEPTED)]
 

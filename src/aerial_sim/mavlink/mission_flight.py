@@ -4,7 +4,9 @@ The store and its upload/download handshakes are :class:`aerial_sim.mavlink.miss
 this module flies what it holds, as PX4's Mission mode does: on the ground (armed) it takes off first
 to the first item's or MIS_TAKEOFF_ALT altitude; a waypoint is reached within its acceptance radius
 (param2, else NAV_ACC_RAD) and held param1 seconds; loiter-time items hold, loiter-unlimited holds for
-good, delays wait, DO_CHANGE_SPEED changes the cruise speed, land and RTL items end the flight.
+good, delays wait, DO_CHANGE_SPEED changes the cruise speed, DO_JUMP goes back (or on) to item param1
+param2 times (-1: for ever) and then past itself, counted afresh each time the mission is started or
+replaced, as PX4 counts them; land and RTL items end the flight.
 Each item reached is reported in MISSION_ITEM_REACHED and the progress in MISSION_CURRENT; at the end
 the vehicle holds at the last position.
 """
@@ -18,7 +20,7 @@ from pymavlink.dialects.v20 import common as mav
 from aerial_sim.airsim.ned import heading_to_enu
 from aerial_sim.airsim.flight import heading
 from aerial_sim.mavlink.commander import ACCEPTED, DENIED, Refused
-from aerial_sim.mavlink.mission import MissionItem
+from aerial_sim.mavlink.mission import DO_COMMANDS, MissionItem
 from aerial_sim.mavlink.modes import FlightMode
 
 
@@ -30,6 +32,7 @@ class MissionFlight:
         self.phase: str | None = None
         self.state = mav.MISSION_STATE_NO_MISSION
         self._wait_until = 0.0
+        self.jumps_done: dict[int, int] = {}  # DO_JUMP item -> jumps taken
 
     def handlers(self) -> dict:
         store = self.ap.mission
@@ -65,6 +68,7 @@ class MissionFlight:
             ap.send(reply)
         if store.changed:
             store.changed = False
+            self.jumps_done.clear()
             if ap.mode == FlightMode.MISSION:
                 if store.items:
                     self.phase = "start"
@@ -103,6 +107,8 @@ class MissionFlight:
             store = self.ap.mission
             if store.current >= len(store.items):
                 store.current = 0
+            if store.current == 0:
+                self.jumps_done.clear()  # flown from the start: every jump counts again
             self.phase = "start"
         else:
             self.phase = None
@@ -124,7 +130,7 @@ class MissionFlight:
         if phase == "start":
             self.state = mav.MISSION_STATE_ACTIVE
             ap.send(ap.telemetry.mission_current())
-            if not ap.flying and item.command not in (mav.MAV_CMD_DO_CHANGE_SPEED,):
+            if not ap.flying and item.command not in DO_COMMANDS:
                 if not ap.armed:
                     return  # PX4 waits for arming in Mission mode
                 # On the ground: take off first (PX4's implicit takeoff to the item's or MIS_TAKEOFF_ALT altitude).
@@ -201,7 +207,9 @@ class MissionFlight:
         ap = self.ap
         state = ap.state
         command = item.command
-        if command == mav.MAV_CMD_DO_CHANGE_SPEED:
+        if command == mav.MAV_CMD_DO_JUMP:
+            self._jump(item)
+        elif command == mav.MAV_CMD_DO_CHANGE_SPEED:
             if math.isfinite(item.param2) and item.param2 > 0:
                 ap.speed_m_s = min(item.param2, ap.parameters["MPC_XY_VEL_MAX"])
             self._next_item()
@@ -231,6 +239,18 @@ class MissionFlight:
                                                                and math.isfinite(item.param4)) else None
             ap.guidance.fly_to(goal, yaw)
             self.phase = "fly"
+
+    def _jump(self, item: MissionItem) -> None:
+        """DO_JUMP: to item param1 while fewer than param2 jumps were taken (-1: always), else past it."""
+        done = self.jumps_done.get(item.seq, 0)
+        if item.param2 < 0 or done < item.param2:
+            self.jumps_done[item.seq] = done + 1
+            self.ap.mission.current = int(item.param1)
+            self.phase = "start"
+            self.ap.logger.info(f"sysid {self.ap.system_id}: mission item {item.seq}: jump to {int(item.param1)} "
+                                f"({done + 1} of {'ever' if item.param2 < 0 else int(item.param2)})")
+        else:
+            self._next_item()
 
     def _item_done(self, item: MissionItem) -> None:
         self.ap.send(mav.MAVLink_mission_item_reached_message(item.seq))
