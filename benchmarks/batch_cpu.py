@@ -1,6 +1,6 @@
 """Where a batch run's CPU goes: per process and per phase (start-up, flight, stop, post-processing).
 
-    tools/dev.sh bench batch_cpu [--runs 1] [--before DIR] [--mission hop_1m] [--no-record]
+    tools/dev.sh bench batch_cpu [--runs 1] [--before DIR] [--mission hop_1m] [--no-plots] [--no-record]
 
 Runs the smoke sweep's graph (empty scene, no camera, IMU + barometer + magnetometer + GPS,
 controller, mission, recorder, export) ``--runs`` times, one run at a time, with
@@ -47,12 +47,12 @@ PHASES = ("start-up", "flight", "stop", "post-processing")
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def write_sweep(folder: Path, mission: str, seed: int) -> Path:
+def write_sweep(folder: Path, mission: str, seed: int, plots: bool = True) -> Path:
     document = {
         "name": "cpu",
         "base": {"scene": "empty", "mission": mission, "use_camera": False, "use_depth_noise": False},
         "grid": {"seed": [seed]},
-        "run": {"timeout_s": 600, "retries": 0},
+        "run": {"timeout_s": 600, "retries": 0, **({} if plots else {"plots": False})},
     }
     path = folder / "cpu.yaml"
     path.write_text(yaml.safe_dump(document, sort_keys=False))
@@ -146,11 +146,11 @@ class Sampler:
             self.thread_last[key] = cpu
 
 
-def measure(src: Path, mission: str, seed: int, root: Path) -> dict:
+def measure(src: Path, mission: str, seed: int, root: Path, plots: bool = True) -> dict:
     """One run of the sweep with ``src`` first on PYTHONPATH; its CPU per process and phase."""
     folder = root / f"{src.parent.name}-{seed}-{time.monotonic_ns()}"
     folder.mkdir(parents=True)
-    sweep = write_sweep(folder, mission, seed)
+    sweep = write_sweep(folder, mission, seed, plots)
     out = folder / "out"
     environment = dict(os.environ, PYTHONPATH=str(src), AERIAL_SIM_SHARE=str(src.parent))
     sampler = Sampler(str(out), out)
@@ -207,6 +207,7 @@ def main() -> int:
     parser.add_argument("--mission", default="hop_1m")
     parser.add_argument("--before", type=Path, default=None, help="another checkout to compare with, side by side")
     parser.add_argument("--threads", action="store_true", help="also print the flight's CPU per thread")
+    parser.add_argument("--no-plots", action="store_true", help="this checkout's runs without their PNG plots (run.plots: false)")
     parser.add_argument("--no-record", action="store_true", help="do not write doc/results/batch_cpu.json")
     options = parser.parse_args()
     checkouts = {"this": REPO / "src"}
@@ -217,7 +218,7 @@ def main() -> int:
         for seed in range(options.runs):
             for label, src in checkouts.items():
                 print(f"{label}: run {seed + 1}/{options.runs}...", flush=True)
-                runs[label].append(measure(src, options.mission, seed, Path(tmp)))
+                runs[label].append(measure(src, options.mission, seed, Path(tmp), plots=label != "this" or not options.no_plots))
     summaries = {label: summarise(r) for label, r in runs.items()}
     for label, summary in summaries.items():
         print_table(f"{label} ({checkouts[label].parent})", summary)

@@ -395,3 +395,34 @@ def test_the_digest_ignores_unwritten_marker_padding_and_unstamped_arrivals(tmp_
     assert contents[0].topics["/markers"].digest == contents[1].topics["/markers"].digest
     assert not contents[0].topics["/motor_commands"].in_digest
     assert contents[0].digest == contents[1].digest
+
+
+def test_post_processing_without_plots_writes_the_report_and_no_png(tmp_path):
+    """``run.plots: false``: the run's figures, digest and recording.txt as always, none of its three PNGs,
+    and matplotlib never imported (its import is most of the plots' 1.3 CPU s a run)."""
+    import json
+    import subprocess
+    import sys
+
+    from test_record_bag import cdr_odometry
+
+    from aerial_sim.batch.sweep import RunOptions
+
+    assert RunOptions().plots and not RunOptions(plots=False).plots
+    run = tmp_path / "run"
+    with BagWriter(run / "bag") as writer:
+        writer.add_topic("/drone1/ground_truth/odom", "nav_msgs/msg/Odometry")
+        for k in range(50):
+            writer.write("/drone1/ground_truth/odom", cdr_odometry(0.004 * k, 0.1 * k), k * 4_000_000)
+    (run / "track.csv").write_text("time_s,x_m\n" + "".join(f"{0.004 * k:.6f},0\n" for k in range(50)))
+    (run / "metrics.json").write_text(json.dumps({"mission": {"name": "hop"}}))
+    probe = ("import runpy, sys; sys.argv = ['postprocess', sys.argv[1], '--no-plots']\n"
+             "try:\n    runpy.run_module('aerial_sim.batch.postprocess', run_name='__main__')\n"
+             "except SystemExit as end:\n    assert not end.code, end.code\n"
+             "print('matplotlib' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe, str(run)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "False"
+    report = json.loads((run / "bag_report.json").read_text())
+    assert report["topics"]["/drone1/ground_truth/odom"]["count"] == 50 and (run / "recording.txt").is_file()
+    assert not list(run.glob("*.png"))

@@ -393,7 +393,8 @@ def judge_stop_failures(launch_log: str) -> tuple[list[str], str]:
 
 
 def _postprocess(folder: Path, options: RunOptions, log_path: Path, usage: _Usage) -> tuple[dict | None, str]:
-    command = [sys.executable, "-m", "aerial_sim.batch.postprocess", str(folder), *(["--export"] if options.export else [])]
+    command = [sys.executable, "-m", "aerial_sim.batch.postprocess", str(folder), *(["--export"] if options.export else []),
+               *([] if options.plots else ["--no-plots"])]
     with open(log_path, "a", encoding="utf-8") as log:
         log.write(f"# post-processing: {' '.join(command)}\n")
         log.flush()

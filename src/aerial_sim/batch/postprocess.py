@@ -1,4 +1,4 @@
-"""``python -m aerial_sim.batch.postprocess RUN_DIR [--export]``: a finished run's figures, in their own process.
+"""``python -m aerial_sim.batch.postprocess RUN_DIR [--export] [--no-plots]``: a finished run's figures, in their own process.
 
 Reads the run's bag once, for the recorder's summary (:mod:`aerial_sim.recording.summary`:
 simulated duration, real-time factor, message counts) and the content digest
@@ -7,7 +7,8 @@ exports it with :func:`aerial_sim.recording.export.export_bag` into
 ``RUN_DIR/dataset``, and writes everything to ``RUN_DIR/bag_report.json``, and
 the recorder's ``recording.txt`` and ``trajectory.png`` when the recorder left them
 out (a batch run's recorder does: :data:`aerial_sim.batch.execute.BATCH_NODE_DEFAULTS`),
-and the mission's ``xy_over_time.png`` and ``top_view.png`` when it left them out (the same).
+and the mission's ``xy_over_time.png`` and ``top_view.png`` when it left them out (the same); with
+``--no-plots`` (the sweep's ``run.plots: false``) none of the three PNGs, and matplotlib is not imported.
 Run as a separate process so a bad bag can only fail its own run, and so
 several runs' post-processing use several cores.
 """
@@ -36,7 +37,7 @@ def run_end_ns(run_dir: Path) -> int | None:
         return None
 
 
-def bag_report(run_dir: Path, export: bool) -> dict:
+def bag_report(run_dir: Path, export: bool, plots: bool = True) -> dict:
     """The run's bag report; the summary, the digest and the export share one read of the bag."""
     from aerial_sim.recording.digest import ContentCollector
     from aerial_sim.recording.reader import find_bag, read_once
@@ -77,19 +78,23 @@ def bag_report(run_dir: Path, export: bool) -> dict:
     if export:
         exporter.result()
         report["dataset"] = DATASET_DIR
-    _write_run_report(summary, run_dir)
-    _write_mission_plots(run_dir)
+    _write_run_report(summary, run_dir, plots)
+    if plots:
+        _write_mission_plots(run_dir)
     return report
 
 
-def _write_run_report(summary, run_dir: Path) -> None:
-    """``recording.txt`` and ``trajectory.png``, when the recorder left them to us (a batch run's default)."""
-    from aerial_sim.recording.summary import REPORT_NAME, plot_trajectory
+def _write_run_report(summary, run_dir: Path, plots: bool = True) -> None:
+    """``recording.txt`` and (with ``plots``) ``trajectory.png``, when the recorder left them to us (a batch
+    run's default)."""
+    from aerial_sim.recording.summary import REPORT_NAME
 
     if (run_dir / REPORT_NAME).exists():
         return
     (run_dir / REPORT_NAME).write_text(summary.text())
-    if summary.trajectories:
+    if plots and summary.trajectories:
+        from aerial_sim.recording.summary import plot_trajectory
+
         plot_trajectory(summary, run_dir / "trajectory.png")
 
 
@@ -110,8 +115,9 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m aerial_sim.batch.postprocess")
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--export", action="store_true", help="also export the bag to RUN_DIR/dataset")
+    parser.add_argument("--no-plots", action="store_true", help="draw none of the run's PNG plots")
     options = parser.parse_args(argv)
-    report = bag_report(options.run_dir, options.export)
+    report = bag_report(options.run_dir, options.export, plots=not options.no_plots)
     (options.run_dir / REPORT_FILE).write_text(json.dumps(report, indent=2) + "\n")
     return 0
 
