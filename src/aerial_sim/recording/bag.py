@@ -42,8 +42,8 @@ channels and schemas are registered, and get their ids, at their first message; 
 seconds, so a killed recorder still loses at most that much), never on a wall-clock flush; and
 ``metadata.yaml`` lists topics and QoS profiles sorted, with no wall-clock field (the recorder
 writes its wall-clock span beside the bag: :data:`WALL_CLOCK_FILE`). A message that arrives after
-its place was written (:attr:`BagWriter.late`) is written where it arrives; :func:`canonicalize`
-rewrites such a file in the canonical order.
+its place was written (:attr:`BagWriter.late`, which the recorder reports when it closes) is written
+where it arrives: its content is in the bag, but that file's bytes may differ from another run's.
 
 This module does not import rclpy: QoS profiles arrive as plain dicts.
 """
