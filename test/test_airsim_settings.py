@@ -46,8 +46,7 @@ def test_every_unsupported_key_is_one_warning_naming_it():
     warnings = load_settings(FULL).warnings
     expected = ["SeeDocsAt", "ViewMode", "Recording/RecordOnMove", "Recording/RecordInterval",
                 "CameraDefaults/CaptureSettings/0/MotionBlurAmount",
-                "Vehicles/Drone1/EnableCollisionPassthrogh", "Vehicles/Drone1/Sensors/Gps1/EphTimeConstant",
-                "Vehicles/Drone1/Sensors/LidarTop/DrawDebugPoints"]
+                "Vehicles/Drone1/EnableCollisionPassthrogh", "Vehicles/Drone1/Sensors/LidarTop/DrawDebugPoints"]
     assert sorted(w.split(":")[0] for w in warnings) == sorted(expected)
     assert all("ignored" in w for w in warnings)
 
@@ -168,3 +167,56 @@ def test_spawn_poses_replace_the_launch_poses_of_the_vehicles_that_give_one():
     assert positions[1] == (0.0, 2.0, 0.0) and yaws[1] == pytest.approx(0.0)  # NED yaw 90 (east): ENU yaw 0
     assert positions[2] == (0.0, 4.0, 0.0) and yaws[2] == 0.3  # nothing given: the launch's (a fleet's grid)
     assert spawn_poses(settings, launch[:1], [0.0]) == ([(-2.0, 3.0, 4.0)], [0.0])  # fewer vehicles launched
+
+
+def test_sensor_noise_keys_become_the_sensor_models_parameters_in_si_units():
+    """AirLib's *SimpleParams defaults (AirSim's settings documentation) land on the datasheet values the
+    MPU-6000 and AirSim GPS presets hold, which were written from the same AirSim figures."""
+    from aerial_sim.airsim.sensor_noise import vehicle_sensor_parameters
+    from aerial_sim.sensors.imu import ImuParams
+    from aerial_sim.sensors.params import load_preset
+
+    settings = parse_settings({"Vehicles": {"Drone1": {"VehicleType": "SimpleFlight", "Sensors": {
+        "Imu": {"SensorType": 2, "AngularRandomWalk": 0.3, "GyroBiasStability": 4.6, "GyroBiasStabilityTau": 500,
+                "VelocityRandomWalk": 0.24, "AccelBiasStability": 36, "AccelBiasStabilityTau": 800},
+        "Baro": {"SensorType": 1, "PressureFactorSigma": 0.001825, "PressureFactorTau": 3600,
+                 "UncorrelatedNoiseSigma": 2.7, "UpdateFrequency": 50, "StartupDelay": 0},
+        "Mag": {"SensorType": 4, "NoiseSigma": 0.005, "NoiseBias": 0.0, "ScaleFactor": 1.0},
+        "Gps": {"SensorType": 3, "EphTimeConstant": 0.9, "EphInitial": 25, "EphMin3d": 3, "UpdateLatency": 0.2}}}}})
+    mpu6000 = load_preset(ImuParams, "mpu6000")
+    imu = vehicle_sensor_parameters(settings, "drone1", "Imu")  # any case: Drone1 is drone1's
+    assert imu["gyro_noise_density"] == pytest.approx(mpu6000.gyro_noise_density, rel=1e-6)
+    assert imu["gyro_bias_stability"] == pytest.approx(mpu6000.gyro_bias_stability, rel=1e-4)  # preset rounded
+    assert imu["accel_bias_stability"] == pytest.approx(mpu6000.accel_bias_stability, rel=1e-6)
+    assert imu["accel_noise_density"] == pytest.approx(0.24 / 60)  # 0.24 m/s/sqrt(h)
+    baro = vehicle_sensor_parameters(settings, "drone1", "Barometer")
+    assert baro == {"drift_std_pa": pytest.approx(184.9, abs=0.1), "drift_tau_s": 3600.0, "noise_std_pa": 2.7,
+                    "rate_hz": 50.0}
+    assert vehicle_sensor_parameters(settings, "drone1", "Magnetometer") == {
+        "noise_std_t": pytest.approx(5e-7), "bias_t": (0.0, 0.0, 0.0)}
+    assert vehicle_sensor_parameters(settings, "drone1", "Gps") == {
+        "eph_tau_s": 0.9, "eph_initial_m": 25.0, "fix_3d_max_eph_m": 3.0, "latency_s": 0.2}
+    assert vehicle_sensor_parameters(settings, "drone7", "Imu") == imu  # the only settings vehicle
+    warned = " ".join(settings.warnings)
+    assert "Baro/StartupDelay" in warned and "Mag/ScaleFactor" in warned and "AngularRandomWalk" not in warned
+    with pytest.raises(SettingsError, match="AngularRandomWalk: -1 is less than the minimum of 0"):
+        parse_settings({"Vehicles": {"D": {"VehicleType": "SimpleFlight", "Sensors": {
+            "Imu": {"SensorType": 2, "AngularRandomWalk": -1}}}}})
+
+
+@pytest.mark.ros
+def test_a_sensor_node_takes_the_settings_noise_over_its_preset(ros_node, tmp_path):
+    from rclpy.parameter import Parameter
+
+    from aerial_sim.nodes.barometer import BarometerNode
+
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"Vehicles": {"Drone1": {"VehicleType": "SimpleFlight", "Sensors": {
+        "Baro": {"SensorType": 1, "UncorrelatedNoiseSigma": 9.5}}}}}))
+    for settings, noise in ((str(path), 9.5), ("none", 2.7), (str(tmp_path / "missing.json"), 2.7)):
+        node = BarometerNode(context=ros_node.context, namespace="drone1",
+                             parameter_overrides=[Parameter("airsim_settings", value=settings)])
+        try:
+            assert node.params.noise_std_pa == noise  # the MS5611 preset's 2.7 Pa without (or with a bad) file
+        finally:
+            node.destroy_node()

@@ -28,6 +28,9 @@ from typing import Any
 
 import jsonschema
 
+from aerial_sim.airsim.sensor_noise import MAPPING as NOISE_MAPPING
+from aerial_sim.airsim.sensor_noise import noise_keys
+
 SIM_MODES = ("Multirotor", "ComputerVision")
 #: VehicleType values flown by aerial_sim's own controller (AirSim's SimpleFlight behaviour).
 MULTIROTOR_TYPES = ("SimpleFlight", "PX4Multirotor", "ArduCopter")
@@ -134,6 +137,9 @@ _SENSOR = {
         _POSE,
         SensorType={"type": "integer", "enum": sorted(SENSOR_TYPES)},
         Enabled={"type": "boolean"},
+        **{key: {"type": "number", "minimum": 0} for kind in NOISE_MAPPING for key in NOISE_MAPPING[kind]
+           if key != "UpdateFrequency"},
+        UpdateFrequency={"type": "number", "exclusiveMinimum": 0},
         NumberOfChannels={"type": "integer", "minimum": 1, "maximum": 512},
         Range={"type": "number", "exclusiveMinimum": 0},
         PointsPerSecond={"type": "integer", "minimum": 1},
@@ -196,10 +202,11 @@ _SENSOR_KEYS = {
     "Lidar": _SENSOR_COMMON | {"NumberOfChannels", "Range", "PointsPerSecond", "RotationsPerSecond",
                                "HorizontalFOVStart", "HorizontalFOVEnd", "VerticalFOVUpper", "VerticalFOVLower"},
     "Distance": _SENSOR_COMMON | {"MinDistance", "MaxDistance"},
-    "Imu": {"SensorType", "Enabled"},
-    "Barometer": {"SensorType", "Enabled"},
-    "Magnetometer": {"SensorType", "Enabled"},
-    "Gps": {"SensorType", "Enabled"},
+    # Their noise keys become the sensor nodes' parameters (airsim/sensor_noise.py); other keys are warned about.
+    "Imu": {"SensorType", "Enabled"} | noise_keys("Imu"),
+    "Barometer": {"SensorType", "Enabled"} | noise_keys("Barometer"),
+    "Magnetometer": {"SensorType", "Enabled"} | noise_keys("Magnetometer"),
+    "Gps": {"SensorType", "Enabled"} | noise_keys("Gps"),
 }
 #: Recording: aerial_sim records every topic to a bag (record:=true); only Enabled maps (false: record:=false).
 _RECORDING_KEYS = {"Enabled"}

@@ -7,6 +7,7 @@ implements :meth:`OdometrySensorNode.publish` for one model output.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -91,6 +92,31 @@ class SceneOption:
         require(bool(self.scene), "scene must name a scene (e.g. 'empty')")
 
 
+def sensor_defaults(node: Node, params_type: type, options: SensorNodeOptions):
+    """The defaults of a sensor node's model parameters: its ``preset``, then what the AirSim settings file
+    (``airsim_settings``) sets for this vehicle's sensor of that kind (aerial_sim/airsim/sensor_noise.py); a file
+    that cannot be used is one error line and the preset alone (ROS parameters given still win)."""
+    defaults = load_preset(params_type, options.preset)
+    if options.airsim_settings in ("", "none"):
+        return defaults
+    from aerial_sim.airsim.sensor_noise import KIND_OF_PARAMS, vehicle_sensor_parameters
+    from aerial_sim.airsim.settings import SettingsError, find_settings_file, load_settings
+
+    try:
+        path = find_settings_file(options.airsim_settings)
+        if path is None:
+            return defaults
+        settings = load_settings(path)
+    except SettingsError as error:
+        node.get_logger().error(f"{error}; the preset's noise parameters are used")
+        return defaults
+    vehicle = node.get_namespace().strip("/").split("/")[-1]
+    changes = vehicle_sensor_parameters(settings, vehicle, KIND_OF_PARAMS.get(params_type.__name__, ""))
+    if changes:
+        node.get_logger().info(f"AirSim settings {path}: {', '.join(f'{k} {v}' for k, v in changes.items())}")
+    return dataclasses.replace(defaults, **changes)
+
+
 class OdometrySensorNode(Node):
     """Declares the sensor's options, its model's parameters (defaults from the datasheet
     ``preset``) and the home point; builds the model; feeds it ``ground_truth/odom``
@@ -99,7 +125,7 @@ class OdometrySensorNode(Node):
     def __init__(self, name: str, params_type: type, model_type: type, preset: str, frame_id: str, **node_options):
         super().__init__(name, **node_options)
         self.options = declare_params(self, SensorNodeOptions, defaults=SensorNodeOptions(preset=preset, frame_id=frame_id))
-        self.params = declare_params(self, params_type, defaults=load_preset(params_type, self.options.preset))
+        self.params = declare_params(self, params_type, defaults=sensor_defaults(self, params_type, self.options))
         home = declare_params(self, HomePoint, prefix="home.")
         self.frame_id = frame_in_namespace(self, self.options.frame_id)
         mount = sensor_mount(self.params)

@@ -14,7 +14,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import Imu as ImuMsg
 
 from aerial_sim.cdr import ImuFields, JointStateFields, encode_imu
-from aerial_sim.nodes._sensor import serve_sensor_reset
+from aerial_sim.nodes._sensor import sensor_defaults, serve_sensor_reset
 from aerial_sim.nodes.ros.clocks import InputStampClock
 from aerial_sim.nodes.ros.frames import frame_in_namespace, publish_static_mount
 from aerial_sim.nodes.ros.hosting import FleetHosting
@@ -25,7 +25,7 @@ from aerial_sim.nodes.ros.qos import stream_qos
 from aerial_sim.nodes.ros.run import run_node
 from aerial_sim.nodes.ros.stamps import to_stamp_ns
 from aerial_sim.nodes.ros.subscriptions import subscribe_imu, subscribe_joint_state
-from aerial_sim.sensors.params import SensorNodeOptions, load_preset
+from aerial_sim.sensors.params import SensorNodeOptions
 from aerial_sim.sensors.resampling import Resampler, resample_for
 from aerial_sim.sensors.truth import TruthSample
 from aerial_sim.sensors.imu import Imu, ImuParams
@@ -40,7 +40,7 @@ class ImuNode(Node):
     def __init__(self, **node_options):
         super().__init__("imu", **node_options)
         options = declare_params(self, SensorNodeOptions, defaults=SensorNodeOptions(preset="mpu6000", frame_id="imu_link"))
-        self.params = declare_params(self, ImuParams, defaults=load_preset(ImuParams, options.preset))
+        self.params = declare_params(self, ImuParams, defaults=sensor_defaults(self, ImuParams, options))
         self.frame_id = frame_in_namespace(self, options.frame_id)
         publish_static_mount(self, self.frame_id, self.params.mount.position_m, self.params.mount.orientation)
         self.model = Imu(self.params)

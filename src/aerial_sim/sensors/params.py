@@ -42,6 +42,9 @@ class SensorNodeOptions:
     frame_id: str = ""
     lockstep: bool = False
     interpolation: Literal["linear", "hold"] = "linear"
+    #: An AirSim settings.json whose sensor noise keys of this vehicle's sensor of this kind override the
+    #: preset (a path, ``auto`` = AirSim's search order, or ``none``; aerial_sim/airsim/sensor_noise.py).
+    airsim_settings: str = "none"
 
 
 def load_preset(cls: type[P], preset: str) -> P:
