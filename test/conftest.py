@@ -77,6 +77,18 @@ def ros_node():
         rclpy.shutdown(context=context)
 
 
+def call_service(ros_node, service_type, name: str, request, timeout_s: float = 30.0):
+    """Call service ``name`` from ``ros_node`` and return its answer (asserting it is served and answers)."""
+    client = ros_node.create_client(service_type, name)
+    try:
+        assert client.wait_for_service(timeout_sec=timeout_s), f"{name} not served"
+        future = client.call_async(request)
+        assert spin_until(ros_node, future.done, timeout_s=timeout_s), f"{name} not answered"
+        return future.result()
+    finally:
+        ros_node.destroy_client(client)
+
+
 def spin_until(node, condition, timeout_s: float, period_s: float = 0.01) -> bool:
     """Spin ``node`` until ``condition()`` is true or ``timeout_s`` passes; return the condition."""
     import rclpy

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from conftest import call_service as call
 from conftest import requires_ros, spin_until
 
 from aerial_sim.environment.atmosphere import standard_atmosphere
@@ -131,17 +132,6 @@ def test_lockstep_runs_with_the_same_inputs_are_identical(launch, ros_node):
     assert first[0][0] == (0, 0) and first[-1][0] == (1, 596_000_000)  # one state per 4 ms period
     assert first[-1][3] > SPAWN_ALTITUDE_M + 0.2  # it really flew (climbing toward 6 m)
     assert first == second
-
-
-def call(ros_node, service_type, name: str, request):
-    client = ros_node.create_client(service_type, name)
-    try:
-        assert client.wait_for_service(timeout_sec=30), f"{name} not served"
-        future = client.call_async(request)
-        assert spin_until(ros_node, future.done, timeout_s=30), f"{name} not answered"
-        return future.result()
-    finally:
-        ros_node.destroy_client(client)
 
 
 def test_restart_repeats_a_lockstep_flight_in_the_same_graph(launch, ros_node):

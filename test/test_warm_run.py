@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import call_service as call
 from conftest import requires_ros, spin_until
 
 pytestmark = [requires_ros, pytest.mark.ros]
@@ -24,17 +25,6 @@ acceleration_m_s2: 2.0
 hold_s: 0.0
 land: true
 """
-
-
-def call(ros_node, service_type, name: str, request):
-    client = ros_node.create_client(service_type, name)
-    try:
-        assert client.wait_for_service(timeout_sec=30), f"{name} not served"
-        future = client.call_async(request)
-        assert spin_until(ros_node, future.done, timeout_s=30), f"{name} not answered"
-        return future.result()
-    finally:
-        ros_node.destroy_client(client)
 
 
 def wait_for(path: Path, graph, timeout_s: float = 240.0) -> None:
