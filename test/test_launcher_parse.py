@@ -292,3 +292,15 @@ def test_missing_launch_file_is_one_line(tmp_path, capsys):
 def test_launcher_does_not_import_rclpy():
     probe = "import sys, aerial_sim.launcher.cli; sys.exit('rclpy' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", probe], timeout=30).returncode == 0
+
+
+def test_sim_launch_vehicle_name_reaches_the_physics_node_and_the_airsim_server():
+    """vehicle_name:=PX4 (what `aerial_sim airsim-settings` prints for a one-vehicle settings file): the physics
+    node simulates PX4 (sim.launch.yaml's vehicles:=1 once leaked into physics.launch.yaml as a 1-vehicle grid
+    named drone1, and AirSim's teleport.py found no ground truth for its PX4)."""
+    share = Path(__file__).resolve().parents[1] / "launch"
+    plan = load_launch_file(share / "sim.launch.yaml", {"vehicle_name": "PX4"}, dict(os.environ))
+    values = {}
+    for source in next(s for s in plan.processes if s.name == "physics").parameters:
+        values.update(getattr(source, "values", {}))
+    assert values["vehicle_names"] == ["PX4"] and values["vehicles"] == 0
