@@ -27,9 +27,18 @@ SRC = REPO / "src"
 
 def private_domain_id() -> int:
     """This pytest process's ROS_DOMAIN_ID: ``AERIAL_SIM_TEST_DOMAIN_ID``, else one in 1..50 from the pid
-    (``aerial_sim batch`` runs started by tests use 51..101, so they never share a test's domain)."""
+    (``aerial_sim batch`` runs started by tests use 51..101, so they never share a test's domain). Under
+    pytest-xdist each worker adds its index to one base shared by the run, so no two workers share a
+    domain (nor the ports tests derive from it)."""
     chosen = os.environ.get("AERIAL_SIM_TEST_DOMAIN_ID")
-    return int(chosen) if chosen else 1 + os.getpid() % 50
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+    if chosen:
+        return int(chosen) + worker
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run_id is None:
+        return 1 + os.getpid() % 50
+    workers = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    return 1 + workers * (int(run_id, 16) % max(1, 50 // workers)) + worker
 
 
 os.environ["ROS_DOMAIN_ID"] = str(private_domain_id())
