@@ -15,16 +15,8 @@ from conftest import requires_ros, spin_until
 
 pytestmark = [requires_ros, pytest.mark.ros]
 
-#: A hop shorter than config/missions/hop_1m.yaml (test_batch_runs.py's): disarmed at about 4.9 s of sim time.
-SHORT_HOP = """name: short_hop
-takeoff_altitude_m: 0.4
-pattern: square
-size_m: 0.2
-speed_m_s: 1.0
-acceleration_m_s2: 2.0
-hold_s: 0.0
-land: true
-"""
+#: A hop shorter than config/missions/hop_1m.yaml (disarmed at about 4.9 s of sim time instead of about 11).
+SHORT_HOP = (Path(__file__).parent / "data" / "missions" / "short_hop.yaml").read_text()
 
 
 def wait_for(path: Path, graph, timeout_s: float = 240.0) -> None:
