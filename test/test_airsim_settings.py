@@ -220,3 +220,20 @@ def test_a_sensor_node_takes_the_settings_noise_over_its_preset(ros_node, tmp_pa
             assert node.params.noise_std_pa == noise  # the MS5611 preset's 2.7 Pa without (or with a bad) file
         finally:
             node.destroy_node()
+
+
+def test_a_node_gets_usable_settings_or_exactly_one_error_for_a_file_it_cannot_use(tmp_path):
+    from aerial_sim.airsim.settings import usable_settings
+
+    good = tmp_path / "settings.json"
+    good.write_text('{"SettingsVersion": 1.2, "SimMode": "Multirotor"}')
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"SimMode": "Multirotor",')
+    for spec, expect_settings, expect_errors in ((str(good), True, 0), (str(broken), False, 1),
+                                                  (str(tmp_path / "missing.json"), False, 1), ("none", False, 0)):
+        errors = []
+        found = usable_settings(spec, errors.append)
+        assert (found is not None) == expect_settings, spec
+        assert len(errors) == expect_errors and all(isinstance(e, SettingsError) for e in errors), (spec, errors)
+        if found is not None:
+            assert found[0] == good and found[1].sim_mode == "Multirotor"

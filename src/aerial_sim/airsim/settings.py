@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -230,6 +231,17 @@ def find_settings_file(explicit: str = "auto", home: str | None = None) -> Path 
         return path
     documents = Path(home if home is not None else os.path.expanduser("~")) / "Documents" / "AirSim" / "settings.json"
     return documents if documents.is_file() else None
+
+
+def usable_settings(spec: str, on_error: Callable[[SettingsError], None]) -> tuple[Path, AirSimSettings] | None:
+    """The settings file ``spec`` names (:func:`find_settings_file`) with its contents, or None: no file, or one
+    that cannot be used, handed to ``on_error`` (a node logs it in one line: a file never stops the simulation)."""
+    try:
+        path = find_settings_file(spec)
+        return None if path is None else (path, load_settings(path))
+    except SettingsError as error:
+        on_error(error)
+        return None
 
 
 def load_settings(path: str | os.PathLike) -> AirSimSettings:

@@ -100,16 +100,13 @@ def sensor_defaults(node: Node, params_type: type, options: SensorNodeOptions):
     if options.airsim_settings in ("", "none"):
         return defaults
     from aerial_sim.airsim.sensor_noise import KIND_OF_PARAMS, vehicle_sensor_parameters
-    from aerial_sim.airsim.settings import SettingsError, find_settings_file, load_settings
+    from aerial_sim.airsim.settings import usable_settings
 
-    try:
-        path = find_settings_file(options.airsim_settings)
-        if path is None:
-            return defaults
-        settings = load_settings(path)
-    except SettingsError as error:
-        node.get_logger().error(f"{error}; the preset's noise parameters are used")
+    found = usable_settings(options.airsim_settings,
+                            lambda error: node.get_logger().error(f"{error}; the preset's noise parameters are used"))
+    if found is None:
         return defaults
+    path, settings = found
     vehicle = node.get_namespace().strip("/").split("/")[-1]
     changes = vehicle_sensor_parameters(settings, vehicle, KIND_OF_PARAMS.get(params_type.__name__, ""))
     if changes:

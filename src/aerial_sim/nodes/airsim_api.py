@@ -67,7 +67,7 @@ from aerial_sim.airsim.graph import (
 from aerial_sim.airsim.images import CameraRig
 from aerial_sim.airsim.rpc import MsgpackRpcServer
 from aerial_sim.airsim.sensors import NamedSensors
-from aerial_sim.airsim.settings import SettingsError, find_settings_file, load_settings
+from aerial_sim.airsim.settings import usable_settings
 from aerial_sim.cdr import ImuFields, JointStateFields, OdometryFields
 from aerial_sim.config import require, require_positive
 from aerial_sim.control.geometry import quat_from_yaw, quat_to_matrix
@@ -406,14 +406,10 @@ class AirSimApiNode(Node):
     def _load_settings(self, spec: str):
         """The AirSim settings file (``settings`` parameter), or None; a broken one is one error line and
         the server runs with AirSim's defaults (a file must never stop the simulation)."""
-        try:
-            path = find_settings_file(spec)
-            if path is None:
-                return None
-            settings = load_settings(path)
-        except SettingsError as error:
-            self.get_logger().error(f"{error}; serving with AirSim's default settings")
+        found = usable_settings(spec, lambda error: self.get_logger().error(f"{error}; serving with AirSim's default settings"))
+        if found is None:
             return None
+        path, settings = found
         for warning in settings.warnings:
             self.get_logger().warning(f"settings {path}: {warning}")
         self.get_logger().info(f"AirSim settings from {path}: SimMode {settings.sim_mode}, vehicles "

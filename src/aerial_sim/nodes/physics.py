@@ -147,16 +147,13 @@ class PhysicsNode(Node):
     def _with_airsim_spawns(self, params: PhysicsNodeParams, quiet: bool = False) -> PhysicsNodeParams:
         """``params`` with the start poses of an AirSim settings file (``airsim_settings``); a file that cannot
         be used is one error line and the launch's poses (the AirSim server says what is wrong with it)."""
-        from aerial_sim.airsim.settings import SettingsError, find_settings_file, load_settings, spawn_poses
+        from aerial_sim.airsim.settings import spawn_poses, usable_settings
 
-        try:
-            path = find_settings_file(params.airsim_settings)
-            if path is None:
-                return params
-            settings = load_settings(path)
-        except SettingsError as error:
-            self.get_logger().error(f"{error}; vehicles start at the launch's poses")
+        found = usable_settings(params.airsim_settings,
+                                lambda error: self.get_logger().error(f"{error}; vehicles start at the launch's poses"))
+        if found is None:
             return params
+        path, settings = found
         count = len(params.vehicle_names)
         positions, yaws = spawn_poses(settings, [params.initial_positions[3 * i: 3 * i + 3] for i in range(count)],
                                       params.initial_yaws_rad)
