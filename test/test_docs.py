@@ -21,8 +21,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "doc"
 #: README.md is the front door (issue 28): what it is, the two commands, the node table, links into
-#: doc/. Everything longer belongs in a doc/ page. About 250 lines, with a little room.
-README_BUDGET_LINES = 260
+#: doc/. Everything longer belongs in a doc/ page. Issue 28 asks for at most about 250 lines.
+README_BUDGET_LINES = 250
 
 pytest.importorskip("sphinx", reason="the documentation tools come from tools/requirements-docs.txt")
 pytest.importorskip("myst_parser", reason="the documentation tools come from tools/requirements-docs.txt")
