@@ -20,8 +20,13 @@ Land            ``land`` service (the controller disarms at touchdown)
 Offboard        the last SET_POSITION_TARGET_* / SET_ATTITUDE_TARGET, re-sent every tick; entering
                 needs setpoints younger than COM_OF_LOSS_T; losing them -> COM_OBL_RC_ACT
                 (:mod:`~aerial_sim.mavlink.offboard`, :mod:`~aerial_sim.mavlink.failsafes`)
-Position etc.   MANUAL_CONTROL sticks as velocity (x/y: MPC_VEL_MANUAL, z: climb/descent, r: yaw
+Position        MANUAL_CONTROL sticks as velocity (x/y: MPC_VEL_MANUAL, z: climb/descent, r: yaw
                 rate) in the heading frame; centred sticks or stick loss -> hold (:mod:`~aerial_sim.mavlink.manual_control`)
+Altitude        sticks as tilt, yaw rate and climb rate on ``cmd_attitude`` with an altitude: centred
+                throttle holds the altitude, the horizontal position is not held
+Stabilized,     sticks as tilt (MPC_MAN_TILT_MAX), yaw rate and collective thrust on ``cmd_attitude``
+Manual          with a throttle (a multicopter's Manual is Stabilized, as in PX4)
+Acro            sticks as body rates (MC_ACRO_*_MAX) and collective thrust on ``cmd_rates``
 ==============  =====================================================================================
 
 The class itself holds the vehicle's shared state (mode, armed, home, time) and composes the parts,
@@ -41,6 +46,8 @@ from typing import Callable
 from pymavlink.dialects.v20 import common as mav
 
 from aerial_sim.config import require, require_positive
+from aerial_sim.control.controller import STANDARD_GRAVITY_M_S2
+from aerial_sim.control.mixer import SEA_LEVEL_DENSITY_KG_M3
 from aerial_sim.environment.geodesy import HomePoint, geodetic_to_enu
 from aerial_sim.mavlink import modes
 from aerial_sim.physics.battery import Battery, BatteryParams, rotor_shaft_power
@@ -57,6 +64,16 @@ from aerial_sim.mavlink.parameter_protocol import ParameterProtocol
 from aerial_sim.mavlink.parameters import ParameterTable
 from aerial_sim.mavlink.return_to_launch import ReturnToLaunch
 from aerial_sim.mavlink.telemetry import Telemetry, TelemetryRates
+
+def _hover_thrust(vehicle) -> dict[str, float]:
+    """MPC_THR_HOVER as PX4's hover thrust estimator would find it: weight over the largest collective thrust
+    (the flight controller's throttle is a fraction of it), when the vehicle gives one inside PX4's range."""
+    try:
+        hover = vehicle.hover_controls(SEA_LEVEL_DENSITY_KG_M3, STANDARD_GRAVITY_M_S2)[0]
+    except (AttributeError, IndexError, ZeroDivisionError):
+        return {}
+    return {"MPC_THR_HOVER": hover} if 0.1 <= hover <= 0.8 else {}
+
 
 FLYING_CONTROLLER_MODES = ("takeoff", "hold", "velocity", "landing", "attitude", "rates", "motors")
 
@@ -103,7 +120,8 @@ class Autopilot:
         rotors = getattr(link.vehicle, "rotors", ())
         self.mav_type = mav.MAV_TYPE_HEXAROTOR if len(rotors) == 6 else (
             mav.MAV_TYPE_OCTOROTOR if len(rotors) == 8 else mav.MAV_TYPE_QUADROTOR)
-        self.parameters = ParameterTable({"MAV_SYS_ID": system_id, "MAV_TYPE": self.mav_type, **(parameters or {})})
+        self.parameters = ParameterTable({"MAV_SYS_ID": system_id, "MAV_TYPE": self.mav_type,
+                                          **_hover_thrust(link.vehicle), **(parameters or {})})
         capacity = self.parameters["BAT1_CAPACITY"]
         self.battery = Battery(BatteryParams(**{**self.params.battery.__dict__,
                                                 "cells": int(self.parameters["BAT1_N_CELLS"]),

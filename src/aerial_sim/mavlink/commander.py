@@ -138,6 +138,7 @@ class Commander:
         ap.guidance.stop()
         ap.rtl.reset(wanted == FlightMode.RTL)
         ap.mission_flight.reset(wanted == FlightMode.MISSION)
+        ap.manual.reset()
         if wanted in (FlightMode.HOLD, *modes.STICK_MODES) and ap.flying and ap.link.controller_mode != "landing":
             ap.guidance.hold_here()
         if previous != wanted:

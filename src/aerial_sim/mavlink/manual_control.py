@@ -1,10 +1,26 @@
 """MANUAL_CONTROL: a ground station's or joystick's sticks fly the vehicle in PX4's manual modes.
 
-In Position (and, here, Manual, Stabilized and Altitude) the sticks command velocity in the heading
-frame: x (pitch) and y (roll) up to MPC_VEL_MANUAL, z (throttle, 500 = centre) climb up to
-MPC_Z_VEL_MAX_UP or descent up to MPC_Z_VEL_MAX_DN, r yaw rate up to MPC_MAN_Y_MAX; centred sticks
-hold the position; sticks silent for longer than COM_RC_LOSS_T hand over to
-:class:`~aerial_sim.mavlink.failsafes.Failsafes` (the vehicle holds).
+Each mode gives the sticks PX4's meaning (the mapping and its sources: :mod:`aerial_sim.mavlink.stick_mapping`)
+and flies through the flight controller's public streams:
+
+==============  ================================================================  =====================================
+mode            sticks                                                            stream
+==============  ================================================================  =====================================
+Position        velocity in the heading frame (x/y up to MPC_VEL_MANUAL, z        ``cmd_vel``; centred: hold the
+                climb/descent, r yaw rate); centred sticks hold the position      position (``cmd_pose``)
+Altitude        roll/pitch angle (acceleration g tan(MPC_MAN_TILT_MAX)), yaw      ``cmd_attitude`` in ``map`` (the
+                rate, climb rate; centred throttle brakes and then locks the      controller's altitude hold);
+                altitude below MPC_HOLD_MAX_Z: wind drifts the vehicle            horizontal position is not held
+Stabilized      roll/pitch angle (MPC_MAN_TILT_MAX), yaw rate, collective thrust  ``cmd_attitude`` in ``base_link``
+Manual          a multicopter's Manual is Stabilized (PX4: mc_att_control makes   (throttle)
+                the attitude setpoint from the sticks in both)
+Acro            body rates (MC_ACRO_R/P/Y_MAX), collective thrust                 ``cmd_rates`` in ``base_link``
+==============  ================================================================  =====================================
+
+On the ground (armed, not yet flying) the sticks wait for a takeoff: Position and Altitude for
+the throttle above 65 % (PX4's ``FlightTaskManualAltitude::_checkTakeoff``), Stabilized, Manual and
+Acro for any throttle above 5 %. Sticks silent for longer than COM_RC_LOSS_T hand over to
+:class:`~aerial_sim.mavlink.failsafes.Failsafes` (the vehicle holds its position).
 """
 
 from __future__ import annotations
@@ -13,6 +29,15 @@ import math
 
 from aerial_sim.airsim.flight import heading, world_velocity_from_heading
 from aerial_sim.airsim.ned import heading_to_ned, world_to_enu
+from aerial_sim.control.geometry import wrap_angle
+from aerial_sim.mavlink import stick_mapping
+from aerial_sim.mavlink.modes import FlightMode
+
+#: Throttle stick above which Position and Altitude take off from the ground (PX4: stick above 65 %).
+TAKEOFF_THROTTLE = 0.65
+#: An altitude setpoint runs at most this far ahead of the vehicle while the throttle asks to climb or
+#: sink (a vehicle that cannot follow, e.g. on the ground, must not wind it up), m.
+MAX_ALTITUDE_LEAD_M = 3.0
 
 
 class ManualControl:
@@ -23,6 +48,10 @@ class ManualControl:
         self.axes: tuple[float, float, float, float] | None = None
         self.time = -math.inf
         self.holding = False
+        self.yaw_setpoint: float | None = None  # Stabilized/Altitude heading (ENU, rad)
+        self.altitude_setpoint: float | None = None  # Altitude: the locked altitude (None: braking or moving)
+        self._altitude_target: float | None = None  # Altitude: the altitude sent while the throttle is off centre
+        self._last_time: float | None = None
 
     def handlers(self) -> dict:
         return {"MANUAL_CONTROL": self.on_manual_control}
@@ -42,6 +71,13 @@ class ManualControl:
     def lost(self) -> bool:
         return self.axes is None or self.ap.now - self.time > self.ap.parameters["COM_RC_LOSS_T"]
 
+    def reset(self) -> None:
+        """A mode change: setpoints start again from the vehicle's state."""
+        self.holding = False
+        self.yaw_setpoint = None
+        self.altitude_setpoint = None
+        self._altitude_target = None
+
     def hold(self) -> None:
         """Hold where the vehicle is (once, when the sticks centre or are lost)."""
         if not self.holding and self.ap.flying:
@@ -52,22 +88,101 @@ class ManualControl:
         """A stick mode's tick."""
         ap = self.ap
         state = ap.state
+        now = ap.now
+        dt = 0.0 if self._last_time is None else min(max(now - self._last_time, 0.0), 0.1)
+        self._last_time = now
         if state is None or not ap.armed:
             return
         if self.lost:
+            self.yaw_setpoint = self.altitude_setpoint = self._altitude_target = None
             ap.failsafes.sticks_lost()
             return
-        pitch, roll, throttle, yaw = self.axes
         band = ap.params.stick_deadband
-        climb = (throttle - 0.5) * 2.0
-        pitch, roll, climb, yaw = (0.0 if abs(a) < band else a for a in (pitch, roll, climb, yaw))
+        x, y, throttle, r = self.axes
+        pitch, roll, yaw = (0.0 if abs(a) < band else a for a in (x, y, r))
+        if ap.mode == FlightMode.POSCTL:
+            self._position(pitch, roll, throttle, yaw)
+            return
+        if not ap.flying:
+            self.yaw_setpoint = heading(state.orientation)  # landed: the heading stays where it is
+            wanted = TAKEOFF_THROTTLE if ap.mode == FlightMode.ALTCTL else stick_mapping.YAW_THROTTLE_THRESHOLD
+            if throttle <= wanted:
+                return
+        self.holding = False
+        if ap.mode == FlightMode.ALTCTL:
+            self._altitude(pitch, roll, throttle, yaw, dt)
+        elif ap.mode == FlightMode.ACRO:
+            self._acro(pitch, roll, throttle, yaw)
+        else:
+            self._stabilized(pitch, roll, throttle, yaw, dt)
+
+    # -- the modes --------------------------------------------------------------------------
+    def _position(self, pitch: float, roll: float, throttle: float, yaw: float) -> None:
+        """Position: sticks as velocity in the heading frame; centred sticks hold the position."""
+        ap = self.ap
+        p = ap.parameters
+        climb = stick_mapping.climb_rate(throttle, ap.params.stick_deadband, p["MPC_Z_VEL_MAX_UP"], p["MPC_Z_VEL_MAX_DN"])
         if pitch == roll == climb == yaw == 0.0:
             self.hold()
             return
-        if not ap.flying and climb <= 0.0:
+        if not ap.flying and throttle <= TAKEOFF_THROTTLE:
             return  # on the ground: only raising the throttle takes off
         self.holding = False
-        speed = ap.parameters["MPC_VEL_MANUAL"]
-        north, east = world_velocity_from_heading(pitch * speed, roll * speed, heading_to_ned(heading(state.orientation)))
-        vz = climb * (ap.parameters["MPC_Z_VEL_MAX_UP"] if climb > 0 else ap.parameters["MPC_Z_VEL_MAX_DN"])
-        ap.link.send_velocity(world_to_enu((north, east, -vz)), -math.radians(ap.parameters["MPC_MAN_Y_MAX"]) * yaw)
+        speed = p["MPC_VEL_MANUAL"]
+        north, east = world_velocity_from_heading(pitch * speed, roll * speed,
+                                                  heading_to_ned(heading(ap.state.orientation)))
+        ap.link.send_velocity(world_to_enu((north, east, -climb)), -math.radians(p["MPC_MAN_Y_MAX"]) * yaw)
+
+    def _turn(self, yaw: float, throttle: float, dt: float) -> float:
+        """The yaw setpoint moved by the yaw stick for ``dt`` (PX4: only with the throttle above 5 %)."""
+        if self.yaw_setpoint is None:
+            self.yaw_setpoint = heading(self.ap.state.orientation)
+        if throttle > stick_mapping.YAW_THROTTLE_THRESHOLD:
+            rate = -math.radians(self.ap.parameters["MPC_MAN_Y_MAX"]) * yaw  # clockwise stick: ENU yaw decreases
+            self.yaw_setpoint = wrap_angle(self.yaw_setpoint + rate * dt)
+        return self.yaw_setpoint
+
+    def _thrust(self, throttle: float) -> float:
+        p = self.ap.parameters
+        minimum = p["MPC_MANTHR_MIN"] if self.ap.flying else 0.0
+        return stick_mapping.throttle_curve(throttle, minimum, p["MPC_THR_HOVER"], p["MPC_THR_MAX"])
+
+    def _stabilized(self, pitch: float, roll: float, throttle: float, yaw: float, dt: float) -> None:
+        """Stabilized (and a multicopter's Manual): tilt, yaw rate and collective thrust."""
+        ap = self.ap
+        tilt = stick_mapping.stabilized_tilt(pitch, roll, math.radians(ap.parameters["MPC_MAN_TILT_MAX"]))
+        attitude = stick_mapping.tilted_attitude(self._turn(yaw, throttle, dt), pitch, roll, tilt)
+        ap.link.send_attitude(attitude, None, self._thrust(throttle))
+
+    def _acro(self, pitch: float, roll: float, throttle: float, yaw: float) -> None:
+        """Acro: body rates and collective thrust."""
+        p = self.ap.parameters
+        rates = stick_mapping.acro_rates(pitch, roll, yaw, (p["MC_ACRO_R_MAX"], p["MC_ACRO_P_MAX"], p["MC_ACRO_Y_MAX"]))
+        self.ap.link.send_rates(rates, None, self._thrust(throttle))
+
+    def _altitude(self, pitch: float, roll: float, throttle: float, yaw: float, dt: float) -> None:
+        """Altitude: tilt as an acceleration, yaw rate, and a climb rate that brakes and locks at centre.
+
+        PX4 commands the climb rate to its velocity loop; the flight controller's attitude stream takes an
+        altitude instead, so a climb rate v is an altitude target that moves at v (kept within
+        MAX_ALTITUDE_LEAD_M of the vehicle); centring the throttle sends the vehicle's own altitude (a zero
+        vertical speed setpoint: the brake) until it moves slower than MPC_HOLD_MAX_Z, then locks that
+        altitude (``FlightTaskManualAltitude::_updateAltitudeLock``)."""
+        ap = self.ap
+        p = ap.parameters
+        state = ap.state
+        z, vz = state.position[2], state.velocity_world[2]
+        climb = stick_mapping.climb_rate(throttle, ap.params.stick_deadband, p["MPC_Z_VEL_MAX_UP"], p["MPC_Z_VEL_MAX_DN"])
+        if climb != 0.0:
+            self.altitude_setpoint = None
+            target = z if self._altitude_target is None else self._altitude_target
+            self._altitude_target = min(max(target + climb * dt, z - MAX_ALTITUDE_LEAD_M), z + MAX_ALTITUDE_LEAD_M)
+            altitude = self._altitude_target
+        else:
+            self._altitude_target = None
+            if self.altitude_setpoint is None and abs(vz) < p["MPC_HOLD_MAX_Z"]:
+                self.altitude_setpoint = z
+            altitude = self.altitude_setpoint if self.altitude_setpoint is not None else z
+        tilt = stick_mapping.altitude_tilt(pitch, roll, math.radians(p["MPC_MAN_TILT_MAX"]))
+        attitude = stick_mapping.tilted_attitude(self._turn(yaw, 1.0, dt), pitch, roll, tilt)
+        ap.link.send_attitude(attitude, altitude, None)

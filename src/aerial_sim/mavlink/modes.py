@@ -29,6 +29,7 @@ class FlightMode(str, enum.Enum):
     """The PX4 multicopter modes this autopilot flies (names as QGroundControl shows them)."""
 
     MANUAL = "Manual"
+    ACRO = "Acro"
     STABILIZED = "Stabilized"
     ALTCTL = "Altitude"
     POSCTL = "Position"
@@ -42,6 +43,7 @@ class FlightMode(str, enum.Enum):
 
 _ENCODING = {
     FlightMode.MANUAL: (MAIN_MANUAL, 0),
+    FlightMode.ACRO: (MAIN_ACRO, 0),
     FlightMode.STABILIZED: (MAIN_STABILIZED, 0),
     FlightMode.ALTCTL: (MAIN_ALTCTL, 0),
     FlightMode.POSCTL: (MAIN_POSCTL, 0),
@@ -54,7 +56,7 @@ _ENCODING = {
 }
 _DECODING = {value: mode for mode, value in _ENCODING.items()}
 #: Modes the sticks fly (MANUAL_CONTROL is used in these, ignored in the others).
-STICK_MODES = (FlightMode.MANUAL, FlightMode.STABILIZED, FlightMode.ALTCTL, FlightMode.POSCTL)
+STICK_MODES = (FlightMode.MANUAL, FlightMode.ACRO, FlightMode.STABILIZED, FlightMode.ALTCTL, FlightMode.POSCTL)
 AUTO_MODES = (FlightMode.HOLD, FlightMode.MISSION, FlightMode.RTL, FlightMode.LAND, FlightMode.TAKEOFF)
 
 
@@ -71,7 +73,9 @@ def custom_mode(mode: FlightMode) -> int:
 def base_mode(mode: FlightMode, armed: bool) -> int:
     """HEARTBEAT ``base_mode`` flags as PX4's commander sets them for ``mode``."""
     flags = MAV_MODE_FLAG_CUSTOM_MODE_ENABLED
-    if mode in STICK_MODES:
+    if mode == FlightMode.ACRO:
+        flags |= MAV_MODE_FLAG_MANUAL_INPUT_ENABLED  # rates only: PX4 sets no STABILIZE flag in Acro
+    elif mode in STICK_MODES:  # Manual is stabilized on a multicopter (PX4 sets STABILIZE for rotary wings)
         flags |= MAV_MODE_FLAG_MANUAL_INPUT_ENABLED | MAV_MODE_FLAG_STABILIZE_ENABLED
     else:
         flags |= MAV_MODE_FLAG_AUTO_ENABLED | MAV_MODE_FLAG_GUIDED_ENABLED | MAV_MODE_FLAG_STABILIZE_ENABLED
