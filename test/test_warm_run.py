@@ -1,7 +1,9 @@
 """A warm run: the whole lockstep graph (physics, IMU, barometer, magnetometer, GPS, flight controller,
-mission) launched once flies a mission, then flies it again after ``/physics/restart`` without a
-relaunch; the second run's track and metrics equal the first's bit for bit. The mission keeps its
-node for the next run (``exit_when_done: false``) and writes it to the ``output_dir`` set in between."""
+mission, recorder) launched once flies a mission, then flies it again after ``/physics/restart`` without a
+relaunch; the second run's track and metrics equal the first's bit for bit, and its bag (the recorder's
+``~/new_bag`` opened it) holds the first's messages: the same content digest of every stamped topic.
+The mission keeps its node for the next run (``exit_when_done: false``); mission and recorder write
+to the ``output_dir`` set in between."""
 
 from __future__ import annotations
 
@@ -34,22 +36,28 @@ def test_a_warm_run_repeats_the_cold_run(launch, ros_node, tmp_path):
     from std_srvs.srv import SetBool, Trigger
 
     from aerial_sim.batch.nodeparams import write_params_file
+    from aerial_sim.batch.postprocess import run_end_ns
+    from aerial_sim.recording.digest import bag_content
 
     mission = tmp_path / "short_hop.yaml"
     mission.write_text(SHORT_HOP)
-    params = write_params_file({"mission": {"exit_when_done": False, "write_plots": False}}, tmp_path / "params.yaml")
-    cold, warm = tmp_path / "cold", tmp_path / "warm"
-    graph = launch("sim.launch.yaml", "scene:=empty", f"mission:={mission}", "use_camera:=false", "record:=false",
+    params = write_params_file({"mission": {"exit_when_done": False, "write_plots": False},
+                                "recorder": {"write_report": False}}, tmp_path / "params.yaml")
+    cold, warm, after = tmp_path / "cold", tmp_path / "warm", tmp_path / "after"
+    graph = launch("sim.launch.yaml", "scene:=empty", f"mission:={mission}", "use_camera:=false", "record:=true",
                    "viewer:=false", "airsim_api:=false", "use_scene_markers:=false", "lockstep:=true",
                    f"run_dir:={cold}", "--params-file", str(params))
     wait_for(cold / "metrics.json", graph)
 
     assert call(ros_node, SetBool, "/physics/pause", SetBool.Request(data=True)).success
     spin_until(ros_node, lambda: False, timeout_s=0.5)  # the graph's last answers go out
-    output_dir = SetParameters.Request(parameters=[Parameter("output_dir", value=str(warm)).to_parameter_msg()])
-    assert call(ros_node, SetParameters, "/drone1/mission/set_parameters", output_dir).results[0].successful
+    for node in ("/drone1/mission", "/recorder"):
+        output_dir = SetParameters.Request(parameters=[Parameter("output_dir", value=str(warm)).to_parameter_msg()])
+        assert call(ros_node, SetParameters, f"{node}/set_parameters", output_dir).results[0].successful
     began = time.monotonic()
-    restarted = call(ros_node, Trigger, "/physics/restart", Trigger.Request())
+    new_bag = call(ros_node, Trigger, "/recorder/new_bag", Trigger.Request())
+    assert new_bag.success and new_bag.message == str(warm / "bag"), new_bag.message
+    restarted = call(ros_node, Trigger, "/physics/restart", Trigger.Request())  # its t = 0 state: the new bag's
     assert restarted.success, restarted.message
     assert call(ros_node, SetBool, "/physics/pause", SetBool.Request(data=False)).success
     overhead_s = time.monotonic() - began
@@ -57,5 +65,18 @@ def test_a_warm_run_repeats_the_cold_run(launch, ros_node, tmp_path):
 
     assert (warm / "track.csv").read_bytes() == (cold / "track.csv").read_bytes()
     assert (warm / "metrics.json").read_text() == (cold / "metrics.json").read_text()
-    assert overhead_s < 5.0  # two service calls, on a loaded machine
+    assert overhead_s < 5.0  # three service calls, on a loaded machine
     assert graph.alive()  # nobody ended the launch: the graph waits for the next run
+
+    refused = call(ros_node, Trigger, "/recorder/new_bag", Trigger.Request())  # output_dir still names warm/
+    assert not refused.success and "current bag" in refused.message
+    spin_until(ros_node, lambda: False, timeout_s=1.0)  # the run's tail (tail_s after the disarm) into its bag
+    output_dir = SetParameters.Request(parameters=[Parameter("output_dir", value=str(after)).to_parameter_msg()])
+    assert call(ros_node, SetParameters, "/recorder/set_parameters", output_dir).results[0].successful
+    assert call(ros_node, Trigger, "/recorder/new_bag", Trigger.Request()).success  # closes warm/bag
+    cold_content = bag_content(cold / "bag", until_ns=run_end_ns(cold))
+    warm_content = bag_content(warm / "bag", until_ns=run_end_ns(warm))
+    stamped = {name: topic.digest for name, topic in cold_content.topics.items() if topic.in_digest}
+    assert len(stamped) >= 8, sorted(cold_content.topics)  # odometry, IMU, GPS ... and /clock
+    assert {name: topic.digest for name, topic in warm_content.topics.items() if topic.in_digest} == stamped
+    assert warm_content.digest == cold_content.digest

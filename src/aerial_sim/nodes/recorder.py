@@ -30,7 +30,15 @@ A thin adapter around :class:`aerial_sim.recording.bag.BagWriter`:
   ``bag.flush_period_s``;
 - on shutdown (Ctrl-C, SIGTERM, launch stop) closes the bag, writes
   ``metadata.yaml``, then ``recording.txt`` and ``trajectory.png`` in the run folder
-  (never ``summary.txt``: that is the mission node's).
+  (never ``summary.txt``: that is the mission node's);
+- ``~/new_bag`` (std_srvs/Trigger; a warm batch run, doc/batch.md): closes the bag as a shutdown
+  does and opens a new one in ``<output_dir>/bag``, with ``output_dir`` as it is now (set it first
+  through the node's ``set_parameters``, as ``ros2 param set`` does). The answer comes once the old
+  bag is closed and the new one open; the new bag records the same topics, starts with the last
+  message of each latched topic (what a new subscriber would get first) and takes its first
+  message's time from the graph (``/physics/restart`` sends ``/clock`` back to 0: the recorder then
+  reports ``~/written`` from 0 again). An ``output_dir`` that cannot be used, or the current bag's
+  own folder, is refused with ``success: false`` and one line; the current bag goes on.
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ from rclpy.event_handler import SubscriptionEventCallbacks, UnsupportedEventType
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Header, String
+from std_srvs.srv import Trigger
 
 from aerial_sim.cdr import cdr_header_stamp_ns
 from aerial_sim.config import ParamsError
@@ -70,6 +79,7 @@ from aerial_sim.nodes.ros.lockstep import (
     LOCKSTEP_ANNOUNCEMENTS_QOS, LOCKSTEP_PARTICIPANTS_TOPIC, announce_lockstep_participant,
 )
 from aerial_sim.nodes.ros.parameters import declare_params, run_folder_parameter
+from aerial_sim.nodes.ros.services import serve
 from aerial_sim.nodes.ros.qos import LOCKSTEP_QOS
 from aerial_sim.nodes.ros.raw_take import not_called, take_raw_with_info, unspun_reader_node
 from aerial_sim.nodes.ros.run import run_node
@@ -121,6 +131,9 @@ class Recorder(Node):
         self._skipped: set[str] = set()
         self._header_first: dict[str, bool] = {}
         self._stamped: dict[str, bool] = {}  # topic -> its messages begin with a stamp (deterministic files)
+        self._topic_types: dict[str, tuple[str, list[dict]]] = {}  # topic -> (type, offered QoS): a new bag's topics
+        self._latched: dict[str, tuple[bytes, int, bool] | None] = {}  # latched topic -> its last (data, log ns, stamped)
+        self._clock_in_bag = False  # a /clock written into this bag: its held messages may be released
         self._started = time.monotonic()
         self._last_progress = (time.monotonic(), self.writer.info())
         self._stopped_logged = False
@@ -140,6 +153,7 @@ class Recorder(Node):
         self.create_timer(self.params.discovery_period_s, self._discover, clock=steady)
         housekeeping_period = min(self.params.bag.flush_period_s, self.params.progress_period_s)
         self.create_timer(housekeeping_period, self._housekeeping, clock=steady)
+        serve(self, Trigger, "~/new_bag", self.on_new_bag)
         self._discover()
         self._taker.start()
 
@@ -173,6 +187,9 @@ class Recorder(Node):
             new_topics += 1
             qos, offered = self._matching_qos(publishers, self.params.depth_for(msgtype))
             self.writer.add_topic(topic, msgtype, offered)
+            self._topic_types[topic] = (msgtype, offered)
+            if qos.durability == DurabilityPolicy.TRANSIENT_LOCAL:
+                self._latched[topic] = None
             self._header_first[topic] = has_header(definition)
             self._stamped[topic] = self._header_first[topic] or definition.msgtype in STAMP_FIRST_TYPES
             self._recorded[topic] = self._subscribe(message_class, topic, qos)
@@ -341,7 +358,7 @@ class Recorder(Node):
             arrived.sort()
             for received_ns, _, topic, data in arrived:
                 self._write(topic, data, received_ns)
-            if self.deterministic and self.sim_clock.active:
+            if self.deterministic and self.sim_clock.active and self._clock_in_bag:
                 window_ns = round(self.params.order_window_s * 1e9)
                 if not self.writer.release(self.sim_clock.latest_ns - window_ns):
                     self._report_stop()
@@ -350,7 +367,11 @@ class Recorder(Node):
         """One message into the bag, stamped with this node's time at its receipt (``received_ns``: wall ns)."""
         is_clock = topic == "/clock" and self.sim_clock is not None
         if is_clock:
-            self.sim_clock.advance(cdr_header_stamp_ns(data) or 0)  # the stamp leads a Clock's payload
+            clock_ns = cdr_header_stamp_ns(data) or 0  # the stamp leads a Clock's payload
+            if clock_ns < self.sim_clock.latest_ns:  # /physics/restart: a new run owes ~/written from 0
+                self._written_due_ns = -1
+            self.sim_clock.advance(clock_ns)
+            self._clock_in_bag = True
         now_ns = self._receipt_time_ns(received_ns)
         if now_ns == 0 and self._header_first[topic]:
             now_ns = cdr_header_stamp_ns(data) or 0
@@ -358,9 +379,13 @@ class Recorder(Node):
         if self.deterministic:
             stamp_ns = cdr_header_stamp_ns(data) if self._stamped[topic] else None
             stamped = stamp_ns is not None and abs(stamp_ns - now_ns) <= STAMP_WINDOW_NS
-            written = self.writer.hold(topic, data, stamp_ns if stamped else now_ns, stamped)
+            log_ns = stamp_ns if stamped else now_ns
+            written = self.writer.hold(topic, data, log_ns, stamped)
         else:
+            log_ns, stamped = now_ns, False
             written = self.writer.write(topic, data, now_ns)
+        if topic in self._latched:
+            self._latched[topic] = (data, log_ns, stamped)
         if not written:
             self._report_stop()
         if is_clock and self._written_pub is not None:
@@ -469,6 +494,38 @@ class Recorder(Node):
             self._taker.join(timeout=5.0)
         with self._lock:
             self._close_bag()
+
+    # -- a new bag in the running graph ------------------------------------------
+    def on_new_bag(self, request, response):
+        """``~/new_bag``: close this bag and record on into ``<output_dir>/bag`` (module doc)."""
+        try:
+            run_dir = run_folder_parameter(str(self.get_parameter("output_dir").value))
+            if (run_dir / "bag").resolve() == self.writer.path.resolve():
+                raise ParamsError(f"output_dir {run_dir} holds the current bag: set a new one first")
+            with self._lock:
+                self._take_arrived()  # the old run's end into the old bag
+                writer = BagWriter(run_dir / "bag", self.params.bag, deterministic=self.deterministic)
+        except (ParamsError, OSError) as error:
+            self.get_logger().warning(f"new bag refused: {error}")
+            response.success, response.message = False, str(error)
+            return response
+        with self._lock:
+            self._close_bag()
+            self.writer, self.run_dir = writer, run_dir
+            for topic, (msgtype, offered) in self._topic_types.items():
+                writer.add_topic(topic, msgtype, offered)
+            for topic, last in sorted(self._latched.items()):
+                if last is not None:  # a new subscriber's first message: the latched one
+                    data, log_ns, stamped = last
+                    writer.hold(topic, data, log_ns, stamped) if self.deterministic else writer.write(topic, data, log_ns)
+            self._wall_span = WallSpan()
+            self._clock_in_bag = False  # the run before's time is no release point (a restart sends it back)
+            self._stopped_logged = False
+            self._started = time.monotonic()
+            self._last_progress = (self._started, writer.info())
+        self.get_logger().info(f"recording to {writer.path} (new bag)")
+        response.success, response.message = True, str(writer.path)
+        return response
 
     def _close_bag(self) -> None:
         if self.writer.closed:
