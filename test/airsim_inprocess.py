@@ -31,6 +31,7 @@ class InProcessVehicle:
         self.supervisor = FlightSupervisor(SupervisorParams(), ControllerParams(), self.vehicle)
         self.kinematics = self.imu = self.pressure = self.magnetic = self.gps = None
         self.rotors = self.lidar = self.distance = None
+        self.pose_set = None
         self.commands: list[tuple] = []  # every command sent, for assertions
 
     @property
@@ -94,6 +95,7 @@ class InProcessVehicle:
 
     def teleport(self, position, orientation):
         self.graph.world.set_kinematics(self.world_name, position, orientation, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
+        self.pose_set = (self.graph.world.time_s, tuple(position))
         self.refresh()
 
 

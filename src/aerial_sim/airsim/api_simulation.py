@@ -80,21 +80,35 @@ class SimulationMethods:
                 orientation = orientation_to_enu(quat_normalize(orientation_ned))
             except ValueError:
                 raise RpcFault("pose.orientation is a zero quaternion") from None
+        before = link.pose_set
         link.teleport(position, orientation)
         if self.computer_vision:
             self.hold_kinematic(link, position, orientation)
         elif self._flying(link):
             link.send_pose(position, yaw_of(orientation))  # hold where it was put, not where it was
-        await self._wait_for_pose(link, position)
+        await self._wait_for_pose(link, position, before)
 
-    async def _wait_for_pose(self, link: VehicleLink, position, wall_timeout_s: float = 2.0) -> None:
-        """Until ground truth shows the teleported position (or a short wall-clock timeout)."""
-        deadline = time.monotonic() + wall_timeout_s
+    async def _wait_for_pose(self, link: VehicleLink, position, before) -> None:
+        """Until the vehicle's state shows the teleport, as AirSim's setPose returns with the physics body
+        already moved: the physics node says from which sim time its state does (``set_pose/applied``), then
+        a state that new arrives. No race with the wall clock: a loaded machine only makes the answer later,
+        and the vehicle cannot have left the pose unseen (after it, physics moves it: a disarmed vehicle
+        falls, as in AirSim). A teleport the physics node refused (its log says why) ends the wait after
+        ``state_wait_s`` of wall time with one log line."""
+        deadline = time.monotonic() + self.params.state_wait_s
+        applied_at = None
         while time.monotonic() < deadline:
-            now = link.kinematics
-            if now is not None and math.dist(now.position, position) < 0.05:
-                return
+            if applied_at is None:
+                answer = link.pose_set
+                if answer is not None and answer is not before and math.dist(answer[1], position) < 1e-6:
+                    applied_at = answer[0]
+            if applied_at is not None:
+                state = link.kinematics
+                if state is not None and state.time_s >= applied_at - 1e-9:
+                    return
             await asyncio.sleep(0.005)
+        self.log.warning(f"simSetVehiclePose: {link.name}'s state did not show the new pose within "
+                         f"{self.params.state_wait_s:g} s (refused by the physics node? its log says why)")
 
     async def rpc_simSetWind(self, wind):
         self.graph.set_wind(world_to_enu(wire.parse_vector3r(wind, "wind")))

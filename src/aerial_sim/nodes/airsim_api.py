@@ -13,7 +13,8 @@ Per vehicle (namespace = vehicle name):
   ``lidar/points``, ``distance/range`` and the flight controller's mode from
   ``/diagnostics``;
 - writes ``cmd_pose``, ``cmd_vel``, ``cmd_attitude``, ``cmd_rates``,
-  ``cmd_motors`` and ``set_pose`` (teleport, physics node); calls the
+  ``cmd_motors`` and ``set_pose`` (teleport, physics node; ``set_pose/applied`` says
+  from which sim time the state shows it); calls the
   controller's ``arm``, ``takeoff``, ``land`` and ``reset`` services.
 
 World: ``/clock``; the physics node's ``/physics/pause`` (SetBool),
@@ -151,6 +152,8 @@ class RosVehicleLink:
         self.rates_pub = pub(TwistStamped, f"{ns}/cmd_rates", COMMAND_QOS)
         self.motors_pub = pub(Float64MultiArray, f"{ns}/cmd_motors", COMMAND_QOS)
         self.teleport_pub = pub(PoseStamped, f"{ns}/set_pose", COMMAND_QOS)
+        self.pose_set = None
+        node.create_subscription(PoseStamped, f"{ns}/set_pose/applied", self.on_pose_set, COMMAND_QOS)
         self.arm_client = node.create_client(SetBool, f"{ns}/arm", qos_profile=SERVICE_QOS)
         self.takeoff_client = node.create_client(Trigger, f"{ns}/takeoff", qos_profile=SERVICE_QOS)
         self.land_client = node.create_client(Trigger, f"{ns}/land", qos_profile=SERVICE_QOS)
@@ -260,6 +263,10 @@ class RosVehicleLink:
         if is_finite_sequence((message.min_range, message.max_range)) and not math.isnan(message.range):
             self.distance = RangeReading(from_stamp(message.header.stamp), message.range, message.min_range,
                                          message.max_range)
+
+    def on_pose_set(self, message: PoseStamped) -> None:
+        p = message.pose.position
+        self.pose_set = (from_stamp(message.header.stamp), (p.x, p.y, p.z))
 
     def on_diagnostics(self, status) -> None:
         for value in status.values:

@@ -109,12 +109,23 @@ state = client.getMultirotorState()
 emit("land", wall_s=time.time() - started, landed_state=state.landed_state, z=state.kinematics_estimated.position.z_val)
 emit("disarm", ok=client.armDisarm(False))
 
-client.simSetVehiclePose(airsim.Pose(airsim.Vector3r(1.0, 2.0, -5.0), airsim.Quaternionr()), True)  # facing north
+# A teleport while the simulation runs: the physics takes the vehicle over from the new pose at once
+# (AirSim's setPose ungrounds the body: a disarmed vehicle falls), so a read a wall-clock moment later
+# finds it on the vertical below the new pose, however loaded the machine.
+client.simSetVehiclePose(airsim.Pose(airsim.Vector3r(1.0, 2.0, -5.0), airsim.Quaternionr()), True)
+running = client.simGetVehiclePose()
+# Paused, nothing moves it: it is exactly where it was put; 0.5 s of simulation later it has fallen.
+client.simPause(True)
+client.simSetVehiclePose(airsim.Pose(airsim.Vector3r(-1.0, 3.0, -6.0), airsim.Quaternionr()), True)  # facing north
 teleported = client.simGetVehiclePose()
 q = teleported.orientation
+client.simContinueForTime(0.5)
+fallen = client.simGetVehiclePose()
+client.simPause(False)
 client.reset()
 time.sleep(0.3)
-emit("teleport_reset", teleported=vector(teleported.position), teleported_yaw=float(np.arctan2(2 * (q.w_val * q.z_val + q.x_val * q.y_val),
-                                                     1 - 2 * (q.y_val ** 2 + q.z_val ** 2))),
+emit("teleport_reset", running=vector(running.position), teleported=vector(teleported.position),
+     teleported_yaw=float(np.arctan2(2 * (q.w_val * q.z_val + q.x_val * q.y_val), 1 - 2 * (q.y_val ** 2 + q.z_val ** 2))),
+     fallen=vector(fallen.position),
      after_reset=vector(client.getMultirotorState().kinematics_estimated.position), api_control=client.isApiControlEnabled())
 emit("done")

@@ -19,6 +19,7 @@ from aerial_sim.environment.atmosphere import MAX_ALTITUDE_M, MIN_ALTITUDE_M
 from aerial_sim.nodes._physics.params import PhysicsNodeParams
 from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
 from aerial_sim.nodes.ros.raw_take import not_called
+from aerial_sim.nodes.ros.stamps import to_stamp
 
 if TYPE_CHECKING:  # annotations only: that module imports this one
     from aerial_sim.nodes.physics import PhysicsNode
@@ -78,6 +79,8 @@ class VehicleChannel:
         self.wrench_subscription = node.create_subscription(WrenchStamped, self.wrench_topic, self.on_wrench,
                                                             stream_qos(lockstep))
         node.create_subscription(PoseStamped, f"/{name}/set_pose", self.on_set_pose, COMMAND_QOS)
+        #: Each teleport once applied, stamped with the sim time from which the state shows it.
+        self.pose_set_pub = node.create_publisher(PoseStamped, f"/{name}/set_pose/applied", COMMAND_QOS)
         self._node = node
 
     #: How often (wall s) :meth:`readers` asks again (each question costs 1-3 us, per topic and vehicle).
@@ -147,8 +150,15 @@ class VehicleChannel:
                 f"a position within max_position_m ({limit:g} m) of the origin and an altitude inside the "
                 f"atmosphere model", throttle_duration_sec=2.0)
             return
-        self._node.edit_world(lambda world: world.set_kinematics(
-            self.name, position, orientation, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)))
+
+        def teleport(world) -> None:
+            world.set_kinematics(self.name, position, orientation, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
+            # Said once applied, with the sim time from which ground_truth/odom shows it: a client
+            # (the AirSim server) waits for a state that new, not for a position it might miss.
+            message.header.stamp = to_stamp(world.time_s)
+            self.pose_set_pub.publish(message)
+
+        self._node.edit_world(teleport)
 
 
 def wrench_problem(force, torque, params: PhysicsNodeParams) -> str | None:
