@@ -611,3 +611,53 @@ def test_weather_fog_greys_the_distance_and_switching_weather_off_clears_it():
     fog = np.array((200, 210, 225), float)
     assert np.abs(foggy - fog).mean() < 0.5 * np.abs(clear - fog).mean()  # far ground toward the fog colour
     assert np.abs(again - clear).mean() < 2.0  # the same view (hovering) without fog
+
+
+def test_the_images_follow_the_cameras_plumb_bob_lens_and_the_distortion_calls_read_and_change_it():
+    """A rig given the camera node's lens (``camera.distortion_d``) serves distorted images: each ground pixel's
+    planar depth is h / y of the ideal ray the lens bends onto it (x_d = distort(x), plumb_bob); AirSim's
+    simGetDistortionParams answers [K1, K2, K3, P1, P2], simSetDistortionParam changes one coefficient (the
+    images follow), and an unknown name or a lens too strong for the image is one RPC error, the lens kept."""
+    from aerial_sim.airsim.images import DEPTH_PLANAR
+    from aerial_sim.world.lens import LensParams, distort, undistort
+
+    d = (-0.08, 0.01, 0.001, -0.002, 0.002)  # k1 k2 p1 p2 k3
+    rig = CameraRig(load_scene("empty"), CameraParams(width=64, height=48), lens=LensParams(distortion_d=d))
+    height_m = 2.0
+    (planar,) = msgpack_roundtrip(rig.render("drone1", [("0", DEPTH_PLANAR, True, False)], (0.0, 0.0, height_m),
+                                             (1, 0, 0, 0), 0))
+    depth = np.array(planar["image_data_float"], np.float32).reshape(48, 64)
+    fx = 32.0
+    u, v = np.meshgrid(np.arange(64.0), np.arange(48.0))
+    x, y = undistort((u - 31.5) / fx, (v - 23.5) / fx, d)
+    assert np.allclose(np.stack(distort(x, y, d)), np.stack([(u - 31.5) / fx, (v - 23.5) / fx]), atol=1e-9)
+    ground = depth < NO_RETURN_DEPTH_M
+    assert ground[-1].all() and not ground[0].any()
+    # Depth is taken from the nearest ideal pixel: the ray it saw is within about half an ideal pixel of y.
+    assert np.abs(height_m / depth[ground] - y[ground]).max() <= 0.75 / fx
+    pinhole_y = (v - 23.5) / fx
+    assert np.abs(height_m / depth[-1] - pinhole_y[-1]).max() > 2.0 / fx  # a pinhole would see the ground elsewhere
+
+    async def script(api, graph):
+        api.cameras = rig
+        assert await call(api, "simGetDistortionParams", "front_center", "") == pytest.approx([-0.08, 0.01, 0.002,
+                                                                                                0.001, -0.002])
+        await call(api, "simSetDistortionParam", "front_center", "K1", 0.0, "")
+        await call(api, "simSetDistortionParam", "0", "P2", 0.0, "")
+        assert await call(api, "simGetDistortionParams", "0", "") == pytest.approx([0.0, 0.01, 0.002, 0.001, 0.0])
+        assert (await call(api, "simGetDistortionParams", "back_center", ""))[0] == pytest.approx(-0.08)  # own
+        with pytest.raises(RpcError, match="K1, K2, K3, P1, P2"):
+            await call(api, "simSetDistortionParam", "0", "K4", 0.1, "")
+        with pytest.raises(RpcError, match="K2 = 40 refused"):
+            await call(api, "simSetDistortionParam", "0", "K2", 40.0, "")
+        assert await call(api, "simGetDistortionParams", "0", "") == pytest.approx([0.0, 0.01, 0.002, 0.001, 0.0])
+        (response,) = msgpack_roundtrip(await call(api, "simGetImages", [{"camera_name": "0", "image_type": 1,
+                                                                          "pixels_as_float": True}], ""))
+        return np.array(response["image_data_float"], np.float32).reshape(48, 64)
+
+    after = fly(script, scene="empty")
+    d_after = (0.0, 0.01, 0.001, 0.0, 0.002)
+    x, y = undistort((u - 31.5) / fx, (v - 23.5) / fx, d_after)
+    seen = (after < NO_RETURN_DEPTH_M) & (after > 0)
+    camera_z = float(np.median(after[seen] * y[seen]))  # planar depth x y = the camera's height, at every pixel
+    assert np.abs(camera_z / after[seen] - y[seen]).max() <= 0.75 / fx

@@ -110,13 +110,17 @@ class ImageMethods:
         self._cameras().set_fov(key, wire.text(camera_name, "camera_name"), wire.number(fov_degrees, "fov_degrees"))
 
     async def rpc_simGetDistortionParams(self, camera_name, vehicle_name="", external=False):
-        self.vehicle(vehicle_name)
-        self._cameras().canonical(wire.text(camera_name, "camera_name"))
-        return [0.0, 0.0, 0.0, 0.0, 0.0]  # K1, K2, K3, P1, P2: an ideal pinhole
+        key = self._camera_frame(vehicle_name, _external(external))[0]
+        return self._cameras().distortion_params(key, wire.text(camera_name, "camera_name"))  # K1 K2 K3 P1 P2
 
     async def rpc_simSetDistortionParam(self, camera_name, param_name, value, vehicle_name="", external=False):
-        if wire.number(value, "value") != 0.0:
-            raise RpcFault("aerial_sim cameras are ideal pinholes: distortion parameters stay 0")
+        key = self._camera_frame(vehicle_name, _external(external))[0]
+        rig = self._cameras()
+        job = lambda: rig.set_distortion_param(key, wire.text(camera_name, "camera_name"),  # noqa: E731
+                                               wire.text(param_name, "param_name"), wire.number(value, "value"))
+        if self.render_executor is None:
+            return job()
+        return await asyncio.get_running_loop().run_in_executor(self.render_executor, job)
 
 
 def _external(value) -> bool:

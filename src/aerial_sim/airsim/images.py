@@ -77,7 +77,9 @@ from aerial_sim.airsim.ned import body_to_flu, orientation_to_ned, quaternion_to
 from aerial_sim.airsim.rpc import Prepacked
 from aerial_sim.airsim.wire import RpcFault, quaternionr, vector3r
 from aerial_sim.control.geometry import matrix_to_quat
+from aerial_sim.config import ParamsError
 from aerial_sim.world.camera import CameraModel, CameraParams
+from aerial_sim.world.lens import LensCamera, LensParams, camera_for, color_noise
 from aerial_sim.world.geometry import quaternion_to_matrix, rpy_to_matrix
 from aerial_sim.world.scene import Scene
 
@@ -101,6 +103,11 @@ DEPTH_VIS_RANGE_M = 100.0
 EXTERNAL = "<external>"
 #: Pose of the frame external cameras are mounted on: the map origin, facing north (ENU yaw 90 deg).
 EXTERNAL_POSE = ((0.0, 0.0, 0.0), (math.cos(math.pi / 4), 0.0, 0.0, math.sin(math.pi / 4)))
+
+#: AirSim's distortion parameter names, in the order simGetDistortionParams answers them, and where each
+#: sits in plumb_bob's D = (k1, k2, p1, p2, k3).
+DISTORTION_NAMES = ("K1", "K2", "K3", "P1", "P2")
+PLUMB_BOB_INDEX = {"K1": 0, "K2": 1, "P1": 2, "P2": 3, "K3": 4}
 
 CAMERA_ALIASES = {"": "front_center", "0": "front_center", "1": "front_right", "2": "front_left",
                   "3": "bottom_center", "4": "back_center"}
@@ -134,15 +141,19 @@ class Camera:
     """One named camera: its model (mount, fov) and the base_link->optical-z factor for planar depth."""
 
     name: str
-    model: CameraModel
+    model: CameraModel | LensCamera
     planar_factor: np.ndarray  # (H, W): optical z per metre along the ray
 
 
 class CameraRig:
     """The five cameras of every vehicle, rendered on demand (see module docstring)."""
 
-    def __init__(self, scene: Scene, params: CameraParams, settings=None):
+    def __init__(self, scene: Scene, params: CameraParams, settings=None, lens: LensParams | None = None):
         self.scene = scene
+        #: The lens (plumb_bob D) and colour noise every camera starts with (the camera node's ``distortion_d``,
+        #: ``color_noise_std``, ``noise_seed``); simSetDistortionParam changes one camera's D.
+        self.lens = lens or LensParams()
+        self._distortion: dict[tuple[str, str], tuple[float, ...]] = {}  # (vehicle, name) -> D set by the API
         self.base = dataclasses.replace(params, depth_mode="perspective")
         self.mounts = default_mounts(params.mount_position_m)
         #: Cameras of one vehicle (or EXTERNAL) from a settings file: (vehicle, name) -> CameraParams changes.
@@ -241,17 +252,50 @@ class CameraRig:
             size = {} if capture is None else dict(width=capture[0], height=capture[1], hfov_deg=capture[2])
             settings = (dict(mount_position_m=position, mount_rpy_deg=rpy) | self._named.get(key[:2], {}) | size
                         | self._overrides.get(key[:2], {}))
-            model = CameraModel(dataclasses.replace(self.base, **settings), self.scene)
+            lens = dataclasses.replace(self.lens, distortion_d=self.distortion(vehicle, name))
+            model = camera_for(dataclasses.replace(self.base, **settings), lens, self.scene)
             self._apply_segmentation_overrides(model)
             if self._time_of_day is not None:
                 model.set_time_of_day(self._time_of_day)
             if self._fog_density is not None:
                 model.set_fog(self._fog_density)
-            p = model.params
-            u, v = np.meshgrid(np.arange(p.width), np.arange(p.height))
-            factor = 1.0 / np.sqrt(((u - model.cx) / model.fx) ** 2 + ((v - model.cy) / model.fy) ** 2 + 1.0)
+            factor = 1.0 / np.linalg.norm(model.optical_rays(), axis=2)
             camera = self._cameras[key] = Camera(name, model, factor.astype(np.float32))
         return camera
+
+    # -- lens ------------------------------------------------------------------------------
+    def distortion(self, vehicle: str, camera_name: str) -> tuple[float, float, float, float, float]:
+        """plumb_bob D = (k1, k2, p1, p2, k3) of a camera: set by simSetDistortionParam, else the rig's lens."""
+        return self._distortion.get((vehicle, self.canonical(camera_name, vehicle)), tuple(self.lens.distortion_d))
+
+    def distortion_params(self, vehicle: str, camera_name: str) -> list[float]:
+        """simGetDistortionParams: [K1, K2, K3, P1, P2] (AirSim's order) of the camera's lens."""
+        d = self.distortion(vehicle, camera_name)
+        return [float(d[PLUMB_BOB_INDEX[name]]) for name in DISTORTION_NAMES]
+
+    def set_distortion_param(self, vehicle: str, camera_name: str, param_name: str, value: float) -> None:
+        """simSetDistortionParam: one coefficient (K1, K2, K3, P1 or P2) of a camera's lens; its images follow
+        from the next request. A lens that cannot map onto every pixel of the image is refused, the old one kept."""
+        name = self.canonical(camera_name, vehicle)
+        key = str(param_name).upper()
+        if key not in PLUMB_BOB_INDEX:
+            raise RpcFault(f"param_name must be one of {', '.join(DISTORTION_NAMES)}, got '{param_name}'")
+        if not math.isfinite(value):
+            raise RpcFault(f"distortion parameter {key} must be finite, got {value!r}")
+        old = self._distortion.get((vehicle, name))
+        d = list(self.distortion(vehicle, name))
+        d[PLUMB_BOB_INDEX[key]] = float(value)
+        self._distortion[(vehicle, name)] = tuple(d)
+        self._forget(vehicle, name)
+        try:
+            self.camera(vehicle, name)  # built now: a lens the image cannot hold is refused here
+        except ParamsError as error:
+            if old is None:
+                del self._distortion[(vehicle, name)]
+            else:
+                self._distortion[(vehicle, name)] = old
+            self._forget(vehicle, name)
+            raise RpcFault(f"{key} = {value:g} refused: {error}") from None
 
     def set_time_of_day(self, moment) -> None:
         """simSetTimeOfDay: every camera's sun for ``moment`` (an aware datetime) at the scene's home point."""
@@ -385,8 +429,9 @@ class CameraRig:
         height, width = camera.model.params.height, camera.model.params.width
         floats, pixels = None, None
         if image_type == SCENE:
-            pixels = frame.color if compress else frame.color[:, :, ::-1]  # BGR: tobytes copies it once
-            floats = frame.color.astype(np.float32).mean(axis=2) if as_float else None
+            color = color_noise(frame.color, self.lens.color_noise_std, self.lens.noise_seed, stamp_ns)
+            pixels = color if compress else color[:, :, ::-1]  # BGR: tobytes copies it once
+            floats = color.astype(np.float32).mean(axis=2) if as_float else None
         elif image_type in (DEPTH_PLANAR, DEPTH_PERSPECTIVE):
             depth = frame.depth * camera.planar_factor if image_type == DEPTH_PLANAR else frame.depth
             floats = airsim_depth(depth) if as_float else None
@@ -409,7 +454,7 @@ class CameraRig:
             model = camera.model
             planar = frame.depth * camera.planar_factor
             if frame.normals is not None:  # the renderer's hit normals (exact, sharp at edges)
-                normals = hit_normals(frame.normals, planar, model.fx, model.fy, model.cx, model.cy)
+                normals = hit_normals(frame.normals, planar, model.optical_rays())
             else:
                 normals = surface_normals(planar, model.fx, model.fy, model.cx, model.cy)
             rgb = normals_to_rgb(normals)
@@ -502,13 +547,9 @@ def surface_normals(planar_depth: np.ndarray, fx: float, fy: float, cx: float, c
     return np.stack([normal[:, :, 2], normal[:, :, 0], normal[:, :, 1]], axis=2).astype(np.float32)
 
 
-def hit_normals(optical: np.ndarray, planar_depth: np.ndarray, fx: float, fy: float, cx: float,
-                cy: float) -> np.ndarray:
+def hit_normals(optical: np.ndarray, planar_depth: np.ndarray, rays: np.ndarray) -> np.ndarray:
     """The renderer's unit hit normals (optical frame) turned toward the camera, in AirSim's camera frame
-    (x forward, y right, z down); zero where nothing is hit."""
-    height, width = planar_depth.shape
-    u, v = np.meshgrid(np.arange(width, dtype=np.float32), np.arange(height, dtype=np.float32))
-    rays = np.stack([(u - cx) / fx, (v - cy) / fy, np.ones_like(u)], axis=2)
+    (x forward, y right, z down); zero where nothing is hit. ``rays`` (H, W, 3): each pixel's optical-frame ray."""
     normal = np.array(optical, np.float32, copy=True)
     normal[np.einsum("ijk,ijk->ij", normal, rays) > 0] *= -1.0
     normal[~(np.isfinite(planar_depth) & (planar_depth > 0)) | ~np.isfinite(normal).all(axis=2)] = 0.0

@@ -88,6 +88,7 @@ from aerial_sim.sensors.truth import truth_from_odometry
 from aerial_sim.vehicles.fleet import require_served_vehicles, served_vehicles
 from aerial_sim.vehicles.multirotor import load_vehicle
 from aerial_sim.world.camera import CameraParams
+from aerial_sim.world.lens import LensParams
 
 #: Wall-clock limit on one service call to the graph (a missing controller must not hang a client forever).
 SERVICE_TIMEOUT_S = 10.0
@@ -346,6 +347,7 @@ class AirSimApiNode(Node):
         self.params = params = declare_params(self, AirSimApiNodeParams)
         self.home = declare_params(self, HomePoint, prefix="home.")
         camera_params = declare_params(self, CameraParams, prefix="camera.")
+        lens_params = declare_params(self, LensParams, prefix="camera.")  # the camera node's lens and noise
         self.clock = SimClock()
         self.paused = False
         self.settings = self._load_settings(params.settings)
@@ -381,7 +383,7 @@ class AirSimApiNode(Node):
             from aerial_sim.world.scene import load_scene
 
             scene = load_scene(params.scene, home=self.home)
-            cameras = CameraRig(scene, camera_params, self.settings)
+            cameras = CameraRig(scene, camera_params, self.settings, lens=lens_params)
             colliders = scene_colliders(scene)
             if self.settings is not None:
                 try:

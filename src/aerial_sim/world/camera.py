@@ -172,6 +172,11 @@ class CameraModel:
             "p": self.P.flatten().tolist(),
         }
 
+    def optical_rays(self) -> np.ndarray:
+        """(H, W, 3) float32: the ray (x, y, 1) = ((u - c_x) / f_x, (v - c_y) / f_y, 1) of each pixel, optical frame."""
+        u, v = np.meshgrid(np.arange(self.params.width), np.arange(self.params.height))
+        return np.stack([(u - self.cx) / self.fx, (v - self.cy) / self.fy, np.ones(u.shape)], axis=-1).astype(np.float32)
+
     # -- poses ------------------------------------------------------------------------------
     def optical_pose(self, position: Sequence[float], orientation: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
         """(R_world_optical, camera origin in world) for a base_link pose."""

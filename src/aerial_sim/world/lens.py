@@ -129,6 +129,25 @@ class LensCamera:
         self._weights = np.stack([(1 - fu) * (1 - fv), fu * (1 - fv), (1 - fu) * fv, fu * fv]).astype(np.float32)[..., None]
         self.t_base_camera, self.R_base_optical = self.inner.t_base_camera, self.inner.R_base_optical
         self.caster, self.scene = self.inner.caster, scene
+        self._rays = np.stack([x, y, np.ones_like(x)], axis=-1).astype(np.float32)
+
+    def optical_rays(self) -> np.ndarray:
+        """(H, W, 3) float32: the ray (x, y, 1) in the optical frame each output pixel sees (undistorted)."""
+        return self._rays
+
+    # The lighting and label controls of the ideal camera behind the lens.
+    def set_time_of_day(self, moment):
+        return self.inner.set_time_of_day(moment)
+
+    def set_fog(self, density_per_m) -> None:
+        self.inner.set_fog(density_per_m)
+
+    def set_surface_segmentation_id(self, surface: int, segmentation_id: int) -> None:
+        self.inner.set_surface_segmentation_id(surface, segmentation_id)
+
+    @property
+    def sun_direction(self) -> np.ndarray:
+        return self.inner.sun_direction
 
     def camera_info(self) -> dict:
         K = [self.fx, 0.0, self.cx, 0.0, self.fy, self.cy, 0.0, 0.0, 1.0]
