@@ -154,10 +154,15 @@ def fast_dds_segments() -> set[str]:
     return {path.name for path in Path("/dev/shm").glob("fastdds_*_el") if not path.name.startswith("fastdds_port")}
 
 
-def segments_open_here() -> set[str]:
-    """The segment lock files this process holds open: its own live participant's."""
-    held = {os.path.basename(os.readlink(f"/proc/self/fd/{fd}")) for fd in os.listdir("/proc/self/fd")
-            if os.path.exists(f"/proc/self/fd/{fd}")}
+def segments_open_by(pid: int | str = "self") -> set[str]:
+    """The segment lock files process ``pid`` holds open: its live participant's (a parallel test worker's
+    or another program's segments, made meanwhile, are not among them)."""
+    held = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            held.add(os.path.basename(os.readlink(f"/proc/{pid}/fd/{fd}")))
+        except OSError:  # closed meanwhile
+            pass
     return held & fast_dds_segments()
 
 
@@ -166,17 +171,16 @@ def test_a_process_killed_by_sigkill_leaves_no_shared_memory_behind(demo_prefix,
     the launcher removes every dead participant's when the launch ends, and nothing of a live one."""
     from std_msgs.msg import String
 
-    before = fast_dds_segments()
     graph = launch(str(DATA / "talker.launch.yaml"))
     heard: list[str] = []
     ros_node.create_subscription(String, "/demo/chatter_remapped", lambda m: heard.append(m.data), 10)
     assert spin_until(ros_node, lambda: len(heard) >= 3, timeout_s=20), graph.output()
-    mine = segments_open_here()
+    mine = segments_open_by("self")
     assert mine, "the test's own participant has no segment in /dev/shm"
-    talkers = fast_dds_segments() - before - mine
+    pid = int(re.search(r"process started with pid \[(\d+)\]: talker", graph.output()).group(1))
+    talkers = segments_open_by(pid)
     assert talkers, "the talker has no segment in /dev/shm"
     time.sleep(2.5)  # older than MIN_AGE_S: a participant that young may still be starting up
-    pid = int(re.search(r"process started with pid \[(\d+)\]: talker", graph.output()).group(1))
     os.kill(pid, signal.SIGKILL)
 
     deadline = time.monotonic() + 15.0
