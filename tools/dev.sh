@@ -118,13 +118,15 @@ case "$command" in
     ensure_docs
     ensure_browser
     cd "$repo"
-    # Run test/ unless the arguments name test files or directories themselves. AERIAL_SIM_TEST_WORKERS=2
-    # runs the whole suite in two pytest-xdist workers (each its own ROS_DOMAIN_ID and ports,
-    # test/conftest.py): 8.5 min instead of 17 on 2 cores, but one real-time AirSim test can then miss
-    # its teleport (doc/install.md), so one process stays the default.
+    # Run test/ unless the arguments name test files or directories themselves. The whole suite runs in
+    # two pytest-xdist workers where the machine has 2 cores or more (each its own ROS_DOMAIN_ID and
+    # ports, test/conftest.py): its graphs wait on each other's I/O and timers enough that two share
+    # 2 cores well (8.5 min instead of 17). AERIAL_SIM_TEST_WORKERS sets how many (1: one process).
     targets=(test)
     workers=()
-    [[ "${AERIAL_SIM_TEST_WORKERS:-1}" != 1 ]] && workers=(-n "$AERIAL_SIM_TEST_WORKERS")
+    default_workers=1
+    (( $(nproc 2>/dev/null || echo 1) >= 2 )) && default_workers=2
+    [[ "${AERIAL_SIM_TEST_WORKERS:-$default_workers}" != 1 ]] && workers=(-n "${AERIAL_SIM_TEST_WORKERS:-$default_workers}")
     for arg in "$@"; do [[ "$arg" != -* && -e "${arg%%::*}" ]] && targets=() && workers=(); done
     exec "$venv/bin/python" -m pytest "${workers[@]}" "${targets[@]}" "$@"
     ;;
