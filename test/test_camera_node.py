@@ -76,7 +76,10 @@ def test_images_arrive_at_the_sim_time_rate_with_encodings_sizes_and_stamps(ros_
         ros_node.create_subscription(kind, f"/drone1/{topic}", received[name].append, LOCKSTEP_QOS)
     from visualization_msgs.msg import ImageMarker, MarkerArray
 
-    detections, boxes = [], []
+    detections, boxes, class_names = [], [], []
+    from diagnostic_msgs.msg import DiagnosticStatus
+
+    from aerial_sim.nodes.ros.qos import LATCHED_QOS
     ros_node.create_subscription(MarkerArray, "/drone1/camera/detections_3d", detections.append, LOCKSTEP_QOS)
     ros_node.create_subscription(ImageMarker, "/drone1/camera/detections_2d", boxes.append, LOCKSTEP_QOS)
     try:
@@ -94,6 +97,9 @@ def test_images_arrive_at_the_sim_time_rate_with_encodings_sizes_and_stamps(ros_
             spin_until(ros_node, lambda: False, timeout_s=0.002, period_s=0.001)
         expected_frames = int(2.0 * rate_hz) + 1  # t = 0.0, 0.1, ..., 2.0
         spin_until(ros_node, lambda: all(len(v) >= expected_frames for v in received.values()), timeout_s=20.0)
+        # The class table is latched: a subscriber that joins after it was sent still gets it.
+        ros_node.create_subscription(DiagnosticStatus, "/drone1/camera/class_names", class_names.append, LATCHED_QOS)
+        spin_until(ros_node, lambda: class_names, timeout_s=10.0)
     finally:
         output = stop(process)
     assert len(received["depth"]) == expected_frames, output
@@ -130,6 +136,8 @@ def test_images_arrive_at_the_sim_time_rate_with_encodings_sizes_and_stamps(ros_
     assert [(p.x, p.y) for p in last[0].points] == [(u_min, v_min), (u_max, v_min), (u_max, v_max), (u_min, v_max)]
     info = received["info"][-1]
     assert (info.width, info.height, info.distortion_model) == (width, height, "plumb_bob")
+    assert {kv.key: kv.value for kv in class_names[-1].values} == {"1": "ground", "10": "wall_plastic",
+                                                                   "11": "wall_cement", "12": "wall_formboard"}
     assert info.k[0] == pytest.approx((width / 2) / math.tan(math.radians(90.0) / 2))
 
 

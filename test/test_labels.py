@@ -65,6 +65,38 @@ def serialized_image(array: np.ndarray, encoding: str, t_ns: int) -> bytes:
     return bytes(store.serialize_cdr(message, "sensor_msgs/msg/Image"))
 
 
+def serialized_class_names(names: dict[int, str]) -> bytes:
+    """The camera node's ``camera/class_names`` message (DiagnosticStatus, one KeyValue per class) as CDR."""
+    from rosbags.typesys import Stores, get_typestore
+
+    store = get_typestore(Stores.ROS2_KILTED)
+    types = store.types
+    message = types["diagnostic_msgs/msg/DiagnosticStatus"](
+        level=0, name="/drone1/camera: class names", message="segmentation class id -> name", hardware_id="urban",
+        values=[types["diagnostic_msgs/msg/KeyValue"](key=str(k), value=v) for k, v in names.items()])
+    return bytes(store.serialize_cdr(message, "diagnostic_msgs/msg/DiagnosticStatus"))
+
+
+def test_scene_class_names_come_from_the_classes_table_or_the_names_of_the_objects_of_each_class(tmp_path):
+    from aerial_sim.config import ParamsError
+
+    urban = load_scene("urban").class_names
+    assert urban[1] == "ground" and urban[10] == urban[15] == "building" and urban[20] == "pole"
+    assert (urban[30], urban[31], urban[50]) == ("tree_trunk", "tree_crown", "end_wall")
+    named = tmp_path / "named.yaml"
+    named.write_text("classes: {1: road, 7: lamp, 9: spare}\nobjects:\n  - {name: a_1, shape: sphere, radius: 1, "
+                     "position: [0, 0, 2], segmentation_id: 7}\n  - {name: x_2, shape: sphere, radius: 1, "
+                     "position: [5, 0, 2], segmentation_id: 8}\n  - {name: y_3, shape: sphere, radius: 1, "
+                     "position: [9, 0, 2], segmentation_id: 8}\n")
+    assert load_scene(named).class_names == {1: "road", 7: "lamp", 8: "class_8", 9: "spare"}
+    named.write_text("classes: {70000: big}\n")
+    with pytest.raises(ParamsError, match=r"named.yaml: classes.70000: a class id must be an integer 0..65535"):
+        load_scene(named)
+    named.write_text("classes: {3: ''}\n")
+    with pytest.raises(ParamsError, match=r"classes.3: the name must be a non-empty string"):
+        load_scene(named)
+
+
 def test_export_writes_coco_boxes_and_masks_that_pycocotools_reads_back(urban_frames, tmp_path):
     from pycocotools.coco import COCO
 
@@ -79,6 +111,8 @@ def test_export_writes_coco_boxes_and_masks_that_pycocotools_reads_back(urban_fr
     with BagWriter(tmp_path / "bag") as writer:
         for topic, _ in topics.values():
             writer.add_topic(topic, "sensor_msgs/msg/Image")
+        writer.add_topic("/drone1/camera/class_names", "diagnostic_msgs/msg/DiagnosticStatus")
+        writer.write("/drone1/camera/class_names", serialized_class_names(scene.class_names), 1)
         for k, (frame, colour) in enumerate(zip(frames, colour_frames)):
             t_ns = 1_000_000_000 + k * 33_333_333
             for name, array in (("color", colour.color), ("instance", frame.instance),
@@ -93,6 +127,11 @@ def test_export_writes_coco_boxes_and_masks_that_pycocotools_reads_back(urban_fr
     coco = COCO(str(colour_dir / "coco.json"))  # the reference reader
     assert sorted(coco.getImgIds()) == [1, 2, 3]
     assert sorted(coco.getCatIds()) == sorted({d.class_id for f in frames for d in detections_2d(f.instance, scene)})
+    # Category names: the scene's class names the camera published ("building", "pole", ...), not class_<id>.
+    categories = coco.loadCats(coco.getCatIds())
+    assert {c["id"]: c["name"] for c in categories} == {c["id"]: scene.class_names[c["id"]] for c in categories}
+    assert "building" in {c["name"] for c in categories} and "pole" in {c["name"] for c in categories}
+    assert coco.getCatIds(catNms=["building"]) == [c for c in sorted(coco.getCatIds()) if 10 <= c <= 15]
     for image_id, frame in zip((1, 2, 3), frames):
         image = coco.loadImgs(image_id)[0]
         assert (colour_dir / image["file_name"]).is_file() and (image["width"], image["height"]) == (240, 160)

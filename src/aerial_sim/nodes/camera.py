@@ -16,7 +16,12 @@ with that message's sim time and framed ``<ns>/camera_depth_optical_frame``:
 - ``camera/detections_2d`` (visualization_msgs/ImageMarker, one per object in view and frame: a POLYGON
   whose corners are the centres of the extreme pixels of that object's visible pixels, ``ns`` its class id,
   ``id`` its instance id; vision_msgs has no wheel on PyPI, see doc/datasets.md),
-- ``camera/depth/camera_info`` and ``camera/color/camera_info``.
+- ``camera/depth/camera_info`` and ``camera/color/camera_info``,
+- ``camera/class_names`` (diagnostic_msgs/DiagnosticStatus, latched: published once, transient-local): the
+  scene's class id -> name table (:attr:`~aerial_sim.world.scene.Scene.class_names`), one KeyValue per class,
+  ``key`` the segmentation id in decimal, ``value`` its name; ``hardware_id`` the scene. It names the ids of
+  the segmentation image and the ``ns`` of the detections, and ``aerial_sim export`` reads it from the bag for
+  the COCO category names (vision_msgs' LabelInfo, made for this, has no wheel on PyPI).
 
 Each image can be switched off (``publish_depth``, ``publish_segmentation``,
 ``publish_color``, ``publish_instance``, ``publish_normals``, ``publish_flow``, ``publish_detections``,
@@ -42,6 +47,7 @@ import numpy as np
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 from builtin_interfaces.msg import Duration
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Point
 from visualization_msgs.msg import ImageMarker, Marker, MarkerArray
 
@@ -52,7 +58,7 @@ from aerial_sim.nodes.ros.clocks import InputStampClock
 from aerial_sim.nodes.ros.frames import frame_in_namespace, publish_static_mount
 from aerial_sim.nodes.ros.lockstep import participant_publisher
 from aerial_sim.nodes.ros.parameters import declare_params
-from aerial_sim.nodes.ros.qos import stream_qos
+from aerial_sim.nodes.ros.qos import LATCHED_QOS, stream_qos
 from aerial_sim.nodes.ros.run import run_node
 from aerial_sim.nodes.ros.stamps import stamp_from_fields
 from aerial_sim.nodes.ros.subscriptions import subscribe_odometry
@@ -138,6 +144,11 @@ class CameraNode(Node):
         self.color_info_pub = self.create_publisher(CameraInfo, "camera/color/camera_info", qos) if p.publish_color else None
         self.camera_info = CameraInfo(**self.model.camera_info())
         subscribe_odometry(self, "ground_truth/odom", self.on_odom, qos, clock=InputStampClock(self))
+        self.class_names_pub = self.create_publisher(DiagnosticStatus, "camera/class_names", LATCHED_QOS)
+        self.class_names_pub.publish(DiagnosticStatus(
+            level=DiagnosticStatus.OK, name=f"{self.get_fully_qualified_name()}: class names",
+            message="segmentation class id -> name", hardware_id=self.scene.name,
+            values=[KeyValue(key=str(class_id), value=name) for class_id, name in self.scene.class_names.items()]))
         self._next_frame_s = -math.inf
         self._last_stamp_s = -math.inf
         self._last_frame = None  # (position, orientation, stamp ns) of the last frame published

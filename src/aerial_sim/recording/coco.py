@@ -14,6 +14,10 @@ annotation:
   stamp (or of another frame it was seen in; 0 "unknown" if no segmentation image was recorded);
 - ``instance_id``: the instance id (the same object keeps it in every frame: a track id).
 
+Category names come from the camera's class table (``<ns>/camera/class_names``, recorded in the bag:
+``building``, ``pole``, ...; :attr:`aerial_sim.world.scene.Scene.class_names`); an id the table does not
+name, or every id of a bag without the table, is ``class_<id>``.
+
 The file is written beside the colour PNGs (``images/<ns>/camera/color/image_raw/coco.json``) with
 ``file_name`` relative to that folder.
 """
@@ -77,7 +81,7 @@ def instance_annotations(instance: np.ndarray, segmentation: np.ndarray | None) 
     return found
 
 
-def coco_dataset(camera: CameraFrames, description: str = "") -> dict:
+def coco_dataset(camera: CameraFrames, description: str = "", class_names: dict[int, str] | None = None) -> dict:
     """The COCO dictionary of ``camera`` (module docstring)."""
     images, annotations, per_frame = [], [], []
     known_class: dict[int, int] = {}
@@ -104,15 +108,18 @@ def coco_dataset(camera: CameraFrames, description: str = "") -> dict:
             annotations.append({"id": len(annotations) + 1, "image_id": image_id, "category_id": class_id,
                                 "bbox": item["bbox"], "area": item["area"], "segmentation": item["segmentation"],
                                 "iscrowd": 0, "instance_id": item["instance_id"]})
-    categories = [{"id": c, "name": "unknown" if c == UNKNOWN_CATEGORY else f"class_{c}", "supercategory": "object"}
+    names = class_names or {}
+    categories = [{"id": c, "name": "unknown" if c == UNKNOWN_CATEGORY else names.get(c, f"class_{c}"),
+                   "supercategory": "object"}
                   for c in sorted({a["category_id"] for a in annotations})]
     return {"info": {"description": description or "aerial_sim export", "version": "1.0"},
             "licenses": [], "images": images, "annotations": annotations, "categories": categories}
 
 
-def write_coco(camera: CameraFrames, description: str = "") -> tuple[Path, int, int]:
+def write_coco(camera: CameraFrames, description: str = "",
+               class_names: dict[int, str] | None = None) -> tuple[Path, int, int]:
     """Write ``coco.json`` beside the colour PNGs; returns (path, images, annotations)."""
-    dataset = coco_dataset(camera, description)
+    dataset = coco_dataset(camera, description, class_names)
     path = camera.color_dir / "coco.json"
     path.write_text(json.dumps(dataset, separators=(",", ":")))
     return path, len(dataset["images"]), len(dataset["annotations"])

@@ -55,6 +55,7 @@ IMAGE = "sensor_msgs/msg/Image"
 POINT_CLOUD = "sensor_msgs/msg/PointCloud2"
 CAMERA_INFO = "sensor_msgs/msg/CameraInfo"
 ODOMETRY = "nav_msgs/msg/Odometry"
+CLASS_NAMES = "diagnostic_msgs/msg/DiagnosticStatus"  # on <ns>/camera/class_names: the camera's class table
 DEPTH_PNG_SCALE = 1000.0  # PNG value per metre (millimetres)
 MAX_ARRAY_COLUMNS = 64  # longer arrays (blobs, point data) are not spread into CSV columns
 
@@ -289,6 +290,7 @@ class ExportCollector:
         self.odometry: dict[str, list[tuple[int, tuple[float, ...]]]] = {}
         self.sinks: dict[str, _CsvSink] = {}
         self.calibrations: dict[str, dict[str, Any]] = {}
+        self.class_names: dict[str, dict[int, str]] = {}  # <ns>/camera/class_names -> class id -> name
         self.types: dict[str, str] = {}
         self.bar = None
 
@@ -316,6 +318,13 @@ class ExportCollector:
             directory.mkdir(parents=True, exist_ok=True)
             topic_scans = self.scans.setdefault(topic, [])
             topic_scans.append(_write_scan(msg, directory, len(topic_scans), stamp))
+            return
+        if msgtype == CLASS_NAMES and topic.endswith("/class_names"):
+            table = {}
+            for pair in msg.values:
+                if pair.key.strip().isdigit():
+                    table[int(pair.key)] = pair.value
+            self.class_names[topic] = table  # the last one recorded (latched: normally the only one)
             return
         if msgtype == CAMERA_INFO and topic not in self.calibrations:
             self.calibrations[topic] = _calibration(msg)
@@ -381,7 +390,8 @@ class ExportCollector:
                 segmentation=paths(segmentation_topic),
                 size={f.stamp_ns: (f.width, f.height) for f in color},
             )  # fmt: skip
-            path, images, annotations = write_coco(camera, f"{color_topic} of {self.bag}")
+            path, images, annotations = write_coco(camera, f"{color_topic} of {self.bag}",
+                                                   self.class_names.get(prefix + "class_names"))
             result.coco[color_topic] = (str(path.relative_to(self.out_dir)), images, annotations)
 
 
@@ -498,7 +508,8 @@ def _write_manifest(out_dir: Path, bag: Path, types: dict[str, str], result: Exp
         "coco": {
             topic: {"file": file, "images": images, "annotations": annotations,
                     "format": "COCO instances: bbox [x, y, w, h] in pixels (pixel edges), segmentation as compressed "
-                              "RLE, category_id = segmentation id, instance_id = the object's id in every frame, "
+                              "RLE, category_id = segmentation id (named from the camera's class_names topic, "
+                              "class_<id> where the bag has none), instance_id = the object's id in every frame, "
                               "file_name relative to the JSON's folder"}
             for topic, (file, images, annotations) in result.coco.items()
         },  # fmt: skip

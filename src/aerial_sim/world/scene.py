@@ -6,6 +6,7 @@ A scene file has these top-level keys (all optional)::
     ground: {segmentation_id: 1, material: asphalt, color: [..], checker_size_m: 1.0}
     terrain: {file: hills.png, size_m: [400, 400], height_range_m: [0, 35]}   # or a GeoTIFF DEM
     lighting: {time_of_day: "2026-06-21 15:30:00", shadows: true, ...}
+    classes: {1: ground, 10: building, 60: kiosk}    # class id -> name (datasets' category names)
     objects:
       - {name: tower, shape: box, size: [4, 4, 20], position: [20, 0, 10], yaw_deg: 30,
          segmentation_id: 10, material: cement}
@@ -33,6 +34,13 @@ buildings, extruded, as objects named ``osm_w<way id>`` / ``osm_r<relation id>``
 height field, for every sensor and for collisions; it takes the ground's
 segmentation id and material. ``lighting`` is :mod:`aerial_sim.world.lighting`.
 
+Class names (:attr:`Scene.class_names`, what the camera publishes on ``camera/class_names`` and
+``aerial_sim export`` writes as COCO category names): ``classes`` names an id; the ground's id is
+``ground`` and the OSM buildings' ``building`` unless named there; any other id is named from the
+names of the objects that carry it: each name split at ``_``/``-``/spaces, numbering tokens
+(``7``, ``n6``) dropped, the tokens all of them share in front kept (``pole_n6``, ``pole_s18``
+-> ``pole``; ``tree_0_crown`` -> ``tree_crown``), else ``class_<id>``.
+
 Segmentation ids (``mono16`` pixels): 0 means nothing was hit (sky); the
 ground has its own id (default 1); objects use 1..65535. Objects may share an
 id (a class of objects) only if they share a material, so that
@@ -52,6 +60,7 @@ sec. 3: depth, segmentation and scene images; sec. 3.3.4: collisions).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -143,7 +152,8 @@ class Scene:
 
     def __init__(self, name: str, ground: GroundParams, objects: tuple[SceneObject, ...],
                  materials: dict[str, Material], base_dir: Path, description: str = "",
-                 terrain: Terrain | None = None, lighting: LightingParams | None = None, home=None):
+                 terrain: Terrain | None = None, lighting: LightingParams | None = None, home=None,
+                 class_names: dict[int, str] | None = None):
         from aerial_sim.environment.geodesy import HomePoint
 
         self.name = name
@@ -159,6 +169,20 @@ class Scene:
         self.home = home or HomePoint()
         #: Built things cached on the scene by the modules that build them (ray caster, ...).
         self.cache: dict[str, Any] = {}
+        self._named_classes = dict(class_names or {})
+
+    @cached_property
+    def class_names(self) -> dict[int, str]:
+        """Segmentation (class) id -> class name for every id of the scene and every id ``classes`` names
+        (module docstring), ascending."""
+        names = dict(self._named_classes)
+        names.setdefault(self.ground.segmentation_id, "ground")
+        carriers: dict[int, list[str]] = {}
+        for obj in self.objects:
+            carriers.setdefault(obj.segmentation_id, []).append(obj.name)
+        for class_id, object_names in carriers.items():
+            names.setdefault(class_id, derived_class_name(object_names) or f"class_{class_id}")
+        return dict(sorted(names.items()))
 
     def instance_id(self, index: int) -> int:
         """Instance id of object ``index`` (its ray-caster surface index): unique per object, ground 1, none 0."""
@@ -231,7 +255,7 @@ def load_scene(name_or_path: str | Path, materials_path: str | Path | None = Non
                           "world, as scene:=empty)")
     if not isinstance(document, dict):
         raise ParamsError(f"{path.name}: expected a mapping with ground/objects")
-    known = ("description", "ground", "objects", "terrain", "lighting", "osm")
+    known = ("description", "ground", "objects", "terrain", "lighting", "osm", "classes")
     unknown = sorted(set(document) - set(known))
     if unknown:
         raise ParamsError(f"{path.name}: {unknown[0]}: unknown key (known: {', '.join(known)})")
@@ -274,6 +298,7 @@ def load_scene(name_or_path: str | Path, materials_path: str | Path | None = Non
         terrain = load_terrain(terrain_params, path.parent, home, f"{path.name}: terrain")
     with located(f"{path.name}: lighting"):
         lighting = params_from_mapping(LightingParams, document.get("lighting"), where=f"{path.name}: lighting")
+    class_names = _class_table(document.get("classes"), path.name)
     osm_parts = {}
     if document.get("osm") is not None:
         from aerial_sim.world.osm import OsmParams, building_parts, load_buildings
@@ -286,6 +311,7 @@ def load_scene(name_or_path: str | Path, materials_path: str | Path | None = Non
         if owner_material != osm.material:
             raise ParamsError(f"{where}.segmentation_id: {osm.segmentation_id} is also used by '{owner}' with "
                               f"material '{owner_material}'; objects sharing an id must share a material")
+        class_names.setdefault(osm.segmentation_id, "building")
         for building in load_buildings(osm, path.parent, home, where, terrain):
             name = f"osm_{building.osm_id}"
             if name in names:
@@ -295,7 +321,7 @@ def load_scene(name_or_path: str | Path, materials_path: str | Path | None = Non
                                        file=f"{OSM_FILE_PREFIX}{building.osm_id}", material=osm.material))
             osm_parts[objects[-1].file] = building_parts(building)
     scene = Scene(path.stem, ground, tuple(objects), materials, path.parent, str(document.get("description", "")),
-                  terrain=terrain, lighting=lighting, home=home)
+                  terrain=terrain, lighting=lighting, home=home, class_names=class_names)
     scene.cache["mesh_files"] = {scene.base_dir / file: parts for file, parts in osm_parts.items()}
     # Read every mesh file now, so that a broken one is an error of the scene file, not of the first frame.
     loaded = scene.cache.setdefault("mesh_files", {})
@@ -303,6 +329,34 @@ def load_scene(name_or_path: str | Path, materials_path: str | Path | None = Non
         if obj.shape == "mesh" and scene.mesh_path(obj) not in loaded:
             loaded[scene.mesh_path(obj)] = load_asset(scene.mesh_path(obj), f"{scene.name}: object '{obj.name}'.file")
     return scene
+
+
+def derived_class_name(object_names: list[str]) -> str:
+    """A class name from the names of the objects of one class (module docstring); '' when they share none."""
+    token_lists = [[t for t in re.split(r"[_\-\s]+", name.lower()) if t and not re.fullmatch(r"[a-z]?\d+", t)]
+                   for name in object_names]
+    shared = []
+    for tokens in zip(*token_lists):
+        if any(t != tokens[0] for t in tokens):
+            break
+        shared.append(tokens[0])
+    return "_".join(shared)
+
+
+def _class_table(raw, file_name: str) -> dict[int, str]:
+    """The ``classes`` section: {id: name}; ParamsError naming the entry that is not an id 0..65535 and a name."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ParamsError(f"{file_name}: classes: expected a mapping of class id to name, e.g. {{10: building}}")
+    table = {}
+    for key, name in raw.items():
+        if isinstance(key, bool) or not isinstance(key, int) or not 0 <= key <= MAX_SEGMENTATION_ID:
+            raise ParamsError(f"{file_name}: classes.{key}: a class id must be an integer 0..65535")
+        if not isinstance(name, str) or not name.strip():
+            raise ParamsError(f"{file_name}: classes.{key}: the name must be a non-empty string, got {name!r}")
+        table[key] = name.strip()
+    return table
 
 
 def _check_material(materials: dict[str, Material], name: str, where: str) -> None:
