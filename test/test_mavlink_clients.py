@@ -82,9 +82,10 @@ def test_pymavlink_script_arms_takes_off_flies_a_mission_and_returns(graph):
     assert graph.alive()
 
 
-def test_mavsdk_takeoff_goto_mission_offboard_and_land(graph):
+def test_mavsdk_takeoff_goto_mission_offboard_geofence_and_return_to_a_rally_point(graph):
     _, api = ports()
-    steps = run_client("mavsdk_flights.py", str(api), "param", "takeoff", "goto", "mission", "offboard", "land")
+    steps = run_client("mavsdk_flights.py", str(api), "param", "takeoff", "goto", "mission", "offboard", "fence",
+                       "rally", "land", timeout_s=150)
     assert steps["connected"]["system_id"] == 1 and steps["connected"]["armable"]
     assert steps["param"]["takeoff_alt"] == 4.0 and steps["param"]["sysid"] == 1 and steps["param"]["count"] >= 15
     assert steps["takeoff"]["relative_altitude_m"] > 3.7
@@ -93,6 +94,21 @@ def test_mavsdk_takeoff_goto_mission_offboard_and_land(graph):
     assert mission["uploaded"] == mission["downloaded"] == 2 and mission["current"] == mission["total"] == 2
     assert abs(mission["north_m"] - 4.0) < 1.0
     assert abs(steps["offboard"]["east_m"] - 3.0) < 0.3 and steps["offboard"]["climb_m_s"] > 0.7
+    # the geofence plugin's inclusion circle (12 m) stops a goto 30 m north; Return lands at the closer rally point
+    fence = steps["fence"]
+    assert fence["polygons"] == 1 and fence["circles"] == 1  # downloaded as uploaded
+    assert 11.0 < fence["north_m"] < 16.0 and abs(fence["east_m"]) < 1.0, fence  # the goto 30 m north held at 12 m
+    assert any("Geofence breached: Hold" in text for text in fence["texts"])
+    rally = steps["rally"]
+    assert abs(rally["north_m"] - rally["rally_north_m"]) < 1.0 and abs(rally["east_m"] - rally["rally_east_m"]) < 1.0
+    from pymavlink import mavutil  # MAVSDK cannot upload an empty rally plan: clear it as QGroundControl does
+
+    m = mavutil.mavlink_connection(f"udpin:127.0.0.1:{ports()[0]}", source_system=255)
+    assert m.wait_heartbeat(timeout=20)
+    m.mav.mission_clear_all_send(1, 1, mavutil.mavlink.MAV_MISSION_TYPE_RALLY)
+    ack = m.recv_match(type="MISSION_ACK", blocking=True, timeout=10)
+    assert ack.type == mavutil.mavlink.MAV_MISSION_ACCEPTED and ack.mission_type == mavutil.mavlink.MAV_MISSION_TYPE_RALLY
+    m.close()
     assert steps["land"]["armed"] is False
     assert re.search(r"process has died.*: mavlink", graph.output()) is None and graph.alive()
 

@@ -14,12 +14,13 @@ Hold            hold where it is (``cmd_pose``); a DO_REPOSITION flies there fir
                 at MPC_XY_CRUISE on ``cmd_vel``, as the AirSim API's moveToPosition) (:mod:`~aerial_sim.mavlink.guidance`)
 Mission         the stored mission item by item (waypoint, takeoff, land, RTL, loiter time, delay,
                 change speed); on the ground it takes off first; Hold at the end (:mod:`~aerial_sim.mavlink.mission_flight`)
-Return          climb to RTL_RETURN_ALT above home, fly home, descend to RTL_DESCEND_ALT, land
-                (:mod:`~aerial_sim.mavlink.return_to_launch`)
+Return          climb to RTL_RETURN_ALT, fly to home or the nearest rally point, descend to
+                RTL_DESCEND_ALT, land (:mod:`~aerial_sim.mavlink.return_to_launch`)
 Land            ``land`` service (the controller disarms at touchdown)
 Offboard        the last SET_POSITION_TARGET_* / SET_ATTITUDE_TARGET, re-sent every tick; entering
                 needs setpoints younger than COM_OF_LOSS_T; losing them -> COM_OBL_RC_ACT
-                (:mod:`~aerial_sim.mavlink.offboard`, :mod:`~aerial_sim.mavlink.failsafes`)
+                (:mod:`~aerial_sim.mavlink.offboard`, :mod:`~aerial_sim.mavlink.failsafes`); a geofence breach ->
+                GF_ACTION (:mod:`~aerial_sim.mavlink.geofence`)
 Position        MANUAL_CONTROL sticks as velocity (x/y: MPC_VEL_MANUAL, z: climb/descent, r: yaw
                 rate) in the heading frame; centred sticks or stick loss -> hold (:mod:`~aerial_sim.mavlink.manual_control`)
 Altitude        sticks as tilt, yaw rate and climb rate on ``cmd_attitude`` with an altitude: centred
@@ -56,7 +57,8 @@ from aerial_sim.mavlink.commands import Commands
 from aerial_sim.mavlink.failsafes import Failsafes
 from aerial_sim.mavlink.guidance import Guidance
 from aerial_sim.mavlink.manual_control import ManualControl
-from aerial_sim.mavlink.mission import MissionServer
+from aerial_sim.mavlink.geofence import check_fence_items, validate_fence_item
+from aerial_sim.mavlink.mission import MissionServer, validate_rally_point
 from aerial_sim.mavlink.mission_flight import MissionFlight
 from aerial_sim.mavlink.modes import FlightMode
 from aerial_sim.mavlink.offboard import Offboard
@@ -128,6 +130,12 @@ class Autopilot:
                                                 "capacity_mah": capacity if capacity > 0 else
                                                 self.params.battery.capacity_mah}))
         self.mission = MissionServer()
+        self.fence_plan = MissionServer(mission_type=mav.MAV_MISSION_TYPE_FENCE, validate_item=validate_fence_item,
+                                        check_items=check_fence_items)
+        self.rally_plan = MissionServer(mission_type=mav.MAV_MISSION_TYPE_RALLY, validate_item=validate_rally_point)
+        #: The stores of the mission protocol by MAV_MISSION_TYPE.
+        self.plans = {mav.MAV_MISSION_TYPE_MISSION: self.mission, mav.MAV_MISSION_TYPE_FENCE: self.fence_plan,
+                      mav.MAV_MISSION_TYPE_RALLY: self.rally_plan}
         # the shared state every part reads and the commander changes
         self.mode = FlightMode.HOLD
         self.armed = False
@@ -245,6 +253,7 @@ class Autopilot:
             rotors = self.link.rotors
             if rotors is not None and dt > 0:
                 self.battery.step(dt, rotor_shaft_power(self.link.vehicle.rotors, rotors.speeds_rad_s))
+            self.failsafes.check_fence()
             if self.state is not None and self.mode in self._guides:
                 self._guides[self.mode]()
             self.mission_flight.tick(now_s)

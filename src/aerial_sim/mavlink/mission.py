@@ -12,6 +12,9 @@ The protocol (mavlink.io "Mission Protocol", as PX4's ``MavlinkMissionManager`` 
 An item this autopilot cannot fly ends the upload with the MISSION_ACK error the protocol names for
 it (unsupported command or frame, the invalid parameter) and the stored mission is left as it was.
 The legacy float messages (MISSION_ITEM, MISSION_REQUEST) are answered in kind.
+
+One :class:`MissionServer` holds one plan type (``mission_type``: the mission, the geofence or the
+rally points, each with its own item rules); :func:`plan_type` says which store a message is for.
 """
 
 from __future__ import annotations
@@ -77,16 +80,45 @@ class ItemRejected(ValueError):
         self.result = result
 
 
-def item_from_message(message) -> MissionItem:
-    """A MISSION_ITEM_INT or MISSION_ITEM -> :class:`MissionItem`, or :class:`ItemRejected` saying why."""
+def plan_type(message) -> int:
+    """The MAV_MISSION_TYPE a mission-protocol message is for (MISSION when the field is absent: MAVLink 1)."""
+    return int(getattr(message, "mission_type", mav.MAV_MISSION_TYPE_MISSION))
+
+
+def item_from_message(message, validate_item=None) -> MissionItem:
+    """A MISSION_ITEM_INT or MISSION_ITEM -> :class:`MissionItem`, or :class:`ItemRejected` saying why
+    (``validate_item``: the plan type's rules, the mission's by default)."""
     is_int = message.get_type() == "MISSION_ITEM_INT"
     lat = message.x / 1e7 if is_int else float(message.x)
     lon = message.y / 1e7 if is_int else float(message.y)
     item = MissionItem(int(message.seq), int(message.frame), int(message.command), int(message.autocontinue),
                        float(message.param1), float(message.param2), float(message.param3), float(message.param4),
                        float(lat), float(lon), float(message.z))
-    validate(item)
+    (validate_item or validate)(item)
     return item
+
+
+def validate_position(item: MissionItem) -> None:
+    """A global frame and a latitude/longitude (not 0, 0) in range (ItemRejected otherwise)."""
+    if item.frame not in GLOBAL_FRAMES:
+        raise ItemRejected(mav.MAV_MISSION_UNSUPPORTED_FRAME,
+                           f"item {item.seq}: frame {item.frame} is not a global frame (0, 3, 5 or 6)")
+    if not (math.isfinite(item.latitude) and -90.0 <= item.latitude <= 90.0):
+        raise ItemRejected(mav.MAV_MISSION_INVALID_PARAM5_X, f"item {item.seq}: latitude {item.latitude} is out of range")
+    if not (math.isfinite(item.longitude) and -180.0 <= item.longitude <= 180.0):
+        raise ItemRejected(mav.MAV_MISSION_INVALID_PARAM6_Y, f"item {item.seq}: longitude {item.longitude} is out of range")
+    if item.latitude == 0.0 and item.longitude == 0.0:
+        raise ItemRejected(mav.MAV_MISSION_INVALID_PARAM5_X, f"item {item.seq}: no position (latitude = longitude = 0)")
+
+
+def validate_rally_point(item: MissionItem) -> None:
+    """A rally point: MAV_CMD_NAV_RALLY_POINT at a global position (the altitude too)."""
+    if item.command != mav.MAV_CMD_NAV_RALLY_POINT:
+        raise ItemRejected(mav.MAV_MISSION_UNSUPPORTED,
+                           f"rally item {item.seq}: command {item.command} is not NAV_RALLY_POINT (5100)")
+    validate_position(item)
+    if not (math.isfinite(item.altitude) and -1000.0 <= item.altitude <= 20000.0):
+        raise ItemRejected(mav.MAV_MISSION_INVALID_PARAM7, f"rally item {item.seq}: altitude {item.altitude} is out of range")
 
 
 def validate(item: MissionItem) -> None:
@@ -139,7 +171,12 @@ class MissionServer:
     objects); ``time_s`` is any monotonic clock, used for retries.
     """
 
-    def __init__(self, target: tuple[int, int] = (0, 0), retry_s: float = 0.5, retries: int = 5):
+    def __init__(self, target: tuple[int, int] = (0, 0), retry_s: float = 0.5, retries: int = 5,
+                 mission_type: int = mav.MAV_MISSION_TYPE_MISSION, validate_item=validate, check_items=None):
+        self.mission_type = mission_type
+        self.validate_item = validate_item
+        self.check_items = check_items if check_items is not None else (
+            check_jumps if mission_type == mav.MAV_MISSION_TYPE_MISSION else (lambda items: None))
         self.items: list[MissionItem] = []
         self.current = 0
         self.retry_s, self.retries = retry_s, retries
@@ -151,14 +188,11 @@ class MissionServer:
         self._tries = 0
         self.last_error: str | None = None
         self.changed = False  # set when a new mission replaced the old one (the autopilot restarts it)
+        self.version = 0  # counts the plans stored (a user of the plan rebuilds what it derived when it moves)
 
     # -- upload --------------------------------------------------------------
     def on_count(self, message, time_s: float) -> list:
         self.target = (message.get_srcSystem(), message.get_srcComponent())
-        mission_type = getattr(message, "mission_type", 0)
-        if mission_type != mav.MAV_MISSION_TYPE_MISSION:
-            return [self._ack(mav.MAV_MISSION_UNSUPPORTED, mission_type,
-                              f"mission type {mission_type} (fence/rally) is not supported")]
         count = int(message.count)
         if count > MAX_ITEMS:
             return [self._ack(mav.MAV_MISSION_NO_SPACE, why=f"{count} items: at most {MAX_ITEMS}")]
@@ -179,7 +213,7 @@ class MissionServer:
                 return [self._request(expected, time_s)]  # a duplicate: ask again for the one we need
             return self._fail(mav.MAV_MISSION_INVALID_SEQUENCE, f"item {message.seq} arrived, {expected} expected")
         try:
-            item = item_from_message(message)
+            item = item_from_message(message, self.validate_item)
         except ItemRejected as error:
             return self._fail(error.result, str(error))
         self.upload.append(item)
@@ -188,7 +222,7 @@ class MissionServer:
             return [self._request(len(self.upload), time_s)]
         items, self.upload = self.upload, None
         try:
-            check_jumps(items)
+            self.check_items(items)
         except ItemRejected as error:
             return self._fail(error.result, str(error))
         self._replace(items)
@@ -207,8 +241,8 @@ class MissionServer:
         self._last_request_s = time_s
         self._tries += 1
         if self._upload_float:
-            return mav.MAVLink_mission_request_message(*self.target, seq, mav.MAV_MISSION_TYPE_MISSION)
-        return mav.MAVLink_mission_request_int_message(*self.target, seq, mav.MAV_MISSION_TYPE_MISSION)
+            return mav.MAVLink_mission_request_message(*self.target, seq, self.mission_type)
+        return mav.MAVLink_mission_request_int_message(*self.target, seq, self.mission_type)
 
     def _fail(self, result: int, why: str) -> list:
         self.upload = None
@@ -216,19 +250,19 @@ class MissionServer:
 
     def _replace(self, items: list[MissionItem]) -> None:
         self.items = items
+        self.version += 1
         self.current = 0
         self.changed = True
 
-    def _ack(self, result: int, mission_type: int = mav.MAV_MISSION_TYPE_MISSION, why: str | None = None):
+    def _ack(self, result: int, mission_type: int | None = None, why: str | None = None):
         self.last_error = why
-        return mav.MAVLink_mission_ack_message(*self.target, result, mission_type)
+        return mav.MAVLink_mission_ack_message(*self.target, result,
+                                               self.mission_type if mission_type is None else mission_type)
 
     # -- download, clear, current ----------------------------------------------
     def on_request_list(self, message) -> list:
         self.target = (message.get_srcSystem(), message.get_srcComponent())
-        mission_type = getattr(message, "mission_type", 0)
-        count = len(self.items) if mission_type == mav.MAV_MISSION_TYPE_MISSION else 0
-        return [mav.MAVLink_mission_count_message(*self.target, count, mission_type)]
+        return [mav.MAVLink_mission_count_message(*self.target, len(self.items), self.mission_type)]
 
     def on_request(self, message) -> list:
         """MISSION_REQUEST_INT / MISSION_REQUEST for item ``seq`` of the stored mission."""
@@ -244,20 +278,17 @@ class MissionServer:
         if message.get_type() == "MISSION_REQUEST":
             return [mav.MAVLink_mission_item_message(
                 *self.target, seq, item.frame, item.command, current, item.autocontinue, item.param1, item.param2,
-                item.param3, item.param4, item.latitude, item.longitude, item.altitude, mav.MAV_MISSION_TYPE_MISSION)]
+                item.param3, item.param4, item.latitude, item.longitude, item.altitude, self.mission_type)]
         return [mav.MAVLink_mission_item_int_message(
             *self.target, seq, item.frame, item.command, current, item.autocontinue, item.param1, item.param2,
             item.param3, item.param4, int(round(item.latitude * 1e7)), int(round(item.longitude * 1e7)), item.altitude,
-            mav.MAV_MISSION_TYPE_MISSION)]
+            self.mission_type)]
 
     def on_clear(self, message) -> list:
         self.target = (message.get_srcSystem(), message.get_srcComponent())
-        mission_type = getattr(message, "mission_type", 0)
-        if mission_type not in (mav.MAV_MISSION_TYPE_MISSION, mav.MAV_MISSION_TYPE_ALL):
-            return [self._ack(mav.MAV_MISSION_UNSUPPORTED, mission_type, f"mission type {mission_type} not supported")]
         self.upload = None
         self._replace([])
-        return [self._ack(mav.MAV_MISSION_ACCEPTED, mission_type)]
+        return [self._ack(mav.MAV_MISSION_ACCEPTED, plan_type(message))]
 
     def set_current(self, seq: int) -> bool:
         if not 0 <= seq < len(self.items):

@@ -20,7 +20,7 @@ from pymavlink.dialects.v20 import common as mav
 from aerial_sim.airsim.ned import heading_to_enu
 from aerial_sim.airsim.flight import heading
 from aerial_sim.mavlink.commander import ACCEPTED, DENIED, Refused
-from aerial_sim.mavlink.mission import DO_COMMANDS, MissionItem
+from aerial_sim.mavlink.mission import DO_COMMANDS, MissionItem, plan_type
 from aerial_sim.mavlink.modes import FlightMode
 
 
@@ -35,15 +35,40 @@ class MissionFlight:
         self.jumps_done: dict[int, int] = {}  # DO_JUMP item -> jumps taken
 
     def handlers(self) -> dict:
-        store = self.ap.mission
-        return {"MISSION_COUNT": lambda m: self.reply(store.on_count(m, self.ap.now)),
-                "MISSION_ITEM_INT": lambda m: self.reply(store.on_item(m, self.ap.now)),
-                "MISSION_ITEM": lambda m: self.reply(store.on_item(m, self.ap.now)),
-                "MISSION_REQUEST_LIST": lambda m: self.reply(store.on_request_list(m)),
-                "MISSION_REQUEST_INT": lambda m: self.reply(store.on_request(m)),
-                "MISSION_REQUEST": lambda m: self.reply(store.on_request(m)),
-                "MISSION_CLEAR_ALL": lambda m: self.reply(store.on_clear(m)),
+        now = lambda: self.ap.now  # noqa: E731
+        return {"MISSION_COUNT": lambda m: self.route(m, lambda store: store.on_count(m, now())),
+                "MISSION_ITEM_INT": lambda m: self.route(m, lambda store: store.on_item(m, now())),
+                "MISSION_ITEM": lambda m: self.route(m, lambda store: store.on_item(m, now())),
+                "MISSION_REQUEST_LIST": lambda m: self.route(m, lambda store: store.on_request_list(m)),
+                "MISSION_REQUEST_INT": lambda m: self.route(m, lambda store: store.on_request(m)),
+                "MISSION_REQUEST": lambda m: self.route(m, lambda store: store.on_request(m)),
+                "MISSION_CLEAR_ALL": self.on_mission_clear_all,
                 "MISSION_SET_CURRENT": self.on_mission_set_current}
+
+    def route(self, message, call) -> None:
+        """Hand a mission-protocol message to the store of its plan type (mission, fence, rally)."""
+        ap = self.ap
+        kind = plan_type(message)
+        store = ap.plans.get(kind)
+        if store is None:
+            ap.errors += 1
+            ap.logger.warning(f"sysid {ap.system_id}: {message.get_type()} for mission type {kind}: not supported "
+                              "(0 mission, 1 fence, 2 rally)")
+            ap.send(mav.MAVLink_mission_ack_message(message.get_srcSystem(), message.get_srcComponent(),
+                                                    mav.MAV_MISSION_UNSUPPORTED, kind))
+            return
+        self.reply(call(store), store)
+
+    def on_mission_clear_all(self, message) -> None:
+        """MISSION_CLEAR_ALL: one plan type, or every one (MAV_MISSION_TYPE_ALL), answered by one MISSION_ACK."""
+        if plan_type(message) != mav.MAV_MISSION_TYPE_ALL:
+            self.route(message, lambda store: store.on_clear(message))
+            return
+        replies = []
+        for store in self.ap.plans.values():
+            replies = store.on_clear(message)
+            self.reply([], store)
+        self.reply(replies, self.ap.mission)
 
     # -- the protocol -----------------------------------------------------------------------
     def on_mission_set_current(self, message) -> None:
@@ -56,31 +81,36 @@ class MissionFlight:
             self.phase = "start"
         ap.send(ap.telemetry.mission_current())
 
-    def reply(self, replies: list) -> None:
-        """Send the store's answers; log its error once; restart the mission flown when a new one replaced it."""
+    def reply(self, replies: list, store=None) -> None:
+        """Send a store's answers; log its error once; act on a new plan (the mission flown restarts; a new
+        fence or rally plan is used from the next tick)."""
         ap = self.ap
-        store = ap.mission
+        store = store or ap.mission
+        what = {mav.MAV_MISSION_TYPE_FENCE: "geofence", mav.MAV_MISSION_TYPE_RALLY: "rally plan"}.get(
+            store.mission_type, "mission")
         if store.last_error:
             ap.errors += 1
-            ap.logger.warning(f"sysid {ap.system_id}: mission: {store.last_error}")
+            ap.logger.warning(f"sysid {ap.system_id}: {what}: {store.last_error}")
             store.last_error = None
         for reply in replies:
             ap.send(reply)
-        if store.changed:
-            store.changed = False
-            self.jumps_done.clear()
-            if ap.mode == FlightMode.MISSION:
-                if store.items:
-                    self.phase = "start"
-                else:
-                    ap.commander.enter(FlightMode.HOLD)
-            ap.logger.info(f"sysid {ap.system_id}: mission of {len(store.items)} items stored")
+        if not store.changed:
+            return
+        store.changed = False
+        ap.logger.info(f"sysid {ap.system_id}: {what} of {len(store.items)} items stored")
+        if store is not ap.mission:
+            return
+        self.jumps_done.clear()
+        if ap.mode == FlightMode.MISSION:
+            if store.items:
+                self.phase = "start"
+            else:
+                ap.commander.enter(FlightMode.HOLD)
 
     def tick(self, now_s: float) -> None:
-        """The store's timeouts and retries."""
-        for reply in self.ap.mission.tick(now_s):
-            self.ap.send(reply)
-        self.reply([])
+        """The stores' timeouts and retries."""
+        for store in self.ap.plans.values():
+            self.reply(store.tick(now_s), store)
 
     async def start(self, first: float) -> int:
         """MAV_CMD_MISSION_START from item ``first`` (negative or NaN: the current one)."""

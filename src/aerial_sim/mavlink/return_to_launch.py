@@ -1,8 +1,12 @@
-"""Return mode (RTL): climb to RTL_RETURN_ALT above home, fly home, descend to RTL_DESCEND_ALT, land.
+"""Return mode (RTL): climb to RTL_RETURN_ALT, fly to the closest safe point, descend to RTL_DESCEND_ALT, land.
 
-As PX4's RTL: a vehicle already over home (within ``arrive_tolerance_m``) does not climb to the
-return altitude, only to the descend altitude; at home it waits RTL_LAND_DELAY seconds (-1: hovers
-there for good) before landing through the flight controller's ``land`` service.
+As PX4's RTL with its default RTL_TYPE 0 ("return to closest safe point (home or rally point) via
+direct path", ``navigator/rtl_params.c``): the destination is home or the rally point
+(MAV_MISSION_TYPE_RALLY) nearest the vehicle horizontally, chosen when the return starts; the return
+and descend altitudes are above the destination. A vehicle already over it (within
+``arrive_tolerance_m``) does not climb to the return altitude, only to the descend altitude; there it
+waits RTL_LAND_DELAY seconds (-1: hovers for good) before landing through the flight controller's
+``land`` service.
 """
 
 from __future__ import annotations
@@ -17,10 +21,28 @@ class ReturnToLaunch:
         self.ap = autopilot
         self.phase: str | None = None
         self._wait_until = 0.0
+        self.destination: tuple[float, float, float] | None = None  # map ENU: home or a rally point
 
     def reset(self, start: bool) -> None:
-        """Start from the climb (``start``) or stop."""
+        """Start from the climb (``start``: choosing the destination) or stop."""
         self.phase = "climb" if start else None
+        if start:
+            self.destination = self.closest_safe_point()
+            if self.destination != self.ap.home_enu:
+                self.ap.logger.info(f"sysid {self.ap.system_id}: returning to the rally point at "
+                                    f"{tuple(round(c, 1) for c in self.destination)} (closer than home)")
+
+    def closest_safe_point(self) -> tuple[float, float, float]:
+        """Home or the rally point nearest the vehicle (horizontally), map ENU; home on a tie."""
+        ap = self.ap
+        home = ap.home_enu or (0.0, 0.0, 0.0)
+        state = ap.state
+        if state is None:
+            return home
+        x, y, _ = state.position
+        candidates = [home] + [ap.global_to_enu(p.latitude, p.longitude, p.altitude, p.relative_altitude)
+                               for p in ap.rally_plan.items]
+        return min(candidates, key=lambda c: math.hypot(c[0] - x, c[1] - y))
 
     @property
     def landing(self) -> bool:
@@ -30,7 +52,7 @@ class ReturnToLaunch:
         ap = self.ap
         guidance = ap.guidance
         state = ap.state
-        home = ap.home_enu or (0.0, 0.0, 0.0)
+        home = self.destination or ap.home_enu or (0.0, 0.0, 0.0)
         x, y, z = state.position
         if self.phase == "climb":
             return_z = home[2] + ap.parameters["RTL_RETURN_ALT"]
