@@ -100,6 +100,7 @@ class Attempt:
     launch_cpu_s: float = 0.0  # CPU of the launcher and every process it reaped
     postprocess_cpu_s: float = 0.0
     flight_cpu_s: float | None = None  # CPU of the run's processes from the bag's first growth to landing
+    extra: dict = field(default_factory=dict)  # more fields for the run's entry (a warm run's overhead_s)
 
 
 def should_retry(attempt: Attempt, attempt_number: int, options: RunOptions) -> bool:
@@ -437,31 +438,43 @@ BATCH_NODE_DEFAULTS = {"recorder": {"write_report": False}, "mission": {"write_p
 
 
 def _launch_command(run: RunSpec, folder: Path, number: int, launch_file: Path, cores: tuple[int, ...] = ()) -> list[str]:
+    return launch_command(run, folder, folder / LOGS_DIR / f"attempt-{number}", folder / PARAMS_FILE, launch_file, cores)
+
+
+def launch_command(run: RunSpec, run_folder: Path, log_dir: Path, params_path: Path, launch_file: Path,
+                   cores: tuple[int, ...] = (), node_defaults: dict[str, dict[str, Any]] | None = None) -> list[str]:
+    """``aerial_sim launch`` of ``run`` into ``run_folder``: node logs under ``log_dir``, node parameters
+    (the run's over ``node_defaults`` over :data:`BATCH_NODE_DEFAULTS`) written to ``params_path``."""
     arguments = {**HEADLESS_DEFAULTS, **run.launch_arguments, "lockstep": "true", "viewer": "false",
-                 "run_dir": str(folder)}
+                 "run_dir": str(run_folder)}
     declared = {argument.name for argument in declared_arguments(launch_file)}
     arguments = {k: v for k, v in arguments.items() if k in declared or k not in HEADLESS_DEFAULTS}
     command = [sys.executable, "-m", "aerial_sim", "launch", "--strict", str(launch_file),
-               *(f"{k}:={v}" for k, v in arguments.items()),
-               "--log-dir", str(folder / LOGS_DIR / f"attempt-{number}")]
+               *(f"{k}:={v}" for k, v in arguments.items()), "--log-dir", str(log_dir)]
     if cores:
         command += ["--cpus", ",".join(map(str, cores))]
     node_parameters = {node: dict(values) for node, values in run.node_parameters.items()}
-    for node, defaults in BATCH_NODE_DEFAULTS.items():
+    for node in {*BATCH_NODE_DEFAULTS, *(node_defaults or {})}:
+        defaults = {**BATCH_NODE_DEFAULTS.get(node, {}), **(node_defaults or {}).get(node, {})}
         node_parameters[node] = {**defaults, **node_parameters.get(node, {})}
-    command += ["--params-file", str(write_params_file(node_parameters, folder / PARAMS_FILE))]
+    command += ["--params-file", str(write_params_file(node_parameters, params_path))]
     return command
 
 
 def _environment(domain_id: int, folder: Path, number: int) -> dict[str, str]:
+    return launch_environment(domain_id, folder / LOGS_DIR / f"attempt-{number}")
+
+
+def launch_environment(domain_id: int, log_dir: Path) -> dict[str, str]:
+    """The environment of a batch launch: its domain, localhost discovery, logs and stack dumps under ``log_dir``."""
     environment = dict(os.environ)
     environment.pop("AERIAL_SIM_RUN_DIR", None)
     environment.update(
         ROS_DOMAIN_ID=str(domain_id),
         ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
-        ROS_LOG_DIR=str(folder / LOGS_DIR / f"attempt-{number}" / "ros"),
+        ROS_LOG_DIR=str(log_dir / "ros"),
         PYTHONUNBUFFERED="1",
-        **{STACKS_DIR_VARIABLE: str(folder / LOGS_DIR / f"attempt-{number}" / "stacks")},
+        **{STACKS_DIR_VARIABLE: str(log_dir / "stacks")},
     )
     return environment
 

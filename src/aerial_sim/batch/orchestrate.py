@@ -144,7 +144,11 @@ def run_batch(
 
 
 def _run_backend(backend, sweep, todo, out_dir, workers, address, on_result, stop, pool) -> None:
-    if backend == "local":
+    if backend == "local" and sweep.options.warm:
+        from aerial_sim.batch.warm import run_local_warm
+
+        run_local_warm(todo, out_dir, sweep.launch_file, sweep.options, workers, on_result, stop, pool)
+    elif backend == "local":
         from aerial_sim.batch.local import run_local
 
         run_local(todo, out_dir, sweep.launch_file, sweep.options, workers, on_result, stop, pool)

@@ -117,6 +117,7 @@ class PhysicsNode(Node):
         self.tf_broadcaster = make_tf_broadcaster(self) if self.params.publish_tf else None
         self.run_control = RunControl()
         self._world_edits: list = []
+        self._restart_queued = False  # a /physics/restart edit not yet applied (the lockstep wait applies it too)
         serve(self, SetBool, "/physics/pause", self.on_pause)
         serve(self, Trigger, "/physics/reset", self.on_reset)
         serve(self, Trigger, "/physics/restart", self.on_restart)
@@ -273,6 +274,8 @@ class PhysicsNode(Node):
             if self.lockstep_outputs is not None:
                 self.lockstep_outputs.restart()
 
+        with self.inputs_lock:
+            self._restart_queued = True
         self.edit_world(restart)
         response.success, response.message = True, "a new run from t = 0"
         self.get_logger().info(f"restart: a new run from t = 0, wind {tuple(params.wind_enu_m_s)} m/s")
@@ -289,6 +292,7 @@ class PhysicsNode(Node):
     def _apply_world_edits(self) -> bool:
         with self.inputs_lock:
             edits, self._world_edits = self._world_edits, []
+            self._restart_queued = False
         for edit in edits:
             try:
                 edit(self.world)
@@ -336,6 +340,12 @@ class PhysicsNode(Node):
                 if params.clock_speed > 0:
                     wall_start = time.monotonic() - self.periods_done * period_s / params.clock_speed
             if params.lockstep:
+                if self._restart_queued and self._apply_world_edits():
+                    # A restart un-paused before this thread saw the pause (a warm batch run calls restart,
+                    # then un-pause): the run before's participants would hold this wait for ever.
+                    self._publish_state()
+                    waiting_since = time.monotonic()
+                    continue
                 if not self._lockstep_ready():
                     if time.monotonic() - self._published_at > 0.5:
                         # Re-send this period's state: a controller or sensor that joined late (DDS

@@ -498,6 +498,7 @@ class Recorder(Node):
     # -- a new bag in the running graph ------------------------------------------
     def on_new_bag(self, request, response):
         """``~/new_bag``: close this bag and record on into ``<output_dir>/bag`` (module doc)."""
+        began = time.monotonic()
         try:
             run_dir = run_folder_parameter(str(self.get_parameter("output_dir").value))
             if (run_dir / "bag").resolve() == self.writer.path.resolve():
@@ -509,8 +510,10 @@ class Recorder(Node):
             self.get_logger().warning(f"new bag refused: {error}")
             response.success, response.message = False, str(error)
             return response
+        opened = time.monotonic()
         with self._lock:
             self._close_bag()
+            closed = time.monotonic()
             self.writer, self.run_dir = writer, run_dir
             for topic, (msgtype, offered) in self._topic_types.items():
                 writer.add_topic(topic, msgtype, offered)
@@ -523,7 +526,8 @@ class Recorder(Node):
             self._stopped_logged = False
             self._started = time.monotonic()
             self._last_progress = (self._started, writer.info())
-        self.get_logger().info(f"recording to {writer.path} (new bag)")
+        self.get_logger().info(f"recording to {writer.path} (new bag: opened in {opened - began:.3f} s, the last closed "
+                               f"in {closed - opened:.3f} s, {time.monotonic() - began:.3f} s in all)")
         response.success, response.message = True, str(writer.path)
         return response
 

@@ -1,0 +1,126 @@
+"""Warm batch runs (``run.warm``): a worker keeps its graph for the next run of the same shape.
+
+- which parameters change a graph's shape (a relaunch) and which a warm run sets in the running graph
+  (pure, no ROS);
+- a real batch of three short hops on one worker, with the physics node killed mid-flight of the
+  second: that run is retried on a new graph, nothing else is lost, the third run flies warm in the new
+  graph, and its bag holds the same messages as the first run's (same seed, cold-started graph).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO, requires_ros
+
+from aerial_sim.batch.manifest import read_manifest
+from aerial_sim.batch.sweep import RunSpec
+from aerial_sim.batch.warm import WARM_DIR, graph_shape, run_settings
+
+SHORT_HOP = Path(__file__).parent / "data" / "missions" / "short_hop.yaml"
+
+
+@pytest.fixture(scope="module")
+def declared():
+    from aerial_sim.launcher.description import declared_arguments
+    from aerial_sim.paths import package_share
+
+    return {a.name: a.default for a in declared_arguments(package_share() / "launch" / "sim.launch.yaml")}
+
+
+def shape(declared, **parameters):
+    base = {"scene": "empty", "mission": "hop_1m", "use_camera": False, "use_depth_noise": False}
+    return graph_shape(RunSpec(0, {**base, **parameters}), declared)
+
+
+def test_seed_mission_and_wind_fly_warm_while_scene_vehicle_and_sensors_relaunch(declared):
+    assert shape(declared, seed=0) == shape(declared, seed=7)
+    assert shape(declared, seed=0, mission="square_5m") == shape(declared, seed=0)
+    assert shape(declared, **{"physics.wind_enu_m_s": [1, 0, 0]}) == shape(declared, **{"physics.wind_enu_m_s": [0, 2, 0]})
+    assert shape(declared, **{"imu.seed": 3}) == shape(declared, **{"imu.seed": 4})
+    for changed in ({"scene": "urban"}, {"vehicle": "hexa_x"}, {"use_gps": False}, {"camera.width": 320},
+                    {"physics.rate_hz": 500.0}):
+        assert shape(declared, **changed) != shape(declared), changed
+    # a run without a seed must not inherit the run before's: setting one is shape
+    assert shape(declared) != shape(declared, seed=0)
+    # depth noise takes the seed and has no reset: a new seed relaunches
+    assert shape(declared, seed=0, use_camera=True, use_depth_noise=True) != shape(declared, seed=1, use_camera=True,
+                                                                                   use_depth_noise=True)
+    # many vehicles, another autopilot: every run in a launch of its own
+    assert shape(declared, vehicles=3) is None and shape(declared, autopilot="px4") is None
+
+
+def test_a_warm_run_sets_folders_seeds_of_the_sensors_it_has_and_the_wind(declared, tmp_path):
+    run = RunSpec(0, {"scene": "empty", "mission": "hop_1m", "seed": 5, "use_gps": False, "imu.seed": 9,
+                      "physics.wind_enu_m_s": [1, 0, 0]})
+    settings = run_settings(run, declared, tmp_path)
+    assert settings["/drone1/mission"] == {"output_dir": str(tmp_path), "mission": "hop_1m"}
+    assert settings["/recorder"] == {"output_dir": str(tmp_path)}
+    assert settings["/drone1/imu"] == {"seed": 9} and settings["/drone1/barometer"] == {"seed": 5}
+    assert "/drone1/gps" not in settings
+    assert settings["/physics"] == {"wind_enu_m_s": [1.0, 0.0, 0.0]}
+
+
+def physics_pids(marker: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if marker in cmdline and "__node:=physics" in cmdline:
+                pids.append(int(entry.name))
+    return pids
+
+
+@requires_ros
+@pytest.mark.ros
+def test_a_run_killed_in_a_warm_graph_is_retried_on_a_new_graph_and_nothing_else_is_lost(tmp_path):
+    sweep = tmp_path / "warm.yaml"
+    sweep.write_text(yaml.safe_dump({
+        "name": "warm",
+        "base": {"scene": "empty", "mission": str(SHORT_HOP), "use_camera": False, "use_depth_noise": False,
+                 "use_gps": False, "use_magnetometer": False},
+        "grid": {"seed": [0, 1, 0]},
+        "run": {"timeout_s": 240, "retries": 1, "stall_timeout_s": 60, "export": False, "plots": False},
+    }))
+    out = tmp_path / "out"
+    batch = subprocess.Popen([sys.executable, "-m", "aerial_sim", "batch", str(sweep), "--out", str(out), "--workers", "1",
+                              "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO)
+    try:
+        # The second run's bag opens at its warm start: then its flight is under way; kill the physics node.
+        deadline = time.monotonic() + 200
+        while not list((out / "runs").glob("0001-*/bag/*.mcap")):
+            assert batch.poll() is None and time.monotonic() < deadline, batch.communicate()[0][-3000:]
+            time.sleep(0.1)
+        time.sleep(0.5)
+        (pid,) = physics_pids(str(out / WARM_DIR / "w1-001"))
+        os.kill(pid, signal.SIGKILL)
+        output = batch.communicate(timeout=300)[0]
+    finally:
+        batch.kill()
+    assert batch.returncode == 0, output[-3000:]
+    rows = read_manifest(out / "manifest.csv")
+    entries = [json.loads((out / "runs" / row["run_id"] / "result.json").read_text()) for row in rows]
+    assert [e["status"] for e in entries] == ["ok"] * 3
+    assert [e["attempts"] for e in entries] == [1, 2, 1], [e["errors"] for e in entries]
+    assert "launch exited with code" in entries[1]["errors"][0]
+    # graph 1 flew run 1 and lost run 2; graph 2 flew run 2 again, then run 3 warm
+    assert sorted(p.name for p in (out / WARM_DIR).iterdir()) == ["w1-001", "w1-002"]
+    assert [e.get("warm") for e in entries] == [False, False, True]
+    assert 0 < entries[2]["overhead_s"] < 10 and "warm start" in (out / entries[2]["log"]).read_text()
+    # the warm run's bag holds the cold-started run's messages (seed 0 both); seed 1 differs (IMU noise)
+    assert entries[2]["bag_digest"] == entries[0]["bag_digest"] != entries[1]["bag_digest"]
+    assert entries[2]["topics"]["/drone1/imu/data"]["count"] == entries[0]["topics"]["/drone1/imu/data"]["count"] > 400
+    assert all(e["cpu_per_sim_s"] > 0 and e["flight_cpu_per_sim_s"] > 0 for e in entries)
+    assert "CPU per simulated second: " in output
