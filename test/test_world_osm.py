@@ -24,6 +24,8 @@ OSM = """<?xml version='1.0' encoding='UTF-8'?>
     <tag k="building" v="apartments"/><tag k="building:levels" v="4"/></way>
   <way id="12"><nd ref="9"/><nd ref="10"/><nd ref="11"/><nd ref="12"/><nd ref="9"/><tag k="building" v="yes"/></way>
   <way id="13"><nd ref="1"/><nd ref="5"/><tag k="highway" v="residential"/></way>
+  <way id="14"><nd ref="13"/><nd ref="14"/><nd ref="15"/><nd ref="16"/><nd ref="13"/><tag k="landuse" v="grass"/></way>
+  <way id="15"><nd ref="1"/><nd ref="9"/><tag k="highway" v="primary"/><tag k="tunnel" v="yes"/></way>
 </osm>
 """
 
@@ -34,7 +36,8 @@ def square_nodes(first_id: int, lat: float, lon: float, side_deg: float = 0.0002
 
 
 def write_extract(tmp_path) -> list[tuple[float, float]]:
-    corners = [(ORIGIN[0] + 0.0003, ORIGIN[1]), (ORIGIN[0] - 0.0005, ORIGIN[1] + 0.0004), (ORIGIN[0], ORIGIN[1] - 0.0006)]
+    corners = [(ORIGIN[0] + 0.0003, ORIGIN[1]), (ORIGIN[0] - 0.0005, ORIGIN[1] + 0.0004), (ORIGIN[0], ORIGIN[1] - 0.0006),
+               (ORIGIN[0] + 0.0006, ORIGIN[1] + 0.0008)]  # the last: a lawn (landuse=grass)
     nodes = sum((square_nodes(1 + 4 * k, *corner) for k, corner in enumerate(corners)), [])
     (tmp_path / "town.osm").write_text(OSM.format(nodes="\n  ".join(nodes)))
     return corners
@@ -52,7 +55,7 @@ def test_buildings_stand_where_the_extract_puts_them_at_their_tagged_height(tmp_
         osm: {{file: town.osm, origin: [{ORIGIN[0]}, {ORIGIN[1]}], default_height_m: 7.0}}
     """)))
     names = sorted(obj.name for obj in scene.objects)
-    assert names == ["osm_w10", "osm_w11", "osm_w12"]  # the road is not a building
+    assert names == ["osm_ground_grass", "osm_ground_road", "osm_w10", "osm_w11", "osm_w12"]  # roads: no building
     caster = ray_caster_of(scene)
     for (lat, lon), height in zip(corners, (12.0, 4 * 3.0, 7.0)):
         # The footprint's middle (a quarter of the square in from its south-west corner, projected independently).
@@ -60,7 +63,75 @@ def test_buildings_stand_where_the_extract_puts_them_at_their_tagged_height(tmp_
         hits = caster.cast((east, north, 100.0), np.array([[0.0, 0.0, -1.0]]))
         assert 100.0 - hits.distance[0] == pytest.approx(height, abs=1e-3)
         assert hits.surface[0] >= 2  # an object (a building), not the ground
-    assert len({scene.instance_id(k) for k in range(len(scene.objects))}) == 3
+    assert len({scene.instance_id(k) for k in range(len(scene.objects))}) == 5
+    without = load_scene(str(scene_file(tmp_path, f"osm: {{file: town.osm, origin: [{ORIGIN[0]}, {ORIGIN[1]}], "
+                                                  "ground: false}")))
+    assert sorted(obj.name for obj in without.objects) == ["osm_w10", "osm_w11", "osm_w12"]
+
+
+def look_down(scene, east: float, north: float, height_m: float = 30.0):
+    """A 41 x 41 camera looking straight down from ``height_m`` over (east, north), 1 px = 0.15 m on the ground
+    below it (image right = east, image down = south); its frame."""
+    from aerial_sim.world.camera import CameraModel, CameraParams
+
+    hfov = 2 * np.degrees(np.arctan(41 * 0.15 / 2 / height_m))
+    camera = CameraModel(CameraParams(width=41, height=41, hfov_deg=hfov, mount_position_m=(0.0, 0.0, 0.0),
+                                      mount_rpy_deg=(0.0, 90.0, 0.0)), scene)
+    return camera.render((east, north, height_m), (1.0, 0.0, 0.0, 0.0), instance=True)
+
+
+def test_roads_lie_where_the_extract_draws_them_as_wide_as_their_type_with_the_road_class(tmp_path):
+    """The residential way 13 (from building 10's corner to building 11's) is a 6 m strip along its centre
+    line on the ground: class 2 (road) within 3 m of the line and the ground beyond, 3 cm above the plane;
+    its pixels belong to the ground's instance (1) and it has no 2D/3D box and no collider; the primary road in
+    a tunnel (way 15) is not on the surface."""
+    from aerial_sim.world.colliders import scene_colliders
+    from aerial_sim.world.labels import boxes_3d
+
+    corners = write_extract(tmp_path)
+    scene = load_scene(str(scene_file(tmp_path, f"osm: {{file: town.osm, origin: [{ORIGIN[0]}, {ORIGIN[1]}]}}\n")))
+    a, b = (np.array(pymap3d.geodetic2enu(lat, lon, 0.0, *ORIGIN, 0.0)[:2]) for lat, lon in corners[:2])
+    middle, along = (a + b) / 2, (b - a) / np.linalg.norm(b - a)
+    across = np.array([-along[1], along[0]])
+    frame = look_down(scene, *middle)
+    assert frame.segmentation[20, 20] == 2 and scene.class_names[2] == "road"
+    assert frame.instance[20, 20] == 1  # ground cover is ground: no object instance
+    assert frame.depth[20, 20] == pytest.approx(30.0 - 0.03, abs=1e-4)  # draped 3 cm over the ground plane
+    assert scene.material_of_id(2).name == "asphalt"
+    caster = ray_caster_of(scene)
+    for offset, expected in ((2.5, "road"), (-2.5, "road"), (3.5, "ground"), (-3.5, "ground")):
+        point = middle + offset * across
+        hits = caster.cast((*point, 50.0), np.array([[0.0, 0.0, -1.0]]))
+        hit_name = "ground" if hits.surface[0] == 1 else scene.objects[hits.surface[0] - 2].name
+        assert hit_name == ("osm_ground_road" if expected == "road" else "ground"), offset
+    cover = [k + 2 for k, obj in enumerate(scene.objects) if obj.ground_cover]
+    assert not set(cover) & set(boxes_3d(scene))
+    assert sorted(c.name for c in scene_colliders(scene)) == ["osm_w10", "osm_w11", "osm_w12"]
+    # The tunnel (way 15, building 10's corner to building 12's): only ground along its middle.
+    c = np.array(pymap3d.geodetic2enu(*corners[2], 0.0, *ORIGIN, 0.0)[:2])
+    hits = caster.cast((*((a + c) / 2), 50.0), np.array([[0.0, 0.0, -1.0]]))
+    assert hits.surface[0] == 1
+
+
+def test_a_land_use_area_is_ground_of_its_material_in_every_image(tmp_path):
+    """The landuse=grass square is class 7 (grass) with the grass material: its colour in the camera is the
+    grass colour lit by the sun, and the lidar and depth noise read the grass material there."""
+    from aerial_sim.world.camera import CameraParams
+    from aerial_sim.world.materials import load_materials
+
+    corners = write_extract(tmp_path)
+    scene = load_scene(str(scene_file(tmp_path, f"osm: {{file: town.osm, origin: [{ORIGIN[0]}, {ORIGIN[1]}]}}\n")))
+    lat, lon = corners[3]
+    centre = np.array(pymap3d.geodetic2enu(lat + 0.00005, lon + 0.0001, 0.0, *ORIGIN, 0.0)[:2])
+    frame = look_down(scene, *centre)
+    assert (frame.segmentation[15:26, 15:26] == 7).all() and scene.class_names[7] == "grass"
+    grass = load_materials()["grass"]
+    assert scene.material_of_id(7) == grass and scene.depth_noise_lut()[7] == pytest.approx(grass.depth_noise_m)
+    # Lambert: albedo x (ambient + (1 - ambient) n.s) with n = up and the camera's fixed sun.
+    params = CameraParams()
+    sun = np.asarray(params.sun_direction_enu) / np.linalg.norm(params.sun_direction_enu)
+    expected = np.asarray(grass.color) * (params.ambient + (1 - params.ambient) * sun[2])
+    assert np.abs(frame.color[20, 20].astype(float) - expected).max() <= 1.0
 
 
 def test_the_bundled_helsinki_extract_has_the_buildings_an_independent_reader_finds():
@@ -114,7 +185,7 @@ def complete_ways(path) -> set[int]:
 def test_bad_extracts_are_one_clear_error_naming_the_file(tmp_path):
     (tmp_path / "empty.osm").write_text("<?xml version='1.0'?><osm version='0.6'></osm>")
     (tmp_path / "broken.osm.pbf").write_bytes(b"\x00\x00\x00\x0dnot a pbf at all")
-    for file, error in [("empty.osm", r"empty\.osm: the extract holds no building"),
+    for file, error in [("empty.osm", r"empty\.osm: the extract holds no building, road or land use"),
                         ("nowhere.osm", r"no such OSM extract.*nowhere\.osm"),
                         ("broken.osm.pbf", r"broken\.osm\.pbf")]:
         with pytest.raises(ParamsError, match=error):

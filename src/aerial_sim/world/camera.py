@@ -23,7 +23,7 @@ images; seed 000, sec. 3 and Fig. 1):
   :mod:`aerial_sim.world.shadow_kernels`), grade the
   sky, fog by distance, scale the exposure and supersample the colour image.
 - instance, uint16: the instance id of the object hit (unique per object; 1 the
-  ground, 0 nothing) beside the class segmentation id.
+  ground and the ground cover on it, 0 nothing) beside the class segmentation id.
 - normals, float32 (H, W, 3): the unit surface normal in the optical frame
   (facing the camera; zero where nothing was hit), AirSim's SurfaceNormals.
 
@@ -227,7 +227,7 @@ class CameraModel:
         if segmentation:
             segmentation_image = self._segmentation_lut[hits.surface].reshape(shape)
         if instance:
-            instance_image = hits.surface.astype(np.uint16).reshape(shape)
+            instance_image = self._instance_lut[hits.surface].reshape(shape)
         if normals:
             normal_image = (hits.normal @ R_world_optical.astype(np.float32)).reshape(shape + (3,))
         if supersample:
@@ -416,6 +416,9 @@ class CameraModel:
         """Surface index (0 none, 1 ground, 2 + k object k) -> segmentation id and albedo."""
         scene = self.scene
         self._segmentation_lut = np.asarray(scene.surface_table(lambda s: s.segmentation_id, NO_HIT_ID), np.uint16)
+        # Instance ids: the surface index, but ground cover (roads, lawns) is part of the ground's instance (1).
+        self._instance_lut = np.arange(len(self._segmentation_lut), dtype=np.uint16)
+        self._instance_lut[2:][[obj.ground_cover for obj in scene.objects]] = SURFACE_GROUND
         self._albedo_lut = np.asarray(scene.surface_table(scene.object_color, self.params.sky_color), np.float32)
         self._sky = np.asarray(self.params.sky_color, np.float32)
         zenith = self.lighting.sky_zenith_color

@@ -33,7 +33,7 @@ def scene_colliders(scene: Scene) -> list:
     """One collider per object, for ``PhysicsWorld.add_collider``, and the terrain's when the scene has one
     (the ground plane is built into the physics world; over a terrain it is lowered below it:
     :func:`ground_height_below`)."""
-    colliders = [collider_for(obj, scene) for obj in scene.objects]
+    colliders = [collider_for(obj, scene) for obj in scene.objects if not obj.ground_cover]  # covers: the ground
     if scene.terrain is not None:
         colliders.append(TerrainCollider(scene.terrain))
     return colliders

@@ -286,9 +286,10 @@ class RayCaster:
         """The triangles that may cast shadows under the unit direction ``sun``, in its view with a hierarchy
         there (:func:`~aerial_sim.world.shadow_kernels.sun_view`), built once for each new sun direction.
 
-        A terrain whose steepest triangle is less steep than the sun is high (slope |n_xy| / n_z below
-        s_z / |s_xy|) is left out: a ray toward the sun from a point on or above a height field rises faster
-        than the ground under it can, so it never meets the terrain (as the ground plane never shadows).
+        A terrain (with the ground cover draped on it) whose steepest triangle is less steep than the sun is
+        high (slope |n_xy| / n_z below s_z / |s_xy|) is left out: a ray toward the sun from a point on or above
+        a height field rises faster than the ground under it can, so it never meets the terrain (as the ground
+        plane never shadows).
         """
         key = tuple(float(c) for c in np.asarray(sun, np.float32))
         view = self._sun_views.get(key)
@@ -297,8 +298,9 @@ class RayCaster:
                 view = self._sun_views.get(key)
                 if view is None:
                     triangles = self.surfaces.triangles
-                    if not self.ground_plane and self._terrain_slope < _slope(np.asarray(key)) * (1.0 - 1e-6):
-                        triangles = triangles[self.surfaces.surface != SURFACE_GROUND]
+                    ground = self._ground_like
+                    if ground.any() and self._terrain_slope < _slope(np.asarray(key)) * (1.0 - 1e-6):
+                        triangles = triangles[~ground]
                     view = sun_view(triangles, np.asarray(key, np.float32))
                     # A few suns kept (cameras of one process may be set to different times of day).
                     views = dict(list(self._sun_views.items())[-(self.SUN_VIEWS_KEPT - 1):])
@@ -307,8 +309,19 @@ class RayCaster:
         return view
 
     @cached_property
+    def _ground_like(self) -> np.ndarray:
+        """(T,) bool: the terrain's triangles and those of ground cover draped on the ground (OSM roads, land
+        use: :mod:`aerial_sim.world.osm`), which together form one height field."""
+        cover = [2 + k for k, obj in enumerate(self.scene.objects) if obj.ground_cover]
+        return np.isin(self.surfaces.surface, [SURFACE_GROUND] + cover) if cover or not self.ground_plane else \
+            np.zeros(self.surfaces.count, bool)
+
+    @cached_property
     def _terrain_slope(self) -> float:
-        """The steepest slope (rise over run) of the terrain's triangles; 0 without a terrain."""
+        """The steepest slope (rise over run) of the terrain's triangles; 0 without a terrain. Ground cover draped
+        on it (corners on the terrain + the lift, edges short enough that it departs from there by less than half
+        the lift: :mod:`aerial_sim.world.osm`) follows it: a ray rising faster than the terrain from a point on or
+        above the cover could meet it only within lift / (sun slope - terrain slope) of its start."""
         terrain = self.surfaces.triangles[self.surfaces.surface == SURFACE_GROUND]
         if not len(terrain):
             return 0.0

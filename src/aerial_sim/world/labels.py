@@ -98,6 +98,8 @@ def boxes_3d(scene: Scene) -> dict[int, Box3d]:
         return scene.cache["boxes_3d"]
     boxes = {}
     for index, obj in enumerate(scene.objects):
+        if obj.ground_cover:  # a road or a lawn is ground, not a thing: no box
+            continue
         instance_id = scene.instance_id(index)
         if obj.shape == "box":
             box = Box3d(instance_id, obj.segmentation_id, obj.name, tuple(map(float, obj.position)),

@@ -11,6 +11,9 @@ The ``osm:`` section of a scene file::
       level_height_m: 3.0           # height per building:levels
       segmentation_id: 20           # class id of every building (each is its own instance)
       material: brick
+      ground: true                  # roads and land use as ground materials (below); false: buildings only
+      ground_classes:               # per kind: class id and material (these are the defaults)
+        road: {segmentation_id: 2, material: asphalt}
 
 Reader: pyosmium (libosmium) assembles every closed way and multipolygon relation tagged ``building``
 into an area (outer rings with their inner rings). Each area's rings go from WGS-84 to ENU about the
@@ -20,6 +23,21 @@ lowest height under the footprint, or z = 0) to its height: the ``height`` tag i
 as "12 m" or "12.5" is read; feet are not), else ``building:levels`` x ``level_height_m``, else
 ``default_height_m`` (OSM wiki, Key:height and Key:building:levels). Roofs are flat (``roof:shape`` is
 ignored). Each building becomes one scene object (one instance id), named ``osm_<type><id>``.
+
+Roads and land use (:func:`load_ground`), read in the same pass: every ``highway`` way becomes a road
+surface of its ``width`` tag (metres), else a width per highway type (:data:`ROAD_WIDTH_M`: lanes x about
+3.2 m, after the usual lane counts of each class; OSM wiki, Key:highway and Key:width), buffered about its
+centre line with round joins; ways in a tunnel or below ground (``layer`` < 0) are left out. Closed ways
+and multipolygons tagged with a land use (:data:`AREA_KINDS`: ``landuse``, ``natural``, ``leisure``,
+``amenity=parking``, ``waterway=riverbank``, and ``area=yes`` pedestrian highways) become areas. Each kind
+is the union of its shapes less every kind above it in :data:`GROUND_KINDS` (roads over footways over
+parking over water over forest over grass over sand), so no two kinds overlap; each is triangulated (earcut),
+its triangles split to an edge length over which the terrain bends by less than half the lift (never less
+than a terrain cell) and draped on the terrain (z = height under each
+corner + :data:`DRAPE_LIFT_M`; over the ground plane z = the lift). Each kind becomes one scene object
+``osm_ground_<kind>`` with its class id and material (depth noise, lidar reflectivity, colour), marked
+``ground_cover``: it is ground, not a thing (its pixels carry the ground's instance id 1, it has no 2D or
+3D box and no collider: the terrain or the plane is what vehicles land on).
 """
 
 from __future__ import annotations
@@ -38,6 +56,63 @@ from aerial_sim.world.assets import SurfacePart
 PYROSM_PREFIX = "pyrosm:"
 
 
+#: Ground-cover kinds, top first: a kind covers those below it where they overlap.
+GROUND_KINDS = ("road", "footway", "parking", "water", "forest", "grass", "sand")
+#: Width (m) of a road of each ``highway`` value without a ``width`` tag: kind, width.
+ROAD_WIDTH_M = {
+    "motorway": ("road", 15.0), "trunk": ("road", 13.0), "primary": ("road", 10.0), "secondary": ("road", 9.0),
+    "tertiary": ("road", 7.5), "unclassified": ("road", 6.0), "residential": ("road", 6.0), "road": ("road", 6.0),
+    "living_street": ("road", 5.0), "busway": ("road", 6.0), "service": ("road", 4.0),
+    "motorway_link": ("road", 6.5), "trunk_link": ("road", 6.5), "primary_link": ("road", 6.0),
+    "secondary_link": ("road", 6.0), "tertiary_link": ("road", 5.5),
+    "pedestrian": ("footway", 6.0), "footway": ("footway", 2.0), "path": ("footway", 1.5),
+    "cycleway": ("footway", 2.0), "steps": ("footway", 2.0), "track": ("footway", 3.0),
+    "bridleway": ("footway", 2.0), "corridor": ("footway", 2.0),
+}
+#: Area tags -> kind: (key, value) pairs, value None = any value of that key.
+AREA_KINDS = {
+    ("amenity", "parking"): "parking", ("landuse", "garages"): "parking",
+    ("natural", "water"): "water", ("landuse", "reservoir"): "water", ("landuse", "basin"): "water",
+    ("waterway", "riverbank"): "water", ("leisure", "swimming_pool"): "water",
+    ("landuse", "forest"): "forest", ("natural", "wood"): "forest",
+    ("landuse", "grass"): "grass", ("landuse", "meadow"): "grass", ("landuse", "recreation_ground"): "grass",
+    ("landuse", "village_green"): "grass", ("landuse", "cemetery"): "grass", ("landuse", "allotments"): "grass",
+    ("leisure", "park"): "grass", ("leisure", "garden"): "grass", ("leisure", "pitch"): "grass",
+    ("leisure", "playground"): "grass", ("leisure", "dog_park"): "grass", ("natural", "grassland"): "grass",
+    ("natural", "scrub"): "grass", ("natural", "heath"): "grass",
+    ("natural", "beach"): "sand", ("natural", "sand"): "sand",
+    ("highway", "pedestrian"): "footway", ("area:highway", None): "road",
+}
+#: Height of ground cover above the ground under it (m): over the terrain's or the plane's surface, never in it.
+DRAPE_LIFT_M = 0.03
+#: Draped triangles smaller than this (m^2, seen from above) are dropped: slivers covering no ground.
+MIN_AREA_M2 = 1e-4
+
+
+@dataclass(frozen=True)
+class GroundClass:
+    """Class id and material of one ground-cover kind."""
+
+    segmentation_id: int
+    material: str
+
+    def __post_init__(self) -> None:
+        require(1 <= self.segmentation_id <= 65535, f"segmentation_id: must be 1..65535, got {self.segmentation_id}")
+
+
+@dataclass(frozen=True)
+class GroundClasses:
+    """``ground_classes``: class id and material per kind (defaults: ids 2-8 after the ground's 1)."""
+
+    road: GroundClass = GroundClass(2, "asphalt")
+    footway: GroundClass = GroundClass(3, "paving")
+    parking: GroundClass = GroundClass(4, "parking")
+    water: GroundClass = GroundClass(5, "water")
+    forest: GroundClass = GroundClass(6, "forest")
+    grass: GroundClass = GroundClass(7, "grass")
+    sand: GroundClass = GroundClass(8, "sand")
+
+
 @dataclass(frozen=True)
 class OsmParams:
     """The ``osm:`` section of a scene file (see the module docstring)."""
@@ -49,6 +124,8 @@ class OsmParams:
     level_height_m: float = 3.0
     segmentation_id: int = 20
     material: str = "brick"
+    ground: bool = True
+    ground_classes: GroundClasses = GroundClasses()
 
     def __post_init__(self) -> None:
         require(self.origin is None or (len(self.origin) == 2 and abs(self.origin[0]) <= 90
@@ -99,43 +176,106 @@ def parse_levels(value: str | None) -> float | None:
     return float(match.group(1)) if match else None
 
 
-def load_buildings(params: OsmParams, base_dir: Path, home, where: str, terrain=None) -> list[Building]:
-    """Read, project and extrude the extract's buildings; ParamsError naming the file when it has none."""
+@dataclass
+class Extract:
+    """What one pass over an OSM file found: building footprints, roads (centre lines) and land-use areas,
+    all in WGS-84 (lat, lon); ``path`` the file and ``origin`` the (lat, lon) placed at map (0, 0)."""
+
+    path: Path
+    origin: tuple[float, float]
+    footprints: list  # (osm id, tags, [(outer lat/lon, [inner lat/lon, ...]), ...])
+    roads: list  # (kind, width m, [lat/lon, ...])
+    areas: list  # (kind, [(outer lat/lon, [inner lat/lon, ...]), ...])
+
+    def to_enu(self, points) -> np.ndarray:
+        """(N, 2) east, north (m) about the origin of (lat, lon) points (on the ellipsoid)."""
+        import pymap3d
+
+        lat, lon = np.asarray(points, float).T
+        east, north, _ = pymap3d.geodetic2enu(lat, lon, 0.0, self.origin[0], self.origin[1], 0.0)
+        return np.stack([east, north], axis=1)
+
+
+def _road_of(tags) -> tuple[str, float] | None:
+    """(kind, width m) of a ``highway`` way, None for one that is no surface here (or underground)."""
+    known = ROAD_WIDTH_M.get(tags.get("highway", ""))
+    if known is None or tags.get("area") == "yes" or tags.get("tunnel", "no") not in ("no", "") \
+            or tags.get("location") == "underground":
+        return None
+    layer = parse_levels((tags.get("layer") or "0").lstrip("+")) if not str(tags.get("layer", "0")).startswith("-") \
+        else -1.0
+    if layer is not None and layer < 0:
+        return None
+    width = parse_height(tags.get("width"))
+    return known[0], (width if width and width < 100 else known[1])
+
+
+def _area_kind(tags) -> str | None:
+    for (key, value), kind in AREA_KINDS.items():
+        if key in tags and (value is None or tags[key] == value):
+            if key == "highway" and tags.get("area") != "yes":
+                continue
+            return kind
+    return None
+
+
+def read_extract(params: OsmParams, base_dir: Path, home, where: str) -> Extract:
+    """One pass over the OSM file (pyosmium): buildings, and with ``params.ground`` roads and areas;
+    ParamsError naming the file when it is missing, unreadable or holds none of them."""
     import osmium
-    import pymap3d
-    import trimesh
-    from shapely.geometry import Polygon
 
     path = resolve_osm_file(params.file, base_dir)
     if not path.is_file():
         raise ParamsError(f"{where}.file: no such OSM extract: {path}")
     origin = params.origin if params.origin is not None else (home.latitude, home.longitude)
+    extract = Extract(path, origin, [], [], [])
+    with_ground = params.ground
 
-    footprints = []  # (osm id, tags, [(outer lat/lon, [inner lat/lon, ...]), ...])
+    def rings_of(area):
+        rings = []
+        for outer in area.outer_rings():
+            inners = [[(n.lat, n.lon) for n in inner] for inner in area.inner_rings(outer)]
+            rings.append(([(n.lat, n.lon) for n in outer], inners))
+        return rings
 
     class Handler(osmium.SimpleHandler):
         def area(self, area):
-            if "building" not in area.tags or area.tags.get("building") == "no":
+            tags = area.tags
+            if "building" in tags and tags.get("building") != "no":
+                kind = "w" if area.from_way() else "r"
+                extract.footprints.append((f"{kind}{area.orig_id()}", dict(tags), rings_of(area)))
                 return
-            rings = []
-            for outer in area.outer_rings():
-                inners = [[(n.lat, n.lon) for n in inner] for inner in area.inner_rings(outer)]
-                rings.append(([(n.lat, n.lon) for n in outer], inners))
-            kind = "w" if area.from_way() else "r"
-            footprints.append((f"{kind}{area.orig_id()}", dict(area.tags), rings))
+            if with_ground:
+                kind = _area_kind(tags)
+                if kind is not None:
+                    extract.areas.append((kind, rings_of(area)))
+
+        def way(self, way):
+            if not with_ground or "highway" not in way.tags:
+                return
+            road = _road_of(way.tags)
+            if road is None or not all(node.location.valid() for node in way.nodes):
+                return
+            extract.roads.append((road[0], road[1], [(n.lat, n.lon) for n in way.nodes]))
 
     try:
         Handler().apply_file(str(path), locations=True)
     except Exception as error:  # libosmium raises RuntimeError and others for unreadable files
         raise ParamsError(f"{where}.file: cannot read OSM extract {path}: {error}") from error
-    if not footprints:
-        raise ParamsError(f"{where}.file: {path.name}: the extract holds no building")
+    if not (extract.footprints or extract.roads or extract.areas):
+        raise ParamsError(f"{where}.file: {path.name}: the extract holds no building"
+                          + (", road or land use" if with_ground else ""))
+    return extract
 
-    def to_enu(points):
-        lat, lon = np.asarray(points, float).T
-        east, north, _ = pymap3d.geodetic2enu(lat, lon, 0.0, origin[0], origin[1], 0.0)
-        return np.stack([east, north], axis=1)
 
+def load_buildings(params: OsmParams, base_dir: Path, home, where: str, terrain=None,
+                   extract: Extract | None = None) -> list[Building]:
+    """Project and extrude the extract's buildings (read here unless ``extract`` is given); [] for none."""
+    import trimesh
+    from shapely.geometry import Polygon
+
+    extract = extract or read_extract(params, base_dir, home, where)
+    path, footprints, to_enu = extract.path, extract.footprints, extract.to_enu
     buildings = []
     for osm_id, tags, rings in footprints:
         height = parse_height(tags.get("height"))
@@ -164,9 +304,100 @@ def load_buildings(params: OsmParams, base_dir: Path, home, where: str, terrain=
             triangles.append(np.asarray(mesh.triangles, float) + (0.0, 0.0, ground))
         if triangles:
             buildings.append(Building(osm_id, float(height), float(base), np.concatenate(triangles)))
-    if not buildings:
+    if footprints and not buildings and not (extract.roads or extract.areas):
         raise ParamsError(f"{where}: {path.name}: no building within radius_m = {params.radius_m:g} of the origin")
     return buildings
+
+
+@dataclass(frozen=True)
+class GroundCover:
+    """One kind of ground cover: its name (``road``, ``grass``, ...) and draped triangles (T, 3, 3), ENU."""
+
+    kind: str
+    triangles: np.ndarray
+
+
+def load_ground(params: OsmParams, extract: Extract, terrain=None) -> list[GroundCover]:
+    """The extract's roads and land use as draped ground cover, one entry per kind present (module docstring)."""
+    import shapely
+    from shapely.geometry import MultiLineString, Point, Polygon
+
+    shapes: dict[str, list] = {kind: [] for kind in GROUND_KINDS}
+    lines: dict[tuple[str, float], list] = {}  # (kind, width) -> centre lines: one buffer per group (faster)
+    for kind, width, points in extract.roads:
+        line = extract.to_enu(points)
+        if len(line) >= 2:
+            lines.setdefault((kind, width), []).append(line)
+    for (kind, width), group in lines.items():
+        shapes[kind].append(MultiLineString(group).buffer(width / 2.0, quad_segs=3))
+    for kind, rings in extract.areas:
+        for outer, inners in rings:
+            polygon = Polygon(extract.to_enu(outer), [extract.to_enu(inner) for inner in inners if len(inner) >= 4])
+            shapes[kind].append(polygon if polygon.is_valid else polygon.buffer(0))
+    keep = Point(0.0, 0.0).buffer(params.radius_m, quad_segs=16) if params.radius_m > 0 else None
+    cell = _terrain_cell_m(terrain)
+    covers, above = [], []
+    for kind in GROUND_KINDS:
+        if not shapes[kind]:
+            continue
+        region = shapely.union_all(shapes[kind])
+        if keep is not None:
+            region = region.intersection(keep)
+        for higher in above:  # one difference per kind above (cheaper than differencing their union)
+            region = region.difference(higher)
+        above.append(region)
+        triangles = _drape(region, terrain, cell)
+        if len(triangles):
+            covers.append(GroundCover(kind, triangles))
+    return covers
+
+
+def _terrain_cell_m(terrain) -> float:
+    """Longest edge (m) a draped triangle may have so that the terrain under it bends away from its flat face by
+    at most half of :data:`DRAPE_LIFT_M`: a straight chord of length L over a surface of curvature h'' departs
+    from it by at most L^2 |h''| / 8, so L = sqrt(4 lift / |h''|), with |h''| the largest second difference of
+    the terrain's heights over the squared cell size; never below one cell. Inf without a terrain (or a flat
+    one)."""
+    if terrain is None:
+        return math.inf
+    grid = terrain.grid
+    cell = float(min(np.linalg.norm(grid[0, 1, :2] - grid[0, 0, :2]), np.linalg.norm(grid[1, 0, :2] - grid[0, 0, :2])))
+    heights = grid[..., 2]
+    bend = max(np.abs(np.diff(heights, 2, axis=0)).max(initial=0.0), np.abs(np.diff(heights, 2, axis=1)).max(initial=0.0))
+    if not bend > 0:
+        return math.inf
+    return max(cell, math.sqrt(4.0 * DRAPE_LIFT_M / (bend / cell**2)))
+
+
+def _drape(region, terrain, cell_m: float) -> np.ndarray:
+    """Triangles (T, 3, 3) of a (multi)polygon, earcut-triangulated, split to edges <= ``cell_m`` and put on
+    the ground (terrain height under each corner, or z = 0) + :data:`DRAPE_LIFT_M`."""
+    import trimesh
+
+    polygons = [g for g in getattr(region, "geoms", [region]) if g.geom_type == "Polygon" and g.area > 0]
+    all_vertices, all_faces, count = [], [], 0
+    for polygon in polygons:
+        vertices, faces = trimesh.creation.triangulate_polygon(polygon, engine="earcut")
+        if len(faces):
+            all_vertices.append(np.column_stack([vertices, np.zeros(len(vertices))]))
+            all_faces.append(np.asarray(faces) + count)
+            count += len(vertices)
+    if not all_faces:
+        return np.zeros((0, 3, 3))
+    vertices, faces = np.concatenate(all_vertices), np.concatenate(all_faces)
+    if math.isfinite(cell_m):
+        vertices, faces = trimesh.remesh.subdivide_to_size(vertices, faces, max_edge=cell_m)
+    triangles = np.asarray(vertices, float)[faces]
+    # Earcut leaves slivers between collinear corners; draped, they would stand up as walls millimetres high.
+    edge_1, edge_2 = triangles[:, 1, :2] - triangles[:, 0, :2], triangles[:, 2, :2] - triangles[:, 0, :2]
+    triangles = triangles[np.abs(edge_1[:, 0] * edge_2[:, 1] - edge_1[:, 1] * edge_2[:, 0]) > 2 * MIN_AREA_M2]
+    corners = triangles.reshape(-1, 3)
+    if terrain is not None:
+        under = terrain.height_at(corners[:, 0], corners[:, 1])
+        corners[:, 2] = np.where(np.isfinite(under), under, 0.0)
+    corners[:, 2] += DRAPE_LIFT_M
+    # Upward-facing triangles (earcut winds either way): the renderer shades both sides, the lidar does not care.
+    return corners.reshape(-1, 3, 3)
 
 
 def building_parts(building: Building) -> list[SurfacePart]:

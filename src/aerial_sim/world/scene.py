@@ -118,6 +118,7 @@ class SceneObject:
     scale: float = 1.0  # mesh: uniform scale applied to the file's coordinates
     material: str = DEFAULT_MATERIAL
     color: tuple[int, int, int] | None = None  # None: the material's colour
+    ground_cover: bool = False  # a surface of the ground (a road, a lawn): instance id 1, no box, no collider
 
     def __post_init__(self) -> None:
         require(1 <= self.segmentation_id <= MAX_SEGMENTATION_ID, f"segmentation_id: must be 1..65535, got {self.segmentation_id}")
@@ -301,7 +302,8 @@ def load_scene(name_or_path: str | Path, materials_path: str | Path | None = Non
     class_names = _class_table(document.get("classes"), path.name)
     osm_parts = {}
     if document.get("osm") is not None:
-        from aerial_sim.world.osm import OsmParams, building_parts, load_buildings
+        from aerial_sim.world.assets import SurfacePart
+        from aerial_sim.world.osm import OsmParams, building_parts, load_buildings, load_ground, read_extract
 
         where = f"{path.name}: osm"
         with located(where):
@@ -312,7 +314,8 @@ def load_scene(name_or_path: str | Path, materials_path: str | Path | None = Non
             raise ParamsError(f"{where}.segmentation_id: {osm.segmentation_id} is also used by '{owner}' with "
                               f"material '{owner_material}'; objects sharing an id must share a material")
         class_names.setdefault(osm.segmentation_id, "building")
-        for building in load_buildings(osm, path.parent, home, where, terrain):
+        extract = read_extract(osm, path.parent, home, where)
+        for building in load_buildings(osm, path.parent, home, where, terrain, extract):
             name = f"osm_{building.osm_id}"
             if name in names:
                 raise ParamsError(f"{where}: object name '{name}' is also an OSM building's")
@@ -320,6 +323,23 @@ def load_scene(name_or_path: str | Path, materials_path: str | Path | None = Non
             objects.append(SceneObject(name=name, shape="mesh", segmentation_id=osm.segmentation_id,
                                        file=f"{OSM_FILE_PREFIX}{building.osm_id}", material=osm.material))
             osm_parts[objects[-1].file] = building_parts(building)
+        for cover in load_ground(osm, extract, terrain) if osm.ground else ():
+            kind = getattr(osm.ground_classes, cover.kind)
+            cover_where = f"{where}.ground_classes.{cover.kind}"
+            _check_material(materials, kind.material, cover_where)
+            owner, owner_material = material_by_id.setdefault(kind.segmentation_id, (f"osm {cover.kind}", kind.material))
+            if owner_material != kind.material:
+                raise ParamsError(f"{cover_where}.segmentation_id: {kind.segmentation_id} is also used by '{owner}' "
+                                  f"with material '{owner_material}'; objects sharing an id must share a material")
+            class_names.setdefault(kind.segmentation_id, cover.kind)
+            name = f"osm_ground_{cover.kind}"
+            if name in names:
+                raise ParamsError(f"{where}: object name '{name}' is also the OSM {cover.kind} cover's")
+            names.add(name)
+            objects.append(SceneObject(name=name, shape="mesh", segmentation_id=kind.segmentation_id,
+                                       file=f"{OSM_FILE_PREFIX}ground_{cover.kind}", material=kind.material,
+                                       ground_cover=True))
+            osm_parts[objects[-1].file] = [SurfacePart(cover.triangles)]
     scene = Scene(path.stem, ground, tuple(objects), materials, path.parent, str(document.get("description", "")),
                   terrain=terrain, lighting=lighting, home=home, class_names=class_names)
     scene.cache["mesh_files"] = {scene.base_dir / file: parts for file, parts in osm_parts.items()}
