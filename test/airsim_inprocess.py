@@ -13,10 +13,10 @@ from __future__ import annotations
 import asyncio
 
 from aerial_sim.airsim.settings import spawn_poses
-from aerial_sim.airsim.graph import KinematicsReading, RotorReading, ServiceAnswer, SimClock
+from aerial_sim.airsim.graph import BatteryReading, KinematicsReading, RotorReading, ServiceAnswer, SimClock
 from aerial_sim.control.controller import ControllerParams, VehicleState
 from aerial_sim.control.supervisor import CommandRejected, FlightSupervisor, SupervisorParams
-from aerial_sim.physics.world import PhysicsWorld, RunControl
+from aerial_sim.physics.world import PhysicsParams, PhysicsWorld, RunControl
 from aerial_sim.vehicles.multirotor import load_vehicle
 
 PERIOD_S = 0.004
@@ -30,7 +30,7 @@ class InProcessVehicle:
         self.vehicle = load_vehicle(vehicle_type)
         self.supervisor = FlightSupervisor(SupervisorParams(), ControllerParams(), self.vehicle)
         self.kinematics = self.imu = self.pressure = self.magnetic = self.gps = None
-        self.rotors = self.lidar = self.distance = None
+        self.rotors = self.lidar = self.distance = self.battery = None
         self.pose_set = None
         self.commands: list[tuple] = []  # every command sent, for assertions
 
@@ -45,6 +45,10 @@ class InProcessVehicle:
                                             truth.angular_acceleration_body)
         rotors = self.graph.world.rotor_states(self.world_name)
         self.rotors = RotorReading(truth.time_s, tuple(r.speed_rad_s for r in rotors), tuple(r.thrust_n for r in rotors))
+        pack = self.graph.world.batteries.get(self.world_name)
+        if pack is not None:  # as the physics node publishes it on <ns>/battery
+            self.battery = BatteryReading(truth.time_s, pack.state.voltage_v, pack.state.current_a, pack.state.charge,
+                                          pack.params.capacity_mah, pack.params.cells)
         self.supervisor.observe(VehicleState.from_ground_truth(truth))
 
     def _service(self, command) -> ServiceAnswer:
@@ -102,9 +106,10 @@ class InProcessVehicle:
 class InProcessGraph:
     """Physics + one flight supervisor per vehicle, stepped by :meth:`run` (start it as a task)."""
 
-    def __init__(self, vehicles=(("drone1", "quad_x"),), yaw: float = 0.0, settings=None):
-        """``settings``: an AirSim settings file's spawn poses, applied as the physics node applies them."""
-        self.world = PhysicsWorld()
+    def __init__(self, vehicles=(("drone1", "quad_x"),), yaw: float = 0.0, settings=None, battery=None):
+        """``settings``: an AirSim settings file's spawn poses, applied as the physics node applies them;
+        ``battery``: every vehicle's pack (BatteryParams; None: an ideal supply)."""
+        self.world = PhysicsWorld(PhysicsParams(battery=battery))
         self.vehicles = {}
         positions, yaws = [(0.0, 0.0, 0.0)] * len(vehicles), [yaw] * len(vehicles)
         if settings is not None:

@@ -35,8 +35,8 @@ class ListLogger:
 class Harness:
     """Graph + autopilot + client; ``await harness.run_until(cond, sim_s)`` steps the simulation."""
 
-    def __init__(self, system_id: int = 1, params: AutopilotParams | None = None):
-        self.graph = InProcessGraph()
+    def __init__(self, system_id: int = 1, params: AutopilotParams | None = None, battery=None):
+        self.graph = InProcessGraph(battery=battery)
         self.link = self.graph.vehicles["drone1"]
         self.logger = ListLogger()
         self.home = HomePoint()

@@ -50,7 +50,7 @@ def graph(tmp_path_factory):
     log = tmp_path_factory.mktemp("mavlink") / "launch.log"
     launched = LaunchedGraph("sim.launch.yaml", [
         "mission:=none", "scene:=empty", "record:=false", "viewer:=false", "use_camera:=false",
-        "use_depth_noise:=false", "airsim_api:=false", "mavlink:=true", f"mavlink_gcs_port:={gcs}",
+        "use_depth_noise:=false", "airsim_api:=false", "battery:=true", "mavlink:=true", f"mavlink_gcs_port:={gcs}",
         f"mavlink_api_port:={api}", "mavlink_gcs_local_port:=0", "mavlink_api_local_port:=0",
         f"run_dir:={log.parent / 'run'}"], log)
     deadline = time.monotonic() + 60
@@ -111,6 +111,29 @@ def test_mavsdk_takeoff_goto_mission_offboard_geofence_and_return_to_a_rally_poi
     m.close()
     assert steps["land"]["armed"] is False
     assert re.search(r"process has died.*: mavlink", graph.output()) is None and graph.alive()
+
+
+def test_battery_status_reports_the_physics_pack(graph, ros_node):
+    """battery:=true: BATTERY_STATUS and SYS_STATUS carry the pack the physics flies on (<vehicle>/battery)."""
+    from pymavlink import mavutil
+    from sensor_msgs.msg import BatteryState
+
+    from aerial_sim.nodes.ros.qos import stream_qos
+    from conftest import spin_until
+
+    packs = []
+    ros_node.create_subscription(BatteryState, "/drone1/battery", packs.append, stream_qos())
+    assert spin_until(ros_node, lambda: len(packs) > 2, timeout_s=20)
+    m = mavutil.mavlink_connection(f"udpin:127.0.0.1:{ports()[0]}", source_system=255)
+    status = m.recv_match(type="BATTERY_STATUS", blocking=True, timeout=10)
+    system = m.recv_match(type="SYS_STATUS", blocking=True, timeout=10)
+    m.close()
+    spin_until(ros_node, lambda: False, timeout_s=0.3)
+    pack = packs[-1]  # on the ground the load is the avionics alone: the pack does not move between the two
+    assert sum(status.voltages[:3]) / 1000.0 == pytest.approx(pack.voltage, abs=0.01)
+    assert status.voltages[3] == 65535 and system.voltage_battery / 1000.0 == pytest.approx(pack.voltage, abs=0.01)
+    assert status.battery_remaining == system.battery_remaining == round(100 * pack.percentage)
+    assert status.current_battery / 100.0 == pytest.approx(-pack.current, abs=0.02)
 
 
 def test_garbage_wrong_ids_and_bad_requests_leave_the_node_answering(graph):

@@ -23,9 +23,9 @@ ARM, TAKEOFF = mav.MAV_CMD_COMPONENT_ARM_DISARM, mav.MAV_CMD_NAV_TAKEOFF
 NAN = math.nan
 
 
-def run(coroutine_function, timeout_s: float = 60.0):
+def run(coroutine_function, timeout_s: float = 60.0, **harness_options):
     async def main():
-        harness = Harness()
+        harness = Harness(**harness_options)
         await harness.start()
         try:
             return await coroutine_function(harness)
@@ -88,6 +88,25 @@ def test_hover_power_of_the_quadrotor_is_a_plausible_load():
     n = math.sqrt(vehicle.mass_kg * 9.81 / 4 / (rotor.thrust_coefficient * 1.225 * rotor.diameter_m ** 4))
     power = rotor_shaft_power(vehicle.rotors, [2 * math.pi * n] * 4)
     assert 20.0 < power < 200.0  # a 1 kg quadrotor hovers on tens of watts of shaft power
+
+
+def test_battery_status_reads_the_physics_pack_when_the_physics_flies_on_one():
+    async def flight(h):
+        await take_off(h, 3.0)
+        await h.run_for(3.0)
+        pack = h.graph.world.batteries["drone1"].state
+        status, system = h.autopilot.telemetry.battery_status(), h.autopilot.telemetry.sys_status()
+        assert status.voltages[0] * 3 / 1000.0 == pytest.approx(pack.voltage_v, abs=0.003)  # 3 cells, mV each
+        assert status.current_battery / 100.0 == pytest.approx(pack.current_a, abs=0.01)
+        assert status.current_battery > 500  # hovering draws over 5 A
+        assert status.current_consumed == pytest.approx(200 * (1 - pack.charge), abs=1)  # from the full 200 mAh
+        assert system.voltage_battery / 1000.0 == pytest.approx(pack.voltage_v, abs=0.001)
+        assert status.battery_remaining == system.battery_remaining == round(100 * pack.charge) < 100
+        assert h.autopilot.battery.consumed_mah == 0.0  # the autopilot's own model stands idle
+        sent = h.last("BATTERY_STATUS")
+        assert sent is not None and sent.battery_remaining < 100
+        return True
+    assert run(flight, battery=BatteryParams(capacity_mah=200.0))
 
 
 def test_parameters_travel_bytewise_as_px4_sends_them():

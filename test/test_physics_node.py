@@ -102,6 +102,27 @@ def run_lockstep_flight(launch, ros_node, periods: int, climb: bool = True) -> l
     return track[:periods]
 
 
+def test_battery_true_publishes_the_pack_on_the_vehicles_battery_topic_at_10_hz(launch, ros_node):
+    """``battery:=true``: the pack's state as sensor_msgs/BatteryState, a full 3S pack at rest drawing only the
+    avionics' 3 W (config/physics.yaml battery.*), every 0.1 s of simulation time."""
+    from sensor_msgs.msg import BatteryState
+
+    from aerial_sim.nodes.ros.qos import stream_qos
+
+    graph = launch("physics.launch.yaml", "battery:=true")
+    packs = []
+    ros_node.create_subscription(BatteryState, "/drone1/battery", packs.append, stream_qos())
+    assert spin_until(ros_node, lambda: len(packs) > 5, timeout_s=20), graph.output()
+    pack = packs[-1]
+    assert pack.voltage == pytest.approx(3 * 4.2, abs=0.05) and pack.percentage == pytest.approx(1.0, abs=0.001)
+    assert pack.current == pytest.approx(-3.0 / pack.voltage, rel=0.05)  # discharging: negative, as the message says
+    assert pack.capacity == pytest.approx(5.0) and len(pack.cell_voltage) == 3
+    assert pack.power_supply_technology == BatteryState.POWER_SUPPLY_TECHNOLOGY_LIPO and pack.present
+    stamps = [stamp_seconds(p.header.stamp) for p in packs]
+    gaps = [round((b - a) / 0.1, 6) for a, b in zip(stamps, stamps[1:])]
+    assert all(gap == int(gap) for gap in gaps) and min(gaps) == 1, gaps  # every 0.1 s (best effort may drop one)
+
+
 def test_hover_command_balances_weight_for_ten_seconds(launch, ros_node):
     """At the analytic hover u, thrust equals weight: vertical speed stays constant.
 

@@ -93,6 +93,27 @@ class RangeReading:
 
 
 @dataclass(frozen=True)
+class BatteryReading:
+    """The physics' battery pack (``battery``, sensor_msgs/BatteryState; only with ``battery_enabled``)."""
+
+    time_s: float
+    voltage_v: float  # terminal voltage under the present load
+    current_a: float  # drawn (positive while discharging)
+    charge: float  # state of charge, 0..1
+    capacity_mah: float
+    cells: int
+
+    @property
+    def consumed_mah(self) -> float:
+        """Drawn from the full pack (the message carries what is left, not what was drawn since the start)."""
+        return self.capacity_mah * (1.0 - self.charge)
+
+    @property
+    def remaining_percent(self) -> int:
+        return int(round(100.0 * self.charge))
+
+
+@dataclass(frozen=True)
 class ServiceAnswer:
     success: bool
     message: str
@@ -111,6 +132,8 @@ class VehicleLink(Protocol):
     rotors: RotorReading | None
     lidar: LidarReading | None
     distance: RangeReading | None
+    #: The physics' battery pack; None without one (an ideal supply) or before its first message.
+    battery: BatteryReading | None
     #: The flight controller's mode from ``/diagnostics`` (None until one arrives or without a controller).
     controller_mode: str | None
     #: The last teleport the physics node applied (``set_pose/applied``): the sim time from which the state

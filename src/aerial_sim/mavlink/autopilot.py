@@ -172,6 +172,19 @@ class Autopilot:
         return self.link.kinematics
 
     @property
+    def pack(self):
+        """The battery the telemetry reports: the physics' pack (the link's ``battery`` stream) when the physics
+        flies on one, else this autopilot's own model of it on the ``rotors`` stream (an ideal supply in the
+        physics: the figures a PX4 SITL's simulated battery would show)."""
+        reading = getattr(self.link, "battery", None)
+        return reading if reading is not None else self.battery.state
+
+    @property
+    def cells(self) -> int:
+        reading = getattr(self.link, "battery", None)
+        return reading.cells if reading is not None else self.battery.params.cells
+
+    @property
     def ready(self) -> bool:
         """Armable: the vehicle's state is here and its flight controller has reported (it reports only once it
         has odometry itself), as PX4 arms only after its preflight checks pass."""
@@ -251,7 +264,7 @@ class Autopilot:
             if self.home_enu is None:
                 self.commander.set_home_here()
             rotors = self.link.rotors
-            if rotors is not None and dt > 0:
+            if rotors is not None and dt > 0 and getattr(self.link, "battery", None) is None:
                 self.battery.step(dt, rotor_shaft_power(self.link.vehicle.rotors, rotors.speeds_rad_s))
             self.failsafes.check_fence()
             if self.state is not None and self.mode in self._guides:

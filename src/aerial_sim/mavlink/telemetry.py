@@ -192,7 +192,7 @@ class Telemetry:
             int(round(alt * 1000)), int(eph * 1000), int(epv * 1000), 100, 0, 0)
 
     def sys_status(self):
-        battery = self.ap.battery.state
+        battery = self.ap.pack
         healthy = SENSORS if self.ap.ready else SENSORS & ~(mav.MAV_SYS_STATUS_SENSOR_GPS | mav.MAV_SYS_STATUS_PREARM_CHECK)
         return mav.MAVLink_sys_status_message(SENSORS, SENSORS, healthy, 0, int(battery.voltage_v * 1000),
                                               int(battery.current_a * 100), battery.remaining_percent, 0, 0, 0, 0, 0,
@@ -238,8 +238,8 @@ class Telemetry:
                                            self.ap.home_point.altitude + state.position[2], v[2])
 
     def battery_status(self):
-        battery = self.ap.battery.state
-        cells = self.ap.battery.params.cells
+        battery = self.ap.pack
+        cells = self.ap.cells
         per_cell = int(battery.voltage_v / cells * 1000)
         voltages = [per_cell] * min(cells, 10) + [65535] * (10 - min(cells, 10))
         return mav.MAVLink_battery_status_message(

@@ -47,13 +47,14 @@ from rclpy.clock import Clock as WallClock
 from rclpy.clock import ClockType
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import FluidPressure, MagneticField, NavSatFix, NavSatStatus, PointCloud2, Range
+from sensor_msgs.msg import BatteryState, FluidPressure, MagneticField, NavSatFix, NavSatStatus, PointCloud2, Range
 from std_msgs.msg import Float64, Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
 
 from aerial_sim.airsim.api import AirSimApi, ApiParams
 from aerial_sim.airsim.flight import GuidanceParams
 from aerial_sim.airsim.graph import (
+    BatteryReading,
     GpsReading,
     ImuReading,
     KinematicsReading,
@@ -138,7 +139,7 @@ class RosVehicleLink:
         self.namespace = namespace or name
         self.vehicle = load_vehicle(vehicle_type)
         self.kinematics = self.imu = self.pressure = self.magnetic = self.gps = None
-        self.rotors = self.lidar = self.distance = None
+        self.rotors = self.lidar = self.distance = self.battery = None
         self.controller_mode = None
         self._specific_force = (0.0, 0.0, 0.0)
         self._gps_velocity = (0.0, 0.0, 0.0)
@@ -178,6 +179,7 @@ class RosVehicleLink:
             sub(TwistStamped, f"{ns}/gps/vel", self.on_gps_velocity, qos),
             sub(PointCloud2, f"{ns}/lidar/points", self.on_lidar, qos),
             sub(Range, f"{ns}/distance/range", self.on_range, qos),
+            sub(BatteryState, f"{ns}/battery", self.on_battery, qos),
         ]
 
     def unsubscribe_streams(self) -> None:
@@ -188,7 +190,7 @@ class RosVehicleLink:
             self.node.destroy_subscription(subscription)
         self.subscriptions = []
         self.kinematics = self.imu = self.pressure = self.magnetic = self.gps = None
-        self.rotors = self.lidar = self.distance = None
+        self.rotors = self.lidar = self.distance = self.battery = None
 
     # -- state in (executor thread; each reading is replaced whole, so readers never see half of one) --
     def on_odom(self, odom: OdometryFields) -> None:
@@ -264,6 +266,16 @@ class RosVehicleLink:
         if is_finite_sequence((message.min_range, message.max_range)) and not math.isnan(message.range):
             self.distance = RangeReading(from_stamp(message.header.stamp), message.range, message.min_range,
                                          message.max_range)
+
+    def on_battery(self, message: BatteryState) -> None:
+        values = (message.voltage, message.current, message.percentage, message.capacity)
+        if not (is_finite_sequence(values) and message.voltage >= 0 and 0.0 <= message.percentage <= 1.0
+                and message.capacity > 0):
+            self.node.get_logger().warning(f"{self.name}/battery with a voltage, current, percentage or capacity out of "
+                                           f"range ({values}): ignored", throttle_duration_sec=5)
+            return
+        self.battery = BatteryReading(from_stamp(message.header.stamp), message.voltage, -message.current,
+                                      message.percentage, message.capacity * 1000.0, max(len(message.cell_voltage), 1))
 
     def on_pose_set(self, message: PoseStamped) -> None:
         p = message.pose.position

@@ -76,6 +76,7 @@ from aerial_sim.nodes._physics.params import PhysicsNodeParams
 from aerial_sim.nodes._physics.publishing import (
     PeriodTruths,
     SwarmOutputs,
+    battery_message,
     imu_bytes,
     odometry_bytes,
     rotors_bytes,
@@ -110,8 +111,10 @@ class PhysicsNode(Node):
         self.command_reader = unspun_reader_node(self, "commands") if self.params.lockstep else None
         self.lockstep_outputs: LockstepOutputs | None = None
         self.clock_pub = self.create_publisher(Clock, "/clock", stream_qos(self.params.lockstep))
+        self._battery_due_s = -math.inf
         self.vehicles = [
-            VehicleChannel(self, name, len(self.world.rotor_states(name)), self.params.lockstep)
+            VehicleChannel(self, name, len(self.world.rotor_states(name)), self.params.lockstep,
+                           self.params.battery_enabled)
             for name in self.params.vehicle_names
         ]
         self.tf_broadcaster = make_tf_broadcaster(self) if self.params.publish_tf else None
@@ -232,7 +235,7 @@ class PhysicsNode(Node):
             self.get_logger().warning(result.reason)
             return response
         self._adding.add(spawn.name)
-        channel = VehicleChannel(self, spawn.name, len(vehicle.rotors), False)
+        channel = VehicleChannel(self, spawn.name, len(vehicle.rotors), False, self.params.battery_enabled)
         position = start_position(self.terrain, vehicle, spawn.position)
 
         def add(world):
@@ -557,6 +560,13 @@ class PhysicsNode(Node):
         truths = PeriodTruths(self.world)
         due = self.swarm.publish(stamp, stamp_ns, self.periods_done, truths)
         self._publish_ground_truth(stamp, stamp_ns, due, truths=truths)
+        if self.params.battery_enabled and self.world.time_s >= self._battery_due_s - 1e-9:
+            period = 1.0 / self.params.battery_rate_hz  # on whole periods of simulation time
+            self._battery_due_s = (math.floor(self.world.time_s / period + 1e-6) + 1) * period
+            for vehicle in self.vehicles:
+                pack = getattr(self.world, "batteries", {}).get(vehicle.name)
+                if pack is not None and vehicle.battery_pub is not None:
+                    vehicle.battery_pub.publish(battery_message(pack, stamp, vehicle.frame))
         self.clock_pub.publish(encode_clock(stamp_ns))
 
     def _publish_ground_truth(self, stamp, stamp_ns: int, vehicles, unread_too: bool = False,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from geometry_msgs.msg import PoseStamped, Vector3Stamped, WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
-from sensor_msgs.msg import Imu, JointState
+from sensor_msgs.msg import BatteryState, Imu, JointState
 from std_msgs.msg import Float64MultiArray
 
 from aerial_sim.cdr import decode_float64_array
@@ -54,7 +54,7 @@ def command_subscription(node: "PhysicsNode", topic: str, callback):
 class VehicleChannel:
     """The publishers, subscriptions and last inputs of one simulated vehicle."""
 
-    def __init__(self, node: "PhysicsNode", name: str, rotor_count: int, lockstep: bool):
+    def __init__(self, node: "PhysicsNode", name: str, rotor_count: int, lockstep: bool, battery: bool = False):
         self.name = name
         self.rotor_count = rotor_count
         self.frame = f"{name}/base_link"
@@ -64,6 +64,8 @@ class VehicleChannel:
         self.rotors_pub = node.create_publisher(JointState, f"/{name}/rotors", qos)
         #: The wind the engine applies to this vehicle (ENU, map): what the rotor drag node subtracts.
         self.wind_pub = node.create_publisher(Vector3Stamped, f"/{name}/ground_truth/wind", qos)
+        #: The pack's state (battery_enabled only): what the MAVLink autopilot and a user's monitor read.
+        self.battery_pub = node.create_publisher(BatteryState, f"/{name}/battery", qos) if battery else None
         self.rotor_names = [f"rotor_{i}" for i in range(rotor_count)]
         self._readers_asked_at = -math.inf
         self._readers = (True, True, True, True)

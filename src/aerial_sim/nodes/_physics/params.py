@@ -119,6 +119,8 @@ class PhysicsNodeParams:
     #: the sagging voltage caps the rotors' speed and thrust, the rotors' power drains it. Off: ideal supply.
     battery_enabled: bool = False
     battery: BatteryParams = field(default_factory=BatteryParams)
+    #: ``<vehicle>/battery`` (sensor_msgs/BatteryState) rate with battery_enabled, Hz of simulation time.
+    battery_rate_hz: float = 10.0
 
     def __post_init__(self):
         require_non_negative(self, "ground_truth_rate_hz", "ground_truth_min_rate_hz")
@@ -131,7 +133,7 @@ class PhysicsNodeParams:
                 "set ground_truth_min_rate_hz lower too if no controller flies these vehicles")
         require(0.0 < self.cpu_budget <= 1.0, f"cpu_budget must be in (0, 1], got {self.cpu_budget!r}")
         require(self.vehicles >= 0, f"vehicles must be >= 0, got {self.vehicles!r}")
-        require_positive(self, "rate_hz", "publish_rate_hz", "wrench_timeout_s", "max_external_force_n",
+        require_positive(self, "rate_hz", "publish_rate_hz", "battery_rate_hz", "wrench_timeout_s", "max_external_force_n",
                          "max_external_torque_nm", "max_position_m")
         require_non_negative(self, "clock_speed", "motor_command_timeout_s", "lockstep_settle_s", "lockstep_settle_max_s",
                              "lockstep_timeout_s")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseArray, TransformStamped
-from sensor_msgs.msg import PointCloud2
+from sensor_msgs.msg import BatteryState, PointCloud2
 
 from aerial_sim.cdr import encode_imu, encode_joint_state, encode_odometry, encode_pose_array
 from aerial_sim.nodes._physics.inputs import command_subscription
@@ -262,6 +262,31 @@ def rotors_bytes(rotor_states, stamp_ns: int, names: list[str]) -> bytes:
     """sensor_msgs/JointState (CDR), one entry per rotor: velocity = speed (rad/s), effort = thrust (N)."""
     return encode_joint_state(stamp_ns, "", names, [0.0] * len(names), [float(r.speed_rad_s) for r in rotor_states],
                               [float(r.thrust_n) for r in rotor_states])
+
+
+def battery_message(pack, stamp, frame: str) -> BatteryState:
+    """sensor_msgs/BatteryState of a :class:`aerial_sim.physics.battery.Battery`: terminal voltage under load,
+    current (negative: discharging, as the message defines it), remaining charge and capacity in Ah,
+    percentage 0..1, one equal voltage per cell (the model's cells are matched)."""
+    state, params = pack.state, pack.params
+    message = BatteryState()
+    message.header.stamp = stamp
+    message.header.frame_id = frame
+    message.voltage = float(state.voltage_v)
+    message.temperature = math.nan
+    message.current = -float(state.current_a)
+    message.capacity = message.design_capacity = params.capacity_mah / 1000.0
+    message.charge = float(state.charge) * message.capacity
+    message.percentage = float(state.charge)
+    message.power_supply_status = (BatteryState.POWER_SUPPLY_STATUS_DISCHARGING if state.current_a > 0
+                                   else BatteryState.POWER_SUPPLY_STATUS_NOT_CHARGING)
+    message.power_supply_health = (BatteryState.POWER_SUPPLY_HEALTH_GOOD if state.charge > 0
+                                   else BatteryState.POWER_SUPPLY_HEALTH_DEAD)
+    message.power_supply_technology = BatteryState.POWER_SUPPLY_TECHNOLOGY_LIPO
+    message.present = True
+    message.cell_voltage = [float(state.voltage_v) / params.cells] * params.cells
+    message.cell_temperature = [math.nan] * params.cells
+    return message
 
 
 def transform_message(truth, stamp, child_frame: str) -> TransformStamped:
