@@ -46,7 +46,8 @@ def write_textured_quad_glb(path) -> None:
     faces = np.array([[0, 1, 2], [0, 2, 3]])
     uv = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
     material = trimesh.visual.material.PBRMaterial(baseColorTexture=Image.fromarray(quadrant_texture()),
-                                                   baseColorFactor=[255, 255, 255, 255])
+                                                   baseColorFactor=[255, 255, 255, 255], metallicFactor=0.0,
+                                                   roughnessFactor=1.0)
     mesh = trimesh.Trimesh(vertices, faces, visual=trimesh.visual.TextureVisuals(uv=uv, material=material),
                            process=False)
     path.write_bytes(trimesh.Scene(mesh).export(file_type="glb"))
@@ -70,7 +71,8 @@ def quad_scene(tmp_path_factory):
 
 @pytest.mark.parametrize("reference", [False, True])
 def test_textured_gltf_quad_shows_its_texture_at_known_uvs(quad_scene, reference):
-    # Lit head-on with no ambient: the colour is the texture itself.
+    # Lit head-on with no ambient, a rough dielectric (glTF BRDF, render_kernels): the texture c, less the 4 % its
+    # surface reflects (F0 = 0.04 at normal incidence), plus that 4 % spread by roughness 1 (pi D G / 4 = 1 / 4).
     camera = CameraModel(CameraParams(sun_direction_enu=(0.0, -1.0, 0.0), ambient=0.0), quad_scene)
     position = (0.0, 0.0, 5.0)
     frame = camera.render(position, NORTH, reference=reference)
@@ -79,7 +81,65 @@ def test_textured_gltf_quad_shows_its_texture_at_known_uvs(quad_scene, reference
         point = np.array([-2.0 + 4.0 * u, 10.0, 3.0 + 4.0 * v])
         col, row = np.round(camera.project(point, position, NORTH)[0]).astype(int)
         assert frame.segmentation[row, col] == 7
-        assert np.abs(frame.color[row, col].astype(int) - colour).max() <= 1, ((u, v), frame.color[row, col])
+        expected = 0.96 * np.asarray(colour) + 0.04 * 255 / 4
+        assert np.abs(frame.color[row, col] - expected).max() <= 1, ((u, v), frame.color[row, col])
+
+
+def write_sphere_glb(path, metallic: float | None, roughness: float | None) -> None:
+    """A unit icosphere of base colour (200, 200, 200); a factor None is left out of the file."""
+    factors = {name: value for name, value in (("metallicFactor", metallic), ("roughnessFactor", roughness))
+               if value is not None}
+    material = trimesh.visual.material.PBRMaterial(baseColorFactor=[200, 200, 200, 255], **factors)
+    mesh = trimesh.creation.icosphere(subdivisions=5)
+    mesh.visual = trimesh.visual.TextureVisuals(material=material)
+    path.write_bytes(trimesh.Scene(mesh).export(file_type="glb"))
+
+
+def test_gltf_metallic_roughness_smooth_metal_shines_at_the_mirror_point_and_rough_dielectric_is_lambertian(tmp_path):
+    """Two spheres under the same sun, seen by one camera: the smooth metal (metallic 1, roughness 0.3) is brightest
+    where its normal is the half vector of sun and view (the mirror point) and near black where it faces the sun
+    away from it (a metal has no diffuse light); the rough dielectric (metallic 0, roughness 1) is brightest where
+    its normal is the sun (Lambert's law) at about its base colour. A material with no factors is the glTF
+    default, a rough metal. The NumPy reference shades them alike."""
+    from aerial_sim.world.assets import load_asset
+
+    write_sphere_glb(tmp_path / "metal.glb", 1.0, 0.3)
+    write_sphere_glb(tmp_path / "plastic.glb", 0.0, 1.0)
+    write_sphere_glb(tmp_path / "default.glb", None, None)
+    part = load_asset(tmp_path / "default.glb", "default.glb")[0]
+    assert (part.metallic, part.roughness) == (1.0, 1.0)  # the glTF spec's defaults, which trimesh reports as None
+    scene = load_scene(str(scene_file(tmp_path, """\
+        objects:
+          - {name: metal, shape: mesh, file: metal.glb, position: [-1.5, 8, 5], segmentation_id: 7}
+          - {name: plastic, shape: mesh, file: plastic.glb, position: [1.5, 8, 5], segmentation_id: 8}
+    """)))
+    sun = np.array([0.5, -0.6, 0.62])
+    sun /= np.linalg.norm(sun)
+    camera = CameraModel(CameraParams(width=320, height=240, sun_direction_enu=tuple(sun), ambient=0.1), scene)
+    position = (0.0, 0.0, 5.0)
+    frame = camera.render(position, NORTH)
+    reference = camera.render(position, NORTH, reference=True)
+    assert np.mean(np.abs(frame.color.astype(int) - reference.color) > 1) < 1e-3
+    eye = np.array(position) + (0.0, 0.1, 0.0)  # the camera: mounted 0.1 m ahead (north) of base_link
+    brightness = frame.color.astype(float).mean(axis=2)
+    for seg_id, centre, normal_of_peak in ((7, (-1.5, 8, 5), "half"), (8, (1.5, 8, 5), "sun")):
+        centre = np.asarray(centre, float)
+        view = (eye - centre) / np.linalg.norm(eye - centre)
+        half = (sun + view) / np.linalg.norm(sun + view)
+        normal = half if normal_of_peak == "half" else sun
+        predicted = camera.project(centre + normal, position, NORTH)[0]
+        mine = np.where(frame.segmentation == seg_id, brightness, -1)
+        row, col = np.unravel_index(np.argmax(mine), mine.shape)
+        # Facets of a 5-times subdivided icosphere span about 2 deg: the brightest lies within a few pixels.
+        assert np.hypot(col - predicted[0], row - predicted[1]) <= 4.0, (seg_id, (col, row), predicted)
+    metal_peak = brightness[frame.segmentation == 7].max()
+    plastic_peak = brightness[frame.segmentation == 8].max()
+    assert metal_peak >= 250 and 180 <= plastic_peak <= 215  # Lambert at n = s: 200 (0.1 + 0.9) x 0.96 + specular
+    # Where each sphere faces the sun (Lambert's peak), the metal's mirror lobe is far: it is much darker there.
+    at_sun = {seg: np.round(camera.project(np.asarray(c, float) + sun, position, NORTH)[0]).astype(int)
+              for seg, c in ((7, (-1.5, 8, 5)), (8, (1.5, 8, 5)))}
+    (mc, mr), (pc, pr) = at_sun[7], at_sun[8]
+    assert brightness[mr, mc] < 0.5 * brightness[pr, pc]
 
 
 def test_obj_with_mtl_texture_is_textured_like_the_gltf(tmp_path):

@@ -25,7 +25,9 @@ OUT = Path(__file__).resolve().parents[1] / "config" / "scenes" / "city"
 
 
 def textured(mesh: trimesh.Trimesh, uv: np.ndarray, image: np.ndarray) -> trimesh.Trimesh:
-    material = trimesh.visual.material.PBRMaterial(baseColorTexture=Image.fromarray(image))
+    # Painted wood and plastic: a dielectric (glTF's default, when the factors are left out, is a rough metal).
+    material = trimesh.visual.material.PBRMaterial(baseColorTexture=Image.fromarray(image), metallicFactor=0.0,
+                                                   roughnessFactor=0.8)
     mesh.visual = trimesh.visual.TextureVisuals(uv=uv, material=material)
     return mesh
 

@@ -5,8 +5,12 @@ of the file, each with its triangles in the file's frame, the texture coordinate
 their corners and the material's base colour and base-colour texture:
 
 - glTF 2.0 / GLB: the node hierarchy is flattened (each primitive in the scene's frame),
-  the metallic-roughness material's ``baseColorFactor`` and ``baseColorTexture`` are kept
-  (Khronos glTF 2.0 spec, sec. 3.9.2); ``KHR_materials_*`` extensions are ignored.
+  the metallic-roughness material's ``baseColorFactor``, ``baseColorTexture``, ``metallicFactor`` and
+  ``roughnessFactor`` are kept (Khronos glTF 2.0 spec, sec. 3.9.2; the camera shades them with the
+  spec's BRDF, :mod:`aerial_sim.world.render_kernels`). A factor the file leaves out takes the spec's
+  default, **1** for both: a material with no ``metallicFactor`` is a metal, as in every glTF viewer
+  (trimesh reports it as None). The ``metallicRoughnessTexture`` and ``KHR_materials_*`` extensions
+  are ignored.
 - OBJ with an MTL file: ``Kd`` and ``map_Kd`` (Wavefront MTL); an OBJ without one, and STL,
   carry no material and take the scene object's colour.
 
@@ -42,16 +46,19 @@ GLTF_Y_UP_TO_Z_UP = np.array([[1.0, 0, 0, 0], [0, 0, -1.0, 0], [0, 1.0, 0, 0], [
 @dataclass(frozen=True)
 class SurfacePart:
     """Triangles sharing one material: corners (T, 3, 3) float64, texture coordinates (T, 3, 2) float32 or None,
-    base colour RGB 0-255 (None: the file gives none, the object's colour is used) and texture (H, W, 3) uint8 or None."""
+    base colour RGB 0-255 (None: the file gives none, the object's colour is used), texture (H, W, 3) uint8 or None,
+    and the glTF metallic and roughness factors 0..1 (None: not a metallic-roughness material, shaded by Lambert's law)."""
 
     triangles: np.ndarray
     uv: np.ndarray | None = None
     base_color: tuple[float, float, float] | None = None
     texture: np.ndarray | None = None
+    metallic: float | None = None
+    roughness: float | None = None
 
     def transformed(self, transform: np.ndarray) -> SurfacePart:
         corners = self.triangles @ transform[:3, :3].T + transform[:3, 3]
-        return SurfacePart(corners, self.uv, self.base_color, self.texture)
+        return SurfacePart(corners, self.uv, self.base_color, self.texture, self.metallic, self.roughness)
 
 
 def load_asset(path: Path, where: str, gltf_y_up: bool = True) -> list[SurfacePart]:
@@ -94,7 +101,11 @@ def _part_of(mesh: trimesh.Trimesh, path: Path, where: str) -> SurfacePart:
         raise ParamsError(f"{where}: {path.name}: a textured material without texture coordinates")
     corner_uv = None if uv is None or image is None else np.asarray(uv, np.float32)[mesh.faces]
     texture = None if image is None else np.ascontiguousarray(np.asarray(image.convert("RGB"), np.uint8))
-    return SurfacePart(triangles, corner_uv, color, texture)
+    metallic = roughness = None
+    if isinstance(material, trimesh.visual.material.PBRMaterial):  # glTF: absent factors are the spec's 1
+        metallic, roughness = (float(np.clip(1.0 if value is None else value, 0.0, 1.0))
+                               for value in (material.metallicFactor, material.roughnessFactor))
+    return SurfacePart(triangles, corner_uv, color, texture, metallic, roughness)
 
 
 def _material_color_and_image(material):

@@ -345,7 +345,7 @@ class CameraModel:
             self._sun_visibility(origin, directions, hits), surfaces.uv_plane, surfaces.texture,
             surfaces.albedo, surfaces.texels, surfaces.texture_table, self._albedo_lut[1], self._sun, self._ambient,
             self._lit_share, float(self.scene.ground.checker_size_m), self._sky, self._sky_zenith,
-            lighting.sky_zenith_color is not None, self._fog_density, self._fog, self._gain, rgb)
+            lighting.sky_zenith_color is not None, self._fog_density, self._fog, self._gain, self._pbr, rgb)
         return rgb
 
     def _color_reference(self, origin: np.ndarray, directions: np.ndarray, hits) -> np.ndarray:
@@ -370,6 +370,11 @@ class CameraModel:
         cosine[self._sun_visibility(origin, directions, hits, reference=True) == 0] = 0.0
         shade = self._ambient + self._lit_share * cosine
         rgb = albedo * shade[:, None]
+        pbr = np.flatnonzero(on_triangle)
+        pbr = pbr[self._pbr[triangle[pbr], 0] >= 0]
+        if len(pbr):  # glTF metallic-roughness surfaces (render_kernels' docstring)
+            rgb[pbr] = self._pbr_color(albedo[pbr], hits.normal[pbr], -directions[pbr], cosine[pbr],
+                                       self._pbr[triangle[pbr]])
         if self._gain != 1:
             rgb *= self._gain
         if self._fog_density > 0:
@@ -379,6 +384,32 @@ class CameraModel:
         up = np.clip(directions[sky, 2], 0.0, None) if lighting.sky_zenith_color is not None else np.zeros(sky.sum())
         rgb[sky] = self._sky + (self._sky_zenith - self._sky) * up[:, None].astype(np.float32)
         return np.minimum(rgb + 0.5, 255.0).astype(np.uint8)
+
+    @property
+    def _pbr(self) -> np.ndarray:
+        pbr = self.caster.surfaces.pbr
+        return pbr if pbr is not None else np.full((self.caster.surfaces.count, 2), -1.0, np.float32)
+
+    def _pbr_color(self, albedo, normal, view, cosine, pbr) -> np.ndarray:
+        """NumPy version of the glTF BRDF of :func:`~aerial_sim.world.render_kernels.shade_surfaces` (float32)."""
+        one = np.float32(1.0)
+        metallic, r = pbr[:, 0:1], np.maximum(pbr[:, 1], np.float32(0.03))
+        half = self._sun + view
+        half /= np.linalg.norm(half, axis=1, keepdims=True).astype(np.float32)
+        nh = np.maximum((normal * half).sum(axis=1), 0.0).astype(np.float32)
+        vh = np.maximum((view * half).sum(axis=1), 0.0).astype(np.float32)
+        nv = np.maximum((normal * view).sum(axis=1), np.float32(1e-4)).astype(np.float32)
+        a2 = (r * r) * (r * r)
+        den = nh * nh * (a2 - one) + one
+        k = (r + one) * (r + one) / np.float32(8.0)
+        nl = np.maximum(cosine, np.float32(1e-30))
+        g = nl / (nl * (one - k) + k) * (nv / (nv * (one - k) + k))
+        d_g = np.where(cosine > 0, a2 / (den * den) * g / (np.float32(4.0) * nl * nv), 0.0).astype(np.float32)
+        w = np.where(cosine > 0, (one - vh) ** 5, 0.0).astype(np.float32)
+        f0 = np.float32(0.04) * (one - metallic) + albedo * np.float32(1.0 / 255.0) * metallic
+        fresnel = f0 + (one - f0) * w[:, None]
+        direct = (one - fresnel) * (one - metallic) * albedo + d_g[:, None] * fresnel * np.float32(255.0)
+        return (self._ambient * albedo + self._lit_share * cosine[:, None] * direct).astype(np.float32)
 
     def _sample_textures(self, origin, directions, distance, triangle) -> np.ndarray:
         """Bilinear texture samples / 255 (M, 3) at the hits on textured triangles (as the kernel samples)."""

@@ -131,7 +131,8 @@ class SceneSurfaces:
     ``triangles`` (T, 3, 3) float64 world corners; ``surface`` (T,) int32 (1 ground/terrain, 2 + k object k);
     ``uv`` (T, 3, 2) float32 corner texture coordinates (0 where untextured); ``texture`` (T,) int32 index into
     ``texture_table`` or -1; ``albedo`` (T, 3) float32 base colour 0-255 (multiplies the texture, / 255);
-    ``texels`` all textures' RGB bytes, flat; ``texture_table`` (K, 3) int64 (offset, width, height).
+    ``texels`` all textures' RGB bytes, flat; ``texture_table`` (K, 3) int64 (offset, width, height);
+    ``pbr`` (T, 2) float32 glTF (metallic, roughness), metallic -1 for a surface shaded by Lambert's law alone.
     """
 
     triangles: np.ndarray
@@ -141,6 +142,7 @@ class SceneSurfaces:
     albedo: np.ndarray
     texels: np.ndarray
     texture_table: np.ndarray
+    pbr: np.ndarray | None = None
 
     @property
     def count(self) -> int:
@@ -180,24 +182,27 @@ def scene_surfaces(scene: Scene) -> SceneSurfaces:
     """Gather the terrain's and every object's triangles, colours and textures (built once per scene)."""
     if "surfaces" in scene.cache:
         return scene.cache["surfaces"]
-    chunks = []  # (triangles, surface, uv, albedo, texture image or None)
+    chunks = []  # (triangles, surface, uv, albedo, texture image or None, (metallic, roughness))
+    lambert = (-1.0, 1.0)
     if scene.terrain is not None:
         terrain = scene.terrain
         chunks.append((terrain.triangles, SURFACE_GROUND, terrain.corner_uv if terrain.texture is not None else None,
                        scene.object_color(scene.ground) if terrain.texture is None else (255.0, 255.0, 255.0),
-                       terrain.texture))
+                       terrain.texture, lambert))
     for index, obj in enumerate(scene.objects):
         for part in object_parts(obj, scene):
             if obj.color is not None or part.base_color is None:
                 color = scene.object_color(obj) if part.texture is None or obj.color is not None else (255.0,) * 3
             else:
                 color = part.base_color
-            chunks.append((part.triangles, 2 + index, part.uv, color, part.texture))
+            pbr = lambert if part.metallic is None else (part.metallic, part.roughness)
+            chunks.append((part.triangles, 2 + index, part.uv, color, part.texture, pbr))
     textures: list[np.ndarray] = []
     texture_ids: dict[int, int] = {}
-    triangles, surface, uv, texture, albedo = [], [], [], [], []
-    for corners, kind, corner_uv, color, image in chunks:
+    triangles, surface, uv, texture, albedo, pbrs = [], [], [], [], [], []
+    for corners, kind, corner_uv, color, image, pbr in chunks:
         count = len(corners)
+        pbrs.append(np.tile(np.asarray(pbr, np.float32), (count, 1)))
         triangles.append(np.asarray(corners, np.float64))
         surface.append(np.full(count, kind, np.int32))
         albedo.append(np.tile(np.asarray(color, np.float32), (count, 1)))
@@ -225,6 +230,7 @@ def scene_surfaces(scene: Scene) -> SceneSurfaces:
         triangles=joined(triangles, np.empty((0, 3, 3))), surface=joined(surface, np.empty(0, np.int32)),
         uv=joined(uv, np.empty((0, 3, 2), np.float32)), texture=joined(texture, np.empty(0, np.int32)),
         albedo=joined(albedo, np.empty((0, 3), np.float32)), texels=np.ascontiguousarray(texels), texture_table=table,
+        pbr=joined(pbrs, np.empty((0, 2), np.float32)),
     )
     scene.cache["surfaces"] = surfaces
     return surfaces

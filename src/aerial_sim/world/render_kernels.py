@@ -15,7 +15,18 @@ a dozen NumPy passes with masked temporaries:
   triangle's colour times its texture sampled at the hit (barycentric uv,
   bilinear), the ground's 2-tone checker (albedo x 0.85 on cells with odd
   floor(x/c) + floor(y/c)), exposure gain, distance fog, a sky gradient where
-  nothing was hit, rounded to uint8.
+  nothing was hit, rounded to uint8. A glTF metallic-roughness surface (metallic
+  m >= 0, roughness r) takes the direct sun through the glTF 2.0 spec's BRDF
+  (Appendix B; Karis, *Real Shading in Unreal Engine 4*, SIGGRAPH 2013) instead
+  of Lambert's: f = (1 - F)(1 - m) c / pi + F D G / (4 n.l n.v), with GGX
+  D = a^2 / (pi ((n.h)^2 (a^2 - 1) + 1)^2), a = r^2 (r >= 0.03), Smith-Schlick
+  G = G1(n.l) G1(n.v), G1(x) = x / (x (1 - k) + k), k = (r + 1)^2 / 8, Schlick
+  F = F0 + (1 - F0)(1 - v.h)^5, F0 = 0.04 (1 - m) + c m (per channel, c the
+  albedo / 255), h the half vector of the sun s and the view v = -d; the sun's
+  irradiance is the one that gives a Lambert albedo c its colour c x (1 - a) n.l,
+  so direct = (1 - a) n.l [(1 - F)(1 - m) c + pi f_spec] x 255. The ambient share
+  lights every surface as a uniform sky would: a x albedo (for a metal the
+  reflectance of a uniform environment is about F0 = its base colour).
 
 Every quantity keeps the reference's precision (float32 rays, distances and
 normals; the checker's world x, y in float64), and numba does not contract to
@@ -87,7 +98,7 @@ def merge_hits(origins, directions, tfar, prim, ng, surface_of_triangle, ground_
 @njit(cache=True, nogil=True, error_model="numpy")
 def shade_surfaces(origin, directions, distance, surface, triangle, normal, lit, uv_plane, texture_of,
                    albedo_of, texels, texture_table, ground_albedo, sun, ambient, lit_share, checker_size_m,
-                   sky_horizon, sky_zenith, sky_gradient, fog_density, fog_color, gain, out):
+                   sky_horizon, sky_zenith, sky_gradient, fog_density, fog_color, gain, pbr_of, out):
     """Shaded uint8 RGB per ray into ``out`` (N, 3):
     colour = albedo x (a + (1 - a) direct max(0, n.s) lit) x gain, fogged, + 0.5, clipped to 255.
 
@@ -100,7 +111,8 @@ def shade_surfaces(origin, directions, distance, surface, triangle, normal, lit,
     ``origin`` (3,) float64; ``triangle`` (N,) int32 scene triangle index (-1: ground plane or nothing);
     ``lit`` (N,) uint8, 0 where the sun is hidden (shadow); ``uv_plane`` (T, 8) float64,
     ``texture_of`` (T,) int32, ``albedo_of`` (T, 3) float32: the
-    :class:`~aerial_sim.world.geometry.SceneSurfaces` arrays; ``ambient`` = a and ``lit_share`` =
+    :class:`~aerial_sim.world.geometry.SceneSurfaces` arrays, as ``pbr_of`` (T, 2) float32 (metallic,
+    roughness; metallic < 0: Lambert); ``ambient`` = a and ``lit_share`` =
     (1 - a) x direct light, float32. (One loop, no per-pixel call: a call with these
     arguments costs more than the shading.)
     """
@@ -163,17 +175,54 @@ def shade_surfaces(origin, directions, distance, surface, triangle, normal, lit,
         if lit[i] == 0:
             cosine = np.float32(0.0)
         shade = ambient + lit_share * cosine
+        metallic = np.float32(-1.0)
+        if w >= 0:
+            metallic = pbr_of[w, 0]
+        d_g = np.float32(0.0)  # pi D G / (4 n.l n.v) of the glTF BRDF, and Schlick's (1 - v.h)^5
+        fresnel_w = np.float32(0.0)
+        if metallic >= 0 and cosine > 0:
+            d_g, fresnel_w = _ggx(normal[i, 0], normal[i, 1], normal[i, 2], -directions[i, 0], -directions[i, 1],
+                                  -directions[i, 2], sun[0], sun[1], sun[2], cosine, pbr_of[w, 1])
         fog = np.float32(0.0)
         if fog_density > 0:
             fog = np.float32(1.0 - math.exp(-fog_density * distance[i]))
         for c in range(3):
             albedo = r if c == 0 else (g if c == 1 else b)
-            value = albedo * factor * shade
+            if metallic >= 0:
+                f0 = np.float32(0.04) * (np.float32(1.0) - metallic) + albedo * np.float32(1.0 / 255.0) * metallic
+                fresnel = f0 + (np.float32(1.0) - f0) * fresnel_w
+                direct = (np.float32(1.0) - fresnel) * (np.float32(1.0) - metallic) * albedo \
+                    + d_g * fresnel * np.float32(255.0)
+                value = ambient * albedo + lit_share * cosine * direct
+            else:
+                value = albedo * factor * shade
             if gain != 1:
                 value = value * gain
             if fog_density > 0:
                 value = value + (fog_color[c] - value) * fog
             out[i, c] = np.uint8(min(value + half, np.float32(255.0)))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _ggx(nx, ny, nz, vx, vy, vz, sx, sy, sz, nl, roughness):
+    """(pi D G / (4 n.l n.v), (1 - v.h)^5) of the glTF BRDF's specular term (module docstring), float32."""
+    one = np.float32(1.0)
+    r = max(roughness, np.float32(0.03))
+    hx, hy, hz = sx + vx, sy + vy, sz + vz
+    length = np.float32(math.sqrt(hx * hx + hy * hy + hz * hz))
+    if length == 0:
+        return np.float32(0.0), np.float32(0.0)
+    hx, hy, hz = hx / length, hy / length, hz / length
+    nh = max(nx * hx + ny * hy + nz * hz, np.float32(0.0))
+    vh = max(vx * hx + vy * hy + vz * hz, np.float32(0.0))
+    nv = max(nx * vx + ny * vy + nz * vz, np.float32(1e-4))
+    a2 = (r * r) * (r * r)
+    den = nh * nh * (a2 - one) + one
+    k = (r + one) * (r + one) / np.float32(8.0)
+    g = nl / (nl * (one - k) + k) * (nv / (nv * (one - k) + k))
+    d_g = a2 / (den * den) * g / (np.float32(4.0) * nl * nv)  # pi D G / (4 n.l n.v): the pi of D cancels
+    w = one - vh
+    return d_g, w * w * w * w * w
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -204,4 +253,4 @@ def warm_up(shading: bool = False) -> None:
                        np.full(1, -1, np.int32), np.zeros((1, 3), np.float32), np.zeros(3, np.uint8),
                        np.zeros((0, 3), np.int64), colour, np.array([0.0, 0.0, 1.0], np.float32), np.float32(0.35),
                        np.float32(0.65), 1.0, colour, colour, False, np.float32(0.0), colour, np.float32(1.0),
-                       np.empty((1, 3), np.uint8))
+                       np.zeros((1, 2), np.float32), np.empty((1, 3), np.uint8))
