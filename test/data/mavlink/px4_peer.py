@@ -35,6 +35,7 @@ def main(port: int, seconds: float, delay_s: float = 0.0, steps: int = 0) -> Non
     state = start = target = first_time = None
     last_sensor_time = None
     accel_at_start = None
+    answering_since = None  # wall time of the first HIL_SENSOR answered
     sensor_times, path, batches = [], [], []
     began = time.monotonic()
     deadline = began + seconds
@@ -68,12 +69,14 @@ def main(port: int, seconds: float, delay_s: float = 0.0, steps: int = 0) -> Non
                 output = controller.update(vehicle, Setpoint(position=target, yaw=yaw_of(state[1])), dt)
                 controls = list(output.controls) + [0.0] * (16 - len(output.controls))
                 sensor_times.append(message.time_usec)
+                answering_since = answering_since or time.monotonic()
                 if delay_s > 0:
                     time.sleep(delay_s)  # a slow PX4: the answer comes late
                 reply = mav.MAVLink_hil_actuator_controls_message(message.time_usec, controls,
                                                                   mav.MAV_MODE_FLAG_SAFETY_ARMED, 0)
                 sock.sendall(reply.pack(out))
-    seen = {"wall_s": round(time.monotonic() - began, 2), "counts": dict(counts), "sim_s": (last_sensor_time or 0) - (first_time or 0), "start": start,
+    ended = time.monotonic()
+    seen = {"wall_s": round(ended - began, 2), "answering_wall_s": ended - answering_since if answering_since else 0.0, "counts": dict(counts), "sim_s": (last_sensor_time or 0) - (first_time or 0), "start": start,
             "final": state[0] if state else None, "accel_at_start": accel_at_start}
     if steps:
         seen.update(sensor_times=sensor_times, path=path, batches=batches)
