@@ -44,6 +44,9 @@ def private_domain_id() -> int:
 os.environ["ROS_DOMAIN_ID"] = str(private_domain_id())
 #: A second private domain, for a test that runs two graphs side by side (above both ranges above).
 SECOND_DOMAIN_ID = private_domain_id() + 101
+#: A third, for three graphs side by side: above SECOND_DOMAIN_ID by the number of pytest-xdist workers, so
+#: it is no other worker's second domain.
+THIRD_DOMAIN_ID = SECOND_DOMAIN_ID + max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
 os.environ.setdefault("AERIAL_SIM_DOMAIN_RANGE", "51-101")  # batch runs never share a test's domain
 # Every graph a test launches is one graph: their lockstep announcements are signed with one key (each
 # `aerial_sim launch` would otherwise draw its own, and refuse another launch's nodes: doc/reliability.md).

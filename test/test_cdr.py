@@ -447,3 +447,33 @@ def test_point_clouds_pose_arrays_and_multi_arrays_with_dimensions_are_rclpys_me
         decode_point_cloud2(cut_cloud)
     with pytest.raises(ValueError, match="data"):
         decode_float64_array(encode_float64_array([1.0, 2.0], (("a", 2, 2),))[:-3])
+
+
+def test_encoded_diagnostics_are_the_reference_serializers_bytes_with_zero_padding():
+    """/diagnostics as CDR bytes: rosbags' serializer (zero padding) gives the same bytes for every string
+    length, so the same diagnostics are the same bytes in two lockstep runs' bags (issue 32: rclpy left
+    the three bytes after a status's level as its buffer held them)."""
+    from rosbags.typesys import Stores, get_typestore
+
+    from aerial_sim.cdr import encode_diagnostic_array
+
+    store = get_typestore(Stores.ROS2_KILTED)
+    types = store.types
+    rng = random.Random(32)
+    for frame_length in range(5):
+        statuses = [(rng.randrange(4), random_text(rng, rng.randrange(6)), random_text(rng, rng.randrange(6)),
+                     random_text(rng, rng.randrange(6)),
+                     tuple((random_text(rng, rng.randrange(5)), random_text(rng, rng.randrange(5)))
+                           for _ in range(rng.randrange(4))))
+                    for _ in range(rng.randrange(4))]
+        frame, stamp = random_text(rng, frame_length), rng.randrange(2**31) * 10**9 + rng.randrange(10**9)
+        message = types["diagnostic_msgs/msg/DiagnosticArray"](
+            header=types["std_msgs/msg/Header"](stamp=types["builtin_interfaces/msg/Time"](*divmod(stamp, 10**9)),
+                                                frame_id=frame),
+            status=[types["diagnostic_msgs/msg/DiagnosticStatus"](
+                level=level, name=name, message=text, hardware_id=hardware,
+                values=[types["diagnostic_msgs/msg/KeyValue"](key=k, value=v) for k, v in values])
+                for level, name, text, hardware, values in statuses])
+        encoded = encode_diagnostic_array(stamp, frame, statuses)
+        assert encoded == bytes(store.serialize_cdr(message, "diagnostic_msgs/msg/DiagnosticArray"))
+    assert encode_diagnostic_array(0, "", [(b"\x02", "n", "m", "h", ())])[24] == 2  # rclpy's byte level

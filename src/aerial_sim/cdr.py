@@ -31,7 +31,7 @@ Messages read here: ``nav_msgs/Odometry`` (:class:`OdometryFields`), ``sensor_ms
 
 Writing (``encode_odometry``, ``encode_imu``, ``encode_joint_state``, ``encode_clock``,
 ``encode_float64_array``, ``encode_fluid_pressure``, ``encode_magnetic_field``, ``encode_nav_sat_fix``,
-``encode_twist_stamped``, ``encode_pose_array``, ``encode_point_cloud2``): little-endian plain CDR by the same rules, one precompiled ``struct`` per
+``encode_twist_stamped``, ``encode_pose_array``, ``encode_point_cloud2``, ``encode_diagnostic_array``): little-endian plain CDR by the same rules, one precompiled ``struct`` per
 layout (frame id and name lengths), zero padding bytes. ``Publisher.publish`` sends such bytes as
 they are; building and publishing the typed message costs about five times as much (``bench cdr``).
 rclpy's own ``serialize_message`` leaves the alignment bytes as its buffer held them and may append
@@ -240,6 +240,14 @@ def cdr_header_stamp_ns(data: bytes) -> int | None:
         return None
     sec, nanosec = _STAMP[_LITTLE if data[1] & 1 else _BIG].unpack_from(data, ENCAPSULATION_BYTES)
     return sec * 1_000_000_000 + nanosec
+
+
+def cdr_header_frame_id(data: bytes) -> str | None:
+    """``header.frame_id`` of CDR bytes whose first field is a ``std_msgs/Header`` (None: unreadable)."""
+    try:
+        return read_string(data, ENCAPSULATION_BYTES + 8, byte_order(data))[0]
+    except (ValueError, UnicodeDecodeError):
+        return None
 
 
 # --------------------------------------------------------------------------- the CDR primitives
@@ -537,6 +545,44 @@ def encode_point_cloud2(stamp_ns: int, frame_id: str, height: int, width: int, f
     sec, nanosec = _stamp(stamp_ns)
     return _packed("point cloud", layout, sec, nanosec, len(frame) + 1, frame, height, width, len(names), *field_values,
                    is_bigendian, point_step, row_step, len(data), bytes(data), is_dense)
+
+
+@functools.lru_cache(maxsize=256)
+def _diagnostic_array_struct(frame_length: int, statuses: tuple[tuple[int, ...], ...]) -> struct.Struct:
+    # status[]: per status uint8 level, strings name, message, hardware_id, then values[]: key, value strings
+    layout = _header(_Layout(), frame_length).field("I", 4)
+    for name, message, hardware_id, *pairs in statuses:
+        layout.field("B", 1).string(name).string(message).string(hardware_id).field("I", 4)
+        for length in pairs:
+            layout.string(length)
+    return layout.build()
+
+
+def encode_diagnostic_array(stamp_ns: int, frame_id: str, statuses) -> bytes:
+    """``diagnostic_msgs/DiagnosticArray`` as CDR bytes; ``statuses``: (level, name, message, hardware_id,
+    ((key, value), ...)) each, ``level`` an int or rclpy's one byte (``DiagnosticStatus.OK``). The padding after each status's ``level`` byte is zero here; rclpy leaves
+    it as its buffer held it, so the same diagnostics would differ in three bytes between two runs."""
+    frame = frame_id.encode()
+    encoded = [(level[0] if isinstance(level, (bytes, bytearray)) else int(level), *(str(text).encode() for text in (name, message, hardware_id)),
+                tuple(str(text).encode() for pair in values for text in pair))
+               for level, name, message, hardware_id, values in statuses]
+    layout = _diagnostic_array_struct(len(frame), tuple((len(n), len(m), len(h), *map(len, kv))
+                                                        for _, n, m, h, kv in encoded))
+    fields = []
+    for level, name, message, hardware_id, texts in encoded:
+        fields += [level, *(v for text in (name, message, hardware_id) for v in (len(text) + 1, text)), len(texts) // 2]
+        fields += [v for text in texts for v in (len(text) + 1, text)]
+    sec, nanosec = _stamp(stamp_ns)
+    return _packed("diagnostic array", layout, sec, nanosec, len(frame) + 1, frame, len(encoded), *fields)
+
+
+def encode_diagnostics_of(message) -> bytes:
+    """:func:`encode_diagnostic_array` of a typed ``DiagnosticArray`` (rclpy's, or any with its fields)."""
+    stamp = message.header.stamp
+    return encode_diagnostic_array(
+        stamp.sec * 1_000_000_000 + stamp.nanosec, message.header.frame_id,
+        [(s.level, s.name, s.message, s.hardware_id, tuple((kv.key, kv.value) for kv in s.values))
+         for s in message.status])
 
 
 def _exactly(count: int, values, what: str):

@@ -52,6 +52,7 @@ from sensor_msgs.msg import Imu
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
 
+from aerial_sim.cdr import encode_diagnostics_of
 from aerial_sim.config import require_positive
 from aerial_sim.control.controller import STABLE_STATE_RATE_HZ, ControllerParams, StatePeriodMonitor, VehicleState
 from aerial_sim.control.geometry import yaw_of
@@ -163,6 +164,9 @@ class FlightControllerNode(Node):
         self._service_release = False
         self._early_setpoints: list[tuple[float, Callable[[], None]]] = []
         self._last_diagnostics = -math.inf
+        # Lockstep, from a land call to the disarm: /diagnostics at every stamp due from the client, so
+        # the client knows, stamp by stamp, whether the vehicle has disarmed (:meth:`try_step`).
+        self._landing_reports = False
 
     # -- state in --------------------------------------------------------------
 
@@ -237,6 +241,13 @@ class FlightControllerNode(Node):
         stamp, self._pending_time, self._service_release = self._pending_time, None, False
         self._answered_time = stamp
         self.step(stamp)
+        if self._landing_reports:
+            # The mission holds its lockstep progress after its land call until it knows the vehicle's
+            # state at that stamp: the clock then stops at the same stamp in every run, however late
+            # the disarm's message reaches it (issue 32: one run of three ran 33 periods longer).
+            if self._pending_due and self._last_diagnostics != stamp:
+                self.publish_diagnostics(stamp)
+            self._landing_reports = self.fc.armed
 
     def check_client_timeout(self) -> None:
         if self._gate and self._pending_time is not None:
@@ -251,7 +262,7 @@ class FlightControllerNode(Node):
     def step(self, time_s: float) -> None:
         controls = self.fc.update(time_s, self._odom_state, self.period_s)
         self.send_controls(controls)
-        self.log_events()
+        self.log_events(time_s)
         if time_s - self._last_diagnostics >= self.params.diagnostics_period_s:
             self.publish_diagnostics(time_s)
 
@@ -351,9 +362,13 @@ class FlightControllerNode(Node):
         return self.service(response, self.fc.takeoff)
 
     def on_land(self, request, response):
+        if self.params.lockstep:
+            self._landing_reports = True  # before the service answers the pending stamp (:meth:`try_step`)
         response = self.service(response, self.fc.land)
         if response.success:
             self._gate = False  # the vehicle lands on its own; no client stream to wait for
+        else:
+            self._landing_reports = False
         return response
 
     def apply(self, command) -> bool:
@@ -362,7 +377,7 @@ class FlightControllerNode(Node):
         except CommandRejected as error:
             self.refuse(str(error))
             return False
-        self.log_events()
+        self.log_events_now()
         return True
 
     def service(self, response, command):
@@ -372,7 +387,7 @@ class FlightControllerNode(Node):
         except CommandRejected as error:
             response.success, response.message = False, str(error)
             self.get_logger().warning(response.message)
-        self.log_events()
+        self.log_events_now()
         if self.params.lockstep and self._odom_state is not None:
             self._service_release = True  # the client's request for this step has been handled
             self.try_step()
@@ -394,12 +409,19 @@ class FlightControllerNode(Node):
 
     # -- reporting -------------------------------------------------------------
 
-    def log_events(self) -> None:
+    def log_events_now(self) -> None:
+        """A request's events (mode changes): at once, or in lockstep with the step the request takes
+        effect at, stamped with that step's time. Stamped with the newest odometry on arrival they said
+        16 ms in one run and 20 ms in another, as the request came before or after that odometry."""
+        if not self.params.lockstep:
+            self.log_events(self._odom_time)
+
+    def log_events(self, time_s: float) -> None:
         if self.fc.events:
             for event in self.fc.events:
                 self.get_logger().info(event)
             self.fc.events.clear()
-            self.publish_diagnostics(self._odom_time)
+            self.publish_diagnostics(time_s)
 
     def publish_diagnostics(self, time_s: float) -> None:
         self._last_diagnostics = time_s
@@ -422,7 +444,7 @@ class FlightControllerNode(Node):
         # Stamped with the control step's own (odometry) time, not the clock's latest tick: in lockstep
         # a mission that decides by this stamp decides the same way in every run.
         message.header.stamp = to_stamp(time_s) if math.isfinite(time_s) else self.get_clock().now().to_msg()
-        self.diagnostics_pub.publish(message)
+        self.diagnostics_pub.publish(encode_diagnostics_of(message))
 
 
 def main(args=None):

@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, TwistStamped
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from std_msgs.msg import Header
 from std_srvs.srv import SetBool, Trigger
@@ -48,7 +49,7 @@ from aerial_sim.control.trajectory import PathFollower, Trajectory
 from aerial_sim.physics.rotation import rotate
 from aerial_sim.nodes.ros.clocks import InputStampClock
 from aerial_sim.nodes.ros.parameters import declare_params, reread_params, run_folder_parameter
-from aerial_sim.nodes.ros.lockstep import participant_publisher
+from aerial_sim.nodes.ros.lockstep import END_OF_RUN_FRAME, END_OF_RUN_TEXT, END_OF_RUN_WAIT_S, participant_publisher
 from aerial_sim.nodes.ros.qos import COMMAND_QOS, LOCKSTEP_QOS, stream_qos
 from aerial_sim.nodes.ros.run import run_node
 from aerial_sim.nodes.ros.services import SERVICE_QOS
@@ -70,7 +71,8 @@ class MissionNodeParams:
     #: Altitude is reached within this distance and below ``settle_speed_m_s``, m.
     arrive_tolerance_m: float = 0.1
     settle_speed_m_s: float = 0.2
-    #: Wall-clock seconds to wait for the flight controller's services.
+    #: Wall-clock seconds to wait for the flight controller's services and its first state (an arm refused
+    #: for want of it is asked again), counted from the first odometry this node receives.
     wait_for_services_s: float = 30.0
     #: Sim-time seconds allowed from land to disarm.
     land_timeout_s: float = 60.0
@@ -124,6 +126,8 @@ class MissionNode(Node):
         if self.params.lockstep and self.params.setpoint_rate_hz > 0:
             self.progress = participant_publisher(self, Header, "mission/progress", LOCKSTEP_QOS, True,
                                                   self.params.setpoint_rate_hz, inputs=("ground_truth/odom",))
+        self.ending: tuple[int, float] | None = None  # lockstep: (exit code, wall time) until the clock stops
+        self.create_timer(0.2, self.check_ending, clock=Clock(clock_type=ClockType.STEADY_TIME))
         m = self.mission
         self.get_logger().info(
             f"mission '{m.name}': {m.pattern} size {m.size_m:g} m at {m.speed_m_s:g} m/s, "
@@ -149,7 +153,15 @@ class MissionNode(Node):
         self.reference = None
         self.disarmed_at: float | None = None  # sim time of the flight controller's disarm (its diagnostics stamp)
         self.next_progress = 0.25
-        self.started_wall = time.monotonic()
+        # Lockstep, after the land call: progress stamps held until the flight controller has reported
+        # its state at them (its /diagnostics, at every due stamp until the disarm): ``release_progress``.
+        self.land_called_at: float | None = None
+        self.fc_reported = -math.inf
+        self.progress_held: list[float] = []
+        self.last_progress = -math.inf
+        # Wall time of the first state seen (the run's start): the service waits count from there. A
+        # lockstep graph starts its clock only once every node is up, which under load took 30 s.
+        self.started_wall: float | None = None
 
     def _restart(self, stamp: float) -> bool:
         """Sim time went back to ``stamp`` (``/physics/restart``): a new run with the ``mission`` and
@@ -198,14 +210,35 @@ class MissionNode(Node):
         else:
             self.act(sample)
         if self.progress is not None and not self.finished:  # none once finished: the clock stops
+            self.progress_held.append(stamp)
+            self.release_progress()
+
+    def release_progress(self) -> None:
+        """Publish the held progress stamps the run has settled: all before the land call; after it,
+        those the flight controller has reported its state at (so whether the vehicle had disarmed by
+        then is known here), and none from ``tail_s`` past the disarm on. The clock, which waits for
+        this progress, then stops at the same stamp in every run, however late the disarm's message
+        reaches this node (issue 32)."""
+        while self.progress_held and not self.finished:
+            stamp = self.progress_held[0]
+            if self.disarmed_at is not None and stamp >= self.disarmed_at + self.params.tail_s:
+                self.progress_held.clear()
+                return
+            if (self.land_called_at is not None and stamp > self.land_called_at and self.disarmed_at is None
+                    and stamp > self.fc_reported):
+                return
+            self.progress_held.pop(0)
             header = Header()
             header.stamp = to_stamp(stamp)
             self.progress.publish(header)
+            self.last_progress = stamp
 
     def act(self, sample) -> None:
         getattr(self, f"phase_{self.phase}")(*sample)
 
     def phase_wait(self, stamp, position, orientation, velocity):
+        if self.started_wall is None:
+            self.started_wall = time.monotonic()
         if all(c.service_is_ready() for c in (self.arm_client, self.takeoff_client, self.land_client)):
             self.call(self.arm_client, SetBool.Request(data=True), "arm", stamp)
         elif time.monotonic() - self.started_wall > self.params.wait_for_services_s:
@@ -252,6 +285,7 @@ class MissionNode(Node):
         elif self.mission.land:
             self.set_phase("land", stamp, "landing")
             self.call(self.land_client, Trigger.Request(), "land", stamp)  # this step's one request
+            self.land_called_at = stamp
         else:
             self.finish(0, "mission done (no landing requested)")
 
@@ -260,13 +294,17 @@ class MissionNode(Node):
 
     def phase_landing(self, stamp, position, orientation, velocity):
         if self.disarmed_at is not None:
-            if stamp < self.disarmed_at + self.params.tail_s:
-                return  # the graph runs on for the tail; the track is cut at the disarm below
-            # The track ends at the disarm's own stamp, however late its message arrived: runs repeat exactly.
-            self.recorder.truncate_after(self.disarmed_at)
-            self.finish(0, f"landed and disarmed at t = {self.disarmed_at:.3f} s")
+            self.end_after_tail(stamp)
         elif stamp - self.phase_started > self.params.land_timeout_s:
             self.finish(1, f"not disarmed {self.params.land_timeout_s:g} s after land")
+
+    def end_after_tail(self, stamp: float) -> None:
+        """Finish once ``stamp`` is ``tail_s`` past the disarm (the graph runs on for the tail)."""
+        if stamp < self.disarmed_at + self.params.tail_s or self.finished:
+            return
+        # The track ends at the disarm's own stamp, however late its message arrived: runs repeat exactly.
+        self.recorder.truncate_after(self.disarmed_at)
+        self.finish(0, f"landed and disarmed at t = {self.disarmed_at:.3f} s")
 
     def phase_done(self, *args):
         pass
@@ -344,10 +382,18 @@ class MissionNode(Node):
 
     def on_diagnostics(self, message: DiagnosticArray) -> None:
         for status in message.status:
+            if self.ending is not None and status.name == "physics: lockstep" and status.message.startswith(END_OF_RUN_TEXT):
+                self.exit_after_drain(self.ending[0])  # the clock has stopped where the run ends
+                return
             if status.hardware_id == self.namespace and status.name.endswith("flight control"):
                 values = {kv.key: kv.value for kv in status.values}
                 if values.get("armed") == "false" and self.phase in ("land", "landing") and self.disarmed_at is None:
                     self.disarmed_at = from_stamp(message.header.stamp)
+                self.fc_reported = max(self.fc_reported, from_stamp(message.header.stamp))
+                if self.progress_held:
+                    self.release_progress()
+                if self.disarmed_at is not None and self.phase == "landing" and self.exit_code is None:
+                    self.end_after_tail(self.last_stamp)  # its stamps came before the disarm's message
 
     def finish(self, code: int, why: str) -> None:
         if self.exit_code is not None or self.finished:
@@ -363,9 +409,29 @@ class MissionNode(Node):
             code = code or 1
         if not self.params.exit_when_done:
             return  # the graph stays, paused by whoever starts the next run: nothing to drain before an end
-        self.exit_code = code
+        if self.progress is not None and math.isfinite(self.last_progress):
+            # The run ends here: its last progress stamp again, marked (END_OF_RUN_FRAME). The physics node
+            # then stops the clock for good where the next would be due, and says so: exit after that.
+            header = Header(frame_id=END_OF_RUN_FRAME)
+            header.stamp = to_stamp(self.last_progress)
+            self.progress.publish(header)
+            self.ending = (code, time.monotonic())
+            return
+        self.exit_after_drain(code)
+
+    def exit_after_drain(self, code: int) -> None:
+        self.ending = None
         if self.progress is not None:
             time.sleep(self.params.drain_s)  # the clock is held: let the last outputs reach the recorder
+        self.exit_code = code
+
+    def check_ending(self) -> None:
+        """Lockstep: exit after END_OF_RUN_WAIT_S without the physics node's word that the clock stopped."""
+        if self.ending is not None and time.monotonic() - self.ending[1] > END_OF_RUN_WAIT_S:
+            self.get_logger().warning(f"lockstep: the physics node did not say the clock stopped in "
+                                      f"{END_OF_RUN_WAIT_S:g} s; exiting anyway (the bag's end may differ "
+                                      "between runs)")
+            self.exit_after_drain(self.ending[0])
 
     def write_results(self) -> None:
         if self.path is None or len(self.recorder.positions("pattern")) < 2:

@@ -68,7 +68,7 @@ from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
-from aerial_sim.cdr import encode_clock, encode_vector3_stamped
+from aerial_sim.cdr import encode_clock, encode_diagnostics_of, encode_vector3_stamped
 from aerial_sim.environment.wind import WindField
 from aerial_sim.nodes._physics.inputs import VehicleChannel, Wakeup
 from aerial_sim.nodes._physics.lockstep import LockstepOutputs
@@ -432,9 +432,13 @@ class PhysicsNode(Node):
         if not commands:
             self._lockstep_wait_s = 0.05
             return False
-        held = bool(self.lockstep_outputs.holdups(self._awaited_clock_ns()))
-        if held and self.lockstep_outputs.started and self.lockstep_outputs.drop_overdue(self._awaited_clock_ns()):
-            held = bool(self.lockstep_outputs.holdups(self._awaited_clock_ns()))
+        holdups = self.lockstep_outputs.holdups(self._awaited_clock_ns())
+        if holdups and self.lockstep_outputs.started and self.lockstep_outputs.drop_overdue(self._awaited_clock_ns()):
+            holdups = self.lockstep_outputs.holdups(self._awaited_clock_ns())
+        held = bool(holdups)
+        if held and (ended := self.lockstep_outputs.end_reached(holdups)):
+            self.get_logger().info(ended)
+            self._publish_status(DiagnosticStatus.OK, "physics: lockstep", ended)
         self._lockstep_wait_s = LockstepOutputs.POLL_S if held else 0.05
         return not held and not self._stop.is_set()
 
@@ -539,7 +543,7 @@ class PhysicsNode(Node):
         array = DiagnosticArray(status=[status])
         array.header.stamp = to_stamp(self.world.time_s)
         try:
-            self.diagnostics_pub.publish(array)
+            self.diagnostics_pub.publish(encode_diagnostics_of(array))
         except Exception:  # noqa: BLE001 - the context may be going away; the log line was written
             pass
 
@@ -551,11 +555,19 @@ class PhysicsNode(Node):
             pass
 
     def _publish_state(self) -> None:
-        """Ground truth first, ``/clock`` last: the controllers, which the next step waits for, start
-        on their odometry while the rest goes out. Nodes driven by ground truth take their time
-        from its stamps (:class:`~aerial_sim.nodes.ros.clocks.InputStampClock`), not from ``/clock``."""
+        """Ground truth first, ``/clock`` last: the controllers start on their odometry while the rest
+        goes out. Nodes driven by ground truth take their time from its stamps
+        (:class:`~aerial_sim.nodes.ros.clocks.InputStampClock`), not from ``/clock``.
+
+        In lockstep, where the next step waits for the controllers anyway, ``/clock`` goes first: then
+        every answer to this period's state (a motor command) is sent after this ``/clock`` and before
+        the next, and a recorder logs an unstamped answer at the stamp of the ``/clock`` sent before it,
+        the same in every run (:mod:`aerial_sim.recording.send_clock`). It costs one small message's
+        latency a period."""
         self._published_at = time.monotonic()
         stamp_ns = self._clock_ns()
+        if self.params.lockstep:
+            self.clock_pub.publish(encode_clock(stamp_ns))
         stamp = to_stamp(self.world.time_s)
         truths = PeriodTruths(self.world)
         due = self.swarm.publish(stamp, stamp_ns, self.periods_done, truths)
@@ -567,7 +579,8 @@ class PhysicsNode(Node):
                 pack = getattr(self.world, "batteries", {}).get(vehicle.name)
                 if pack is not None and vehicle.battery_pub is not None:
                     vehicle.battery_pub.publish(battery_message(pack, stamp, vehicle.frame))
-        self.clock_pub.publish(encode_clock(stamp_ns))
+        if not self.params.lockstep:
+            self.clock_pub.publish(encode_clock(stamp_ns))
 
     def _publish_ground_truth(self, stamp, stamp_ns: int, vehicles, unread_too: bool = False,
                               truths: "PeriodTruths | None" = None) -> None:

@@ -11,8 +11,10 @@ A thin adapter around :class:`aerial_sim.recording.bag.BagWriter`:
   ``use_sim_time``, as ``ros2 bag record --use-sim-time``); before the first
   ``/clock`` arrives a message's own header stamp is used. With ``lockstep`` it writes
   deterministic files instead (:mod:`aerial_sim.recording.bag`): a stamped message is logged at
-  its stamp, and messages are held for ``order_window_s`` of sim time and written in an order
-  that follows from them alone, so two identical lockstep runs give byte-identical bags;
+  its stamp, one without a stamp at the ``/clock`` sent before it (:mod:`aerial_sim.recording.send_clock`),
+  and messages are held for ``order_window_s`` of sim time and written in an order that follows
+  from them alone, so two identical lockstep runs give byte-identical bags; the log lines
+  (``log_topics``, wall-clock content) go to a second bag, ``log_bag``, beside it;
 - learns each periodic stream's configured rate from the parameters of the node
   that publishes it (``rate_hz`` ..., asked once per node over its standard
   ``get_parameters`` service; ``expected_rates`` names others) and counts the
@@ -55,7 +57,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from std_msgs.msg import Header, String
 from std_srvs.srv import Trigger
 
-from aerial_sim.cdr import cdr_header_stamp_ns
+from aerial_sim.cdr import cdr_header_frame_id, cdr_header_stamp_ns
 from aerial_sim.config import ParamsError
 from aerial_sim.physics.lockstep import Participant, split_signature
 from aerial_sim.recording.bag import WALL_CLOCK_FILE, BagWriter, qos_profile_dict
@@ -74,9 +76,10 @@ from aerial_sim.recording.rates import (
     rate_from_table,
 )
 from aerial_sim.recording.recorder import RecorderParams, WallSpan, has_header, progress_text
+from aerial_sim.recording.send_clock import SendClock
 from aerial_sim.nodes.ros.clocks import InputStampClock
 from aerial_sim.nodes.ros.lockstep import (
-    LOCKSTEP_ANNOUNCEMENTS_QOS, LOCKSTEP_PARTICIPANTS_TOPIC, announce_lockstep_participant,
+    END_OF_RUN_FRAME, LOCKSTEP_ANNOUNCEMENTS_QOS, LOCKSTEP_PARTICIPANTS_TOPIC, announce_lockstep_participant,
 )
 from aerial_sim.nodes.ros.parameters import declare_params, run_folder_parameter
 from aerial_sim.nodes.ros.services import serve
@@ -91,6 +94,8 @@ PARAMETER_TRIES = 20
 LOCKSTEP_HOLD_MAX_S = 10.0
 #: Deterministic files: a stamp this far from the receive time (a wall-clock stamp, a zero one) is not a log time.
 STAMP_WINDOW_NS = 10_000_000_000
+#: With lockstep, the bag of the topics whose content is wall-clock time (``log_topics``), beside ``bag``.
+LOG_BAG = "log_bag"
 #: At most this many ``~/written`` stamps at once (a clock that jumped ahead is reported by its newest).
 MAX_WRITTEN_BURST = 50
 
@@ -121,6 +126,12 @@ class Recorder(Node):
         # Lockstep: deterministic files (module doc), which need the recorded /clock's sim time.
         self.deterministic = self.params.lockstep and self.selection.wants("/clock")
         self.writer = BagWriter(self.run_dir / "bag", self.params.bag, deterministic=self.deterministic)
+        # Deterministic files: an unstamped message is logged at the /clock sent before it (module doc),
+        # and log lines (wall-clock content) go to a bag of their own.
+        self.send_clock = SendClock() if self.deterministic else None
+        log_selection = self.params.log_selection() if self.deterministic else None
+        self.log_wants = log_selection.wants if log_selection is not None else (lambda topic: False)
+        self.log_writer = BagWriter(self.run_dir / LOG_BAG, self.params.bag) if log_selection is not None else None
         self._wall_span = WallSpan()  # wall-clock span of the simulated one (real-time factor)
         # Subscriptions live on a node no executor spins; the taker thread drains them (_take_arrived).
         self._reader = unspun_reader_node(self, "reader")
@@ -132,11 +143,14 @@ class Recorder(Node):
         self._header_first: dict[str, bool] = {}
         self._stamped: dict[str, bool] = {}  # topic -> its messages begin with a stamp (deterministic files)
         self._topic_types: dict[str, tuple[str, list[dict]]] = {}  # topic -> (type, offered QoS): a new bag's topics
+        self._log_topic_types: dict[str, tuple[str, list[dict]]] = {}  # the same for log_bag's
         self._latched: dict[str, tuple[bytes, int, bool] | None] = {}  # latched topic -> its last (data, log ns, stamped)
         self._clock_in_bag = False  # a /clock written into this bag: its held messages may be released
         self._started = time.monotonic()
         self._last_progress = (time.monotonic(), self.writer.info())
         self._stopped_logged = False
+        self._log_stopped = False
+        self._run_ended_by: str | None = None  # the participant topic that said the run ended (END_OF_RUN_FRAME)
         # Recording /clock anyway: its messages set this node's sim time (receive stamps), instead of
         # a second /clock subscription of rclpy's own (a 250 Hz callback, 0.07-0.09 core here).
         self.sim_clock = InputStampClock(self) if self.selection.wants("/clock") else None
@@ -186,10 +200,14 @@ class Recorder(Node):
                 continue
             new_topics += 1
             qos, offered = self._matching_qos(publishers, self.params.depth_for(msgtype))
-            self.writer.add_topic(topic, msgtype, offered)
-            self._topic_types[topic] = (msgtype, offered)
-            if qos.durability == DurabilityPolicy.TRANSIENT_LOCAL:
-                self._latched[topic] = None
+            if self.log_wants(topic):
+                self.log_writer.add_topic(topic, msgtype, offered)
+                self._log_topic_types[topic] = (msgtype, offered)
+            else:
+                self.writer.add_topic(topic, msgtype, offered)
+                self._topic_types[topic] = (msgtype, offered)
+                if qos.durability == DurabilityPolicy.TRANSIENT_LOCAL:
+                    self._latched[topic] = None
             self._header_first[topic] = has_header(definition)
             self._stamped[topic] = self._header_first[topic] or definition.msgtype in STAMP_FIRST_TYPES
             self._recorded[topic] = self._subscribe(message_class, topic, qos)
@@ -354,17 +372,19 @@ class Recorder(Node):
             for topic, subscription in self._recorded.items():
                 while (taken := take_raw_with_info(subscription)) is not None:
                     data, info = taken
-                    arrived.append((info["received_timestamp"], len(arrived), topic, data))
+                    arrived.append((info["received_timestamp"], len(arrived), topic, data,
+                                    info.get("source_timestamp") or 0))
             arrived.sort()
-            for received_ns, _, topic, data in arrived:
-                self._write(topic, data, received_ns)
+            for received_ns, _, topic, data, sent_ns in arrived:
+                self._write(topic, data, received_ns, sent_ns)
             if self.deterministic and self.sim_clock.active and self._clock_in_bag:
                 window_ns = round(self.params.order_window_s * 1e9)
                 if not self.writer.release(self.sim_clock.latest_ns - window_ns):
                     self._report_stop()
 
-    def _write(self, topic: str, data: bytes, received_ns: int) -> None:
-        """One message into the bag, stamped with this node's time at its receipt (``received_ns``: wall ns)."""
+    def _write(self, topic: str, data: bytes, received_ns: int, sent_ns: int = 0) -> None:
+        """One message into the bag, stamped with this node's time at its receipt (``received_ns``: wall ns;
+        ``sent_ns``: the sender's, for deterministic files, 0 when the middleware gives none)."""
         is_clock = topic == "/clock" and self.sim_clock is not None
         if is_clock:
             clock_ns = cdr_header_stamp_ns(data) or 0  # the stamp leads a Clock's payload
@@ -372,15 +392,35 @@ class Recorder(Node):
                 self._written_due_ns = -1
             self.sim_clock.advance(clock_ns)
             self._clock_in_bag = True
+            if self.send_clock is not None and sent_ns:
+                for waiting_ns, (waiting_topic, waiting_data) in self.send_clock.tick(sent_ns, clock_ns):
+                    self._hold(waiting_topic, waiting_data, waiting_ns)
         now_ns = self._receipt_time_ns(received_ns)
         if now_ns == 0 and self._header_first[topic]:
             now_ns = cdr_header_stamp_ns(data) or 0
         self._wall_span.observe(now_ns, received_ns)
+        if self.log_writer is not None and self.log_wants(topic):
+            if not self.log_writer.write(topic, data, now_ns) and self.log_writer.error and not self._log_stopped:
+                self._log_stopped = True
+                self.get_logger().error(f"{LOG_BAG}: {self.log_writer.error}")
+            return
         if self.deterministic:
             stamp_ns = cdr_header_stamp_ns(data) if self._stamped[topic] else None
+            if (len(data) < 64 and self._run_ended_by is None and topic in self._participant_topics
+                    and cdr_header_frame_id(data) == END_OF_RUN_FRAME):
+                self._run_ended_by = topic
             stamped = stamp_ns is not None and abs(stamp_ns - now_ns) <= STAMP_WINDOW_NS
-            log_ns = stamp_ns if stamped else now_ns
-            written = self.writer.hold(topic, data, log_ns, stamped)
+            if stamped:
+                log_ns = stamp_ns
+            elif sent_ns:  # no stamp of its own: the sim time in force when it was sent (maybe known later)
+                log_ns = self.send_clock.place(sent_ns, (topic, data))
+            else:
+                log_ns = now_ns
+            if log_ns is not None:
+                self._hold(topic, data, log_ns, stamped)
+            else:
+                log_ns = now_ns  # (for a latched topic's copy below)
+            written = True
         else:
             log_ns, stamped = now_ns, False
             written = self.writer.write(topic, data, now_ns)
@@ -390,6 +430,11 @@ class Recorder(Node):
             self._report_stop()
         if is_clock and self._written_pub is not None:
             self._report_written(now_ns)  # each /clock in turn: the same stamps on ~/written, whatever the batches
+
+    def _hold(self, topic: str, data: bytes, log_ns: int, stamped: bool = False) -> None:
+        """Deterministic files: one message to the writer's held set (module doc)."""
+        if not self.writer.hold(topic, data, log_ns, stamped):
+            self._report_stop()
 
     def _receipt_time_ns(self, received_ns: int) -> int:
         """This node's time when a message was received: sim time from the recorded ``/clock``, rclpy's
@@ -465,6 +510,8 @@ class Recorder(Node):
 
     def _flush_and_report(self) -> None:
         self.writer.maybe_flush()
+        if self.log_writer is not None:
+            self.log_writer.maybe_flush()
         self._report_stop()
         now = time.monotonic()
         last_time, last_info = self._last_progress
@@ -506,6 +553,7 @@ class Recorder(Node):
             with self._lock:
                 self._take_arrived()  # the old run's end into the old bag
                 writer = BagWriter(run_dir / "bag", self.params.bag, deterministic=self.deterministic)
+                log_writer = BagWriter(run_dir / LOG_BAG, self.params.bag) if self.log_writer is not None else None
         except (ParamsError, OSError) as error:
             self.get_logger().warning(f"new bag refused: {error}")
             response.success, response.message = False, str(error)
@@ -514,9 +562,12 @@ class Recorder(Node):
         with self._lock:
             self._close_bag()
             closed = time.monotonic()
-            self.writer, self.run_dir = writer, run_dir
+            self.writer, self.run_dir, self.log_writer = writer, run_dir, log_writer
             for topic, (msgtype, offered) in self._topic_types.items():
                 writer.add_topic(topic, msgtype, offered)
+            for topic, (msgtype, offered) in self._log_topic_types.items():
+                log_writer.add_topic(topic, msgtype, offered)
+            self._run_ended_by, self._log_stopped = None, False
             for topic, last in sorted(self._latched.items()):
                 if last is not None:  # a new subscriber's first message: the latched one
                     data, log_ns, stamped = last
@@ -535,8 +586,24 @@ class Recorder(Node):
         if self.writer.closed:
             return
         self._take_arrived()  # what came since the taker's last round: the end of the run
+        if self.send_clock is not None:  # sent after the last /clock: no later one comes
+            for log_ns, (topic, data) in self.send_clock.drain():
+                self._hold(topic, data, log_ns)
+        if self.deterministic and self._run_ended_by is not None:
+            # The run ended (a participant said so, and the clock stopped there for good): the bag ends
+            # order_window_s before the last /clock. Everything logged up to then was waited for; what
+            # came after it, and whether it reached this node before the graph stopped, was timing.
+            end_ns = self.sim_clock.latest_ns - round(self.params.order_window_s * 1e9)
+            self.writer.release(end_ns)
+            dropped = self.writer.discard_held()
+            print(f"[recorder] the run ended ({self._run_ended_by}); the bag ends at t = {end_ns * 1e-9:.3f} s, "
+                  f"order_window_s before the last /clock: {dropped} messages after it left out", flush=True)
         info = self.writer.close()
         print(f"[recorder] bag closed: {info.path} ({info.message_count} msgs, {info.bytes_written / 1e6:.1f} MB)", flush=True)
+        if self.log_writer is not None:
+            log_info = self.log_writer.close()
+            print(f"[recorder] log bag closed: {log_info.path} ({log_info.message_count} msgs: "
+                  f"{', '.join(sorted(log_info.topic_counts)) or 'nothing'})", flush=True)
         if self.writer.late:
             print(f"[recorder] {self.writer.late} messages arrived more than order_window_s "
                   f"({self.params.order_window_s:g} s) of sim time late: they stand where they arrived, so this "

@@ -351,6 +351,12 @@ class BagWriter:
             self._released_ns = max(self._released_ns, ready[-1][0])
         return ok
 
+    def discard_held(self) -> int:
+        """Deterministic files: drop the messages still held (the run's end: :meth:`release` first what
+        is to be kept); returns how many."""
+        dropped, self._held = len(self._held), []
+        return dropped
+
     def _is_resend(self, topic: str, data: bytes, log_ns: int) -> bool:
         """True for a stamped message already written at ``log_ns`` on ``topic`` (counted in :attr:`resends`)."""
         import hashlib

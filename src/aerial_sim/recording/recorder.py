@@ -52,6 +52,10 @@ class RecorderParams:
     lockstep slack plus the longest lag of a participant's output (a lidar sweep is stamped
     at its start, a tenth of a second before it is complete); it costs that much of the
     streams in memory (about 20 MB at 0.3 s with the default camera).
+    ``log_topics``: with ``lockstep``, topics whose content is wall-clock time (log lines, stamped
+    with the wall clock, their number and wording following the machine's timing), written to a
+    second bag, ``<output_dir>/log_bag``, in arrival order, so ``bag`` holds only what two
+    identical runs repeat; ``none``: every topic in ``bag``. Without ``lockstep`` they are in ``bag``.
     ``lockstep``: take part in a lockstep run as a participant: on ``~/written``
     (std_msgs/Header) the recorder stamps, ``lockstep_rate_hz`` times per simulated
     second, the ``/clock`` message it has just written, and the physics node does not
@@ -81,6 +85,7 @@ class RecorderParams:
     lockstep: bool = False
     lockstep_rate_hz: float = 50.0
     order_window_s: float = 0.3
+    log_topics: str = "/rosout"
     #: lz4 chunks by default: a third of the size for about 0.4 ms of CPU per MB (doc/datasets.md, "Bag size").
     bag: BagWriterParams = field(default_factory=lambda: BagWriterParams(compression="lz4"))
 
@@ -101,6 +106,12 @@ class RecorderParams:
     def depth_for(self, msgtype: str) -> int:
         """Subscription depth for a message type (images and clouds are large: a shorter queue)."""
         return self.image_queue_depth if msgtype in LARGE_TYPES else self.queue_depth
+
+    def log_selection(self) -> "TopicSelection | None":
+        """The topics a lockstep recorder writes to ``log_bag`` (None: none)."""
+        if not self.lockstep or self.log_topics.strip() in ("", "none"):
+            return None
+        return TopicSelection(split_patterns(self.log_topics))
 
     def selection(self) -> "TopicSelection":
         include = () if self.topics.strip() in ("", "all") else split_patterns(self.topics)

@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
-from aerial_sim.cdr import cdr_header_stamp_ns
+from aerial_sim.cdr import cdr_header_frame_id, cdr_header_stamp_ns
 from aerial_sim.config import ParamsError
 from aerial_sim.physics.lockstep import (DROPPED_MARKER, KEY_VARIABLE, STAMP_TOLERANCE_NS, Holdup, LockstepGate,
                                          Participant, parse_key, parse_participants, shorten, signature_matches,
                                          split_signature)
-from aerial_sim.nodes.ros.lockstep import LOCKSTEP_ANNOUNCEMENTS_QOS, LOCKSTEP_PARTICIPANTS_TOPIC
+from aerial_sim.nodes.ros.lockstep import (END_OF_RUN_FRAME, END_OF_RUN_TEXT, LOCKSTEP_ANNOUNCEMENTS_QOS,
+                                           LOCKSTEP_PARTICIPANTS_TOPIC)
 from aerial_sim.nodes.ros.raw_take import not_called, take_raw, unspun_reader_node
 
 if TYPE_CHECKING:  # annotations only: that module imports this one
@@ -50,6 +51,13 @@ class LockstepOutputs:
     gives one), an entry is taken only when it is signed by the node the graph names as its
     announcer (:func:`aerial_sim.physics.lockstep.signature_matches`): one from outside the launch is
     refused at once, before it can hold the clock at all.
+
+    The end of a run (issue 32): a participant whose node ends the run (the mission) sends its last
+    output again with ``frame_id`` :data:`~aerial_sim.nodes.ros.lockstep.END_OF_RUN_FRAME`. From then
+    on it holds the clock for good, also once its node has left and past ``lockstep_timeout_s``: the
+    clock stops at the same stamp in every run, where that participant's next output would be due,
+    instead of running on while the launch stops the graph. When it does, the physics node says so
+    once (:meth:`end_reached`), and the ending node, which waits for that, exits.
     """
 
     #: Graph rounds (CONNECT_PERIOD_S each) an announcer may be missing before its entries expire:
@@ -84,6 +92,9 @@ class LockstepOutputs:
         self.key = parse_key(os.environ.get(KEY_VARIABLE))
         #: Signed announcements whose announcer discovery has not named yet: [message, info, rounds left].
         self.unnamed: list[list] = []
+        #: (topic, stamp ns) of the participant output that ended the run (class doc); None while it runs.
+        self.ended_by: tuple[str, int] | None = None
+        self.end_reported = False
         if self.key is None:
             node.get_logger().info(f"lockstep: no {KEY_VARIABLE} in the environment, so any node on this ROS domain "
                                    "may announce participants (aerial_sim launch gives its nodes one)")
@@ -104,6 +115,7 @@ class LockstepOutputs:
         run before are taken and dropped, and every participant owes its stamps from the first again."""
         self.take_arrived()
         self.gate.restart()
+        self.ended_by, self.end_reported = None, False
 
     def from_before_restart(self, stamp_ns: int) -> bool:
         """An output stamped after the clock (by more than the stamps' rounding) was made in the run before
@@ -184,6 +196,8 @@ class LockstepOutputs:
             return
         alive = {bytes(i.endpoint_gid) for i in self.node.get_publishers_info_by_topic(LOCKSTEP_PARTICIPANTS_TOPIC)}
         for topic, entry in list(self.announcers.items()):
+            if self.ended_by is not None and topic == self.ended_by[0]:
+                continue  # it ended the run: it holds the clock for good (class doc)
             gid = entry[0]
             entry[1] = 0 if gid in alive else entry[1] + 1
             if entry[1] >= self.ABSENT_ROUNDS:
@@ -211,7 +225,8 @@ class LockstepOutputs:
         without a new output: one ERROR line (starting :data:`DROPPED_MARKER`) and an ERROR on
         ``/diagnostics`` each; the clock goes on without them (simulation thread)."""
         timeout_s = self.node.params.lockstep_timeout_s
-        overdue = self.gate.overdue(clock_ns, time.monotonic(), timeout_s)
+        overdue = [holdup for holdup in self.gate.overdue(clock_ns, time.monotonic(), timeout_s)
+                   if self.ended_by is None or holdup.participant.topic != self.ended_by[0]]
         for holdup in overdue:
             topic = holdup.participant.topic
             why = (f"{DROPPED_MARKER}: {topic} held the clock at t = {self.node.world.time_s:.3f} s for "
@@ -279,4 +294,17 @@ class LockstepOutputs:
                     continue
                 if self.from_before_restart(stamp_ns):
                     continue
+                if len(cdr) < 64 and self.ended_by is None and cdr_header_frame_id(cdr) == END_OF_RUN_FRAME:
+                    self.ended_by = (topic, stamp_ns)
                 self.gate.observe(topic, stamp_ns)
+
+    def end_reached(self, holdups) -> str | None:
+        """Once, when the participant that ended the run is what holds the clock: the line saying so."""
+        if self.ended_by is None or self.end_reported:
+            return None
+        topic, stamp_ns = self.ended_by
+        if not any(holdup.participant.topic == topic for holdup in holdups):
+            return None
+        self.end_reported = True
+        return (f"{END_OF_RUN_TEXT} t = {self.node.world.time_s:.3f} s: {topic} ended it at "
+                f"{stamp_ns * 1e-9:.3f} s")

@@ -12,7 +12,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseArray, TransformStamped
 from sensor_msgs.msg import BatteryState, PointCloud2
 
-from aerial_sim.cdr import encode_imu, encode_joint_state, encode_odometry, encode_pose_array
+from aerial_sim.cdr import encode_diagnostics_of, encode_imu, encode_joint_state, encode_odometry, encode_pose_array
 from aerial_sim.nodes._physics.inputs import command_subscription
 from aerial_sim.nodes._physics.world_setup import hovering_copy
 from aerial_sim.physics.rotation import rotate_inverse
@@ -170,7 +170,7 @@ class SwarmOutputs:
             message = DiagnosticArray()
             message.header.stamp = stamp
             message.status = [collision_status(record) for record in records]
-            self.collision_pubs[vehicle].publish(message)
+            self.collision_pubs[vehicle].publish(encode_diagnostics_of(message))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,78 @@
+"""The log time of an unstamped message in a lockstep bag: the /clock sent before it, whatever the
+arrival order (issue 32; pure, no ROS)."""
+
+from __future__ import annotations
+
+import itertools
+
+from aerial_sim.recording.send_clock import SendClock
+
+MS = 1_000_000
+PERIOD_NS = 4 * MS
+
+
+def lockstep_sends(periods: int):
+    """What a lockstep physics node and a flight controller send, in send order: ``/clock`` t (wall
+    time 10 ms * k), then the command answering the state of t a little later (0.3 ms to 9 ms)."""
+    for k in range(periods):
+        yield ("clock", 10 * MS * k, k * PERIOD_NS)
+        yield ("command", 10 * MS * k + (300_000 + 1_000_000 * (k % 9)), f"u{k}")
+
+
+def log_times(arrivals) -> dict[str, int]:
+    """The recorder's rule applied to messages in the order they arrive."""
+    clock, logged = SendClock(), {}
+    for kind, sent_ns, value in arrivals:
+        if kind == "clock":
+            logged.update({item: t for t, item in clock.tick(sent_ns, value)})
+        elif (t := clock.place(sent_ns, value)) is not None:
+            logged[value] = t
+    logged.update({item: t for t, item in clock.drain()})
+    return logged
+
+
+def test_a_command_is_logged_at_the_clock_it_answers_in_every_arrival_order():
+    sends = list(lockstep_sends(6))
+    expected = {f"u{k}": k * PERIOD_NS for k in range(6)}
+    clocks = [s for s in sends if s[0] == "clock"]
+    commands = [s for s in sends if s[0] == "command"]
+    # DDS keeps each writer's order, not the order across writers: every interleaving of the two streams.
+    orders = 0
+    for positions in itertools.combinations(range(len(sends)), len(commands)):
+        arrivals, c, m = [], iter(clocks), iter(commands)
+        for index in range(len(sends)):
+            arrivals.append(next(m) if index in positions else next(c))
+        assert log_times(arrivals) == expected, arrivals
+        orders += 1
+    assert orders == 924  # C(12, 6)
+
+
+def test_messages_sent_before_the_first_clock_are_logged_at_zero_and_after_the_last_at_the_last():
+    clock = SendClock()
+    assert clock.place(5, "announcement") is None and clock.waiting == 1
+    assert clock.tick(10, 0) == [(0, "announcement")]
+    assert clock.tick(20, PERIOD_NS) == []
+    assert clock.place(30, "last command") is None
+    assert clock.drain() == [(PERIOD_NS, "last command")] and clock.waiting == 0
+    # One that arrives late, after later /clock messages, still gets the clock sent before it.
+    assert clock.tick(40, 2 * PERIOD_NS) == []
+    assert clock.place(15, "late") == 0
+    assert clock.place(35, "late too") == PERIOD_NS
+
+
+def test_a_restart_sending_the_clock_back_and_a_wall_clock_step_back_keep_the_rule():
+    clock = SendClock()
+    clock.tick(100, 8 * PERIOD_NS)
+    clock.tick(200, 0)  # /physics/restart: sim time back to 0
+    assert clock.place(250, "first command of the new run") is None
+    assert clock.tick(300, PERIOD_NS) == [(0, "first command of the new run")]
+    clock.tick(290, 2 * PERIOD_NS)  # the host's wall clock stepped back 10 ns: kept in send order
+    assert clock.place(310, "x") is None
+    assert clock.tick(400, 3 * PERIOD_NS) == [(2 * PERIOD_NS, "x")]
+
+
+def test_a_message_older_than_the_history_gets_its_oldest_stamp():
+    clock = SendClock(history=3)
+    for k in range(5):
+        clock.tick(10 * (k + 1), k * PERIOD_NS)
+    assert clock.place(5, "very late") == 2 * PERIOD_NS
