@@ -72,7 +72,9 @@ def test_with_the_launch_key_a_forger_that_publishes_its_topic_never_holds_the_c
     """A node outside the launch announces a topic it publishes itself (stale stamps: without the key it
     would hold the clock for lockstep_timeout_s, then be dropped), unsigned, signed with another key, and
     with a signature replayed from another node: each refused at once; the clock never stops. A node
-    with the key (this test's, the one its graphs share) is taken."""
+    with the key (this test's, the one its graphs share) is taken; once it has left, a node that takes its
+    very name and replays its signed announcement (copied from the latched topic) is refused at once too:
+    the signature covers the GID of the publisher that sent it."""
     import os
 
     from rclpy.node import Node
@@ -102,10 +104,12 @@ def test_with_the_launch_key_a_forger_that_publishes_its_topic_never_holds_the_c
                  sign_entry(entry, "/forger", b"another launch's key"),
                  sign_entry(entry, "/drone1/flight_controller", key)):  # replayed from another node
         announcements.publish(String(data=text))
+    heard = []  # what the announcements topic carries: a replayer copies the signer's from there
+    ros_node.create_subscription(String, LOCKSTEP_PARTICIPANTS_TOPIC, lambda m: heard.append(m.data), LATCHED_QOS)
     signer = Node("signer", context=ros_node.context)  # a node of the launch: it has the key
     progress = signer.create_publisher(Header, "/signer/progress", LOCKSTEP_QOS)
     signed = announce_lockstep_participant(signer, "/signer/progress", 50.0)
-    executor_nodes = (forger, signer)
+    executor_nodes = [forger, signer]
 
     def spin_all(condition, timeout_s):
         import rclpy
@@ -115,7 +119,7 @@ def test_with_the_launch_key_a_forger_that_publishes_its_topic_never_holds_the_c
             executor.add_node(node)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline and not condition():
-            if arrivals:  # the signer keeps up with the clock, as a participant does
+            if arrivals and signer in executor_nodes:  # the signer keeps up with the clock, as a participant does
                 message = Header()
                 message.stamp.sec, message.stamp.nanosec = divmod(int(arrivals[-1][1] * 1e9), 1_000_000_000)
                 progress.publish(message)
@@ -130,7 +134,24 @@ def test_with_the_launch_key_a_forger_that_publishes_its_topic_never_holds_the_c
     refusals = [line for line in log.splitlines() if "is not signed with this launch's AERIAL_SIM_LOCKSTEP_KEY" in line]
     assert len(refusals) == 1 and "/forger/progress@250" in refusals[0], log[-3000:]  # each refusal once
     assert "participant dropped" not in log and "waiting for /forger" not in log, log[-3000:]
-    # Never held: no gap in /clock near the forger's timeout (the signer is waited for only a period at a time).
+
+    # The signer leaves; a node of the very same name replays its announcement and publishes stale stamps.
+    copied = next(text for text in heard if text.startswith("/signer/progress@50"))
+    executor_nodes.remove(signer)
+    signer.destroy_node()
+    assert spin_all(lambda: "no longer waiting for /signer/progress" in physics.output(), 20.0), physics.output()[-3000:]
+    replayer = Node("signer", context=ros_node.context)
+    stale_progress = replayer.create_publisher(Header, "/signer/progress", LOCKSTEP_QOS)
+    replayer.create_timer(0.01, lambda: stale_progress.publish(Header()))  # stamp 0, for ever
+    replayer.create_publisher(String, LOCKSTEP_PARTICIPANTS_TOPIC, LATCHED_QOS).publish(String(data=copied))
+    executor_nodes.append(replayer)
+    replayed_at = len(arrivals)
+    assert spin_all(lambda: arrivals[-1][1] > arrivals[replayed_at - 1][1] + 1.0, TIMEOUT_S + 20.0)
+    log = physics.output()
+    refusals = [line for line in log.splitlines() if "is not signed with this launch's AERIAL_SIM_LOCKSTEP_KEY" in line]
+    assert len(refusals) == 2 and "/signer/progress@50" in refusals[1] and "from /signer" in refusals[1], log[-3000:]
+    assert log.count("lockstep: waiting for /signer/progress@50") == 1, log[-3000:]
+    # Never held: no gap in /clock near the forgers' timeout (the signer is waited for only a period at a time).
     gaps = [b[0] - a[0] for a, b in zip(arrivals[started - 1:], arrivals[started:])]
     assert max(gaps) < TIMEOUT_S - 1.0, max(gaps)
     del signed

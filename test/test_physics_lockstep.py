@@ -111,3 +111,9 @@ def test_a_signed_entry_matches_only_its_own_announcer_and_key():
     assert not signature_matches("/drone1/imu/data@0.0001:0:0", signature, "/drone1/imu", key)
     assert not signature_matches(entry, split_signature(entry)[1], "/drone1/imu", key)  # unsigned
     assert sign_entry(entry, "/drone1/imu", parse_key("")) == entry  # no key: the bare entry
+    # Bound to the publisher that sends it: a node that takes the name of one that left cannot replay it.
+    gid = bytes(range(16))
+    bound = split_signature(sign_entry(entry, "/drone1/imu", key, gid + bytes(8)))[1]  # rmw pads GIDs to 24 bytes
+    assert signature_matches(entry, bound, "/drone1/imu", key, gid)
+    assert not signature_matches(entry, bound, "/drone1/imu", key, bytes(reversed(gid)))
+    assert not signature_matches(entry, signature, "/drone1/imu", key, gid)

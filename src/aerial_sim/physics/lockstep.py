@@ -32,11 +32,14 @@ goes on without it (a batch counts such a run as failed: :data:`DROPPED_MARKER`)
 
 Only nodes of this launch may announce (issue 32): ``aerial_sim launch`` gives its processes a
 random key (:data:`KEY_VARIABLE`, one per launch unless the environment already names one), and an
-announcement carries ``#`` and an HMAC-SHA256 of the entry and the announcing node's name under that
-key (:func:`sign_entry`). A physics node that has the key takes only entries whose signature matches
-the announcer's name as the graph gives it (:func:`signature_matches`): a node outside the launch,
-even one that publishes the topic it announces, is refused at once, and a signed entry replayed
-from another node's publisher does not match that node's name. Without a key (``ros2 launch``
+announcement carries ``#`` and an HMAC-SHA256 of the entry, the announcing node's name and the GID of
+the publisher that sends it under that key (:func:`sign_entry`). A physics node that has the key takes
+only entries whose signature matches the announcer's name as the graph gives it and the GID the
+announcement came from (:func:`signature_matches`): a node outside the launch, even one that
+publishes the topic it announces, is refused at once; a signed entry replayed from another node's
+publisher does not match that node's name, and one replayed by a node that took the very name of an
+announcer that has left does not match its publisher's GID (unique to a publisher of a process: the
+process's DDS participant and the publisher's place in it). Without a key (``ros2 launch``
 without the variable, or the variable set empty) the rules above are the whole defence.
 
 Entries are written ``TOPIC@RATE_HZ[:FIRST_S[:LAG_S]]`` (``/drone1/imu/data@200``,
@@ -258,15 +261,21 @@ class LockstepGate:
 
 
 
-def entry_signature(entry: str, node_name: str, key: bytes) -> str:
-    """HMAC-SHA256 (hex, 128 bits) of ``node_name`` and ``entry`` under ``key``."""
-    return hmac.new(key, f"{node_name}\n{entry}".encode(), hashlib.sha256).hexdigest()[:32]
+#: Bytes of a publisher's GID that a signature covers (rmw's GID is 16 bytes, padded to 24 in places).
+GID_BYTES = 16
 
 
-def sign_entry(entry: str, node_name: str, key: bytes | None) -> str:
-    """The announcement of ``entry`` by node ``node_name`` (``/ns/name``): ``ENTRY#SIGNATURE``, or the
-    bare entry without a key."""
-    return f"{entry}{SIGNATURE_SEPARATOR}{entry_signature(entry, node_name, key)}" if key else entry
+def entry_signature(entry: str, node_name: str, key: bytes, gid: bytes = b"") -> str:
+    """HMAC-SHA256 (hex, 128 bits) of ``node_name``, ``entry`` and the announcing publisher's ``gid``
+    under ``key``."""
+    text = f"{node_name}\n{entry}\n{bytes(gid[:GID_BYTES]).hex()}"
+    return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def sign_entry(entry: str, node_name: str, key: bytes | None, gid: bytes = b"") -> str:
+    """The announcement of ``entry`` by node ``node_name`` (``/ns/name``) through the publisher ``gid``:
+    ``ENTRY#SIGNATURE``, or the bare entry without a key."""
+    return f"{entry}{SIGNATURE_SEPARATOR}{entry_signature(entry, node_name, key, gid)}" if key else entry
 
 
 def split_signature(text: str) -> tuple[str, str]:
@@ -275,9 +284,10 @@ def split_signature(text: str) -> tuple[str, str]:
     return entry, signature.strip()
 
 
-def signature_matches(entry: str, signature: str, node_name: str, key: bytes) -> bool:
-    """True when ``signature`` is ``entry``'s under ``key`` as announced by ``node_name`` (constant time)."""
-    return hmac.compare_digest(signature.encode(), entry_signature(entry, node_name, key).encode())
+def signature_matches(entry: str, signature: str, node_name: str, key: bytes, gid: bytes = b"") -> bool:
+    """True when ``signature`` is ``entry``'s under ``key`` as announced by ``node_name`` through the
+    publisher ``gid`` (constant time)."""
+    return hmac.compare_digest(signature.encode(), entry_signature(entry, node_name, key, gid).encode())
 
 
 def parse_key(text: str | None) -> bytes | None:

@@ -162,9 +162,10 @@ class LockstepOutputs:
                 if node_name is None and rounds > 0 and len(self.unnamed) < self.MAX_UNNAMED:
                     self.unnamed.append([message, info, rounds])  # its name comes with discovery
                     return
-                if node_name is None or not signature_matches(entry, signature, node_name, self.key):
+                if node_name is None or not signature_matches(entry, signature, node_name, self.key, gid):
                     raise ParamsError(f"{shorten(entry)} from {owner} is not signed with this launch's "
-                                      f"{KEY_VARIABLE}: only nodes of this launch may announce")
+                                      f"{KEY_VARIABLE} by its publisher: only nodes of this launch may announce, "
+                                      "each its own entries")
             changed = self.gate.add(participant, owner)
         except ParamsError as error:  # EntryRefused among them
             text = str(error)

@@ -44,12 +44,29 @@ def announce_lockstep_participant(node: Node, topic: str, rate_hz: float, first_
     from aerial_sim.physics.lockstep import KEY_VARIABLE, Participant, parse_key, sign_entry  # noqa: PLC0415
 
     entry = Participant(node.resolve_topic_name(topic), rate_hz, first_s, lag_s).text()
+    before = _announcer_gids(node)
     publisher = node.create_publisher(String, LOCKSTEP_PARTICIPANTS_TOPIC, LATCHED_QOS)
-    # Signed with the launch's key, where it has one: only nodes of this launch may announce.
+    # Signed with the launch's key, where it has one: only nodes of this launch may announce, and the
+    # signature covers this publisher's GID, so a node that later takes this one's name cannot replay it.
     key = parse_key(os.environ.get(KEY_VARIABLE))
-    publisher.publish(String(data=sign_entry(entry, node.get_fully_qualified_name(), key)))
+    gid = b""
+    if key is not None:
+        new = _announcer_gids(node) - before
+        if len(new) == 1:
+            gid = new.pop()
+        else:
+            node.get_logger().error(f"lockstep: the GID of this node's {LOCKSTEP_PARTICIPANTS_TOPIC} publisher is not "
+                                    f"in the graph, so the physics node will refuse {entry}")
+    publisher.publish(String(data=sign_entry(entry, node.get_fully_qualified_name(), key, gid)))
     node.get_logger().info(f"lockstep participant: {entry}")
     return publisher
+
+
+def _announcer_gids(node: Node) -> set[bytes]:
+    """The GIDs of this node's publishers of the announcements (the graph lists a process's own at once)."""
+    name, namespace = node.get_name(), node.get_namespace()
+    return {bytes(info.endpoint_gid) for info in node.get_publishers_info_by_topic(LOCKSTEP_PARTICIPANTS_TOPIC)
+            if info.node_name == name and info.node_namespace == namespace}
 
 
 def participant_publisher(node: Node, message_type: type, topic: str, qos: QoSProfile, lockstep: bool,
