@@ -102,7 +102,7 @@ def test_three_lockstep_runs_with_every_node_record_identical_bags(launch, tmp_p
     # And the files themselves, byte for byte (issue 32), motor commands and /diagnostics included: the
     # recorder logs a stamped message at its stamp, an unstamped one at the /clock sent before it, and
     # writes in an order, chunking and metadata that follow from the messages alone. The log lines
-    # (wall-clock content) are in log_bag beside it.
+    # (wall-clock content) and the lockstep announcements (signed anew by each launch) are in log_bag.
     files = [{path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in sorted((run / "bag").iterdir())}
              for run in runs]
     assert files[0] == files[1] == files[2] and "metadata.yaml" in files[0], (files, graphs[0].output()[-3000:])
@@ -110,8 +110,10 @@ def test_three_lockstep_runs_with_every_node_record_identical_bags(launch, tmp_p
     for run in runs:
         with open(run / "bag" / "metadata.yaml") as stream:
             recorded = stream.read()
-        assert "/drone1/motor_commands" in recorded and "/diagnostics" in recorded and "/rosout" not in recorded
-        assert "/rosout" in (run / "log_bag" / "metadata.yaml").read_text()
+        assert "/drone1/motor_commands" in recorded and "/diagnostics" in recorded
+        assert "/rosout" not in recorded and "/lockstep/participants" not in recorded
+        logged = (run / "log_bag" / "metadata.yaml").read_text()
+        assert "/rosout" in logged and "/lockstep/participants" in logged
     # Every camera frame of the flight is there: 30 Hz of sim time, none lost.
     frames = [stamp for stamp in bags[0]["/drone1/camera/depth/image_raw"] if stamp <= end_ns]
     assert len(frames) >= int(landed_at[0] * 30)

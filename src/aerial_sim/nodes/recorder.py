@@ -13,8 +13,9 @@ A thin adapter around :class:`aerial_sim.recording.bag.BagWriter`:
   deterministic files instead (:mod:`aerial_sim.recording.bag`): a stamped message is logged at
   its stamp, one without a stamp at the ``/clock`` sent before it (:mod:`aerial_sim.recording.send_clock`),
   and messages are held for ``order_window_s`` of sim time and written in an order that follows
-  from them alone, so two identical lockstep runs give byte-identical bags; the log lines
-  (``log_topics``, wall-clock content) go to a second bag, ``log_bag``, beside it;
+  from them alone, so two identical lockstep runs give byte-identical bags; the log lines and
+  lockstep announcements (``log_topics``: not the simulation's content) go to a second bag,
+  ``log_bag``, beside it;
 - learns each periodic stream's configured rate from the parameters of the node
   that publishes it (``rate_hz`` ..., asked once per node over its standard
   ``get_parameters`` service; ``expected_rates`` names others) and counts the

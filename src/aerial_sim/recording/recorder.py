@@ -52,10 +52,12 @@ class RecorderParams:
     lockstep slack plus the longest lag of a participant's output (a lidar sweep is stamped
     at its start, a tenth of a second before it is complete); it costs that much of the
     streams in memory (about 20 MB at 0.3 s with the default camera).
-    ``log_topics``: with ``lockstep``, topics whose content is wall-clock time (log lines, stamped
-    with the wall clock, their number and wording following the machine's timing), written to a
-    second bag, ``<output_dir>/log_bag``, in arrival order, so ``bag`` holds only what two
-    identical runs repeat; ``none``: every topic in ``bag``. Without ``lockstep`` they are in ``bag``.
+    ``log_topics``: with ``lockstep``, topics whose content is not the simulation's: log lines
+    (stamped with the wall clock, their number and wording following the machine's timing) and the
+    lockstep announcements (signed with the launch's key and the announcer's publisher GID, both new
+    in every launch), written to a second bag, ``<output_dir>/log_bag``, in arrival order, so ``bag``
+    holds only what two identical runs repeat; ``none``: every topic in ``bag``. Without
+    ``lockstep`` they are in ``bag``.
     ``lockstep``: take part in a lockstep run as a participant: on ``~/written``
     (std_msgs/Header) the recorder stamps, ``lockstep_rate_hz`` times per simulated
     second, the ``/clock`` message it has just written, and the physics node does not
@@ -85,7 +87,7 @@ class RecorderParams:
     lockstep: bool = False
     lockstep_rate_hz: float = 50.0
     order_window_s: float = 0.3
-    log_topics: str = "/rosout"
+    log_topics: str = "/rosout /lockstep/participants"
     #: lz4 chunks by default: a third of the size for about 0.4 ms of CPU per MB (doc/datasets.md, "Bag size").
     bag: BagWriterParams = field(default_factory=lambda: BagWriterParams(compression="lz4"))
 
