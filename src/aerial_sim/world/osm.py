@@ -85,6 +85,8 @@ AREA_KINDS = {
 }
 #: Height of ground cover above the ground under it (m): over the terrain's or the plane's surface, never in it.
 DRAPE_LIFT_M = 0.03
+#: Outlines are simplified to this tolerance (m, Douglas-Peucker) before they are triangulated.
+SIMPLIFY_M = 0.25
 #: Draped triangles smaller than this (m^2, seen from above) are dropped: slivers covering no ground.
 MIN_AREA_M2 = 1e-4
 
@@ -346,7 +348,8 @@ def load_ground(params: OsmParams, extract: Extract, terrain=None) -> list[Groun
         for higher in above:  # one difference per kind above (cheaper than differencing their union)
             region = region.difference(higher)
         above.append(region)
-        triangles = _drape(region, terrain, cell)
+        # Corners closer than SIMPLIFY_M to the outline add triangles, not shape (round joins, dense curves).
+        triangles = _drape(region.simplify(SIMPLIFY_M), terrain, cell)
         if len(triangles):
             covers.append(GroundCover(kind, triangles))
     return covers

@@ -174,28 +174,33 @@ def shade_surfaces(origin, directions, distance, surface, triangle, normal, lit,
         cosine = min(max(cosine, np.float32(0.0)), np.float32(1.0))
         if lit[i] == 0:
             cosine = np.float32(0.0)
-        shade = ambient + lit_share * cosine
-        metallic = np.float32(-1.0)
-        if w >= 0:
-            metallic = pbr_of[w, 0]
-        d_g = np.float32(0.0)  # pi D G / (4 n.l n.v) of the glTF BRDF, and Schlick's (1 - v.h)^5
-        fresnel_w = np.float32(0.0)
-        if metallic >= 0 and cosine > 0:
-            d_g, fresnel_w = _ggx(normal[i, 0], normal[i, 1], normal[i, 2], -directions[i, 0], -directions[i, 1],
-                                  -directions[i, 2], sun[0], sun[1], sun[2], cosine, pbr_of[w, 1])
         fog = np.float32(0.0)
         if fog_density > 0:
             fog = np.float32(1.0 - math.exp(-fog_density * distance[i]))
-        for c in range(3):
-            albedo = r if c == 0 else (g if c == 1 else b)
-            if metallic >= 0:
+        if w >= 0 and pbr_of[w, 0] >= 0:  # a glTF metallic-roughness surface: the BRDF (module docstring)
+            metallic = pbr_of[w, 0]
+            d_g = np.float32(0.0)  # pi D G / (4 n.l n.v), and Schlick's (1 - v.h)^5
+            fresnel_w = np.float32(0.0)
+            if cosine > 0:
+                d_g, fresnel_w = _ggx(normal[i, 0], normal[i, 1], normal[i, 2], -directions[i, 0], -directions[i, 1],
+                                      -directions[i, 2], sun[0], sun[1], sun[2], cosine, pbr_of[w, 1])
+            for c in range(3):
+                albedo = r if c == 0 else (g if c == 1 else b)
                 f0 = np.float32(0.04) * (np.float32(1.0) - metallic) + albedo * np.float32(1.0 / 255.0) * metallic
                 fresnel = f0 + (np.float32(1.0) - f0) * fresnel_w
                 direct = (np.float32(1.0) - fresnel) * (np.float32(1.0) - metallic) * albedo \
                     + d_g * fresnel * np.float32(255.0)
                 value = ambient * albedo + lit_share * cosine * direct
-            else:
-                value = albedo * factor * shade
+                if gain != 1:
+                    value = value * gain
+                if fog_density > 0:
+                    value = value + (fog_color[c] - value) * fog
+                out[i, c] = np.uint8(min(value + half, np.float32(255.0)))
+            continue
+        shade = ambient + lit_share * cosine
+        for c in range(3):
+            albedo = r if c == 0 else (g if c == 1 else b)
+            value = albedo * factor * shade
             if gain != 1:
                 value = value * gain
             if fog_density > 0:
