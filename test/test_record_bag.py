@@ -248,6 +248,23 @@ def test_recover_repairs_a_killed_recorders_bag_in_place(tmp_path):
     assert metadata["message_count"] == len(xs) == metadata["topics_with_message_count"][0]["message_count"]
 
 
+def test_recover_command_recovers_a_lockstep_runs_log_bag_beside_its_bag(tmp_path, capsys):
+    """A killed lockstep recorder leaves two unfinished bags in the run folder: bag/ and log_bag/."""
+    from aerial_sim.cli.record import recover_command
+
+    bag, _ = unfinished_bag(tmp_path)
+    (tmp_path / "first").mkdir()
+    log_bag, _ = unfinished_bag(tmp_path / "first")
+    log_bag.rename(tmp_path / "log_bag")
+    for name in ("bag_0.mcap", ".space_reserve", "metadata.yaml"):
+        (tmp_path / "log_bag" / name).rename(tmp_path / "log_bag" / name.replace("bag_0", "log_bag_0"))
+    assert recover_command(str(tmp_path)) == 0
+    out = capsys.readouterr().out
+    assert "recovered bag/bag_0.mcap" in out and "recovered log_bag/log_bag_0.mcap" in out, out
+    assert mcap_is_complete(bag / "bag_0.mcap") and mcap_is_complete(tmp_path / "log_bag" / "log_bag_0.mcap")
+    assert len(read_xs(tmp_path / "log_bag")) > 300
+
+
 def test_recover_on_a_full_disk_says_so_in_one_line(tmp_path):
     from aerial_sim.recording.bag import BagWriteError, last_record_end
 

@@ -65,8 +65,15 @@ def recover_command(path: str) -> int:
     from aerial_sim.recording.bag import BagWriteError, recover
     from aerial_sim.recording.reader import BagReadError, find_bag
 
+    from pathlib import Path
+
+    from aerial_sim.recording.recorder import LOG_BAG
+
     try:
-        kept = recover(find_bag(path))
+        bags = [find_bag(path)]
+        if (Path(path) / LOG_BAG / "metadata.yaml").is_file():  # a lockstep run's log lines, beside its bag
+            bags.append(Path(path) / LOG_BAG)
+        kept = {f"{bag.name}/{name}": count for bag in bags for name, count in recover(bag).items()}
     except (BagReadError, BagWriteError) as error:
         print(f"aerial_sim record --recover: {error}", file=sys.stderr)
         return 1

@@ -76,7 +76,7 @@ from aerial_sim.recording.rates import (
     parse_rate_table,
     rate_from_table,
 )
-from aerial_sim.recording.recorder import RecorderParams, WallSpan, has_header, progress_text
+from aerial_sim.recording.recorder import LOG_BAG, RecorderParams, WallSpan, has_header, progress_text
 from aerial_sim.recording.send_clock import SendClock
 from aerial_sim.nodes.ros.clocks import InputStampClock
 from aerial_sim.nodes.ros.lockstep import (
@@ -95,8 +95,6 @@ PARAMETER_TRIES = 20
 LOCKSTEP_HOLD_MAX_S = 10.0
 #: Deterministic files: a stamp this far from the receive time (a wall-clock stamp, a zero one) is not a log time.
 STAMP_WINDOW_NS = 10_000_000_000
-#: With lockstep, the bag of the topics whose content is wall-clock time (``log_topics``), beside ``bag``.
-LOG_BAG = "log_bag"
 #: At most this many ``~/written`` stamps at once (a clock that jumped ahead is reported by its newest).
 MAX_WRITTEN_BURST = 50
 

@@ -14,6 +14,8 @@ from aerial_sim.config import require, require_positive
 from aerial_sim.recording.bag import BagInfo, BagWriterParams
 from aerial_sim.recording.msgdefs import MessageDefinition
 
+#: With lockstep, the bag of the topics that are not the simulation's content (``log_topics``), beside ``bag``.
+LOG_BAG = "log_bag"
 #: Topics ``--all`` leaves out unless named explicitly: parameter-change chatter.
 DEFAULT_EXCLUDE = "/parameter_events"
 #: Message types of image size (hundreds of kB), queued less deep.
