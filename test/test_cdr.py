@@ -477,3 +477,29 @@ def test_encoded_diagnostics_are_the_reference_serializers_bytes_with_zero_paddi
         encoded = encode_diagnostic_array(stamp, frame, statuses)
         assert encoded == bytes(store.serialize_cdr(message, "diagnostic_msgs/msg/DiagnosticArray"))
     assert encode_diagnostic_array(0, "", [(b"\x02", "n", "m", "h", ())])[24] == 2  # rclpy's byte level
+
+
+@requires_ros
+def test_encoded_battery_states_read_back_as_rclpys_with_zero_padding():
+    """The physics node's battery (battery:=true) as CDR bytes: rclpy reads back the message it would have
+    sent, and the bytes are rclpy's own but for padding, which is zero here (rclpy leaves the bytes after
+    ``location`` as its buffer held them)."""
+    from rclpy.serialization import deserialize_message, serialize_message
+    from sensor_msgs.msg import BatteryState
+
+    from aerial_sim.cdr import encode_battery_state_of
+
+    rng = random.Random(32)
+    for frame_length in range(5):
+        cells = rng.randrange(7)
+        message = BatteryState(voltage=rng.uniform(10, 17), temperature=-1.5, current=-rng.uniform(0, 40),
+                               charge=rng.random(), capacity=5.0, design_capacity=5.0, percentage=rng.random(),
+                               power_supply_status=2, power_supply_health=1, power_supply_technology=3,
+                               present=True, cell_voltage=[rng.uniform(3, 4.2) for _ in range(cells)],
+                               cell_temperature=[25.0] * cells, location=random_text(rng, rng.randrange(4)),
+                               serial_number=random_text(rng, rng.randrange(4)))
+        message.header.frame_id = random_text(rng, frame_length)
+        message.header.stamp.sec, message.header.stamp.nanosec = rng.randrange(2**31), rng.randrange(10**9)
+        encoded, theirs = encode_battery_state_of(message), serialize_message(message)
+        assert deserialize_message(encoded, BatteryState) == deserialize_message(theirs, BatteryState)
+        assert len(encoded) <= len(theirs) and all(ours in (0, byte) for ours, byte in zip(encoded, theirs))

@@ -576,6 +576,30 @@ def encode_diagnostic_array(stamp_ns: int, frame_id: str, statuses) -> bytes:
     return _packed("diagnostic array", layout, sec, nanosec, len(frame) + 1, frame, len(encoded), *fields)
 
 
+@functools.lru_cache(maxsize=64)
+def _battery_state_struct(frame_length: int, cells: tuple[int, int], texts: tuple[int, int]) -> struct.Struct:
+    # 7 float32, uint8 status, health, technology, bool present, float32[] voltages, temperatures, 2 strings
+    layout = _header(_Layout(), frame_length).field("f", 4, 7).field("B", 1, 3).field("?", 1)
+    for count in cells:
+        layout.field("I", 4)
+        if count:
+            layout.field("f", 4, count)
+    return layout.string(texts[0]).string(texts[1]).build()
+
+
+def encode_battery_state_of(message) -> bytes:
+    """``sensor_msgs/BatteryState`` as CDR bytes, from a typed one (rclpy's, or any with its fields). The
+    padding after ``location`` is zero here; rclpy leaves it as its buffer held it (issue 32)."""
+    stamp, m = message.header.stamp, message
+    frame, location, serial = (text.encode() for text in (m.header.frame_id, m.location, m.serial_number))
+    layout = _battery_state_struct(len(frame), (len(m.cell_voltage), len(m.cell_temperature)),
+                                   (len(location), len(serial)))
+    return _packed("battery state", layout, stamp.sec, stamp.nanosec, len(frame) + 1, frame, m.voltage, m.temperature,
+                   m.current, m.charge, m.capacity, m.design_capacity, m.percentage, m.power_supply_status,
+                   m.power_supply_health, m.power_supply_technology, bool(m.present), *_sequence(m.cell_voltage),
+                   *_sequence(m.cell_temperature), len(location) + 1, location, len(serial) + 1, serial)
+
+
 def encode_diagnostics_of(message) -> bytes:
     """:func:`encode_diagnostic_array` of a typed ``DiagnosticArray`` (rclpy's, or any with its fields)."""
     stamp = message.header.stamp

@@ -68,7 +68,7 @@ from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
-from aerial_sim.cdr import encode_clock, encode_diagnostics_of, encode_vector3_stamped
+from aerial_sim.cdr import encode_battery_state_of, encode_clock, encode_diagnostics_of, encode_vector3_stamped
 from aerial_sim.environment.wind import WindField
 from aerial_sim.nodes._physics.inputs import VehicleChannel, Wakeup
 from aerial_sim.nodes._physics.lockstep import LockstepOutputs
@@ -578,7 +578,7 @@ class PhysicsNode(Node):
             for vehicle in self.vehicles:
                 pack = getattr(self.world, "batteries", {}).get(vehicle.name)
                 if pack is not None and vehicle.battery_pub is not None:
-                    vehicle.battery_pub.publish(battery_message(pack, stamp, vehicle.frame))
+                    vehicle.battery_pub.publish(encode_battery_state_of(battery_message(pack, stamp, vehicle.frame)))
         if not self.params.lockstep:
             self.clock_pub.publish(encode_clock(stamp_ns))
 
