@@ -1,5 +1,5 @@
-"""The log time of an unstamped message in a lockstep bag: the /clock sent before it, whatever the
-arrival order (issue 32; pure, no ROS)."""
+"""Deterministic lockstep bags (issue 32; pure, no ROS): the log time of an unstamped message (the /clock
+sent before it, whatever the arrival order), and how far held messages are written."""
 
 from __future__ import annotations
 
@@ -76,3 +76,16 @@ def test_a_message_older_than_the_history_gets_its_oldest_stamp():
     for k in range(5):
         clock.tick(10 * (k + 1), k * PERIOD_NS)
     assert clock.place(5, "very late") == 2 * PERIOD_NS
+
+
+def test_the_release_waits_for_a_participants_output_that_is_late_in_transport_but_not_for_a_dropped_one():
+    from aerial_sim.recording.recorder import release_point_ns
+
+    window = 300 * MS
+    clock = 5000 * MS
+    assert release_point_ns(clock, window, []) == clock - window
+    assert release_point_ns(clock, window, [None, clock - 100 * MS]) == clock - window  # all caught up
+    # A lidar sweep on its way: nothing after its newest stamp is written until it has come.
+    assert release_point_ns(clock, window, [clock - 100 * MS, clock - 450 * MS]) == clock - 450 * MS
+    # One more than four windows behind (dropped by the physics node, or gone): the window decides.
+    assert release_point_ns(clock, window, [clock - 1300 * MS]) == clock - window

@@ -76,7 +76,8 @@ from aerial_sim.recording.rates import (
     parse_rate_table,
     rate_from_table,
 )
-from aerial_sim.recording.recorder import LOG_BAG, RecorderParams, WallSpan, has_header, progress_text
+from aerial_sim.recording.recorder import (LOG_BAG, RecorderParams, WallSpan, has_header, progress_text,
+                                           release_point_ns)
 from aerial_sim.recording.send_clock import SendClock
 from aerial_sim.nodes.ros.clocks import InputStampClock
 from aerial_sim.nodes.ros.lockstep import (
@@ -158,6 +159,7 @@ class Recorder(Node):
         self._written_due_ns = -1
         self._written_pub = None  # created once discovery has settled (module doc)
         self._participant_topics: set[str] = set()
+        self._participant_latest: dict[str, int] = {}  # participant topic -> newest stamp recorded (release point)
         self._quiet_rounds = 0
         if self.params.lockstep:
             self._announce_lockstep_participant()
@@ -378,7 +380,8 @@ class Recorder(Node):
                 self._write(topic, data, received_ns, sent_ns)
             if self.deterministic and self.sim_clock.active and self._clock_in_bag:
                 window_ns = round(self.params.order_window_s * 1e9)
-                if not self.writer.release(self.sim_clock.latest_ns - window_ns):
+                until_ns = release_point_ns(self.sim_clock.latest_ns, window_ns, self._participant_latest.values())
+                if not self.writer.release(until_ns):
                     self._report_stop()
 
     def _write(self, topic: str, data: bytes, received_ns: int, sent_ns: int = 0) -> None:
@@ -389,6 +392,7 @@ class Recorder(Node):
             clock_ns = cdr_header_stamp_ns(data) or 0  # the stamp leads a Clock's payload
             if clock_ns < self.sim_clock.latest_ns:  # /physics/restart: a new run owes ~/written from 0
                 self._written_due_ns = -1
+                self._participant_latest.clear()
             self.sim_clock.advance(clock_ns)
             self._clock_in_bag = True
             if self.send_clock is not None and sent_ns:
@@ -411,6 +415,8 @@ class Recorder(Node):
             stamped = stamp_ns is not None and abs(stamp_ns - now_ns) <= STAMP_WINDOW_NS
             if stamped:
                 log_ns = stamp_ns
+                if topic in self._participant_topics and topic != self._written_participant.topic:
+                    self._participant_latest[topic] = max(stamp_ns, self._participant_latest.get(topic, stamp_ns))
             elif sent_ns:  # no stamp of its own: the sim time in force when it was sent (maybe known later)
                 log_ns = self.send_clock.place(sent_ns, (topic, data))
             else:

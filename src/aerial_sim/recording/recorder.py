@@ -123,6 +123,27 @@ class RecorderParams:
 
 
 
+#: A participant further behind the clock than this many ``order_window_s`` no longer holds the release back.
+RELEASE_HOLD_WINDOWS = 4
+
+
+def release_point_ns(clock_ns: int, window_ns: int, participants_latest_ns) -> int:
+    """Deterministic files: up to which log time the held messages may be written, at recorded clock
+    ``clock_ns``: ``order_window_s`` behind it, and no further than the newest stamp of any lockstep
+    participant's output (``participants_latest_ns``: its newest stamp, per participant topic
+    recorded, None before the first). A participant's outputs come from one writer, in stamp order,
+    and the clock waited for them: none stamped at or before the point can come later, however late
+    the transport brings them (issue 32: messages more than ``order_window_s`` late stood where they
+    arrived). One more than ``RELEASE_HOLD_WINDOWS`` windows behind (dropped, or its node gone) holds
+    nothing back: the window alone then decides, as for every topic that is not a participant's."""
+    point = clock_ns - window_ns
+    floor = clock_ns - RELEASE_HOLD_WINDOWS * window_ns
+    for latest in participants_latest_ns:
+        if latest is not None and floor <= latest < point:
+            point = latest
+    return point
+
+
 def split_patterns(text: str) -> tuple[str, ...]:
     """``"/a, b  /c/*"`` -> ``('/a', '/b', '/c/*')``: absolute names, in order, without duplicates."""
     names = []
