@@ -136,6 +136,35 @@ def test_battery_status_reports_the_physics_pack(graph, ros_node):
     assert status.current_battery / 100.0 == pytest.approx(-pack.current, abs=0.02)
 
 
+def test_mavproxy_connects_lists_and_sets_parameters_and_changes_mode(graph, tmp_path):
+    """MAVProxy (the ground station, unmodified) on the GCS link: its parameter download asks for PX4's param file
+    over MAVLink FTP first, is told at once there is none and lists them with the parameter protocol; it sets one and
+    switches to Position and back to Hold with DO_SET_MODE (MAVProxy's own ``mode NAME`` cannot command PX4: it hands
+    pymavlink's PX4 mode tuple to set_mode, which packs it as a number, with real PX4 too)."""
+    gcs, _ = ports()
+    mavproxy = subprocess.Popen([str(Path(sys.executable).parent / "mavproxy.py"), f"--master=udpin:127.0.0.1:{gcs}",
+                                 "--source-system=255"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
+    try:
+        for command, wait_s in (("", 3.0), ("param fetch", 5.0), ("param set MIS_TAKEOFF_ALT 6", 3.0),
+                                ("param show MIS_TAKEOFF_ALT", 0.5), ("long DO_SET_MODE 1 3 0", 1.5),
+                                ("long DO_SET_MODE 1 4 3", 1.5)):
+            mavproxy.stdin.write(command + "\n")
+            mavproxy.stdin.flush()
+            time.sleep(wait_s)
+        out, _ = mavproxy.communicate(timeout=20)  # closing its input ends MAVProxy
+    finally:
+        if mavproxy.poll() is None:
+            mavproxy.kill()
+    assert "Detected vehicle 1:1" in out, out[-3000:]
+    count = int(re.search(r"Received (\d+) parameters", out).group(1))
+    assert count >= 25
+    assert re.search(r"MIS_TAKEOFF_ALT\s+6\.0", out), out[-3000:]
+    assert out.count("DO_SET_MODE: ACCEPTED") == 2 and "Mode POSCTL" in out
+    assert "LOITER>" in out.split("Mode POSCTL")[-1]  # its prompt names the mode of the last HEARTBEAT: Hold again
+    assert re.search(r"sysid 1: mode \w+ -> Position", graph.output()) and graph.alive()
+
+
 def test_garbage_wrong_ids_and_bad_requests_leave_the_node_answering(graph):
     """Bad input at the running node: each refused with a NACK or one log line, and it keeps serving."""
     import socket

@@ -109,6 +109,28 @@ def test_battery_status_reads_the_physics_pack_when_the_physics_flies_on_one():
     assert run(flight, battery=BatteryParams(capacity_mah=200.0))
 
 
+def test_mavlink_ftp_requests_are_answered_at_once_that_there_are_no_files():
+    from aerial_sim.mavlink.file_transfer import HEADER, reply_payload
+
+    def ask(seq, opcode):
+        reply = bytes(reply_payload(list(HEADER.pack(seq, 3, opcode, 0, 0, 0, 0, 0)) + [0] * 239))
+        answer_seq, session, answer, size, request, *_ = HEADER.unpack_from(reply)
+        return answer_seq, session, answer, request, reply[HEADER.size:HEADER.size + size]
+    assert ask(41, 4) == (42, 3, 129, 4, bytes([10]))  # OpenFileRO @PARAM/param.pck: NAK FileNotFound
+    assert ask(65535, 7) == (0, 3, 129, 7, bytes([7]))  # WriteFile: NAK UnknownCommand (seq wraps)
+    assert ask(5, 1)[2:4] == (128, 1)  # TerminateSession: ACK
+    assert reply_payload([1, 2, 3]) is None  # too short to be a request: nothing to answer
+
+    async def session(h):
+        h.send(mav.MAVLink_file_transfer_protocol_message(0, 1, 1, list(HEADER.pack(9, 0, 4, 0, 0, 0, 0, 0))
+                                                          + [0] * 239))
+        await h.run_until(lambda: h.of_type("FILE_TRANSFER_PROTOCOL"), 1)
+        reply = h.last("FILE_TRANSFER_PROTOCOL")
+        assert reply.target_system == 255 and HEADER.unpack_from(bytes(reply.payload))[2] == 129  # opcode: NAK
+        return True
+    assert run(session)
+
+
 def test_parameters_travel_bytewise_as_px4_sends_them():
     table = ParameterTable()
     spec = SPECS[ParameterTable.index("COM_OBL_RC_ACT")]

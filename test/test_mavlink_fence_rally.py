@@ -134,8 +134,12 @@ def test_a_breach_holds_by_default_and_returns_home_with_gf_action_3():
         assert await upload(h, FENCE, [(geofence.CIRCLE_INCLUSION, 0, 0, 12.0)]) == mav.MAV_MISSION_ACCEPTED
         lat, lon = lat_lon(h, 40, 0)
         assert await h.command(REPOSITION, -1, 0, 0, NAN, lat, lon, NAN) == mav.MAV_RESULT_ACCEPTED
+        geofence_bit = mav.MAV_SYS_STATUS_GEOFENCE
+        status = h.autopilot.telemetry.sys_status()
+        assert status.onboard_control_sensors_present & status.onboard_control_sensors_health & geofence_bit
         assert await h.run_until(lambda: h.autopilot.failsafes.breached, 20)
         assert h.autopilot.mode == FlightMode.HOLD  # GF_ACTION 2 (PX4's default)
+        assert not h.autopilot.telemetry.sys_status().onboard_control_sensors_health & geofence_bit  # the breach
         assert any("Geofence breached" in m.text for m in h.of_type("STATUSTEXT"))
         await h.run_for(3.0)
         assert 12.0 <= h.position[1] < 16.0 and math.hypot(*h.link.kinematics.velocity_world[:2]) < 0.3

@@ -55,6 +55,7 @@ from aerial_sim.physics.battery import Battery, BatteryParams, rotor_shaft_power
 from aerial_sim.mavlink.commander import Commander
 from aerial_sim.mavlink.commands import Commands
 from aerial_sim.mavlink.failsafes import Failsafes
+from aerial_sim.mavlink.file_transfer import reply_payload
 from aerial_sim.mavlink.guidance import Guidance
 from aerial_sim.mavlink.manual_control import ManualControl
 from aerial_sim.mavlink.geofence import check_fence_items, validate_fence_item
@@ -161,6 +162,7 @@ class Autopilot:
         for part in (self.telemetry, self.commands, self.parameter_protocol, self.offboard, self.manual,
                      self.mission_flight):
             self._handlers.update(part.handlers())
+        self._handlers["FILE_TRANSFER_PROTOCOL"] = self._on_file_transfer
         self._guides = {FlightMode.TAKEOFF: self._guide_takeoff, FlightMode.HOLD: self.guidance.follow,
                         FlightMode.OFFBOARD: self.offboard.guide, FlightMode.RTL: self.rtl.guide,
                         FlightMode.MISSION: self.mission_flight.guide,
@@ -230,6 +232,13 @@ class Autopilot:
         except Exception as error:  # a request must never stop the autopilot
             self.errors += 1
             self.logger.warning(f"sysid {self.system_id}: {kind} could not be handled ({type(error).__name__}: {error})")
+
+    def _on_file_transfer(self, message) -> None:
+        """MAVLink FTP: no files here, said at once (:mod:`~aerial_sim.mavlink.file_transfer`)."""
+        payload = reply_payload(message.payload)
+        if payload is not None:
+            self.send(mav.MAVLink_file_transfer_protocol_message(0, message.get_srcSystem(), message.get_srcComponent(),
+                                                               payload))
 
     def send(self, message) -> None:
         try:

@@ -192,9 +192,16 @@ class Telemetry:
             int(round(alt * 1000)), int(eph * 1000), int(epv * 1000), 100, 0, 0)
 
     def sys_status(self):
+        """SYS_STATUS: the sensors, the pack, and the geofence (present and enabled while one is in force, healthy
+        unless breached: MAVProxy and QGroundControl show a breach from that bit)."""
         battery = self.ap.pack
         healthy = SENSORS if self.ap.ready else SENSORS & ~(mav.MAV_SYS_STATUS_SENSOR_GPS | mav.MAV_SYS_STATUS_PREARM_CHECK)
-        return mav.MAVLink_sys_status_message(SENSORS, SENSORS, healthy, 0, int(battery.voltage_v * 1000),
+        failsafes = self.ap.failsafes
+        fence = failsafes.fence_in_force()
+        present = SENSORS | (mav.MAV_SYS_STATUS_GEOFENCE if (fence.areas or fence.max_horizontal_m > 0
+                                                              or fence.max_vertical_m > 0) else 0)
+        healthy |= 0 if failsafes.breached else mav.MAV_SYS_STATUS_GEOFENCE
+        return mav.MAVLink_sys_status_message(present, present, healthy, 0, int(battery.voltage_v * 1000),
                                               int(battery.current_a * 100), battery.remaining_percent, 0, 0, 0, 0, 0,
                                               0, 0, 0, 0)
 
