@@ -44,20 +44,50 @@ def stamp_seconds(stamp) -> float:
 
 
 def test_launched_physics_runs_in_real_time_and_publishes_at_250_hz(launch, ros_node):
+    """Sim time keeps pace with wall time (or the node says it fell behind: a machine too busy to give it the
+    CPU it needs) and every 4 ms period's state is published. Read from the stamps as they arrive: a loaded
+    test process that reads late shifts an arrival, not the pace (the pace is taken between the
+    earliest-delivered state of the first half second and of the last), a deep history keeps one that
+    reads in bursts from losing states, and raw messages (the stamp read from the CDR bytes) keep its
+    reading cheap enough not to fall behind."""
+    import struct
     import time
 
+    from nav_msgs.msg import Odometry
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from rosgraph_msgs.msg import Clock
+
+    def stamp_of(data: bytes) -> float:  # after the 4-byte CDR encapsulation: sec (int32), nanosec (uint32)
+        sec, nanosec = struct.unpack_from("<iI", data, 4)
+        return sec + nanosec * 1e-9
+
     graph = launch("physics.launch.yaml", f"spawn_z:={SPAWN_ALTITUDE_M}")
-    seen = subscribe_truth(ros_node)
-    assert spin_until(ros_node, lambda: len(seen["clock"]) > 10, timeout_s=20), graph.output()
-    wall_start, sim_start, odom_start = time.monotonic(), stamp_seconds(seen["clock"][-1].clock), len(seen["odom"])
-    spin_until(ros_node, lambda: False, timeout_s=3.0)
-    wall_elapsed = time.monotonic() - wall_start
-    sim_elapsed = stamp_seconds(seen["clock"][-1].clock) - sim_start
+    arrivals: list[tuple[float, float]] = []  # (wall time of arrival, stamp)
+    clock: list[float] = []
+    deep = QoSProfile(depth=1500, reliability=ReliabilityPolicy.BEST_EFFORT)  # 6 s of states
+    ros_node.create_subscription(Odometry, "/drone1/ground_truth/odom",
+                                 lambda data: arrivals.append((time.monotonic(), stamp_of(data))), deep, raw=True)
+    ros_node.create_subscription(Clock, "/clock", lambda data: clock.append(stamp_of(data)), deep, raw=True)
+    # A second of states first: what a starting node and this one's discovery do is no part of the pace.
+    assert spin_until(ros_node, lambda: len(clock) > 10 and len(arrivals) > 250, timeout_s=30), graph.output()
+    start = len(arrivals)
+    spin_until(ros_node, lambda: False, timeout_s=5.0)
     assert graph.alive(), graph.output()
-    assert 0.9 < sim_elapsed / wall_elapsed < 1.1, (sim_elapsed, wall_elapsed)
-    odom_rate = (len(seen["odom"]) - odom_start) / wall_elapsed
-    assert 0.9 * 250 < odom_rate < 1.1 * 250, odom_rate
-    clock = [stamp_seconds(m.clock) for m in seen["clock"]]
+    window = arrivals[start:]
+    wall_first, wall_last = window[0][0], window[-1][0]
+    earliest = [min((a for a in window if test(a[0])), key=lambda a: a[0] - a[1])
+                for test in (lambda w: w < wall_first + 0.5, lambda w: w > wall_last - 0.5)]
+    (wall_a, sim_a), (wall_b, sim_b) = earliest
+    pace = (sim_b - sim_a) / (wall_b - wall_a)
+    # Slower only where the node could not keep up (a busy machine) and said so: it drops time lost beyond
+    # 0.25 s, and over these 4 s that alone would be a pace above 0.93.
+    said = pace > 0.9 or spin_until(ros_node, lambda: "behind the wall clock" in graph.output(), timeout_s=10.0)
+    assert pace < 1.1 and said, (pace, earliest, graph.output()[-2000:])
+    stamps = sorted({stamp for _, stamp in window})
+    periods = round((stamps[-1] - stamps[0]) / 0.004) + 1
+    assert all(abs(s / 0.004 - round(s / 0.004)) < 1e-6 for s in stamps), "a state off the 4 ms grid"
+    assert len(stamps) == len(window), "a state published twice"
+    assert len(stamps) >= 0.9 * periods, f"{len(stamps)} of {periods} periods' states arrived"
     assert all(b > a for a, b in zip(clock, clock[1:]))
 
 

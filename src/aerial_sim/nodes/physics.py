@@ -366,6 +366,10 @@ class PhysicsNode(Node):
                     time.sleep(delay)
                 elif delay < -0.25:
                     wall_start -= delay  # fell far behind (e.g. suspended): do not try to catch up
+                    self.get_logger().warning(
+                        f"real time: {-delay:.2f} s behind the wall clock at t = {self.world.time_s:.3f} s, not "
+                        f"caught up (the machine too busy, or the process stopped): sim time runs slower",
+                        throttle_duration_sec=10.0)
             self._apply_inputs()
             self.world.step(params.steps_per_period)
             with self.inputs_lock:
