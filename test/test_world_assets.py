@@ -95,6 +95,41 @@ def write_sphere_glb(path, metallic: float | None, roughness: float | None) -> N
     path.write_bytes(trimesh.Scene(mesh).export(file_type="glb"))
 
 
+def test_the_metallic_roughness_texture_makes_each_part_of_one_quad_the_material_its_texels_say(tmp_path):
+    """A quad whose metallicRoughnessTexture is a smooth metal (blue 255, green 77: roughness 0.3) on its left
+    half and a rough dielectric (blue 0, green 255) on its right shades each half as a quad of those factors
+    does (the texture multiplies metallicFactor = roughnessFactor = 1), in the kernel and the NumPy reference."""
+    vertices = np.array([[-1.0, -1.0, 0.0], [1.0, -1.0, 0.0], [1.0, 1.0, 0.0], [-1.0, 1.0, 0.0]])
+    faces = np.array([[0, 1, 2], [0, 2, 3]])
+    uv = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
+    texels = np.zeros((8, 8, 3), np.uint8)
+    texels[:, :4] = (0, 77, 255)
+    texels[:, 4:] = (0, 255, 0)
+    quads = {"mapped": dict(metallicRoughnessTexture=Image.fromarray(texels), metallicFactor=1.0, roughnessFactor=1.0),
+             "metal": dict(metallicFactor=1.0, roughnessFactor=77 / 255), "rough": dict(metallicFactor=0.0,
+                                                                                      roughnessFactor=1.0)}
+    frames = {}
+    sun = (0.3, -0.8, 0.5)
+    for name, factors in quads.items():
+        material = trimesh.visual.material.PBRMaterial(baseColorFactor=[180, 120, 90, 255], **factors)
+        mesh = trimesh.Trimesh(vertices, faces, visual=trimesh.visual.TextureVisuals(uv=uv, material=material),
+                               process=False)
+        (tmp_path / f"{name}.glb").write_bytes(trimesh.Scene(mesh).export(file_type="glb"))
+        scene = load_scene(str(scene_file(tmp_path, f"""\
+            objects:
+              - {{name: quad, shape: mesh, file: {name}.glb, scale: 2.0, position: [0, 6, 5], segmentation_id: 7}}
+        """, name=f"{name}.yaml")))
+        camera = CameraModel(CameraParams(width=120, height=90, sun_direction_enu=sun, ambient=0.1), scene)
+        frames[name] = [camera.render((0.0, 0.0, 5.0), NORTH, reference=r).color.astype(int) for r in (False, True)]
+        assert np.abs(frames[name][0] - frames[name][1]).max() <= 1  # kernel and reference agree
+    # The quad, 4 m wide 5.9 m ahead, spans columns 40-80 and rows 25-65 (f = 60 px); a texel is 5 px wide.
+    left, right, rows = slice(42, 54), slice(66, 78), slice(28, 62)
+    mapped, metal, rough = frames["mapped"][0], frames["metal"][0], frames["rough"][0]
+    assert np.abs(mapped[rows, left] - metal[rows, left]).max() <= 2
+    assert np.abs(mapped[rows, right] - rough[rows, right]).max() <= 2
+    assert np.abs(metal[rows, right] - rough[rows, right]).mean() > 10  # the two materials do look different
+
+
 def test_gltf_metallic_roughness_smooth_metal_shines_at_the_mirror_point_and_rough_dielectric_is_lambertian(tmp_path):
     """Two spheres under the same sun, seen by one camera: the smooth metal (metallic 1, roughness 0.3) is brightest
     where its normal is the half vector of sun and view (the mirror point) and near black where it faces the sun

@@ -9,8 +9,9 @@ their corners and the material's base colour and base-colour texture:
   ``roughnessFactor`` are kept (Khronos glTF 2.0 spec, sec. 3.9.2; the camera shades them with the
   spec's BRDF, :mod:`aerial_sim.world.render_kernels`). A factor the file leaves out takes the spec's
   default, **1** for both: a material with no ``metallicFactor`` is a metal, as in every glTF viewer
-  (trimesh reports it as None). The ``metallicRoughnessTexture`` and ``KHR_materials_*`` extensions
-  are ignored.
+  (trimesh reports it as None). The ``metallicRoughnessTexture`` multiplies them (metalness from its
+  blue channel, roughness from its green, sampled at the base colour's texture coordinates, TEXCOORD_0);
+  ``KHR_materials_*`` extensions are ignored.
 - OBJ with an MTL file: ``Kd`` and ``map_Kd`` (Wavefront MTL); an OBJ without one, and STL,
   carry no material and take the scene object's colour.
 
@@ -55,10 +56,12 @@ class SurfacePart:
     texture: np.ndarray | None = None
     metallic: float | None = None
     roughness: float | None = None
+    pbr_texture: np.ndarray | None = None  # glTF metallicRoughnessTexture (H, W, 3) uint8: G roughness, B metalness
 
     def transformed(self, transform: np.ndarray) -> SurfacePart:
         corners = self.triangles @ transform[:3, :3].T + transform[:3, 3]
-        return SurfacePart(corners, self.uv, self.base_color, self.texture, self.metallic, self.roughness)
+        return SurfacePart(corners, self.uv, self.base_color, self.texture, self.metallic, self.roughness,
+                           self.pbr_texture)
 
 
 def load_asset(path: Path, where: str, gltf_y_up: bool = True) -> list[SurfacePart]:
@@ -97,15 +100,18 @@ def _part_of(mesh: trimesh.Trimesh, path: Path, where: str) -> SurfacePart:
     material = visual.material
     uv = getattr(visual, "uv", None)
     color, image = _material_color_and_image(material)
-    if image is not None and (uv is None or len(uv) != len(mesh.vertices)):
+    pbr_image = getattr(material, "metallicRoughnessTexture", None)
+    if (image is not None or pbr_image is not None) and (uv is None or len(uv) != len(mesh.vertices)):
         raise ParamsError(f"{where}: {path.name}: a textured material without texture coordinates")
-    corner_uv = None if uv is None or image is None else np.asarray(uv, np.float32)[mesh.faces]
+    corner_uv = None if uv is None or (image is None and pbr_image is None) else np.asarray(uv, np.float32)[mesh.faces]
     texture = None if image is None else np.ascontiguousarray(np.asarray(image.convert("RGB"), np.uint8))
-    metallic = roughness = None
+    metallic = roughness = pbr_texture = None
     if isinstance(material, trimesh.visual.material.PBRMaterial):  # glTF: absent factors are the spec's 1
         metallic, roughness = (float(np.clip(1.0 if value is None else value, 0.0, 1.0))
                                for value in (material.metallicFactor, material.roughnessFactor))
-    return SurfacePart(triangles, corner_uv, color, texture, metallic, roughness)
+        if pbr_image is not None:
+            pbr_texture = np.ascontiguousarray(np.asarray(pbr_image.convert("RGB"), np.uint8))
+    return SurfacePart(triangles, corner_uv, color, texture, metallic, roughness, pbr_texture)
 
 
 def _material_color_and_image(material):

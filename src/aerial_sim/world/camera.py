@@ -345,7 +345,8 @@ class CameraModel:
             self._sun_visibility(origin, directions, hits), surfaces.uv_plane, surfaces.texture,
             surfaces.albedo, surfaces.texels, surfaces.texture_table, self._albedo_lut[1], self._sun, self._ambient,
             self._lit_share, float(self.scene.ground.checker_size_m), self._sky, self._sky_zenith,
-            lighting.sky_zenith_color is not None, self._fog_density, self._fog, self._gain, self._pbr, rgb)
+            lighting.sky_zenith_color is not None, self._fog_density, self._fog, self._gain, self._pbr,
+            self._pbr_texture, rgb)
         return rgb
 
     def _color_reference(self, origin: np.ndarray, directions: np.ndarray, hits) -> np.ndarray:
@@ -373,8 +374,15 @@ class CameraModel:
         pbr = np.flatnonzero(on_triangle)
         pbr = pbr[self._pbr[triangle[pbr], 0] >= 0]
         if len(pbr):  # glTF metallic-roughness surfaces (render_kernels' docstring)
-            rgb[pbr] = self._pbr_color(albedo[pbr], hits.normal[pbr], -directions[pbr], cosine[pbr],
-                                       self._pbr[triangle[pbr]])
+            factors = self._pbr[triangle[pbr]].copy()
+            mapped = self._pbr_texture[triangle[pbr]] >= 0
+            if mapped.any():  # metallicRoughnessTexture: blue x metallic, green x roughness
+                rows = pbr[mapped]
+                sample = self._sample_textures(origin, directions[rows], hits.distance[rows], triangle[rows],
+                                               self._pbr_texture[triangle[rows]])
+                factors[mapped, 0] *= sample[:, 2]
+                factors[mapped, 1] *= sample[:, 1]
+            rgb[pbr] = self._pbr_color(albedo[pbr], hits.normal[pbr], -directions[pbr], cosine[pbr], factors)
         if self._gain != 1:
             rgb *= self._gain
         if self._fog_density > 0:
@@ -389,6 +397,11 @@ class CameraModel:
     def _pbr(self) -> np.ndarray:
         pbr = self.caster.surfaces.pbr
         return pbr if pbr is not None else np.full((self.caster.surfaces.count, 2), -1.0, np.float32)
+
+    @property
+    def _pbr_texture(self) -> np.ndarray:
+        index = self.caster.surfaces.pbr_texture
+        return index if index is not None else np.full(self.caster.surfaces.count, -1, np.int32)
 
     def _pbr_color(self, albedo, normal, view, cosine, pbr) -> np.ndarray:
         """NumPy version of the glTF BRDF of :func:`~aerial_sim.world.render_kernels.shade_surfaces` (float32)."""
@@ -411,9 +424,11 @@ class CameraModel:
         direct = (one - fresnel) * (one - metallic) * albedo + d_g[:, None] * fresnel * np.float32(255.0)
         return (self._ambient * albedo + self._lit_share * cosine[:, None] * direct).astype(np.float32)
 
-    def _sample_textures(self, origin, directions, distance, triangle) -> np.ndarray:
-        """Bilinear texture samples / 255 (M, 3) at the hits on textured triangles (as the kernel samples)."""
+    def _sample_textures(self, origin, directions, distance, triangle, texture=None) -> np.ndarray:
+        """Bilinear texture samples / 255 (M, 3) at the hits on textured triangles (as the kernel samples), of their
+        base-colour texture or of ``texture`` (M,) (indices into the texture table)."""
         surfaces = self.caster.surfaces
+        texture = surfaces.texture[triangle] if texture is None else texture
         points = origin + directions * distance[:, None].astype(np.float64)
         corners = surfaces.triangles[triangle]
         e1, e2, q = corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0], points - corners[:, 0]
@@ -424,8 +439,8 @@ class CameraModel:
         weights = np.stack([1.0 - b1 - b2, b1, b2], axis=1)
         uv = np.einsum("nk,nkc->nc", weights, surfaces.uv[triangle].astype(np.float64))
         out = np.empty((len(triangle), 3), np.float32)
-        for k in np.unique(surfaces.texture[triangle]):
-            rows = surfaces.texture[triangle] == k
+        for k in np.unique(texture):
+            rows = texture == k
             offset, width, height = surfaces.texture_table[k]
             image = surfaces.texels[offset:offset + width * height * 3].reshape(height, width, 3).astype(np.float32)
             x = (uv[rows, 0] - np.floor(uv[rows, 0])) * width - 0.5

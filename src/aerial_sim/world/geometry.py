@@ -132,7 +132,8 @@ class SceneSurfaces:
     ``uv`` (T, 3, 2) float32 corner texture coordinates (0 where untextured); ``texture`` (T,) int32 index into
     ``texture_table`` or -1; ``albedo`` (T, 3) float32 base colour 0-255 (multiplies the texture, / 255);
     ``texels`` all textures' RGB bytes, flat; ``texture_table`` (K, 3) int64 (offset, width, height);
-    ``pbr`` (T, 2) float32 glTF (metallic, roughness), metallic -1 for a surface shaded by Lambert's law alone.
+    ``pbr`` (T, 2) float32 glTF (metallic, roughness), metallic -1 for a surface shaded by Lambert's law alone;
+    ``pbr_texture`` (T,) int32 index into ``texture_table`` of its metallicRoughnessTexture, or -1.
     """
 
     triangles: np.ndarray
@@ -143,6 +144,7 @@ class SceneSurfaces:
     texels: np.ndarray
     texture_table: np.ndarray
     pbr: np.ndarray | None = None
+    pbr_texture: np.ndarray | None = None
 
     @property
     def count(self) -> int:
@@ -159,7 +161,8 @@ class SceneSurfaces:
         for the weights.
         """
         plane = np.zeros((self.count, 8))
-        textured = np.flatnonzero(self.texture >= 0)
+        textured = np.flatnonzero((self.texture >= 0) | (self.pbr_texture >= 0 if self.pbr_texture is not None
+                                                         else False))
         if len(textured) == 0:
             return plane
         corners, uv = self.triangles[textured], self.uv[textured].astype(np.float64)
@@ -188,7 +191,7 @@ def scene_surfaces(scene: Scene) -> SceneSurfaces:
         terrain = scene.terrain
         chunks.append((terrain.triangles, SURFACE_GROUND, terrain.corner_uv if terrain.texture is not None else None,
                        scene.object_color(scene.ground) if terrain.texture is None else (255.0, 255.0, 255.0),
-                       terrain.texture, lambert))
+                       terrain.texture, lambert, None))
     for index, obj in enumerate(scene.objects):
         for part in object_parts(obj, scene):
             if obj.color is not None or part.base_color is None:
@@ -196,26 +199,27 @@ def scene_surfaces(scene: Scene) -> SceneSurfaces:
             else:
                 color = part.base_color
             pbr = lambert if part.metallic is None else (part.metallic, part.roughness)
-            chunks.append((part.triangles, 2 + index, part.uv, color, part.texture, pbr))
+            chunks.append((part.triangles, 2 + index, part.uv, color, part.texture, pbr, part.pbr_texture))
     textures: list[np.ndarray] = []
     texture_ids: dict[int, int] = {}
-    triangles, surface, uv, texture, albedo, pbrs = [], [], [], [], [], []
-    for corners, kind, corner_uv, color, image, pbr in chunks:
+    triangles, surface, uv, texture, albedo, pbrs, pbr_textures = [], [], [], [], [], [], []
+
+    def texture_id(image) -> int:
+        if id(image) not in texture_ids:
+            texture_ids[id(image)] = len(textures)
+            textures.append(image)
+        return texture_ids[id(image)]
+
+    for corners, kind, corner_uv, color, image, pbr, pbr_image in chunks:
         count = len(corners)
         pbrs.append(np.tile(np.asarray(pbr, np.float32), (count, 1)))
+        pbr_textures.append(np.full(count, -1 if pbr_image is None or corner_uv is None else texture_id(pbr_image),
+                                    np.int32))
         triangles.append(np.asarray(corners, np.float64))
         surface.append(np.full(count, kind, np.int32))
         albedo.append(np.tile(np.asarray(color, np.float32), (count, 1)))
-        if image is None or corner_uv is None:
-            uv.append(np.zeros((count, 3, 2), np.float32))
-            texture.append(np.full(count, -1, np.int32))
-        else:
-            key = id(image)
-            if key not in texture_ids:
-                texture_ids[key] = len(textures)
-                textures.append(image)
-            uv.append(np.asarray(corner_uv, np.float32))
-            texture.append(np.full(count, texture_ids[key], np.int32))
+        uv.append(np.zeros((count, 3, 2), np.float32) if corner_uv is None else np.asarray(corner_uv, np.float32))
+        texture.append(np.full(count, -1 if image is None or corner_uv is None else texture_id(image), np.int32))
     table = np.zeros((len(textures), 3), np.int64)
     offset = 0
     for k, image in enumerate(textures):
@@ -230,7 +234,7 @@ def scene_surfaces(scene: Scene) -> SceneSurfaces:
         triangles=joined(triangles, np.empty((0, 3, 3))), surface=joined(surface, np.empty(0, np.int32)),
         uv=joined(uv, np.empty((0, 3, 2), np.float32)), texture=joined(texture, np.empty(0, np.int32)),
         albedo=joined(albedo, np.empty((0, 3), np.float32)), texels=np.ascontiguousarray(texels), texture_table=table,
-        pbr=joined(pbrs, np.empty((0, 2), np.float32)),
+        pbr=joined(pbrs, np.empty((0, 2), np.float32)), pbr_texture=joined(pbr_textures, np.empty(0, np.int32)),
     )
     scene.cache["surfaces"] = surfaces
     return surfaces

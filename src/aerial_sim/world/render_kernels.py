@@ -98,7 +98,7 @@ def merge_hits(origins, directions, tfar, prim, ng, surface_of_triangle, ground_
 @njit(cache=True, nogil=True, error_model="numpy")
 def shade_surfaces(origin, directions, distance, surface, triangle, normal, lit, uv_plane, texture_of,
                    albedo_of, texels, texture_table, ground_albedo, sun, ambient, lit_share, checker_size_m,
-                   sky_horizon, sky_zenith, sky_gradient, fog_density, fog_color, gain, pbr_of, out):
+                   sky_horizon, sky_zenith, sky_gradient, fog_density, fog_color, gain, pbr_of, pbr_texture_of, out):
     """Shaded uint8 RGB per ray into ``out`` (N, 3):
     colour = albedo x (a + (1 - a) direct max(0, n.s) lit) x gain, fogged, + 0.5, clipped to 255.
 
@@ -112,7 +112,8 @@ def shade_surfaces(origin, directions, distance, surface, triangle, normal, lit,
     ``lit`` (N,) uint8, 0 where the sun is hidden (shadow); ``uv_plane`` (T, 8) float64,
     ``texture_of`` (T,) int32, ``albedo_of`` (T, 3) float32: the
     :class:`~aerial_sim.world.geometry.SceneSurfaces` arrays, as ``pbr_of`` (T, 2) float32 (metallic,
-    roughness; metallic < 0: Lambert); ``ambient`` = a and ``lit_share`` =
+    roughness; metallic < 0: Lambert) and ``pbr_texture_of`` (T,) int32 (its metallicRoughnessTexture in
+    ``texture_table``, -1 none: blue x metallic, green x roughness); ``ambient`` = a and ``lit_share`` =
     (1 - a) x direct light, float32. (One loop, no per-pixel call: a call with these
     arguments costs more than the shading.)
     """
@@ -178,12 +179,23 @@ def shade_surfaces(origin, directions, distance, surface, triangle, normal, lit,
         if fog_density > 0:
             fog = np.float32(1.0 - math.exp(-fog_density * distance[i]))
         if w >= 0 and pbr_of[w, 0] >= 0:  # a glTF metallic-roughness surface: the BRDF (module docstring)
-            metallic = pbr_of[w, 0]
+            metallic, roughness = pbr_of[w, 0], pbr_of[w, 1]
+            k = pbr_texture_of[w]
+            if k >= 0:
+                px = origin[0] + np.float64(directions[i, 0] * distance[i])
+                py = origin[1] + np.float64(directions[i, 1] * distance[i])
+                pz = origin[2] + np.float64(directions[i, 2] * distance[i])
+                u = uv_plane[w, 0] * px + uv_plane[w, 1] * py + uv_plane[w, 2] * pz + uv_plane[w, 3]
+                v = uv_plane[w, 4] * px + uv_plane[w, 5] * py + uv_plane[w, 6] * pz + uv_plane[w, 7]
+                i00, i01, i10, i11, fx, fy = _texel_corners(u, v, texture_table[k, 0], texture_table[k, 1],
+                                                            texture_table[k, 2])
+                roughness = roughness * _bilinear(texels, i00 + 1, i01 + 1, i10 + 1, i11 + 1, fx, fy)
+                metallic = metallic * _bilinear(texels, i00 + 2, i01 + 2, i10 + 2, i11 + 2, fx, fy)
             d_g = np.float32(0.0)  # pi D G / (4 n.l n.v), and Schlick's (1 - v.h)^5
             fresnel_w = np.float32(0.0)
             if cosine > 0:
                 d_g, fresnel_w = _ggx(normal[i, 0], normal[i, 1], normal[i, 2], -directions[i, 0], -directions[i, 1],
-                                      -directions[i, 2], sun[0], sun[1], sun[2], cosine, pbr_of[w, 1])
+                                      -directions[i, 2], sun[0], sun[1], sun[2], cosine, roughness)
             for c in range(3):
                 albedo = r if c == 0 else (g if c == 1 else b)
                 f0 = np.float32(0.04) * (np.float32(1.0) - metallic) + albedo * np.float32(1.0 / 255.0) * metallic
@@ -206,6 +218,28 @@ def shade_surfaces(origin, directions, distance, surface, triangle, normal, lit,
             if fog_density > 0:
                 value = value + (fog_color[c] - value) * fog
             out[i, c] = np.uint8(min(value + half, np.float32(255.0)))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _texel_corners(u, v, offset, width, height):
+    """Flat indices of the four texels around texture coordinates (u, v) (repeat wrapping, (0, 0) bottom-left)
+    and the bilinear weights (fx, fy): the base-colour sampling of :func:`shade_surfaces`."""
+    x = (u - math.floor(u)) * width - 0.5
+    y = (1.0 - (v - math.floor(v))) * height - 0.5
+    x0, y0 = math.floor(x), math.floor(y)
+    fx, fy = np.float32(x - x0), np.float32(y - y0)
+    xa, ya = int(x0), int(y0)
+    if xa < 0:
+        xa += width
+    if ya < 0:
+        ya += height
+    xb, yb = xa + 1, ya + 1
+    if xb == width:
+        xb = 0
+    if yb == height:
+        yb = 0
+    return (offset + (ya * width + xa) * 3, offset + (ya * width + xb) * 3, offset + (yb * width + xa) * 3,
+            offset + (yb * width + xb) * 3, fx, fy)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -258,4 +292,4 @@ def warm_up(shading: bool = False) -> None:
                        np.full(1, -1, np.int32), np.zeros((1, 3), np.float32), np.zeros(3, np.uint8),
                        np.zeros((0, 3), np.int64), colour, np.array([0.0, 0.0, 1.0], np.float32), np.float32(0.35),
                        np.float32(0.65), 1.0, colour, colour, False, np.float32(0.0), colour, np.float32(1.0),
-                       np.zeros((1, 2), np.float32), np.empty((1, 3), np.uint8))
+                       np.zeros((1, 2), np.float32), np.full(1, -1, np.int32), np.empty((1, 3), np.uint8))
