@@ -90,11 +90,17 @@ def read_bag(bag_dir):
 def test_every_topic_is_recorded_with_its_type_and_count(recorded_flight):
     run_dir, published, log = recorded_flight
     types, counts, stamps, log_times = read_bag(run_dir / "bag")
-    for topic, (msgtype, _) in FLIGHT_TOPICS.items():
+    report = (run_dir / "recording.txt").read_text().splitlines()
+    for topic, (msgtype, hz) in FLIGHT_TOPICS.items():
         assert types.get(topic) == msgtype, f"{topic} missing or wrong type in {types}"
-        assert abs(counts[topic] - published[topic]) <= 0.02 * published[topic], (
-            f"{topic}: recorded {counts[topic]} of {published[topic]} published\n{log}"
-        )
+        # Best effort: a busy machine may drop some. Each stream is published at its exact rate, so a drop
+        # is a gap in the stamps, and the run report must count every one; more than a tenth is a failure.
+        recorded, in_span = counts[topic], round((stamps[topic][-1] - stamps[topic][0]) * hz / 1e9) + 1
+        assert published[topic] - 2 <= in_span <= published[topic], f"{topic}: first or last message missing"
+        assert recorded >= 0.9 * published[topic], f"{topic}: recorded {recorded} of {published[topic]}\n{log}"
+        row = next(line for line in report if line.strip().startswith(topic))
+        if in_span > recorded and topic != COLOR:  # (the colour camera's configured rate is not its own)
+            assert f"{in_span - recorded} in stamp gaps" in row, (topic, in_span - recorded, row)
         assert np.all(np.diff(stamps[topic]) > 0), f"{topic}: header stamps not increasing"
         assert np.all(np.diff(log_times[topic]) >= 0), f"{topic}: bag times go backwards"
     assert types["/clock"] == "rosgraph_msgs/msg/Clock"
