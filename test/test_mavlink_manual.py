@@ -154,3 +154,16 @@ def test_the_throttle_takes_off_in_altitude_mode_and_the_sticks_wait_on_the_grou
         assert h.position[2] - ground > 2.0
         return True
     assert run(flight)
+
+
+def test_throttle_down_in_altitude_mode_lands_and_disarms_after_com_disarm_land():
+    async def flight(h):
+        await take_off(h, 3.0)
+        await switch(h, FlightMode.ALTCTL)
+        await sticks(h, 2.5, z=0)  # full descent, 1.5 m/s: on the ground after about 2 s
+        assert h.link.controller_mode != "disarmed"  # resting, but not yet for COM_DISARM_LAND (2 s)
+        await sticks(h, 3.5, z=0)
+        assert h.link.controller_mode == "disarmed" and not h.autopilot.armed
+        assert h.position[2] < 0.2 and any("landed (Altitude" in line for _, line in h.logger.lines)
+        return True
+    assert run(flight)

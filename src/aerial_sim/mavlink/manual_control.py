@@ -21,6 +21,12 @@ On the ground (armed, not yet flying) the sticks wait for a takeoff: Position an
 the throttle above 65 % (PX4's ``FlightTaskManualAltitude::_checkTakeoff``), Stabilized, Manual and
 Acro for any throttle above 5 %. Sticks silent for longer than COM_RC_LOSS_T hand over to
 :class:`~aerial_sim.mavlink.failsafes.Failsafes` (the vehicle holds its position).
+
+Landing with the sticks: while the throttle asks to go down (Altitude: a descent of at least twice
+``LANDED_SPEED_M_S``; Stabilized, Manual and Acro: the stick under 40 %, thrust under hover) and the vehicle no longer moves (speed under ``LANDED_SPEED_M_S``) for
+COM_DISARM_LAND seconds, it is landed, as PX4's land detector finds it (low thrust, no vertical
+motion) before it disarms after COM_DISARM_LAND: the flight controller's ``land`` service then
+settles it and disarms (COM_DISARM_LAND < 0: never).
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ from aerial_sim.mavlink.modes import FlightMode
 
 #: Throttle stick above which Position and Altitude take off from the ground (PX4: stick above 65 %).
 TAKEOFF_THROTTLE = 0.65
+#: A vehicle asked to go down that moves slower than this is resting on something, m/s.
+LANDED_SPEED_M_S = 0.15
 #: An altitude setpoint runs at most this far ahead of the vehicle while the throttle asks to climb or
 #: sink (a vehicle that cannot follow, e.g. on the ground, must not wind it up), m.
 MAX_ALTITUDE_LEAD_M = 3.0
@@ -52,6 +60,7 @@ class ManualControl:
         self.altitude_setpoint: float | None = None  # Altitude: the locked altitude (None: braking or moving)
         self._altitude_target: float | None = None  # Altitude: the altitude sent while the throttle is off centre
         self._last_time: float | None = None
+        self._resting_since: float | None = None  # the stick land detector
 
     def handlers(self) -> dict:
         return {"MANUAL_CONTROL": self.on_manual_control}
@@ -109,12 +118,41 @@ class ManualControl:
             if throttle <= wanted:
                 return
         self.holding = False
+        if self._landed(throttle):
+            return
         if ap.mode == FlightMode.ALTCTL:
             self._altitude(pitch, roll, throttle, yaw, dt)
         elif ap.mode == FlightMode.ACRO:
             self._acro(pitch, roll, throttle, yaw)
         else:
             self._stabilized(pitch, roll, throttle, yaw, dt)
+
+    def _landed(self, throttle: float) -> bool:
+        """The stick land detector: True (and the ``land`` service called once) when the vehicle, asked down,
+        has rested for COM_DISARM_LAND seconds."""
+        ap = self.ap
+        delay = ap.parameters["COM_DISARM_LAND"]
+        if ap.link.controller_mode == "landing":
+            return True
+        if ap.mode == FlightMode.ALTCTL:  # asked to sink clearly faster than a resting vehicle moves
+            p = ap.parameters
+            down = stick_mapping.climb_rate(throttle, ap.params.stick_deadband, p["MPC_Z_VEL_MAX_UP"],
+                                            p["MPC_Z_VEL_MAX_DN"]) <= -2.0 * LANDED_SPEED_M_S
+        else:  # thrust well under hover: a vehicle in the air would be sinking faster and faster
+            down = throttle < 0.4
+        speed = math.sqrt(sum(v * v for v in ap.state.velocity_world))
+        if delay < 0 or not ap.flying or not down or speed >= LANDED_SPEED_M_S:
+            self._resting_since = None
+            return False
+        if self._resting_since is None:
+            self._resting_since = ap.now
+        if ap.now - self._resting_since < delay:
+            return False
+        self._resting_since = None
+        ap.logger.info(f"sysid {ap.system_id}: landed ({ap.mode.value}, throttle down, at rest for {delay:g} s): "
+                       "disarming")
+        ap.spawn(ap.guidance.land())
+        return True
 
     # -- the modes --------------------------------------------------------------------------
     def _position(self, pitch: float, roll: float, throttle: float, yaw: float) -> None:

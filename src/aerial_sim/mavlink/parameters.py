@@ -56,7 +56,7 @@ SPECS: tuple[ParamSpec, ...] = (
     ParamSpec("COM_OF_LOSS_T", 1.0, 0.0, 60.0, False, "offboard setpoints older than this are lost, s"),
     ParamSpec("COM_OBL_RC_ACT", 0, 0, 7, True, "offboard loss action: 0 Position, 1 Altitude, 2 Manual, 3 Return, 4 Land, 5 Hold"),
     ParamSpec("COM_RC_LOSS_T", 0.5, 0.0, 35.0, False, "MANUAL_CONTROL older than this is lost (vehicle holds), s"),
-    ParamSpec("COM_DISARM_LAND", 2.0, -1.0, 20.0, False, "disarm after landing (the built-in controller disarms at touchdown), s"),
+    ParamSpec("COM_DISARM_LAND", 2.0, -1.0, 20.0, False, "stick modes: at rest with the throttle down this long is landed, then disarmed (-1: never); elsewhere the controller disarms at touchdown, s"),
     ParamSpec("GF_ACTION", 2, 0, 5, True, "geofence breach action: 0 none, 1 warning, 2 Hold, 3 Return, 4 terminate (lands here), 5 Land"),
     ParamSpec("GF_MAX_HOR_DIST", 0.0, 0.0, 10000.0, False, "geofence: largest horizontal distance from home (0: off), m"),
     ParamSpec("GF_MAX_VER_DIST", 0.0, 0.0, 10000.0, False, "geofence: largest height above home (0: off), m"),
