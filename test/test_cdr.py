@@ -503,3 +503,29 @@ def test_encoded_battery_states_read_back_as_rclpys_with_zero_padding():
         encoded, theirs = encode_battery_state_of(message), serialize_message(message)
         assert deserialize_message(encoded, BatteryState) == deserialize_message(theirs, BatteryState)
         assert len(encoded) <= len(theirs) and all(ours in (0, byte) for ours, byte in zip(encoded, theirs))
+
+
+@requires_ros
+def test_zero_padded_bytes_of_a_marker_array_read_back_equal_and_repeat_in_any_process():
+    """The scene markers' one latched message: rclpy's bytes carry what its buffer held after each
+    Marker.frame_locked; these are the message alone (issue 32), the same in every process."""
+    import subprocess
+    import sys
+
+    from rclpy.serialization import deserialize_message
+    from visualization_msgs.msg import Marker, MarkerArray
+
+    from aerial_sim.nodes.ros.zero_padding import zero_padded_bytes
+
+    script = ("from visualization_msgs.msg import Marker, MarkerArray\n"
+              "from aerial_sim.nodes.ros.zero_padding import zero_padded_bytes\n"
+              "m = MarkerArray(markers=[Marker(ns='scene', id=i, type=1, text='x' * i) for i in range(5)])\n"
+              "for k in m.markers: k.header.frame_id = 'map'\n"
+              "print(zero_padded_bytes(m).hex())\n")
+    markers = MarkerArray(markers=[Marker(ns="scene", id=i, type=1, text="x" * i) for i in range(5)])
+    for marker in markers.markers:
+        marker.header.frame_id = "map"
+    ours = zero_padded_bytes(markers)
+    assert deserialize_message(ours, MarkerArray) == markers
+    other = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60)
+    assert bytes.fromhex(other.stdout.strip()) == ours

@@ -21,6 +21,7 @@ from aerial_sim.nodes.ros.clocks import InputStampClock
 from aerial_sim.nodes.ros.parameters import declare_params
 from aerial_sim.nodes.ros.qos import LATCHED_QOS
 from aerial_sim.nodes.ros.run import run_node
+from aerial_sim.nodes.ros.zero_padding import zero_padded_bytes
 from aerial_sim.viewer.scene_view import Primitive, scene_primitives
 from aerial_sim.world.scene import load_scene
 
@@ -65,7 +66,8 @@ class SceneMarkers(Node):
             markers=[to_marker(p, i, self.params.frame_id, self.params.alpha) for i, p in enumerate(primitives)]
         )
         self.publisher = self.create_publisher(MarkerArray, "scene_markers", LATCHED_QOS)
-        self.publisher.publish(self.markers)
+        # Zero padding: rclpy's bytes differ from process to process after each Marker.frame_locked (issue 32).
+        self.publisher.publish(zero_padded_bytes(self.markers))
         InputStampClock(self)  # stamped 0 ("latest"): this node needs no /clock at all
         self.get_logger().info(f"scene '{scene.name}': {len(primitives)} markers on {self.publisher.topic_name}")
 

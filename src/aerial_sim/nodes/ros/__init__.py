@@ -23,5 +23,6 @@ Nothing here is an executable (executables are the modules of :mod:`aerial_sim.n
 ``run``                ``run_node``: the ``main()`` of every node executable
 ``process``            signals, start-up and exit rules of a node process
 ``swarm_link``         a fleet process's ``/swarm/state`` and ``/swarm/motor_commands``
+``zero_padding``       CDR bytes of a typed message with zero padding (identical bags)
 =====================  ==========================================================================
 """
