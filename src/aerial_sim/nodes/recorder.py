@@ -393,6 +393,7 @@ class Recorder(Node):
             if clock_ns < self.sim_clock.latest_ns:  # /physics/restart: a new run owes ~/written from 0
                 self._written_due_ns = -1
                 self._participant_latest.clear()
+                self._wall_span = WallSpan()  # and its real-time factor starts with it
             self.sim_clock.advance(clock_ns)
             self._clock_in_bag = True
             if self.send_clock is not None and sent_ns:
@@ -567,6 +568,7 @@ class Recorder(Node):
         with self._lock:
             self._close_bag()
             closed = time.monotonic()
+            writer.custom_data.update(self.writer.custom_data)  # configured rates, transport losses so far
             self.writer, self.run_dir, self.log_writer = writer, run_dir, log_writer
             for topic, (msgtype, offered) in self._topic_types.items():
                 writer.add_topic(topic, msgtype, offered)
