@@ -16,9 +16,14 @@ module imports it, and only when ``--backend ray`` is chosen.
   manifest is written by the driver.
 - Every node needs the same aerial_sim installed (the same venv path or
   package version): tasks are pickled by reference to this module.
-- Ray's own retries are off (``max_retries=0``); a task whose worker died
-  (node lost, out of memory) is recorded as a failed run, retried on the next
-  ``batch`` command like any other failed run.
+- A task whose Ray worker or node died (a machine lost, out of memory) is run
+  again by Ray elsewhere, up to :data:`SYSTEM_FAILURE_RETRIES` times
+  (``max_retries``; Ray retries only such system failures, never a run that
+  failed by itself: that one's own retries are :func:`execute_run`'s); the new
+  attempt stops what the lost one left and clears its folder. A task lost more
+  often than that is recorded as a failed run, retried on the next ``batch``
+  command like any other failed run. ``test/test_batch_ray_netns.py`` kills a
+  worker node mid-sweep (two network namespaces on one machine).
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ from typing import Callable, Sequence
 from aerial_sim.batch.manifest import FAILED, write_result
 from aerial_sim.batch.sweep import RunOptions, RunSpec
 
+#: Times Ray runs a task again whose worker process or node died (never for a run that failed by itself).
+SYSTEM_FAILURE_RETRIES = 2
 #: Object store of a local Ray instance: runs return small dicts, so Ray's minimum is plenty.
 LOCAL_OBJECT_STORE_BYTES = 100 * 1024 * 1024
 
@@ -73,7 +80,7 @@ def run_ray(
             logging_level="WARNING",
         )
     try:
-        task = ray.remote(run_task).options(num_cpus=options.cpus, max_retries=0)
+        task = ray.remote(run_task).options(num_cpus=options.cpus, max_retries=SYSTEM_FAILURE_RETRIES)
         refs = {task.remote(run, str(out_dir), str(launch_file), options, domain_ids): run for run in runs}
         while refs:
             if stop.is_set():
