@@ -426,3 +426,56 @@ def test_post_processing_without_plots_writes_the_report_and_no_png(tmp_path):
     report = json.loads((run / "bag_report.json").read_text())
     assert report["topics"]["/drone1/ground_truth/odom"]["count"] == 50 and (run / "recording.txt").is_file()
     assert not list(run.glob("*.png"))
+
+
+def small_run(folder: Path) -> Path:
+    """A landed run's folder: a 50-sample odometry bag, its track and metrics."""
+    import json
+
+    from test_record_bag import cdr_odometry
+
+    with BagWriter(folder / "bag") as writer:
+        writer.add_topic("/drone1/ground_truth/odom", "nav_msgs/msg/Odometry")
+        for k in range(50):
+            writer.write("/drone1/ground_truth/odom", cdr_odometry(0.004 * k, 0.1 * k), k * 4_000_000)
+    (folder / "track.csv").write_text("time_s,x_m\n" + "".join(f"{0.004 * k:.6f},0\n" for k in range(50)))
+    (folder / "metrics.json").write_text(json.dumps({"mission": {"name": "hop"}}))
+    (folder / "logs").mkdir()
+    return folder
+
+
+def test_the_kept_post_processor_serves_runs_in_one_process_and_survives_a_bad_bag_and_its_death(tmp_path):
+    import json
+    import os
+    import signal
+
+    from aerial_sim.batch.postprocessor import PostProcessor
+
+    processor = PostProcessor(timeout_s=120)
+    runs = [small_run(tmp_path / f"run{k}") for k in range(2)]
+    broken = tmp_path / "broken"
+    (broken / "logs").mkdir(parents=True)
+    (broken / "bag").mkdir()
+    (broken / "bag" / "bag_0.mcap").write_bytes(b"not an mcap file")
+    try:
+        ok, why, cpu_s = processor.run(runs[0], False, False, runs[0] / "logs" / "attempt-1.log")
+        assert ok and why == "" and cpu_s > 0.05  # its first job: the process's start and imports too
+        pid = processor.process.pid
+        ok, why, _ = processor.run(broken, False, False, broken / "logs" / "attempt-1.log")
+        assert not ok and "traceback in the log" in why
+        assert "Traceback" in (broken / "logs" / "attempt-1.log").read_text()
+        ok, _, later_cpu_s = processor.run(runs[1], False, False, runs[1] / "logs" / "attempt-1.log")
+        assert ok and processor.process.pid == pid  # the same process: a bad bag failed its run only
+        for run in runs:
+            report = json.loads((run / "bag_report.json").read_text())
+            assert report["topics"]["/drone1/ground_truth/odom"]["count"] == 50
+        os.kill(pid, signal.SIGKILL)  # a process that dies: the next run gets a new one
+        (runs[1] / "bag_report.json").unlink()
+        ok, why, _ = processor.run(runs[1], False, False, runs[1] / "logs" / "attempt-2.log")
+        assert ok or "died" in why
+        if not ok:  # the job went to the dead process: the run after gets a new one
+            ok, why, _ = processor.run(runs[1], False, False, runs[1] / "logs" / "attempt-3.log")
+        assert ok and processor.process.pid != pid, why
+    finally:
+        processor.close()
+    assert processor.process is None or processor.process.returncode is not None

@@ -34,6 +34,8 @@ Logs: each graph has a folder ``OUT/warm/w<worker>-<graph>/`` (the launch's outp
 CPU: a run's ``cpu_s`` is the CPU of the graph's processes from the landing before (for the first
 run of a graph, from the launch) to its own landing (``/proc``), plus its post-processing; its flight
 share runs from the un-pause (first run: the physics node's ``lockstep: starting``) to its landing.
+Post-processing runs in a kept process per post-processing thread (:mod:`aerial_sim.batch.postprocessor`:
+its imports are paid once, not per run).
 The graph's stop after its last run is not any run's: :func:`run_local_warm` hands it to the batch as
 an entry of status ``graph`` (counted in the batch's all-in CPU figure).
 """
@@ -63,7 +65,6 @@ from aerial_sim.batch.execute import (
     _FlightCpu,
     _last_error,
     _poll,
-    _postprocess,
     _read_json,
     _stop,
     _Usage,
@@ -76,6 +77,8 @@ from aerial_sim.batch.execute import (
 )
 from aerial_sim.batch.hangs import HangWatch, dump_stacks, session_cpu_s
 from aerial_sim.batch.manifest import OK, run_dir, write_result
+from aerial_sim.batch.postprocess import REPORT_FILE
+from aerial_sim.batch.postprocessor import PostProcessor
 from aerial_sim.batch.processes import guarded_command
 from aerial_sim.batch.sweep import RunOptions, RunSpec
 
@@ -197,12 +200,13 @@ class WarmWorker:
 
     def __init__(self, index: int, out_dir: Path, launch_file: Path, options: RunOptions, pool: DomainPool,
                  cores: CorePool | None, cancelled: Callable[[], bool], post: concurrent.futures.Executor,
-                 on_graph_stopped: Callable[[float], None]):
+                 on_graph_stopped: Callable[[float], None], postprocessors: "_PostProcessors"):
         from aerial_sim.launcher.description import declared_arguments
 
         self.index, self.out_dir, self.launch_file, self.options = index, out_dir, launch_file, options
         self.pool, self.cores, self.cancelled, self.post = pool, cores, cancelled, post
         self.on_graph_stopped = on_graph_stopped
+        self.postprocessors = postprocessors
         self.declared = {a.name: a.default for a in declared_arguments(launch_file)}
         self.graph: _Graph | None = None
         self.graphs = 0
@@ -257,11 +261,15 @@ class WarmWorker:
 
     def _finish(self, run: RunSpec, folder: Path, attempt: Attempt, number: int, errors: list[str], started: float,
                 cpu_s: float) -> dict:
-        """Post-processing of a landed run (its own process), then its entry."""
-        began, usage = time.monotonic(), _Usage()
-        report, message = _postprocess(folder, self.options, attempt.log, usage)
-        cpu_s += usage.cpu_s
-        attempt.extra["postprocess_cpu_s"] = round(usage.cpu_s, 3)
+        """Post-processing of a landed run (in this thread's kept process), then its entry."""
+        began = time.monotonic()
+        ok, message, post_cpu_s = self.postprocessors.get().run(folder, self.options.export, self.options.plots,
+                                                                attempt.log)
+        report = _read_json(folder / REPORT_FILE) if ok else None
+        if ok and report is None:
+            message = f"post-processing wrote no {REPORT_FILE}"
+        cpu_s += post_cpu_s
+        attempt.extra["postprocess_cpu_s"] = round(post_cpu_s, 3)
         attempt.postprocess_s = time.monotonic() - began
         if report is None:
             attempt.ok, attempt.kind, attempt.message = False, "postprocess", message
@@ -506,6 +514,28 @@ def _done(entry: dict) -> concurrent.futures.Future:
     return future
 
 
+class _PostProcessors:
+    """A kept post-processing process per post-processing thread (:mod:`aerial_sim.batch.postprocessor`)."""
+
+    def __init__(self):
+        self._local = threading.local()
+        self._all: list[PostProcessor] = []
+        self._lock = threading.Lock()
+
+    def get(self) -> PostProcessor:
+        processor = getattr(self._local, "processor", None)
+        if processor is None:
+            processor = self._local.processor = PostProcessor()
+            with self._lock:
+                self._all.append(processor)
+        return processor
+
+    def close(self) -> float:
+        """End every process; the CPU s they spent after their last reply."""
+        with self._lock:
+            return sum(processor.close() for processor in self._all)
+
+
 class _Queue:
     """The runs left; a worker takes the next of its graph's shape first."""
 
@@ -542,10 +572,12 @@ def run_local_warm(
     results: queue.Queue = queue.Queue()
     pending = _Queue(runs)
     post = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="post")
+    postprocessors = _PostProcessors()
 
     def work(index: int) -> None:
         worker = WarmWorker(index, Path(out_dir), launch_file, options, pool, cores, stop.is_set, post,
-                            lambda cpu_s: results.put({"run_id": None, "status": "graph", "cpu_s": round(cpu_s, 3)}))
+                            lambda cpu_s: results.put({"run_id": None, "status": "graph", "cpu_s": round(cpu_s, 3)}),
+                            postprocessors)
         try:
             while not stop.is_set() and (run := pending.take(worker)) is not None:
                 future = worker.fly(run)
@@ -577,6 +609,7 @@ def run_local_warm(
             else:
                 on_result(item)
         post.shutdown(wait=True)
+        results.put({"run_id": None, "status": "graph", "cpu_s": round(postprocessors.close(), 3)})
         while not results.empty():  # post-processing that ended after the last worker
             item = results.get()
             if isinstance(item, concurrent.futures.Future):
@@ -590,6 +623,7 @@ def run_local_warm(
         for thread in threads:
             thread.join(timeout=options.stop_grace_s + 10.0)
         post.shutdown(wait=True)
+        postprocessors.close()
 
 
 __all__ = ["WarmWorker", "graph_shape", "run_local_warm", "run_settings", "warm_arguments"]
