@@ -1,30 +1,24 @@
-"""Sweep throughput of ``aerial_sim batch``: simulated seconds per wall second and runs per hour, 1 vs 2 workers.
+"""Sweep throughput and CPU of ``aerial_sim batch``: cold against warm runs, 1 and 2 workers, side by side.
 
-    tools/dev.sh bench batch [--runs 2] [--mission square_5m] [--camera] [--workers 1 2] [--pin] [--keep DIR]
+    tools/dev.sh bench batch [--runs 6] [--workers 1 2] [--modes cold warm] [--mission hop_1m] [--scene empty]
+                             [--camera] [--pin] [--keep DIR] [--no-record]
 
-Each configuration runs the same sweep (``--runs`` seeds of the mission in the
-default urban scene, with IMU, barometer, magnetometer and GPS, recording and
-dataset export; no camera unless ``--camera``) into a fresh folder with the
-local backend, and prints, side by side:
+Each configuration (mode x workers) runs the same sweep: ``--runs`` seeds of the mission (the smoke
+sweep's by default: ``hop_1m`` in the empty scene, IMU, barometer, magnetometer, GPS, recording,
+dataset export and plots; no camera unless ``--camera``) into a fresh folder with the local backend,
+``run.warm`` false (*cold*: a launch per run) or true (*warm*: one graph per worker, runs flown in it).
+The configurations run one after the other in one invocation, so they see about the same machine load.
+For each it prints:
 
 - throughput: the runs' simulated seconds / the batch's wall seconds, and runs per hour;
-- scaling: throughput with N workers / with 1 worker (ideal: N);
-- per run: the flight's real-time factor (simulated s / wall s between the recorder's
-  first and last message; lockstep runs as fast as the graph answers), the launch's
-  wall time (start-up, flight, shutdown) and the post-processing time (summary,
-  digest, export).
+- parallel efficiency: throughput with N workers / (N x throughput with 1 worker of the same mode);
+- CPU seconds per simulated second: all in (every process of every run, start-up, flight, stop and
+  post-processing, the warm graphs' stops too: the batch's own figure) and in flight;
+- warm: the overhead between two runs in a graph (landing to the next run's un-pause answered).
 
-With ``--pin`` every run is held to one core of its own (``run.pin_cpus``): N workers then use
-N cores, and the scaling is per added core, whatever one run alone could use of the machine.
-
-ROS domain ids come from ``AERIAL_SIM_DOMAIN_RANGE`` (default 1-101).
-
-A before/after comparison runs each checkout's own copy of this script with its ``src`` first on
-``PYTHONPATH``: the runs' processes (``python -m aerial_sim launch`` and the nodes it starts)
-inherit it, and without it they import the package installed in the venv, whichever checkout
-the script came from.
-
-    PYTHONPATH=$OTHER/src AERIAL_SIM_SHARE=$OTHER .venv/bin/python $OTHER/benchmarks/batch.py --workers 1
+With ``--pin`` every run (warm: every graph) is held to one core of its own (``run.pin_cpus``).
+ROS domain ids come from ``AERIAL_SIM_DOMAIN_RANGE`` (default 1-101). Writes ``doc/results/batch.json``
+unless ``--no-record``.
 """
 
 from __future__ import annotations
@@ -41,23 +35,27 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "benchmarks"))
 os.environ.setdefault("AERIAL_SIM_SHARE", str(REPO))
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 
 
-def write_sweep(folder: Path, runs: int, mission: str, camera: bool, pin: bool = False) -> Path:
+import _results  # noqa: E402
+
+
+def write_sweep(folder: Path, runs: int, mission: str, scene: str, camera: bool, pin: bool, warm: bool) -> Path:
     document = {
         "name": "bench",
-        "base": {"mission": mission, "use_camera": camera, "use_depth_noise": camera},
+        "base": {"scene": scene, "mission": mission, "use_camera": camera, "use_depth_noise": camera},
         "grid": {"seed": list(range(runs))},
-        "run": {"timeout_s": 900, "retries": 0, "cpus": 1, "pin_cpus": pin},
+        "run": {"timeout_s": 900, "retries": 0, "cpus": 1, "pin_cpus": pin, "warm": warm},
     }
-    path = folder / "bench.yaml"
+    path = folder / f"bench_{'warm' if warm else 'cold'}.yaml"
     path.write_text(yaml.safe_dump(document, sort_keys=False))
     return path
 
 
-def measure(sweep_path: Path, out: Path, workers: int) -> dict:
+def measure(sweep_path: Path, out: Path, workers: int, mode: str) -> dict:
     from aerial_sim.batch.manifest import read_manifest
     from aerial_sim.batch.orchestrate import run_batch
     from aerial_sim.batch.sweep import load_sweep
@@ -70,6 +68,7 @@ def measure(sweep_path: Path, out: Path, workers: int) -> dict:
     entries = [yaml.safe_load((out / "runs" / r["run_id"] / "result.json").read_text()) for r in rows]
     sim = sum(float(r["sim_s"]) for r in rows)
     return {
+        "mode": mode,
         "workers": workers,
         "ok": len(rows),
         "failed": outcome.failed,
@@ -77,49 +76,70 @@ def measure(sweep_path: Path, out: Path, workers: int) -> dict:
         "sim_s": sim,
         "throughput": sim / wall,
         "runs_per_hour": len(rows) / wall * 3600.0,
-        "rtf": [float(r["real_time_factor"]) for r in rows],
-        "launch_s": [float(e["wall_s"]) for e in entries],
+        "cpu_per_sim_s": outcome.cpu_s / outcome.sim_s if outcome.sim_s else float("nan"),
+        "flight_per_sim_s": outcome.flight_cpu_s / outcome.flight_sim_s if outcome.flight_sim_s else float("nan"),
+        "overhead_s": [float(e["overhead_s"]) for e in entries if e.get("overhead_s") is not None],
+        "rtf": [float(r["real_time_factor"]) for r in rows if r["real_time_factor"]],
         "postprocess_s": [float(e.get("postprocess_s") or 0.0) for e in entries],
     }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=2, help="runs per configuration (seeds)")
-    parser.add_argument("--mission", default="square_5m")
+    parser.add_argument("--runs", type=int, default=6, help="runs per configuration (seeds)")
+    parser.add_argument("--mission", default="hop_1m")
+    parser.add_argument("--scene", default="empty")
     parser.add_argument("--camera", action="store_true", help="with the camera and depth noise")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--modes", nargs="+", choices=("cold", "warm"), default=["cold", "warm"])
     parser.add_argument("--pin", action="store_true", help="each run on one core of its own (run.pin_cpus)")
     parser.add_argument("--keep", type=Path, default=None, help="keep the batch folders here")
+    parser.add_argument("--no-record", action="store_true", help="do not write doc/results/batch.json")
     options = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="bench_batch_") as tmp:
         root = options.keep or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
-        sweep = write_sweep(root, options.runs, options.mission, options.camera, options.pin)
         results = []
         for workers in options.workers:
-            print(f"running {options.runs} x {options.mission} with {workers} worker(s)...", flush=True)
-            results.append(measure(sweep, root / f"workers_{workers}", workers))
-    print(f"\nsweep: {options.runs} runs of {options.mission}, sensors + recording + export"
-          f"{', camera' if options.camera else ', no camera'}{', each run pinned to one core' if options.pin else ''}; "
-          f"{os.cpu_count()} cores; load average "
-          f"{os.getloadavg()[0]:.1f} at the end")
-    print(f"{'workers':>7} {'ok':>3} {'wall s':>8} {'sim s':>7} {'sim/wall':>9} {'runs/h':>7} {'scaling':>8}"
-          f" {'run RTF':>13} {'launch s':>9} {'post s':>7}")
-    base = results[0]["throughput"] if results and results[0]["throughput"] > 0 else None
+            for mode in options.modes:
+                sweep = write_sweep(root, options.runs, options.mission, options.scene, options.camera, options.pin,
+                                    mode == "warm")
+                print(f"{mode}: {options.runs} x {options.mission} with {workers} worker(s)...", flush=True)
+                results.append(measure(sweep, root / f"{mode}_{workers}", workers, mode))
+    what = (f"{options.runs} runs of {options.mission} in the {options.scene} scene, sensors + recording + export + plots"
+            f"{', camera' if options.camera else ', no camera'}{', each run pinned to one core' if options.pin else ''}")
+    print(f"\nsweep: {what}; {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at the end")
+    print(f"{'mode':>5} {'workers':>7} {'ok':>3} {'wall s':>8} {'sim s':>7} {'sim/wall':>9} {'runs/h':>7} {'effic.':>7}"
+          f" {'CPU/sim s':>10} {'flight':>7} {'overhead s':>11} {'post s':>7}")
+    base = {r["mode"]: r["throughput"] for r in results if r["workers"] == 1 and r["throughput"] > 0}
+    rows = []
     for r in results:
-        scaling = f"{r['throughput'] / base:.2f}x" if base else "n/a"
-        rtf = f"{min(r['rtf']):.2f}-{max(r['rtf']):.2f}" if r["rtf"] else "n/a"
-        launch = f"{statistics.mean(r['launch_s']):.1f}" if r["launch_s"] else "n/a"
+        efficiency = r["throughput"] / (r["workers"] * base[r["mode"]]) if r["mode"] in base else float("nan")
+        overhead = f"{statistics.median(r['overhead_s']):.2f}" if r["overhead_s"] else "-"
         post = f"{statistics.mean(r['postprocess_s']):.1f}" if r["postprocess_s"] else "n/a"
-        print(f"{r['workers']:>7} {r['ok']:>3} {r['wall_s']:>8.1f} {r['sim_s']:>7.1f} {r['throughput']:>8.2f}x"
-              f" {r['runs_per_hour']:>7.0f} {scaling:>8} {rtf:>13} {launch:>9} {post:>7}")
-    if len(results) > 1 and base:
-        last = results[-1]
-        per_core = (last["throughput"] / base - 1) / max(last["workers"] - 1, 1)
-        print(f"\nscaling from 1 to {last['workers']} workers: {last['throughput'] / base:.2f}x "
-              f"(+{per_core:.0%} of one worker's throughput per added worker; goal >= 1.8x for 2)")
+        print(f"{r['mode']:>5} {r['workers']:>7} {r['ok']:>3} {r['wall_s']:>8.1f} {r['sim_s']:>7.1f} {r['throughput']:>8.2f}x"
+              f" {r['runs_per_hour']:>7.0f} {efficiency:>6.0%} {r['cpu_per_sim_s']:>10.3f} {r['flight_per_sim_s']:>7.3f}"
+              f" {overhead:>11} {post:>7}")
+        label = f"{r['mode']}, {r['workers']} worker{'s' if r['workers'] > 1 else ''}"
+        rows += [
+            _results.row(f"{label}: simulated s per wall s", round(r["throughput"], 3), "x",
+                         f"{r['ok']} runs, {r['sim_s']:.1f} sim s in {r['wall_s']:.1f} wall s"),
+            _results.row(f"{label}: runs per hour", round(r["runs_per_hour"]), "runs/h", ""),
+            _results.row(f"{label}: parallel efficiency", round(efficiency, 3), "", "throughput / (workers x 1 worker's)"),
+            _results.row(f"{label}: CPU per simulated s, all in", round(r["cpu_per_sim_s"], 3), "CPU s per sim s",
+                         "start-up, flight, stop, post-processing (wait4 and /proc)"),
+            _results.row(f"{label}: CPU per simulated s, flight", round(r["flight_per_sim_s"], 3), "CPU s per sim s", ""),
+        ]
+        if r["overhead_s"]:
+            rows.append(_results.row(f"{label}: overhead between warm runs, median", round(statistics.median(r["overhead_s"]), 3),
+                                     "s wall", f"max {max(r['overhead_s']):.3f}; landing to the next run's un-pause"))
+    if not options.no_record:
+        command = "tools/dev.sh bench batch" + " ".join(
+            [""] + [f"--runs {options.runs}"] * (options.runs != 6) + [f"--workers {' '.join(map(str, options.workers))}"]
+            * (options.workers != [1, 2]))
+        _results.record("batch", f"Batch throughput and CPU, cold against warm ({what})", rows, command=command,
+                        notes="configurations run one after another in one invocation; the machine is shared")
     return 0 if all(r["failed"] == 0 for r in results) else 1
 
 

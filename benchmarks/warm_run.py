@@ -2,8 +2,8 @@
 
     tools/dev.sh bench warm_run [--runs 3] [--mission hop_1m] [--quiet-s 0.2] [--no-record]
 
-The graph is the smoke sweep's without its recorder (a warm run cannot yet start a new bag,
-doc/batch.md): ``sim.launch.yaml`` in lockstep, empty scene, no camera, IMU, barometer,
+The graph is the smoke sweep's without its recorder (the graph's own cost between runs;
+``tools/dev.sh bench batch`` measures whole warm batch runs, recorder and post-processing included): ``sim.launch.yaml`` in lockstep, empty scene, no camera, IMU, barometer,
 magnetometer, GPS, flight controller and mission, no RViz helpers.
 
 - **cold**: ``--runs`` launches, each flying the mission once and ending; CPU of the launcher and
