@@ -1,7 +1,7 @@
 """A real two-machine Ray run on one machine: a Ray head and a Ray worker node in two network namespaces
 joined by a veth pair (each namespace's ROS traffic stays on its own loopback), one sweep across both
 into one output folder (the shared folder a cluster mounts everywhere), the worker node killed
-mid-sweep: its run is rescheduled on the head, every run is done exactly once and the manifest is right.
+mid-sweep (two runs, one on each node): its run is rescheduled on the head, every run is done exactly once and the manifest is right.
 
 Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN: ``ip netns add``), iproute2 and Ray; skipped, with the
 reason, where any is missing.
@@ -106,7 +106,7 @@ def test_a_sweep_across_two_namespaces_survives_losing_the_worker_node(two_names
         assert wait_until(lambda: head_listening(head), 90), (tmp_path / "head.log").read_text()[-3000:]
         started.append(ray_node(worker, tmp_path / "worker.log", f"--address={HEAD_IP}:{PORT}",
                                 f"--node-ip-address={WORKER_IP}"))
-        sweep = write_sweep(tmp_path, "netns", {"seed": [0, 1, 2]}, run={"export": False, "plots": False})
+        sweep = write_sweep(tmp_path, "netns", {"seed": [0, 1]}, run={"export": False, "plots": False})
         out = tmp_path / "shared"  # one folder both "machines" see, as an NFS mount would be
         driver = subprocess.Popen(["ip", "netns", "exec", head, *batch_command(sweep, out, "--backend", "ray", "--address",
                                                                                f"{HEAD_IP}:{PORT}")],
@@ -138,12 +138,12 @@ def test_a_sweep_across_two_namespaces_survives_losing_the_worker_node(two_names
             node.wait()
     assert driver.returncode == 0, output[-3000:]
     rows = read_manifest(out / "manifest.csv")
-    assert sorted(row["seed"] for row in rows) == ["0", "1", "2"]
-    assert [row["status"] for row in rows] == ["ok", "ok", "ok"]
+    assert sorted(row["seed"] for row in rows) == ["0", "1"]
+    assert [row["status"] for row in rows] == ["ok", "ok"]
     for row in rows:
         entry = json.loads((out / "runs" / row["run_id"] / "result.json").read_text())
         assert entry["status"] == "ok" and (out / row["bag"] / "metadata.yaml").is_file()
-    assert len(list(out.glob("runs/*/result.json"))) == 3
+    assert len(list(out.glob("runs/*/result.json"))) == 2
     # the run lost with the worker node was flown again, on the head, after the node died
     (lost,) = on_worker
     entry = json.loads((out / "runs" / lost / "result.json").read_text())
