@@ -140,7 +140,7 @@ def test_terrain_shadows_are_the_ray_casters_whether_or_not_the_terrain_is_steep
     view = camera.caster.sun_view(camera._sun)
     lit = np.empty(len(directions), np.uint8)
     shadow_kernels.sun_visibility(np.asarray(origin, float), directions, hits.distance, hits.surface, hits.normal,
-                                  120, 90, camera._sun, view.basis, view.corners, view.tree.lower, view.tree.upper,
+                                  hits.triangle, camera._lift, 120, 90, camera._sun, view.basis, view.corners, view.tree.lower, view.tree.upper,
                                   view.tree.first_leaf, shadow_kernels.LEAF_SIZE, lit)
     undecided = (lit == shadow_kernels.UNDECIDED).mean()
     assert (undecided > 0.1) if samples > 100 else (undecided < 0.05)  # the fine relief's rays went to Embree

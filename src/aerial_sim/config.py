@@ -13,6 +13,7 @@ Files may be plain mappings or ROS 2 parameter files
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import types
 import typing
@@ -26,6 +27,12 @@ T = TypeVar("T")
 
 class ParamsError(ValueError):
     """A configuration value is missing, unknown, of the wrong type or out of range."""
+
+
+@functools.cache
+def _type_hints(cls: type) -> dict[str, Any]:
+    """``typing.get_type_hints(cls)``, worked out once per class (a scene of thousands of objects asks per object)."""
+    return typing.get_type_hints(cls)
 
 
 def params_from_mapping(cls: type[T], values: Mapping[str, Any] | None, where: str = "") -> T:
@@ -44,7 +51,7 @@ def params_from_mapping(cls: type[T], values: Mapping[str, Any] | None, where: s
     if unknown:
         known = ", ".join(sorted(fields))
         raise ParamsError(f"{_join(where, unknown[0])}: unknown parameter (known: {known})")
-    hints = typing.get_type_hints(cls)
+    hints = _type_hints(cls)
     kwargs = {name: _convert(hints[name], value, _join(where, name)) for name, value in values.items()}
     try:
         return cls(**kwargs)

@@ -45,7 +45,7 @@ import numpy as np
 
 from aerial_sim.config import require, require_positive
 from aerial_sim.world import raster_kernels, render_kernels, shadow_kernels
-from aerial_sim.world.geometry import SURFACE_GROUND, quaternion_to_matrix, ray_caster_of, rpy_to_matrix
+from aerial_sim.world.geometry import SURFACE_GROUND, quaternion_to_matrix, ray_caster_of, render_surfaces, rpy_to_matrix
 from aerial_sim.world.lighting import daylight, parse_time_of_day, sun_direction_enu, sun_position
 from aerial_sim.world.scene import NO_HIT_ID, Scene
 
@@ -113,6 +113,13 @@ class CameraModel:
             self.set_time_of_day(parse_time_of_day(self.lighting.time_of_day, scene.home.longitude))
         self._build_lookup_tables()
         self.caster = ray_caster_of(scene)
+        #: What the camera draws and shades: the scene's triangles, then its large meshes' simplified levels.
+        self._surfaces, lod = render_surfaces(scene)
+        #: Each drawn triangle's extra shadow-ray offset (its level's triangle size; 0 at full detail).
+        self._lift = lod.lift if lod is not None else np.zeros(max(1, self._surfaces.count), np.float32)
+        #: Level of detail (:mod:`aerial_sim.world.lod`): draw each large mesh at the coarsest level whose
+        #: triangles are at most this many pixels wide; 0 draws every mesh whole.
+        self.lod_pixels = float(scene.lod.pixels) if scene.lod.enabled else 0.0
         self._supersampled: CameraModel | None = None
         #: Colour supersampling factor per axis (the fine model itself renders plainly).
         self._antialiasing = self.lighting.antialiasing if supersample else 1
@@ -220,7 +227,7 @@ class CameraModel:
             p = self.params
             hits = self.caster.rasterizer.hits(origin, R_world_optical, (self.fx, self.fy, self.cx, self.cy),
                                                (p.width, p.height), directions, self._unit_rays_optical,
-                                               normals=with_normals)
+                                               normals=with_normals, lod_pixels=self.lod_pixels)
         depth_image = segmentation_image = color_image = instance_image = normal_image = None
         if depth:
             depth_image = self._depth(hits.distance).reshape(shape)
@@ -252,7 +259,8 @@ class CameraModel:
         if render_kernels.COMPILED:
             p = self.params
             hits = self.caster.rasterizer.hits(origin, R_world_optical, (self.fx, self.fy, self.cx, self.cy),
-                                               (p.width, p.height), directions, self._unit_rays_optical, normals=False)
+                                               (p.width, p.height), directions, self._unit_rays_optical, normals=False,
+                                               lod_pixels=self.lod_pixels)
         else:
             hits = self.caster.cast(origin, directions, normals=False, reference=True)
         R_previous, origin_previous = self.optical_pose(previous_position, previous_orientation)
@@ -290,6 +298,7 @@ class CameraModel:
             self._supersampled._set_sun(self._sun, 1.0, 1.0)
             self._supersampled._ambient, self._supersampled._lit_share = self._ambient, self._lit_share
             self._supersampled._fog_density = self._fog_density
+        self._supersampled.lod_pixels = self.lod_pixels
         fine = self._supersampled.render(position, orientation, depth=False, segmentation=False, reference=reference)
         blocks = fine.color.reshape(self.params.height, s, self.params.width, s, 3).astype(np.float32)
         return (blocks.mean(axis=(1, 3)) + 0.5).astype(np.uint8)
@@ -307,7 +316,7 @@ class CameraModel:
             view, p = self.caster.sun_view(self._sun), self.params
             tree = view.tree
             shadow_kernels.sun_visibility(np.asarray(origin, np.float64), directions, hits.distance, hits.surface, hits.normal,
-                               p.width, p.height, self._sun, view.basis, view.corners, tree.lower,
+                               hits.triangle, self._lift, p.width, p.height, self._sun, view.basis, view.corners, tree.lower,
                                tree.upper, tree.first_leaf, shadow_kernels.LEAF_SIZE, lit)
             undecided = np.flatnonzero(lit == shadow_kernels.UNDECIDED)
             if len(undecided):
@@ -326,7 +335,9 @@ class CameraModel:
         distance = hits.distance[index, None].astype(np.float64)
         points = origin + directions[index] * distance
         # Start a little off the surface (relative to the float32 precision of the hit) so it does not shadow itself.
-        points += hits.normal[index] * (2e-3 + 1e-4 * distance)
+        triangle = hits.triangle[index]
+        lift = np.where(triangle >= 0, self._lift[np.maximum(triangle, 0)], 0.0)[:, None]
+        points += hits.normal[index] * (2e-3 + 1e-4 * distance + lift)
         sun = np.broadcast_to(self._sun, (len(index), 3))
         return self.caster.occluded(points, sun)
 
@@ -338,7 +349,7 @@ class CameraModel:
 
     def _color(self, origin: np.ndarray, directions: np.ndarray, hits) -> np.ndarray:
         rgb = np.empty((len(directions), 3), np.uint8)
-        surfaces = self.caster.surfaces
+        surfaces = self._surfaces
         lighting = self.lighting
         render_kernels.shade_surfaces(
             origin, directions, hits.distance, hits.surface, hits.triangle, hits.normal,
@@ -351,7 +362,7 @@ class CameraModel:
 
     def _color_reference(self, origin: np.ndarray, directions: np.ndarray, hits) -> np.ndarray:
         """NumPy version of :func:`~aerial_sim.world.render_kernels.shade_surfaces` (the reference)."""
-        surfaces = self.caster.surfaces
+        surfaces = self._surfaces
         lighting = self.lighting
         triangle = hits.triangle
         on_triangle = triangle >= 0
@@ -395,13 +406,13 @@ class CameraModel:
 
     @property
     def _pbr(self) -> np.ndarray:
-        pbr = self.caster.surfaces.pbr
-        return pbr if pbr is not None else np.full((self.caster.surfaces.count, 2), -1.0, np.float32)
+        pbr = self._surfaces.pbr
+        return pbr if pbr is not None else np.full((self._surfaces.count, 2), -1.0, np.float32)
 
     @property
     def _pbr_texture(self) -> np.ndarray:
-        index = self.caster.surfaces.pbr_texture
-        return index if index is not None else np.full(self.caster.surfaces.count, -1, np.int32)
+        index = self._surfaces.pbr_texture
+        return index if index is not None else np.full(self._surfaces.count, -1, np.int32)
 
     def _pbr_color(self, albedo, normal, view, cosine, pbr) -> np.ndarray:
         """NumPy version of the glTF BRDF of :func:`~aerial_sim.world.render_kernels.shade_surfaces` (float32)."""
@@ -427,7 +438,7 @@ class CameraModel:
     def _sample_textures(self, origin, directions, distance, triangle, texture=None) -> np.ndarray:
         """Bilinear texture samples / 255 (M, 3) at the hits on textured triangles (as the kernel samples), of their
         base-colour texture or of ``texture`` (M,) (indices into the texture table)."""
-        surfaces = self.caster.surfaces
+        surfaces = self._surfaces
         texture = surfaces.texture[triangle] if texture is None else texture
         points = origin + directions * distance[:, None].astype(np.float64)
         corners = surfaces.triangles[triangle]

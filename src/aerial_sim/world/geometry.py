@@ -27,7 +27,7 @@ from embreex.mesh_construction import TriangleMesh
 from aerial_sim.world import raster_kernels, render_kernels
 from aerial_sim.world.assets import SurfacePart, load_asset
 from aerial_sim.world.shadow_kernels import LEAF_SIZE, SunView, build_bvh, sun_view
-from aerial_sim.world.scene import Scene, SceneObject
+from aerial_sim.world.scene import OSM_FILE_PREFIX, Scene, SceneObject
 
 #: Surface index of a ray that hit nothing; 1 is the ground, 2 + k is scene object k.
 SURFACE_NONE = 0
@@ -181,25 +181,112 @@ class SceneSurfaces:
         return plane
 
 
+#: (metallic, roughness) of a surface shaded by Lambert's law (not a metallic-roughness material).
+LAMBERT = (-1.0, 1.0)
+
+
 def scene_surfaces(scene: Scene) -> SceneSurfaces:
     """Gather the terrain's and every object's triangles, colours and textures (built once per scene)."""
     if "surfaces" in scene.cache:
         return scene.cache["surfaces"]
-    chunks = []  # (triangles, surface, uv, albedo, texture image or None, (metallic, roughness))
-    lambert = (-1.0, 1.0)
+    surfaces = scene.cache["surfaces"] = _surfaces_of(_scene_chunks(scene))
+    return surfaces
+
+
+def _scene_chunks(scene: Scene) -> list[tuple]:
+    """The (triangles, surface, uv, albedo, texture image or None, (metallic, roughness), metallic-roughness image
+    or None) of the terrain and each object's parts."""
+    chunks = []
     if scene.terrain is not None:
         terrain = scene.terrain
         chunks.append((terrain.triangles, SURFACE_GROUND, terrain.corner_uv if terrain.texture is not None else None,
                        scene.object_color(scene.ground) if terrain.texture is None else (255.0, 255.0, 255.0),
-                       terrain.texture, lambert, None))
+                       terrain.texture, LAMBERT, None))
     for index, obj in enumerate(scene.objects):
-        for part in object_parts(obj, scene):
-            if obj.color is not None or part.base_color is None:
-                color = scene.object_color(obj) if part.texture is None or obj.color is not None else (255.0,) * 3
-            else:
-                color = part.base_color
-            pbr = lambert if part.metallic is None else (part.metallic, part.roughness)
-            chunks.append((part.triangles, 2 + index, part.uv, color, part.texture, pbr, part.pbr_texture))
+        chunks += _part_chunks(scene, index, object_parts(obj, scene))
+    return chunks
+
+
+def _part_chunks(scene: Scene, index: int, parts: list[SurfacePart]) -> list[tuple]:
+    """The chunks of object ``index``'s ``parts`` (world frame) for :func:`_surfaces_of`."""
+    obj = scene.objects[index]
+    chunks = []
+    for part in parts:
+        if obj.color is not None or part.base_color is None:
+            color = scene.object_color(obj) if part.texture is None or obj.color is not None else (255.0,) * 3
+        else:
+            color = part.base_color
+        pbr = LAMBERT if part.metallic is None else (part.metallic, part.roughness)
+        chunks.append((part.triangles, 2 + index, part.uv, color, part.texture, pbr, part.pbr_texture))
+    return chunks
+
+
+@dataclass(frozen=True)
+class LodGroups:
+    """The objects the camera draws by level of detail (:mod:`aerial_sim.world.lod`), over the rows of the
+    surfaces :func:`render_surfaces` returns: ``group`` (R,) int32 each row's group (-1: always drawn), ``level``
+    (R,) int32 its level (0 the full mesh), ``lift`` (R,) float32 how much further off the surface its pixels'
+    shadow rays start: its level's triangle size s_l in metres, and level 1's for the full mesh, since level 1
+    casts the object's shadows (:meth:`RayCaster.sun_view`)."""
+
+    group: np.ndarray
+    level: np.ndarray
+    lift: np.ndarray
+
+
+def render_surfaces(scene: Scene) -> tuple[SceneSurfaces, LodGroups | None]:
+    """What the camera draws: every row of :func:`scene_surfaces` (same rows, same order), then the simplified
+    levels of the scene's large meshes (:mod:`aerial_sim.world.lod`) with their groups; the surfaces of
+    :func:`scene_surfaces` and None when the scene has no such mesh or its ``lod`` is off (built once per scene)."""
+    if "render_surfaces" in scene.cache:
+        return scene.cache["render_surfaces"]
+    from aerial_sim.world.lod import levels_of
+
+    surfaces = scene_surfaces(scene)
+    chunks = []
+    full_rows = len(surfaces.triangles)
+    group_of_surface = np.full(len(scene.objects) + 2, -1, np.int32)
+    lift_of_surface = np.zeros(len(scene.objects) + 2, np.float32)
+    extra_group, extra_level, extra_lift = [], [], []
+    levels_by_file = scene.cache.setdefault("lod_levels", {})
+    groups = 0
+    if scene.lod.enabled:
+        for index, obj in enumerate(scene.objects):
+            if obj.shape != "mesh" or obj.file.startswith(OSM_FILE_PREFIX) or obj.ground_cover:
+                continue  # OSM buildings and ground cover (draped on the terrain) are always drawn whole
+            path = scene.mesh_path(obj)
+            if path not in levels_by_file:
+                levels_by_file[path] = levels_of(mesh_file_parts(obj, scene), scene.lod.min_triangles)
+            levels = levels_by_file[path]
+            if len(levels) < 2:
+                continue
+            group_of_surface[2 + index] = groups
+            lift_of_surface[2 + index] = levels[1].size * obj.scale  # the full mesh's shadows: level 1's
+            transform = object_transform(obj)
+            transform[:3, :3] *= obj.scale
+            for number, level in enumerate(levels[1:], start=1):
+                parts = [part.transformed(transform) for part in level.parts]
+                chunks += _part_chunks(scene, index, parts)
+                rows = sum(len(part.triangles) for part in parts)
+                extra_group.append(np.full(rows, groups, np.int32))
+                extra_level.append(np.full(rows, number, np.int32))
+                extra_lift.append(np.full(rows, level.size * obj.scale, np.float32))
+            groups += 1
+    if not groups:
+        result = scene.cache["render_surfaces"] = (surfaces, None)
+        return result
+    group = np.concatenate([group_of_surface[surfaces.surface]] + extra_group)
+    level = np.concatenate([np.zeros(full_rows, np.int32)] + extra_level)
+    lift = np.concatenate([lift_of_surface[surfaces.surface]] + extra_lift)
+    # The same chunks as scene_surfaces' first (so the same rows and texture numbers), then the levels'.
+    result = scene.cache["render_surfaces"] = (_surfaces_of(_scene_chunks(scene) + chunks),
+                                               LodGroups(group, level, lift))
+    return result
+
+
+def _surfaces_of(chunks: list[tuple]) -> SceneSurfaces:
+    """One :class:`SceneSurfaces` of the chunks (triangles, surface, uv, albedo, texture image or None,
+    (metallic, roughness), metallic-roughness image or None), in order."""
     textures: list[np.ndarray] = []
     texture_ids: dict[int, int] = {}
     triangles, surface, uv, texture, albedo, pbrs, pbr_textures = [], [], [], [], [], [], []
@@ -236,7 +323,6 @@ def scene_surfaces(scene: Scene) -> SceneSurfaces:
         albedo=joined(albedo, np.empty((0, 3), np.float32)), texels=np.ascontiguousarray(texels), texture_table=table,
         pbr=joined(pbrs, np.empty((0, 2), np.float32)), pbr_texture=joined(pbr_textures, np.empty(0, np.int32)),
     )
-    scene.cache["surfaces"] = surfaces
     return surfaces
 
 
@@ -300,6 +386,8 @@ class RayCaster:
         high (slope |n_xy| / n_z below s_z / |s_xy|) is left out: a ray toward the sun from a point on or above
         a height field rises faster than the ground under it can, so it never meets the terrain (as the ground
         plane never shadows).
+        A mesh drawn by level of detail casts its shadows with its first simplified level (a quarter of its
+        triangles; :mod:`aerial_sim.world.lod`).
         """
         key = tuple(float(c) for c in np.asarray(sun, np.float32))
         view = self._sun_views.get(key)
@@ -307,11 +395,12 @@ class RayCaster:
             with self._sun_view_lock:
                 view = self._sun_views.get(key)
                 if view is None:
-                    triangles = self.surfaces.triangles
-                    ground = self._ground_like
+                    surfaces, lod = render_surfaces(self.scene)
+                    casts = np.ones(surfaces.count, bool) if lod is None else (lod.group < 0) | (lod.level == 1)
+                    ground = self._ground_like  # the rows of scene_surfaces, which render_surfaces' begin with
                     if ground.any() and self._terrain_slope < _slope(np.asarray(key)) * (1.0 - 1e-6):
-                        triangles = triangles[~ground]
-                    view = sun_view(triangles, np.asarray(key, np.float32))
+                        casts[:len(ground)] &= ~ground
+                    view = sun_view(surfaces.triangles[casts], np.asarray(key, np.float32))
                     # A few suns kept (cameras of one process may be set to different times of day).
                     views = dict(list(self._sun_views.items())[-(self.SUN_VIEWS_KEPT - 1):])
                     views[key] = view
@@ -343,9 +432,11 @@ class RayCaster:
 
     @property
     def rasterizer(self) -> PinholeRasterizer:
-        """A :class:`PinholeRasterizer` over the same triangles (built once, on first use)."""
+        """A :class:`PinholeRasterizer` over the same triangles and the simplified levels of the scene's large
+        meshes (:func:`render_surfaces`; built once, on first use)."""
         if self._rasterizer is None:
-            self._rasterizer = PinholeRasterizer(self.surfaces.triangles, self._surface_of_triangle, self.ground_plane)
+            surfaces, lod = render_surfaces(self.scene)
+            self._rasterizer = PinholeRasterizer(surfaces.triangles, surfaces.surface, self.ground_plane, lod)
         return self._rasterizer
 
     def occluded(self, origins: np.ndarray, directions: np.ndarray, max_distance: float = np.inf) -> np.ndarray:
@@ -438,25 +529,68 @@ class PinholeRasterizer:
 
     NEAR_PLANE_M = 1e-3
 
-    def __init__(self, triangles: np.ndarray, surface_of_triangle: np.ndarray, ground_plane: bool = True):
+    def __init__(self, triangles: np.ndarray, surface_of_triangle: np.ndarray, ground_plane: bool = True,
+                 lod: LodGroups | None = None):
         self.triangles = np.asarray(triangles, np.float64).reshape(-1, 3, 3)
         self.ground_plane = bool(ground_plane)
         normals = np.cross(self.triangles[:, 1] - self.triangles[:, 0], self.triangles[:, 2] - self.triangles[:, 0])
         lengths = np.linalg.norm(normals, axis=1)
         visible = lengths > 0  # a degenerate triangle covers no pixel and has no plane
-        kept = np.flatnonzero(visible)
-        #: A hierarchy over the kept triangles, which are stored in its leaf order: each frame draws only the
-        #: leaves whose boxes meet the view frustum.
+        group = lod.group if lod is not None else np.full(len(self.triangles), -1, np.int32)
+        kept = np.flatnonzero(visible & (group < 0))
+        #: A hierarchy over the triangles always drawn, which are stored first, in its leaf order: each frame
+        #: draws only the leaves whose boxes meet the view frustum.
         self.tree = build_bvh(self.triangles[kept])
-        kept = kept[self.tree.order]
+        pieces = [kept[self.tree.order]]
+        self._levels = None
+        if lod is not None:
+            pieces += self._level_trees(np.flatnonzero(visible & (group >= 0)), lod, len(kept))
+        kept = np.concatenate(pieces)
         self.triangles = np.ascontiguousarray(self.triangles[kept])
         #: Index of each kept triangle among the ones given (hits report that index).
         self.index = np.ascontiguousarray(kept.astype(np.int32))
         self.surface_of_triangle = np.ascontiguousarray(np.asarray(surface_of_triangle, np.int32)[kept])
         self.world_normals = np.ascontiguousarray(normals[kept] / lengths[kept, None])
         self.world_normals32 = self.world_normals.astype(np.float32)
+        self._static_count = len(pieces[0])
         self._local = threading.local()
         raster_kernels.warm_up()
+
+    def _level_trees(self, rows: np.ndarray, lod: LodGroups, start: int) -> list[np.ndarray]:
+        """A hierarchy over each level of each group, stored after the ``start`` triangles always drawn;
+        returns the rows of each level in its leaf order."""
+        order = np.lexsort((rows, lod.level[rows], lod.group[rows]))
+        rows = rows[order]
+        keys = lod.group[rows].astype(np.int64) * (1 << 20) + lod.level[rows]
+        cuts = np.flatnonzero(np.diff(keys)) + 1
+        pieces, groups = [], []
+        size, node, first_leaf, first, count, lower, upper = [], [], [], [], [], [], []
+        nodes = 0
+        for segment in np.split(rows, cuts):
+            tree = build_bvh(self.triangles[segment])
+            pieces.append(segment[tree.order])
+            size.append(float(lod.lift[segment[0]]) if lod.level[segment[0]] > 0 else 0.0)  # s_l; never read at l = 0
+            node.append(nodes)
+            first_leaf.append(tree.first_leaf)
+            first.append(start)
+            count.append(len(segment))
+            lower.append(tree.lower)
+            upper.append(tree.upper)
+            nodes += len(tree.lower)
+            start += len(segment)
+            groups.append(lod.group[segment[0]])
+        group_levels = np.concatenate([[0], np.flatnonzero(np.diff(groups)) + 1, [len(groups)]])
+        as64 = lambda values: np.asarray(values, np.int64)  # noqa: E731
+        #: Per level-of-detail group, its levels (group_levels[g] .. group_levels[g + 1] - 1), each level's
+        #: triangle size, tree (heap row, first leaf) and triangles (first, count): raster_kernels.lod_triangles.
+        self._levels = (as64(group_levels), np.asarray(size), as64(node), as64(first_leaf), as64(first), as64(count),
+                        np.ascontiguousarray(np.concatenate(lower)), np.ascontiguousarray(np.concatenate(upper)))
+        return pieces
+
+    @property
+    def lod_groups(self) -> int:
+        """How many objects are drawn by level of detail."""
+        return 0 if self._levels is None else len(self._levels[0]) - 1
 
     def _buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """This thread's per-frame work arrays (kept between frames: for a large world, allocating them
@@ -495,12 +629,15 @@ class PinholeRasterizer:
         return buffers
 
     def hits(self, origin: np.ndarray, R_world_optical: np.ndarray, intrinsics: tuple[float, float, float, float],
-             size: tuple[int, int], directions: np.ndarray, rays_optical: np.ndarray, normals: bool = True) -> RayHits:
+             size: tuple[int, int], directions: np.ndarray, rays_optical: np.ndarray, normals: bool = True,
+             lod_pixels: float = 0.0) -> RayHits:
         """Hits of the rays through every pixel centre (row-major), as :meth:`RayCaster.cast` reports them.
 
         ``origin`` camera centre (world), ``R_world_optical`` its optical frame, ``intrinsics``
         (f_x, f_y, c_x, c_y), ``size`` (width, height); ``directions`` and ``rays_optical`` (W H, 3)
-        float32: the unit pixel rays in the world and in the optical frame.
+        float32: the unit pixel rays in the world and in the optical frame. ``lod_pixels`` > 0 draws each
+        level-of-detail group at the coarsest level whose triangles are at most that many pixels wide
+        (:mod:`aerial_sim.world.lod`); 0 draws every mesh whole.
 
         The arrays of the result are this thread's buffers for frames of this size: the next call of the
         same thread for the same size overwrites them (copy what is kept).
@@ -511,9 +648,12 @@ class PinholeRasterizer:
         rotation = np.ascontiguousarray(R_world_optical, np.float64)
         fx, fy, cx, cy = intrinsics
         origin64 = origin32.astype(np.float64)
+        planes = self._frustum_planes(rotation, intrinsics, size)
         count = raster_kernels.frustum_triangles(self.tree.lower, self.tree.upper, self.tree.first_leaf, LEAF_SIZE,
-                                                 len(self.triangles), origin64,
-                                                 self._frustum_planes(rotation, intrinsics, size), ids)
+                                                 self._static_count, origin64, planes, ids)
+        if self._levels is not None:
+            count = raster_kernels.lod_triangles(*self._levels, LEAF_SIZE, origin64, planes, float(fx),
+                                                 float(lod_pixels), ids, count)
         raster_kernels.to_optical(self.triangles, self.world_normals, origin64, rotation, ids, count, vertices,
                                   plane_normals, plane_offsets)
         pixels = width * height

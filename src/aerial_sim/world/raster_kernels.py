@@ -105,6 +105,20 @@ def rasterize(vertices, ids, count, width, height, fx, fy, cx, cy, near, inverse
             out_bottom += y > bottom * z
         if out_left == 3 or out_right == 3 or out_top == 3 or out_bottom == 3:
             continue
+        z0, z1, z2 = vertices[t, 0, 2], vertices[t, 1, 2], vertices[t, 2, 2]
+        if z0 >= near and z1 >= near and z2 >= near:
+            # Wholly beyond the near plane (most triangles): project in place, and skip a triangle whose box
+            # holds no pixel centre (most of a large world's far triangles) before setting up its edges.
+            w0, w1, w2 = 1.0 / z0, 1.0 / z1, 1.0 / z2
+            u0, v0 = fx * vertices[t, 0, 0] * w0 + cx, fy * vertices[t, 0, 1] * w0 + cy
+            u1, v1 = fx * vertices[t, 1, 0] * w1 + cx, fy * vertices[t, 1, 1] * w1 + cy
+            u2, v2 = fx * vertices[t, 2, 0] * w2 + cx, fy * vertices[t, 2, 1] * w2 + cy
+            if (math.ceil(max(min(u0, u1, u2), -1.0) - 1e-6) > math.floor(min(max(u0, u1, u2), float(width)) + 1e-6)
+                    or math.ceil(max(min(v0, v1, v2), -1.0) - 1e-6)
+                    > math.floor(min(max(v0, v1, v2), float(height)) + 1e-6)):
+                continue
+            _fill(u0, v0, w0, u1, v1, w1, u2, v2, w2, t, width, height, inverse_depth, triangle_of_pixel)
+            continue
         count = _clip_near(vertices[t], near, polygon)
         if count < 3:
             continue
@@ -114,7 +128,9 @@ def rasterize(vertices, ids, count, width, height, fx, fy, cx, cy, near, inverse
             projected[k, 1] = fy * polygon[k, 1] * inverse_z + cy
             projected[k, 2] = inverse_z
         for k in range(1, count - 1):
-            _fill(projected[0], projected[k], projected[k + 1], t, width, height, inverse_depth, triangle_of_pixel)
+            _fill(projected[0, 0], projected[0, 1], projected[0, 2], projected[k, 0], projected[k, 1],
+                  projected[k, 2], projected[k + 1, 0], projected[k + 1, 1], projected[k + 1, 2], t, width, height,
+                  inverse_depth, triangle_of_pixel)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -138,11 +154,8 @@ def _clip_near(triangle, near, out):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _fill(p0, p1, p2, triangle, width, height, inverse_depth, triangle_of_pixel):
-    """Depth-test every pixel centre inside the projected triangle (u, v, 1/z corners) against the buffer."""
-    u0, v0, w0 = p0[0], p0[1], p0[2]
-    u1, v1, w1 = p1[0], p1[1], p1[2]
-    u2, v2, w2 = p2[0], p2[1], p2[2]
+def _fill(u0, v0, w0, u1, v1, w1, u2, v2, w2, triangle, width, height, inverse_depth, triangle_of_pixel):
+    """Depth-test every pixel centre inside the projected triangle (corners (u, v, 1/z)) against the buffer."""
     area = (u1 - u0) * (v2 - v0) - (v1 - v0) * (u2 - u0)
     if not (abs(area) > 0.0) or not math.isfinite(area):
         return
@@ -169,7 +182,21 @@ def _fill(p0, p1, p2, triangle, width, height, inverse_depth, triangle_of_pixel)
         e0 = a0 * (y - v1) - b0 * (x_first - u1)
         e1 = a1 * (y - v2) - b1 * (x_first - u2)
         e2 = a2 * (y - v0) - b2 * (x_first - u0)
-        for x in range(x_first, x_last + 1):
+        # The row's span where every edge function can be inside, solved from its value at x_first and its
+        # slope with a pixel to spare each side (long thin triangles, such as a road's, fill a small part of
+        # their box): only the pixel centres there are tested, as before.
+        low, high = float(x_first), float(x_last)
+        low, high = _edge_span(sign * e0 + tolerance, sign * b0, x_first, low, high)
+        low, high = _edge_span(sign * e1 + tolerance, sign * b1, x_first, low, high)
+        low, high = _edge_span(sign * e2 + tolerance, sign * b2, x_first, low, high)
+        if not (low <= high):
+            continue
+        start, stop = int(math.ceil(low)), int(math.floor(high))
+        if start > x_first:
+            e0 -= b0 * (start - x_first)
+            e1 -= b1 * (start - x_first)
+            e2 -= b2 * (start - x_first)
+        for x in range(start, stop + 1):
             if e0 * sign >= -tolerance and e1 * sign >= -tolerance and e2 * sign >= -tolerance:
                 w = (e0 * w0 + e1 * w1 + e2 * w2) * inverse_area
                 index = row + x
@@ -179,6 +206,18 @@ def _fill(p0, p1, p2, triangle, width, height, inverse_depth, triangle_of_pixel)
             e0 -= b0
             e1 -= b1
             e2 -= b2
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _edge_span(reach, slope, x_first, low, high):
+    """(low, high) narrowed to where reach - slope (x - x_first) >= 0 could hold, a pixel wider each side."""
+    if slope > 0.0:
+        high = min(high, x_first + reach / slope + 1.0)
+    elif slope < 0.0:
+        low = max(low, x_first + reach / slope - 1.0)
+    elif reach < 0.0:
+        high = -1.0
+    return low, high
 
 
 @njit(cache=True, nogil=True)
@@ -191,21 +230,29 @@ def frustum_triangles(lower, upper, first_leaf, leaf_size, triangle_count, origi
     half extents e), is below 0 (a millionth of its size of slack keeps rounding from skipping a box
     that touches a plane).
     """
-    count = 0
+    return _frustum_walk(lower, upper, 0, first_leaf, leaf_size, 0, triangle_count, origin, planes, ids, 0)
+
+
+@njit(cache=True, nogil=True)
+def _frustum_walk(lower, upper, node_offset, first_leaf, leaf_size, first_triangle, triangle_count, origin, planes,
+                  ids, count):
+    """:func:`frustum_triangles` of the tree whose heap starts at row ``node_offset`` of ``lower`` / ``upper`` and
+    whose triangles are ``first_triangle`` + (0 .. ``triangle_count`` - 1), appended to ``ids`` after ``count``."""
     stack = np.empty(128, np.int64)
     stack[0] = 0
     top = 1
     while top > 0:
         top -= 1
         node = stack[top]
-        if not (lower[node, 0] <= upper[node, 0]):  # empty
+        row = node_offset + node
+        if not (lower[row, 0] <= upper[row, 0]):  # empty
             continue
-        cx = 0.5 * (lower[node, 0] + upper[node, 0]) - origin[0]
-        cy = 0.5 * (lower[node, 1] + upper[node, 1]) - origin[1]
-        cz = 0.5 * (lower[node, 2] + upper[node, 2]) - origin[2]
-        ex = 0.5 * (upper[node, 0] - lower[node, 0])
-        ey = 0.5 * (upper[node, 1] - lower[node, 1])
-        ez = 0.5 * (upper[node, 2] - lower[node, 2])
+        cx = 0.5 * (lower[row, 0] + upper[row, 0]) - origin[0]
+        cy = 0.5 * (lower[row, 1] + upper[row, 1]) - origin[1]
+        cz = 0.5 * (lower[row, 2] + upper[row, 2]) - origin[2]
+        ex = 0.5 * (upper[row, 0] - lower[row, 0])
+        ey = 0.5 * (upper[row, 1] - lower[row, 1])
+        ez = 0.5 * (upper[row, 2] - lower[row, 2])
         slack = 1e-6 * (abs(cx) + abs(cy) + abs(cz) + ex + ey + ez)
         outside = False
         for k in range(planes.shape[0]):
@@ -222,8 +269,41 @@ def frustum_triangles(lower, upper, first_leaf, leaf_size, triangle_count, origi
             continue
         leaf = node - first_leaf
         for t in range(leaf * leaf_size, min((leaf + 1) * leaf_size, triangle_count)):
-            ids[count] = t
+            ids[count] = first_triangle + t
             count += 1
+    return count
+
+
+@njit(cache=True, nogil=True)
+def lod_triangles(group_levels, level_size, level_node, level_first_leaf, level_first, level_count, lower, upper,
+                  leaf_size, origin, planes, focal, pixels, ids, count):
+    """Append to ``ids`` (after ``count``) the triangles in view of each level-of-detail group's chosen level;
+    returns the new count (:mod:`aerial_sim.world.lod`).
+
+    Group g's levels are ``group_levels[g]`` .. ``group_levels[g + 1]`` - 1 (finest first); level l has triangle
+    size ``level_size[l]`` (m) and its own tree (heap at row ``level_node[l]`` of ``lower`` / ``upper``, first leaf
+    ``level_first_leaf[l]``, triangles ``level_first[l]`` + (0 .. ``level_count[l]`` - 1)). The chosen level is the
+    coarsest with size x ``focal`` <= ``pixels`` x d, d the distance from ``origin`` to the box of the group's
+    finest level (0 inside it); ``pixels`` <= 0 always chooses the finest.
+    """
+    for g in range(group_levels.shape[0] - 1):
+        first, last = group_levels[g], group_levels[g + 1]
+        if first == last:
+            continue
+        chosen = first
+        if pixels > 0.0:
+            root = level_node[first]
+            squared = 0.0
+            for axis in range(3):
+                gap = max(lower[root, axis] - origin[axis], origin[axis] - upper[root, axis], 0.0)
+                squared += gap * gap
+            reach = pixels * math.sqrt(squared)
+            for level in range(last - 1, first, -1):
+                if level_size[level] * focal <= reach:
+                    chosen = level
+                    break
+        count = _frustum_walk(lower, upper, level_node[chosen], level_first_leaf[chosen], leaf_size,
+                              level_first[chosen], level_count[chosen], origin, planes, ids, count)
     return count
 
 
@@ -290,6 +370,9 @@ def warm_up() -> None:
     rotate_rays(np.zeros((1, 3), np.float32), np.eye(3, dtype=np.float32), np.empty((1, 3), np.float32))
     ids = np.zeros(1, np.int32)
     frustum_triangles(np.zeros((1, 3)), np.ones((1, 3)), 0, 4, 1, np.zeros(3), np.eye(3), ids)
+    one = np.zeros(1, np.int64)
+    lod_triangles(np.array([0, 1], np.int64), np.ones(1), one, one, one, np.ones(1, np.int64), np.zeros((1, 3)),
+                  np.ones((1, 3)), 4, np.zeros(3), np.eye(3), 1.0, 2.0, np.zeros(2, np.int32), 0)
     to_optical(triangle, np.array([[0.0, 0.0, 1.0]]), np.zeros(3), np.eye(3), ids, 1, np.empty((1, 3, 3)),
                np.empty((1, 3)), np.empty(1))
     inverse_depth, triangle_of_pixel = np.zeros(4), np.full(4, -1, np.int32)

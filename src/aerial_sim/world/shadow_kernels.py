@@ -38,7 +38,7 @@ LEAF_SIZE = 4
 TILE = 8
 #: Most candidate triangles a tile's rays are tested against here: a tile that meets more (a fine mesh near the
 #: rays, such as a dense terrain shading itself) is marked :data:`UNDECIDED`, for one ray query per pixel.
-CANDIDATES = 64
+CANDIDATES = 128
 #: ``lit`` value of a pixel whose shadow ray was left to the caller.
 UNDECIDED = 2
 #: Inside-test tolerance of an edge function, relative to the squared size of the coordinates:
@@ -185,16 +185,17 @@ def _to_sun_view(triangles, basis, out):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def sun_visibility(origin, directions, distance, surface, normal, width, height, sun, basis, corners, lower, upper,
-                   first_leaf, leaf_size, lit):
+def sun_visibility(origin, directions, distance, surface, normal, triangle, lift, width, height, sun, basis, corners,
+                   lower, upper, first_leaf, leaf_size, lit):
     """``lit[i]`` = 0 where pixel i's surface point is hidden from the sun by a triangle, 1 elsewhere.
 
     ``origin`` (3,) float64 camera centre; ``directions`` (N, 3) float32 unit pixel rays (row-major,
     N = width height); ``distance``, ``surface``, ``normal``: the camera's hits; ``sun`` (3,) float32
     unit vector toward the sun; ``basis``, ``corners`` and the tree (``lower``, ``upper``,
     ``first_leaf``, ``leaf_size``): the :class:`SunView` of the scene for that sun. Only points facing
-    the sun (n.s > 0) are tested, each from p + n (2e-3 + 1e-4 d) (off its surface, as the reference's
-    shadow ray starts). The pixels of a tile with more than :data:`CANDIDATES` candidate triangles are
+    the sun (n.s > 0) are tested, each from p + n (2e-3 + 1e-4 d + lift) (off its surface, as the reference's
+    shadow ray starts; ``lift[triangle[i]]`` the extra offset of a simplified mesh's pixel,
+    :mod:`aerial_sim.world.lod`, 0 where ``triangle[i]`` < 0). The pixels of a tile with more than :data:`CANDIDATES` candidate triangles are
     left :data:`UNDECIDED` (a ray caster answers those faster).
     """
     ux, uy, uz = basis[0, 0], basis[0, 1], basis[0, 2]
@@ -223,6 +224,8 @@ def sun_visibility(origin, directions, distance, surface, normal, width, height,
                         continue
                     d = np.float64(distance[i])
                     offset = 2e-3 + 1e-4 * d
+                    if triangle[i] >= 0:
+                        offset += lift[triangle[i]]
                     px = origin[0] + directions[i, 0] * d + normal[i, 0] * offset
                     py = origin[1] + directions[i, 1] * d + normal[i, 1] * offset
                     pz = origin[2] + directions[i, 2] * d + normal[i, 2] * offset
@@ -323,5 +326,6 @@ def warm_up() -> None:
     view = sun_view(triangle, sun)
     tree = view.tree
     sun_visibility(np.array([0.0, 0.0, 1.0]), np.array([[0.0, 0.0, -1.0]], np.float32), np.ones(1, np.float32),
-                   np.ones(1, np.int32), np.array([[0.0, 0.0, 1.0]], np.float32), 1, 1, sun, view.basis, view.corners,
+                   np.ones(1, np.int32), np.array([[0.0, 0.0, 1.0]], np.float32), np.zeros(1, np.int32),
+                   np.zeros(1, np.float32), 1, 1, sun, view.basis, view.corners,
                    tree.lower, tree.upper, tree.first_leaf, LEAF_SIZE, np.empty(1, np.uint8))
