@@ -8,7 +8,9 @@ Reading: microseconds per message for nav_msgs/Odometry, sensor_msgs/Imu and sen
 object rclpy builds, then the attribute reads of :func:`aerial_sim.sensors.truth.truth_from_odometry`.
 Publishing: building the typed message and ``publish`` against encoding the CDR and publishing the
 bytes, on a reliable topic with one subscriber in a second node of this process (so the middleware
-really sends), for the physics node's odometry, the IMU node's output and the motor commands.
+really sends), for the physics node's odometry, the IMU node's output, the motor commands and the camera
+node's 640x480 rgb8 and 32FC1 images (typed: :func:`image_message`, the camera node's path before
+``cdr.encode_image``).
 """
 
 from __future__ import annotations
@@ -95,6 +97,23 @@ def typed_odometry(position, orientation, velocity, rates, covariance):
     return message
 
 
+def image_message(array, encoding: str, header):
+    """The typed sensor_msgs/Image the camera node published before ``cdr.encode_image_array`` (one copy into
+    an ``array('B')``, which skips rosidl's per-byte conversion)."""
+    import array as array_module
+
+    import numpy as np
+    from sensor_msgs.msg import Image
+
+    message = Image(header=header, height=array.shape[0], width=array.shape[1], encoding=encoding)
+    message.is_bigendian = 0
+    message.step = array.strides[0]
+    data = array_module.array("B")
+    data.frombytes(np.ascontiguousarray(array).data.cast("B"))
+    message.data = data
+    return message
+
+
 def typed_imu(rates, acceleration, covariance):
     from sensor_msgs.msg import Imu
 
@@ -136,17 +155,29 @@ def print_publishing(count: int) -> list[dict]:
         ("std_msgs/Float64MultiArray", Float64MultiArray, lambda: Float64MultiArray(data=list(controls)),
          lambda: cdr.encode_float64_array(controls)),
     ]
-    print(f"\n{'publishing':<28}{'typed us':>9}{'cdr us':>8}{'ratio':>7}   (build or encode, then publish)")
+    import numpy as np
+    from sensor_msgs.msg import Image
+
+    header = typed_imu(rates, acceleration, covariance9).header
+    header.frame_id = "drone1/camera_depth_optical_frame"
+    frames = {"rgb8": np.full((480, 640, 3), 200, np.uint8), "32FC1": np.full((480, 640), 7.5, np.float32)}
+    for encoding, frame in frames.items():  # the camera node's frames: image_message was its typed path
+        rows.append((f"sensor_msgs/Image 640x480 {encoding}", Image,
+                     lambda frame=frame, encoding=encoding: image_message(frame, encoding, header),
+                     lambda frame=frame, encoding=encoding: cdr.encode_image_array(stamp_ns, header.frame_id, frame,
+                                                                                   encoding)))
+    print(f"\n{'publishing':<34}{'typed us':>9}{'cdr us':>8}{'ratio':>7}   (build or encode, then publish)")
     results = []
     try:
         for name, message_type, build, encode in rows:
-            topic = "/cdr_bench/" + name.split("/")[1].lower()
+            calls = count if "Image" not in name else max(1, count // 20)
+            topic = "/cdr_bench/" + name.split("/")[1].split()[0].lower() + str(len(results))
             publisher = sender.create_publisher(message_type, topic, qos)
             receiver.create_subscription(message_type, topic, lambda _: None, qos, raw=True)
             time.sleep(0.5)  # discovery: the subscriber matched before timing
-            typed_us = per_call_us(lambda _: publisher.publish(build()), None, count)
-            raw_us = per_call_us(lambda _: publisher.publish(encode()), None, count)
-            print(f"{name:<28}{typed_us:>9.1f}{raw_us:>8.1f}{typed_us / raw_us:>7.1f}", flush=True)
+            typed_us = per_call_us(lambda _: publisher.publish(build()), None, calls)
+            raw_us = per_call_us(lambda _: publisher.publish(encode()), None, calls)
+            print(f"{name:<34}{typed_us:>9.1f}{raw_us:>8.1f}{typed_us / raw_us:>7.1f}", flush=True)
             results += [row(f"publish {name}: typed message", round(typed_us, 1), "us"),
                         row(f"publish {name}: aerial_sim.cdr bytes", round(raw_us, 1), "us", f"{typed_us / raw_us:.1f}x faster")]
     finally:

@@ -529,3 +529,52 @@ def test_zero_padded_bytes_of_a_marker_array_read_back_equal_and_repeat_in_any_p
     assert deserialize_message(ours, MarkerArray) == markers
     other = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60)
     assert bytes.fromhex(other.stdout.strip()) == ours
+
+
+@requires_ros
+def test_encoded_images_camera_infos_and_ranges_are_rclpys_messages_with_zero_padding():
+    """The camera, depth noise and rangefinder outputs as CDR bytes, for every string alignment: rclpy reads
+    back the message the node would have sent, and the bytes are rosbags' zero-padded serialization of it
+    (rclpy leaves the 3 bytes after Image.is_bigendian and Range.radiation_type as its buffer held them, so
+    identical lockstep runs' bags differed there: issue 32)."""
+    import numpy as np
+    from rclpy.serialization import deserialize_message, serialize_message
+    from sensor_msgs.msg import CameraInfo, Image, Range
+
+    from aerial_sim.cdr import encode_camera_info_of, encode_image_array, encode_range
+    from aerial_sim.nodes.ros.zero_padding import zero_padded_bytes
+
+    rng = random.Random(32)
+    arrays = {"rgb8": np.arange(4 * 5 * 3, dtype=np.uint8).reshape(4, 5, 3),
+              "32FC1": np.array([[1.5, np.inf], [-np.inf, np.nan]], np.float32),
+              "mono16": np.arange(12, dtype=np.uint16).reshape(3, 4)[:, ::2],  # not contiguous: copied in row order
+              "32FC3": np.ones((1, 3, 3), np.float32)}
+    for frame_length in range(5):
+        frame, stamp = random_text(rng, frame_length), rng.randrange(2**31) * 10**9 + rng.randrange(10**9)
+        for encoding, array in arrays.items():
+            expected = Image(height=array.shape[0], width=array.shape[1], encoding=encoding, is_bigendian=0,
+                             step=array.itemsize * int(np.prod(array.shape[1:])), data=np.ascontiguousarray(array).tobytes())
+            expected.header.frame_id, (expected.header.stamp.sec, expected.header.stamp.nanosec) = frame, divmod(stamp, 10**9)
+            encoded = encode_image_array(stamp, frame, array, encoding)
+            assert deserialize_message(encoded, Image) == expected
+            assert encoded == zero_padded_bytes(expected)
+        info = CameraInfo(height=320, width=460, distortion_model=random_text(rng, frame_length),
+                          d=[rng.random() for _ in range(frame_length)], k=[rng.random() for _ in range(9)],
+                          r=[1.0, 0, 0, 0, 1, 0, 0, 0, 1], p=[rng.random() for _ in range(12)], binning_x=2)
+        info.header.frame_id, (info.header.stamp.sec, info.header.stamp.nanosec) = frame, divmod(stamp, 10**9)
+        info.roi.width, info.roi.do_rectify = 7, True
+        encoded = encode_camera_info_of(info)
+        assert deserialize_message(encoded, CameraInfo) == info
+        assert encoded == zero_padded_bytes(info)
+        for kind, reading in ((Range.ULTRASOUND, 3.25), (Range.INFRARED, math.inf), (Range.INFRARED, -math.inf)):
+            expected = Range(radiation_type=kind, field_of_view=0.0349, min_range=0.1, max_range=12.0, range=reading,
+                             variance=2.5e-5)
+            expected.header.frame_id, (expected.header.stamp.sec, expected.header.stamp.nanosec) = frame, divmod(stamp, 10**9)
+            encoded = encode_range(stamp, frame, kind, 0.0349, 0.1, 12.0, reading, 2.5e-5)
+            assert deserialize_message(encoded, Range) == deserialize_message(serialize_message(expected), Range)
+            assert encoded == zero_padded_bytes(expected)
+    with pytest.raises(ValueError, match="rows and columns"):
+        encode_image_array(0, "x", np.zeros(4, np.float32), "32FC1")
+    with pytest.raises(ValueError, match="k"):
+        encode_camera_info_of(type("Info", (), {**{n: getattr(info, n) for n in ("header", "height", "width",
+                              "distortion_model", "d", "r", "p", "binning_x", "binning_y", "roi")}, "k": [1.0] * 8})())

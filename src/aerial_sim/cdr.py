@@ -617,3 +617,69 @@ def _exactly(count: int, values, what: str):
 
 def _sequence(values) -> tuple:
     return (len(values), *values)
+
+
+@functools.lru_cache(maxsize=64)
+def _image_head_struct(frame_length: int, encoding_length: int) -> struct.Struct:
+    # height, width; encoding; uint8 is_bigendian; uint32 step; data: uint32 count (the bytes follow, unaligned)
+    return _header(_Layout(), frame_length).field("I", 4, 2).string(encoding_length).field("B", 1).field("I", 4, 2).build()
+
+
+def encode_image(stamp_ns: int, frame_id: str, height: int, width: int, encoding: str, is_bigendian: bool, step: int,
+                 data) -> bytes:
+    """``sensor_msgs/Image`` as CDR bytes; ``data``: anything with the buffer protocol (bytes, a C-contiguous numpy
+    array), copied once. The three padding bytes after ``is_bigendian`` are zero here; rclpy leaves them as its
+    buffer held them (issue 32)."""
+    frame, coding = frame_id.encode(), encoding.encode()
+    pixels = memoryview(data).cast("B") if not isinstance(data, (bytes, bytearray)) else data
+    sec, nanosec = _stamp(stamp_ns)
+    head = _packed("image", _image_head_struct(len(frame), len(coding)), sec, nanosec, len(frame) + 1, frame, height,
+                   width, len(coding) + 1, coding, int(bool(is_bigendian)), step, len(pixels))
+    return b"".join((head, pixels))
+
+
+def encode_image_array(stamp_ns: int, frame_id: str, array, encoding: str) -> bytes:
+    """:func:`encode_image` of a numpy image ``array`` (rows first, as numpy lays it out; little-endian)."""
+    import numpy as np  # noqa: PLC0415 - the decoders above need no numpy
+
+    array = np.ascontiguousarray(array)
+    if array.ndim < 2:
+        raise ValueError(f"image: expected rows and columns, got shape {array.shape}")
+    return encode_image(stamp_ns, frame_id, array.shape[0], array.shape[1], encoding,
+                        array.dtype.byteorder == ">", array.strides[0], array)
+
+
+@functools.lru_cache(maxsize=64)
+def _camera_info_struct(frame_length: int, model_length: int, d_count: int) -> struct.Struct:
+    # height, width; distortion_model; d[]; k[9], r[9], p[12]; binning x, y; roi: x/y offset, height, width, do_rectify
+    return (_header(_Layout(), frame_length).field("I", 4, 2).string(model_length).doubles(d_count).field("d", 8, 30)
+            .field("I", 4, 2).field("I", 4, 4).field("?", 1).build())
+
+
+def encode_camera_info_of(message) -> bytes:
+    """``sensor_msgs/CameraInfo`` as CDR bytes, from a typed one (rclpy's, or any with its fields). The padding
+    before ``k`` (when ``d`` leaves it unaligned) is zero here."""
+    stamp, m = message.header.stamp, message
+    frame, model = m.header.frame_id.encode(), m.distortion_model.encode()
+    roi = m.roi
+    return _packed("camera info", _camera_info_struct(len(frame), len(model), len(m.d)), stamp.sec, stamp.nanosec,
+                   len(frame) + 1, frame, m.height, m.width, len(model) + 1, model, *_sequence(m.d),
+                   *_exactly(9, m.k, "k"), *_exactly(9, m.r, "r"), *_exactly(12, m.p, "p"), m.binning_x, m.binning_y,
+                   roi.x_offset, roi.y_offset, roi.height, roi.width, bool(roi.do_rectify))
+
+
+@functools.lru_cache(maxsize=64)
+def _range_struct(frame_length: int) -> struct.Struct:
+    # uint8 radiation_type; float32 field_of_view, min_range, max_range, range, variance
+    return _header(_Layout(), frame_length).field("B", 1).field("f", 4, 5).build()
+
+
+def encode_range(stamp_ns: int, frame_id: str, radiation_type: int, field_of_view: float, min_range: float,
+                 max_range: float, range_m: float, variance: float) -> bytes:
+    """``sensor_msgs/Range`` as CDR bytes; the padding after ``radiation_type`` is zero here (rclpy: whatever its
+    buffer held)."""
+    frame = frame_id.encode()
+    sec, nanosec = _stamp(stamp_ns)
+    kind = radiation_type[0] if isinstance(radiation_type, (bytes, bytearray)) else int(radiation_type)
+    return _packed("range", _range_struct(len(frame)), sec, nanosec, len(frame) + 1, frame, kind, field_of_view,
+                   min_range, max_range, range_m, variance)

@@ -29,7 +29,10 @@ Each image can be switched off (``publish_depth``, ``publish_segmentation``,
 subscriber is matched to at that moment is not rendered either (DDS would not
 deliver it to anyone; the camera_info messages are always sent). ``distortion_d`` (plumb_bob) and
 ``color_noise_std`` / ``noise_seed`` (:mod:`aerial_sim.world.lens`, off by default) put a lens and
-sensor noise in front of the ideal pinhole. Rendering runs
+sensor noise in front of the ideal pinhole. Every message goes out as CDR bytes with zero padding
+(:func:`aerial_sim.cdr.encode_image_array`, ``encode_camera_info_of``; the markers and class names through
+:func:`~aerial_sim.nodes.ros.zero_padding.zero_padded_bytes`), so identical lockstep runs record identical
+bags (issue 32); the images cost less to publish so than as typed messages (``tools/dev.sh bench cdr``). Rendering runs
 in the odometry callback: a 460x320 urban frame with all three images costs
 24-30 ms of CPU on this (loaded, 2-core) machine, half of what the NumPy shading
 cost (benchmarks/camera.py), and odometry is a
@@ -39,7 +42,6 @@ the next one.
 
 from __future__ import annotations
 
-import array as array_module
 import math
 from dataclasses import dataclass
 
@@ -51,7 +53,7 @@ from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Point
 from visualization_msgs.msg import ImageMarker, Marker, MarkerArray
 
-from aerial_sim.cdr import OdometryFields
+from aerial_sim.cdr import OdometryFields, encode_camera_info_of, encode_image_array
 from aerial_sim.config import require, require_positive
 from aerial_sim.control.geometry import matrix_to_quat
 from aerial_sim.nodes.ros.clocks import InputStampClock
@@ -62,6 +64,7 @@ from aerial_sim.nodes.ros.qos import LATCHED_QOS, stream_qos
 from aerial_sim.nodes.ros.run import run_node
 from aerial_sim.nodes.ros.stamps import stamp_from_fields
 from aerial_sim.nodes.ros.subscriptions import subscribe_odometry
+from aerial_sim.nodes.ros.zero_padding import zero_padded_bytes
 from aerial_sim.sensors.truth import UNUSABLE_ODOMETRY, truth_from_odometry
 from aerial_sim.world.camera import CameraParams
 from aerial_sim.world.labels import boxes_3d, detections_2d
@@ -89,17 +92,6 @@ class CameraNodeParams:
     def __post_init__(self) -> None:
         require_positive(self, "rate_hz")
         require(bool(self.scene), "scene must name a scene (e.g. 'empty')")
-
-
-def image_message(array: np.ndarray, encoding: str, header) -> Image:
-    """A sensor_msgs/Image holding ``array`` (row-major, little-endian, as numpy lays it out)."""
-    message = Image(header=header, height=array.shape[0], width=array.shape[1], encoding=encoding)
-    message.is_bigendian = 0
-    message.step = array.strides[0]
-    data = array_module.array("B")
-    data.frombytes(np.ascontiguousarray(array).data.cast("B"))  # one copy; an array('B') skips rosidl's conversion
-    message.data = data
-    return message
 
 
 def has_subscribers(publisher) -> bool:
@@ -145,10 +137,10 @@ class CameraNode(Node):
         self.camera_info = CameraInfo(**self.model.camera_info())
         subscribe_odometry(self, "ground_truth/odom", self.on_odom, qos, clock=InputStampClock(self))
         self.class_names_pub = self.create_publisher(DiagnosticStatus, "camera/class_names", LATCHED_QOS)
-        self.class_names_pub.publish(DiagnosticStatus(
+        self.class_names_pub.publish(zero_padded_bytes(DiagnosticStatus(
             level=DiagnosticStatus.OK, name=f"{self.get_fully_qualified_name()}: class names",
             message="segmentation class id -> name", hardware_id=self.scene.name,
-            values=[KeyValue(key=str(class_id), value=name) for class_id, name in self.scene.class_names.items()]))
+            values=[KeyValue(key=str(class_id), value=name) for class_id, name in self.scene.class_names.items()])))
         self._next_frame_s = -math.inf
         self._last_stamp_s = -math.inf
         self._last_frame = None  # (position, orientation, stamp ns) of the last frame published
@@ -230,34 +222,34 @@ class CameraNode(Node):
         self.camera_info.header.stamp = stamp
         self.camera_info.header.frame_id = self.frame_id
         header = self.camera_info.header
+        stamp_ns, frame_id = stamp.sec * 1_000_000_000 + stamp.nanosec, self.frame_id
         if frame.depth is not None:
-            self.depth_pub.publish(image_message(frame.depth, "32FC1", header))
+            self.depth_pub.publish(encode_image_array(stamp_ns, frame_id, frame.depth, "32FC1"))
         if frame.segmentation is not None:
-            self.segmentation_pub.publish(image_message(frame.segmentation, "mono16", header))
+            self.segmentation_pub.publish(encode_image_array(stamp_ns, frame_id, frame.segmentation, "mono16"))
         if frame.color is not None:
-            color = color_noise(frame.color, self.lens_params.color_noise_std, self.lens_params.noise_seed,
-                                stamp.sec * 1_000_000_000 + stamp.nanosec)
-            self.color_pub.publish(image_message(color, "rgb8", header))
+            color = color_noise(frame.color, self.lens_params.color_noise_std, self.lens_params.noise_seed, stamp_ns)
+            self.color_pub.publish(encode_image_array(stamp_ns, frame_id, color, "rgb8"))
         if frame.instance is not None and has_subscribers(self.instance_pub):
-            self.instance_pub.publish(image_message(frame.instance, "mono16", header))
+            self.instance_pub.publish(encode_image_array(stamp_ns, frame_id, frame.instance, "mono16"))
         if frame.instance is not None and has_subscribers(self.detections_pub):
-            self.detections_pub.publish(self.detections(frame.instance, stamp))
+            self.detections_pub.publish(zero_padded_bytes(self.detections(frame.instance, stamp)))
         if frame.instance is not None and has_subscribers(self.detections_2d_pub):
             for marker in self.image_markers(frame.instance, header):
-                self.detections_2d_pub.publish(marker)
+                self.detections_2d_pub.publish(zero_padded_bytes(marker))
         if frame.normals is not None:
-            self.normals_pub.publish(image_message(frame.normals, "32FC3", header))
+            self.normals_pub.publish(encode_image_array(stamp_ns, frame_id, frame.normals, "32FC3"))
         stamp_key = (stamp.sec, stamp.nanosec)
         if self._frame_poses[1] is None or self._frame_poses[1][2] != stamp_key:  # a new frame (not a re-send)
             self._frame_poses = [self._frame_poses[1], (position, orientation, stamp_key)]
         previous = self._frame_poses[0]
         if previous is not None and has_subscribers(self.flow_pub):
             flow = self.model.optical_flow(position, orientation, previous[0], previous[1])
-            self.flow_pub.publish(image_message(flow, "32FC2", header))
+            self.flow_pub.publish(encode_image_array(stamp_ns, frame_id, flow, "32FC2"))
+        info = encode_camera_info_of(self.camera_info)
         if self.color_info_pub is not None:
-            self.color_info_pub.publish(self.camera_info)
-        self.depth_info_pub.publish(self.camera_info)
-
+            self.color_info_pub.publish(info)
+        self.depth_info_pub.publish(info)
 
 def main(args=None):
     return run_node(CameraNode, args, background=True)

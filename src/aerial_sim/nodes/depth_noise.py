@@ -18,6 +18,7 @@ import numpy as np
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 
+from aerial_sim.cdr import encode_image
 from aerial_sim.config import require, require_positive
 from aerial_sim.nodes.ros.clocks import InputStampClock
 from aerial_sim.nodes.ros.lockstep import participant_publisher
@@ -139,10 +140,11 @@ class DepthNoiseNode(Node):
                 throttle_duration_sec=5,
             )
         noisy = self.model.apply(depth, segmentation)
-        out = Image(header=depth_msg.header, height=depth_msg.height, width=depth_msg.width,
-                    encoding=DEPTH_ENCODING, is_bigendian=False, step=depth_msg.width * 4)
-        out.data = noisy.tobytes()
-        self.publisher.publish(out)
+        stamp = depth_msg.header.stamp
+        # CDR bytes with zero padding: identical lockstep runs record identical bags (issue 32)
+        self.publisher.publish(encode_image(stamp.sec * 1_000_000_000 + stamp.nanosec, depth_msg.header.frame_id,
+                                            depth_msg.height, depth_msg.width, DEPTH_ENCODING, False,
+                                            depth_msg.width * 4, np.ascontiguousarray(noisy, dtype="<f4")))
         self.frames_published += 1
 
 

@@ -13,10 +13,11 @@ import math
 
 from sensor_msgs.msg import Range
 
+from aerial_sim.cdr import encode_range
 from aerial_sim.nodes._sensor import OdometrySensorNode, SceneOption
 from aerial_sim.nodes.ros.parameters import declare_params
 from aerial_sim.nodes.ros.run import run_node
-from aerial_sim.nodes.ros.stamps import to_stamp
+from aerial_sim.nodes.ros.stamps import to_stamp_ns
 from aerial_sim.sensors.distance import DistanceMeasurement, DistanceSensor, DistanceSensorParams
 from aerial_sim.world.scene import load_scene
 
@@ -41,10 +42,9 @@ class DistanceNode(OdometrySensorNode):
         return DistanceSensor(params, self.scene)
 
     def publish(self, m: DistanceMeasurement) -> None:
-        out = Range(range=m.range_m, variance=m.variance_m2, **self.fixed_fields)
-        out.header.stamp = to_stamp(m.time_s)
-        out.header.frame_id = self.frame_id
-        self.publisher.publish(out)
+        f = self.fixed_fields  # CDR bytes with zero padding after radiation_type (issue 32)
+        self.publisher.publish(encode_range(to_stamp_ns(m.time_s), self.frame_id, f["radiation_type"], f["field_of_view"],
+                                            f["min_range"], f["max_range"], m.range_m, m.variance_m2))
 
 
 def main(args=None):

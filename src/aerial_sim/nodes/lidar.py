@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
-from sensor_msgs.msg import PointCloud2, PointField
+from sensor_msgs.msg import PointCloud2
 
-from aerial_sim.cdr import OdometryFields
+from aerial_sim.cdr import OdometryFields, encode_point_cloud2
 from aerial_sim.nodes._sensor import SceneOption
 from aerial_sim.nodes.ros.clocks import InputStampClock
 from aerial_sim.nodes.ros.frames import frame_in_namespace, publish_static_mount
@@ -30,7 +30,7 @@ from aerial_sim.nodes.ros.lockstep import participant_publisher
 from aerial_sim.nodes.ros.parameters import declare_params
 from aerial_sim.nodes.ros.qos import stream_qos
 from aerial_sim.nodes.ros.run import run_node
-from aerial_sim.nodes.ros.stamps import to_stamp
+from aerial_sim.nodes.ros.stamps import to_stamp_ns
 from aerial_sim.nodes.ros.subscriptions import subscribe_odometry
 from aerial_sim.sensors.params import SensorNodeOptions, load_preset
 from aerial_sim.sensors.truth import UNUSABLE_ODOMETRY, truth_from_odometry
@@ -42,16 +42,14 @@ from aerial_sim.world.scene import load_scene
 TRUTH_QUEUE_DEPTH = 100
 
 
-def cloud_message(scan: LidarScan, frame_id: str, fields: list[PointField]) -> PointCloud2:
-    """A PointCloud2 holding ``scan.points`` as they are laid out in memory (little-endian records)."""
+def cloud_bytes(scan: LidarScan, frame_id: str, fields) -> bytes:
+    """A PointCloud2 holding ``scan.points`` as they are laid out in memory (little-endian records), as CDR
+    bytes with zero padding (identical lockstep runs record identical bags, issue 32); ``fields``:
+    (name, offset, datatype, count) each."""
     height, width = scan.points.shape
-    cloud = PointCloud2(height=height, width=width, fields=fields, is_bigendian=False,
-                        point_step=LIDAR_POINT_DTYPE.itemsize, row_step=LIDAR_POINT_DTYPE.itemsize * width,
-                        is_dense=height == 1)  # fmt: skip
-    cloud.header.stamp = to_stamp(scan.start_time_s)
-    cloud.header.frame_id = frame_id
-    cloud.data = scan.points.tobytes()
-    return cloud
+    return encode_point_cloud2(to_stamp_ns(scan.start_time_s), frame_id, height, width, fields, False,
+                               LIDAR_POINT_DTYPE.itemsize, LIDAR_POINT_DTYPE.itemsize * width, scan.points.tobytes(),
+                               height == 1)
 
 
 class LidarNode(Node):
@@ -63,7 +61,7 @@ class LidarNode(Node):
         self.frame_id = frame_in_namespace(self, options.frame_id)
         publish_static_mount(self, self.frame_id, self.params.mount.position_m, self.params.mount.orientation)
         self.sweeper = LidarSweeper(LidarModel(self.params, scene), hold=options.interpolation == "hold")
-        self.fields = [PointField(name=n, offset=o, datatype=d, count=c) for n, o, d, c in point_fields(LIDAR_POINT_DTYPE)]
+        self.fields = point_fields(LIDAR_POINT_DTYPE)
         qos = stream_qos(options.lockstep)
         truth_qos = QoSProfile(history=qos.history, depth=max(qos.depth, TRUTH_QUEUE_DEPTH), reliability=qos.reliability,
                                durability=qos.durability)  # fmt: skip
@@ -84,7 +82,7 @@ class LidarNode(Node):
             self.get_logger().warning(UNUSABLE_ODOMETRY, throttle_duration_sec=5)
             return
         for scan in self.sweeper.push(truth):
-            self.publisher.publish(cloud_message(scan, self.frame_id, self.fields))
+            self.publisher.publish(cloud_bytes(scan, self.frame_id, self.fields))
 
 
 def main(args=None):
