@@ -5,7 +5,9 @@
 Writes ``camera_urban.png``: one frame of the simulated depth camera (``aerial_sim.world.camera``,
 460x320, 90 deg, as the ``camera`` node renders it) from a vehicle hovering 3 m above the urban
 scene's street, facing east along it: the colour image, the ideal depth image (before the ``depth_noise``
-node; black = no return) and the segmentation ids. Deterministic.
+node; black = no return) and the segmentation ids. Writes ``city_frame.png``: the colour image of the
+``city`` scene at 640x480 from the view ``tools/dev.sh bench worlds`` times (22 m up at its south-west
+corner, facing north-east): buildings, roads, land use and props with sun, shadows and fog. Deterministic.
 """
 
 from __future__ import annotations
@@ -52,9 +54,23 @@ def camera_figure(path: Path) -> Path:
     return path
 
 
+CITY_POSITION = (-30.0, -40.0, 22.0)  # map ENU, metres: benchmarks/worlds.py's city view
+CITY_YAW_RAD = math.pi / 4  # facing north-east
+
+
+def city_figure(path: Path) -> Path:
+    from PIL import Image  # noqa: PLC0415 - only this figure writes a bare image
+
+    camera = CameraModel(CameraParams(width=640, height=480), load_scene("city"))
+    orientation = (math.cos(CITY_YAW_RAD / 2), 0.0, 0.0, math.sin(CITY_YAW_RAD / 2))
+    Image.fromarray(camera.render(CITY_POSITION, orientation).color).save(path)
+    return path
+
+
 def main(argv: list[str]) -> int:
     out = Path(argv[0]) if argv else Path(__file__).resolve().parent.parent / "doc" / "images"
     print(camera_figure(out / "camera_urban.png"))
+    print(city_figure(out / "city_frame.png"))
     return 0
 
 
