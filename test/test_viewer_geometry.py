@@ -66,6 +66,8 @@ def test_scene_primitives_cover_every_object():
 
 @requires_ros
 def test_markers_and_point_clouds_convert_exactly():
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import PointCloud2
     from std_msgs.msg import Header
 
     from aerial_sim.nodes.depth_to_points import to_cloud
@@ -81,7 +83,8 @@ def test_markers_and_point_clouds_convert_exactly():
         if primitive.kind == "mesh":
             assert len(marker.points) == 3 * len(primitive.faces)
     points = np.random.default_rng(0).normal(size=(1000, 3)).astype(np.float32)
-    assert np.array_equal(cloud_xyz(to_cloud(points, Header(frame_id="x"))), points)
+    cloud = deserialize_message(to_cloud(points, Header(frame_id="x")), PointCloud2)  # the bytes the node sends
+    assert np.array_equal(cloud_xyz(cloud), points) and cloud.header.frame_id == "x"
 
 
 def test_optical_frame_looks_along_base_x():

@@ -20,6 +20,7 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2, PointField
 
+from aerial_sim.cdr import encode_point_cloud2
 from aerial_sim.config import require
 from aerial_sim.recording.export import image_to_array
 from aerial_sim.nodes.ros.clocks import InputStampClock
@@ -28,11 +29,7 @@ from aerial_sim.nodes.ros.qos import stream_qos
 from aerial_sim.nodes.ros.run import run_node
 from aerial_sim.viewer.depth_points import depth_to_points, intrinsics_from_k
 
-FIELDS = [
-    PointField(name="x", offset=0, datatype=PointField.FLOAT32, count=1),
-    PointField(name="y", offset=4, datatype=PointField.FLOAT32, count=1),
-    PointField(name="z", offset=8, datatype=PointField.FLOAT32, count=1),
-]
+FIELDS = [(axis, 4 * i, PointField.FLOAT32, 1) for i, axis in enumerate("xyz")]  # name, offset, datatype, count
 #: How often (wall clock) the node looks whether anything listens to its clouds: the delay before
 #: the first cloud for a new listener, at most.
 LISTENER_POLL_S = 0.5
@@ -55,11 +52,12 @@ def depth_array(msg: Image) -> np.ndarray:
     return array if msg.encoding == "32FC1" else array.astype(np.float32) * 1e-3
 
 
-def to_cloud(points: np.ndarray, header) -> PointCloud2:
-    cloud = PointCloud2(header=header, height=1, width=len(points), fields=FIELDS, is_bigendian=False,
-                        point_step=12, row_step=12 * len(points), is_dense=True)  # fmt: skip
-    cloud.data = np.ascontiguousarray(points, dtype="<f4").tobytes()
-    return cloud
+def to_cloud(points: np.ndarray, header) -> bytes:
+    """A PointCloud2 of ``points`` (N, 3) stamped and framed as ``header``, as CDR bytes with zero padding
+    (rclpy's serializer leaves the bytes after each PointField.datatype as its buffer held them, issue 32)."""
+    stamp = header.stamp
+    return encode_point_cloud2(stamp.sec * 1_000_000_000 + stamp.nanosec, header.frame_id, 1, len(points), FIELDS,
+                               False, 12, 12 * len(points), np.ascontiguousarray(points, dtype="<f4").tobytes(), True)
 
 
 class DepthToPoints(Node):
