@@ -532,16 +532,17 @@ def test_zero_padded_bytes_of_a_marker_array_read_back_equal_and_repeat_in_any_p
 
 
 @requires_ros
-def test_encoded_images_camera_infos_and_ranges_are_rclpys_messages_with_zero_padding():
+def test_encoded_images_camera_infos_ranges_and_poses_are_rclpys_messages_with_zero_padding():
     """The camera, depth noise and rangefinder outputs as CDR bytes, for every string alignment: rclpy reads
     back the message the node would have sent, and the bytes are rosbags' zero-padded serialization of it
     (rclpy leaves the 3 bytes after Image.is_bigendian and Range.radiation_type as its buffer held them, so
     identical lockstep runs' bags differed there: issue 32)."""
     import numpy as np
     from rclpy.serialization import deserialize_message, serialize_message
+    from geometry_msgs.msg import PoseStamped
     from sensor_msgs.msg import CameraInfo, Image, Range
 
-    from aerial_sim.cdr import encode_camera_info_of, encode_image_array, encode_range
+    from aerial_sim.cdr import encode_camera_info_of, encode_image_array, encode_pose_stamped, encode_range
     from aerial_sim.nodes.ros.zero_padding import zero_padded_bytes
 
     rng = random.Random(32)
@@ -573,6 +574,11 @@ def test_encoded_images_camera_infos_and_ranges_are_rclpys_messages_with_zero_pa
             encoded = encode_range(stamp, frame, kind, 0.0349, 0.1, 12.0, reading, 2.5e-5)
             assert deserialize_message(encoded, Range) == deserialize_message(serialize_message(expected), Range)
             assert encoded == zero_padded_bytes(expected)
+        pose = PoseStamped()
+        pose.header.frame_id, (pose.header.stamp.sec, pose.header.stamp.nanosec) = frame, divmod(stamp, 10**9)
+        pose.pose.position.x, pose.pose.position.z, pose.pose.orientation.w, pose.pose.orientation.y = 1.5, -2.0, 0.6, 0.8
+        encoded = encode_pose_stamped(stamp, frame, (1.5, 0.0, -2.0), (0.6, 0.0, 0.8, 0.0))  # the AirSim server's commands
+        assert deserialize_message(encoded, PoseStamped) == pose and encoded == zero_padded_bytes(pose)
     with pytest.raises(ValueError, match="rows and columns"):
         encode_image_array(0, "x", np.zeros(4, np.float32), "32FC1")
     with pytest.raises(ValueError, match="k"):

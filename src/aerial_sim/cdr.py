@@ -31,7 +31,8 @@ Messages read here: ``nav_msgs/Odometry`` (:class:`OdometryFields`), ``sensor_ms
 
 Writing (``encode_odometry``, ``encode_imu``, ``encode_joint_state``, ``encode_clock``,
 ``encode_float64_array``, ``encode_fluid_pressure``, ``encode_magnetic_field``, ``encode_nav_sat_fix``,
-``encode_twist_stamped``, ``encode_pose_array``, ``encode_point_cloud2``, ``encode_diagnostic_array``): little-endian plain CDR by the same rules, one precompiled ``struct`` per
+``encode_twist_stamped``, ``encode_pose_stamped``, ``encode_pose_array``, ``encode_point_cloud2``,
+``encode_diagnostic_array``, ``encode_image`` / ``encode_image_array``, ``encode_camera_info_of``, ``encode_range``): little-endian plain CDR by the same rules, one precompiled ``struct`` per
 layout (frame id and name lengths), zero padding bytes. ``Publisher.publish`` sends such bytes as
 they are; building and publishing the typed message costs about five times as much (``bench cdr``).
 rclpy's own ``serialize_message`` leaves the alignment bytes as its buffer held them and may append
@@ -503,6 +504,15 @@ def encode_twist_stamped(stamp_ns: int, frame_id: str, linear, angular) -> bytes
     sec, nanosec = _stamp(stamp_ns)
     return _packed("twist", _header_then_doubles_struct(len(frame), 6), sec, nanosec, len(frame) + 1, frame,
                    *_exactly(3, linear, "linear"), *_exactly(3, angular, "angular"))
+
+
+def encode_pose_stamped(stamp_ns: int, frame_id: str, position, orientation_wxyz) -> bytes:
+    """``geometry_msgs/PoseStamped`` as CDR bytes (quaternion given ``(w, x, y, z)``)."""
+    frame = frame_id.encode()
+    w, x, y, z = _exactly(4, orientation_wxyz, "orientation")
+    sec, nanosec = _stamp(stamp_ns)
+    return _packed("pose", _header_then_doubles_struct(len(frame), 7), sec, nanosec, len(frame) + 1, frame,
+                   *_exactly(3, position, "position"), x, y, z, w)
 
 
 def encode_vector3_stamped(stamp_ns: int, frame_id: str, vector) -> bytes:

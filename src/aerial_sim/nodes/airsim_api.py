@@ -70,6 +70,7 @@ from aerial_sim.airsim.images import CameraRig
 from aerial_sim.airsim.rpc import MsgpackRpcServer
 from aerial_sim.airsim.sensors import NamedSensors
 from aerial_sim.airsim.settings import usable_settings
+from aerial_sim import cdr
 from aerial_sim.cdr import ImuFields, JointStateFields, OdometryFields
 from aerial_sim.config import require, require_positive
 from aerial_sim.control.geometry import quat_from_yaw, quat_to_matrix
@@ -83,7 +84,7 @@ from aerial_sim.nodes.ros.parameters import declare_params
 from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
 from aerial_sim.nodes.ros.run import run_node
 from aerial_sim.nodes.ros.services import SERVICE_QOS
-from aerial_sim.nodes.ros.stamps import from_stamp, to_stamp
+from aerial_sim.nodes.ros.stamps import from_stamp, to_stamp_ns
 from aerial_sim.nodes.ros.subscriptions import subscribe_imu, subscribe_joint_state, subscribe_odometry
 from aerial_sim.sensors.truth import truth_from_odometry
 from aerial_sim.vehicles.fleet import require_served_vehicles, served_vehicles
@@ -287,46 +288,37 @@ class RosVehicleLink:
                 self.controller_mode = value.value
 
     # -- commands out (event-loop thread; rclpy publishers are thread-safe) --
-    def _header(self, message, frame: str):
-        message.header.stamp = to_stamp(self.node.clock.now_s or 0.0)
-        message.header.frame_id = frame
-        return message
+    # Commands go out as CDR bytes with zero padding (aerial_sim.cdr): rclpy leaves the bytes after a
+    # frame id such as drone1/base_link, and in Float64MultiArray, as its buffer held them (issue 32).
+    def _stamp_ns(self) -> int:
+        return to_stamp_ns(self.node.clock.now_s or 0.0)
 
     def send_pose(self, position, yaw) -> None:
-        message = self._header(PoseStamped(), "map")
-        message.pose.position.x, message.pose.position.y, message.pose.position.z = (float(v) for v in position)
-        o = message.pose.orientation
-        o.w, o.x, o.y, o.z = quat_from_yaw(float(yaw))
-        self.pose_pub.publish(message)
+        self.pose_pub.publish(cdr.encode_pose_stamped(self._stamp_ns(), "map", [float(v) for v in position],
+                                                      quat_from_yaw(float(yaw))))
 
     def send_velocity(self, velocity_world, yaw_rate) -> None:
-        message = self._header(TwistStamped(), "map")
-        message.twist.linear.x, message.twist.linear.y, message.twist.linear.z = (float(v) for v in velocity_world)
-        message.twist.angular.z = float(yaw_rate)
-        self.vel_pub.publish(message)
+        self.vel_pub.publish(cdr.encode_twist_stamped(self._stamp_ns(), "map", [float(v) for v in velocity_world],
+                                                      (0.0, 0.0, float(yaw_rate))))
 
     def send_attitude(self, orientation, altitude, throttle) -> None:
-        message = self._header(PoseStamped(), "map" if altitude is not None else self.body_frame)
-        message.pose.position.z = float(altitude if altitude is not None else throttle)
-        o = message.pose.orientation
-        o.w, o.x, o.y, o.z = (float(c) for c in orientation)
-        self.attitude_pub.publish(message)
+        frame = "map" if altitude is not None else self.body_frame
+        self.attitude_pub.publish(cdr.encode_pose_stamped(
+            self._stamp_ns(), frame, (0.0, 0.0, float(altitude if altitude is not None else throttle)),
+            [float(c) for c in orientation]))
 
     def send_rates(self, rates_body, altitude, throttle) -> None:
-        message = self._header(TwistStamped(), "map" if altitude is not None else self.body_frame)
-        message.twist.angular.x, message.twist.angular.y, message.twist.angular.z = (float(v) for v in rates_body)
-        message.twist.linear.z = float(altitude if altitude is not None else throttle)
-        self.rates_pub.publish(message)
+        frame = "map" if altitude is not None else self.body_frame
+        self.rates_pub.publish(cdr.encode_twist_stamped(
+            self._stamp_ns(), frame, (0.0, 0.0, float(altitude if altitude is not None else throttle)),
+            [float(v) for v in rates_body]))
 
     def send_motors(self, controls) -> None:
-        self.motors_pub.publish(Float64MultiArray(data=[float(u) for u in controls]))
+        self.motors_pub.publish(cdr.encode_float64_array([float(u) for u in controls]))
 
     def teleport(self, position, orientation) -> None:
-        message = self._header(PoseStamped(), "map")
-        message.pose.position.x, message.pose.position.y, message.pose.position.z = (float(v) for v in position)
-        o = message.pose.orientation
-        o.w, o.x, o.y, o.z = (float(c) for c in orientation)
-        self.teleport_pub.publish(message)
+        self.teleport_pub.publish(cdr.encode_pose_stamped(self._stamp_ns(), "map", [float(v) for v in position],
+                                                          [float(c) for c in orientation]))
 
     async def arm(self, arm: bool) -> ServiceAnswer:
         return await self.node.call(self.arm_client, SetBool.Request(data=bool(arm)))
@@ -592,10 +584,7 @@ class AirSimApiNode(Node):
         return answer
 
     def set_wind(self, wind_enu) -> None:
-        message = Vector3Stamped()
-        message.header.frame_id = "map"
-        message.vector.x, message.vector.y, message.vector.z = (float(v) for v in wind_enu)
-        self.wind_pub.publish(message)
+        self.wind_pub.publish(cdr.encode_vector3_stamped(0, "map", [float(v) for v in wind_enu]))
 
     def destroy_node(self):
         for host in self.vehicle_hosts.values():
