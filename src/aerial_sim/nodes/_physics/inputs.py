@@ -14,12 +14,12 @@ from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from sensor_msgs.msg import BatteryState, Imu, JointState
 from std_msgs.msg import Float64MultiArray
 
-from aerial_sim.cdr import decode_float64_array
+from aerial_sim.cdr import decode_float64_array, encode_pose_stamped
 from aerial_sim.environment.atmosphere import MAX_ALTITUDE_M, MIN_ALTITUDE_M
 from aerial_sim.nodes._physics.params import PhysicsNodeParams
 from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
 from aerial_sim.nodes.ros.raw_take import not_called
-from aerial_sim.nodes.ros.stamps import to_stamp
+from aerial_sim.nodes.ros.stamps import to_stamp_ns
 
 if TYPE_CHECKING:  # annotations only: that module imports this one
     from aerial_sim.nodes.physics import PhysicsNode
@@ -157,8 +157,7 @@ class VehicleChannel:
             world.set_kinematics(self.name, position, orientation, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
             # Said once applied, with the sim time from which ground_truth/odom shows it: a client
             # (the AirSim server) waits for a state that new, not for a position it might miss.
-            message.header.stamp = to_stamp(world.time_s)
-            self.pose_set_pub.publish(message)
+            self.pose_set_pub.publish(encode_pose_stamped(to_stamp_ns(world.time_s), "map", position, orientation))
 
         self._node.edit_world(teleport)
 
