@@ -9,12 +9,14 @@ decoded by a client-side pymavlink parser, and the client's frames go through th
 from __future__ import annotations
 
 import asyncio
+import math
 
 from pymavlink.dialects.v20 import common as mav
 
 from airsim_inprocess import InProcessGraph
 from aerial_sim.environment.geodesy import HomePoint
 from aerial_sim.mavlink.autopilot import Autopilot, AutopilotParams
+from aerial_sim.mavlink.modes import FlightMode
 from aerial_sim.mavlink.server import Endpoint
 
 
@@ -107,3 +109,25 @@ class Harness:
     @property
     def position(self):
         return self.link.kinematics.position
+
+
+def run(coroutine_function, timeout_s: float = 60.0, **harness_options):
+    """Run ``coroutine_function(harness)`` on a started :class:`Harness`, stopped after, within ``timeout_s``."""
+    async def main():
+        harness = Harness(**harness_options)
+        await harness.start()
+        try:
+            return await coroutine_function(harness)
+        finally:
+            await harness.stop()
+    return asyncio.run(asyncio.wait_for(main(), timeout_s))
+
+
+async def take_off(h: Harness, above_home_m: float = 3.0, hold_within_s: float = 20.0) -> None:
+    """Arm and take off to ``above_home_m`` over home, as a ground station does; returns once in Hold."""
+    await h.run_for(0.2)
+    assert await h.command(mav.MAV_CMD_COMPONENT_ARM_DISARM, 1) == mav.MAV_RESULT_ACCEPTED
+    amsl = h.home.altitude + h.autopilot.home_enu[2] + above_home_m
+    nan = math.nan
+    assert await h.command(mav.MAV_CMD_NAV_TAKEOFF, 0, 0, 0, nan, nan, nan, amsl) == mav.MAV_RESULT_ACCEPTED
+    assert await h.run_until(lambda: h.autopilot.mode == FlightMode.HOLD, hold_within_s)

@@ -4,7 +4,6 @@ both ways and the in-process physics world and flight supervisor underneath (tes
 
 from __future__ import annotations
 
-import asyncio
 import math
 import struct
 
@@ -17,29 +16,12 @@ from aerial_sim.physics.battery import Battery, BatteryParams, open_circuit_volt
 from aerial_sim.mavlink.modes import FlightMode
 from aerial_sim.mavlink.parameters import SPECS, ParameterTable, ParamRejected, from_wire, to_wire
 from aerial_sim.vehicles.multirotor import load_vehicle
-from mavlink_inprocess import Harness
+from mavlink_inprocess import Harness, run, take_off
 
 ARM, TAKEOFF = mav.MAV_CMD_COMPONENT_ARM_DISARM, mav.MAV_CMD_NAV_TAKEOFF
 NAN = math.nan
 
 
-def run(coroutine_function, timeout_s: float = 60.0, **harness_options):
-    async def main():
-        harness = Harness(**harness_options)
-        await harness.start()
-        try:
-            return await coroutine_function(harness)
-        finally:
-            await harness.stop()
-    return asyncio.run(asyncio.wait_for(main(), timeout_s))
-
-
-async def take_off(h: Harness, above_home_m: float = 3.0) -> None:
-    await h.run_for(0.2)
-    assert await h.command(ARM, 1) == mav.MAV_RESULT_ACCEPTED
-    amsl = h.home.altitude + h.autopilot.home_enu[2] + above_home_m
-    assert await h.command(TAKEOFF, 0, 0, 0, NAN, NAN, NAN, amsl) == mav.MAV_RESULT_ACCEPTED
-    assert await h.run_until(lambda: h.autopilot.mode == FlightMode.HOLD, 15)
 
 
 # -- pure pieces ---------------------------------------------------------------------------------

@@ -5,7 +5,6 @@ through the launched graph in test/test_mavlink_clients.py."""
 
 from __future__ import annotations
 
-import asyncio
 import math
 
 import pytest
@@ -15,32 +14,15 @@ from aerial_sim.mavlink import geofence
 from aerial_sim.mavlink.mission import MissionItem
 from aerial_sim.mavlink.modes import FlightMode
 from aerial_sim.mavlink.parameters import SPECS, to_wire
-from mavlink_inprocess import Harness
+from mavlink_inprocess import Harness, run, take_off
 
-ARM, TAKEOFF, REPOSITION = mav.MAV_CMD_COMPONENT_ARM_DISARM, mav.MAV_CMD_NAV_TAKEOFF, mav.MAV_CMD_DO_REPOSITION
+REPOSITION = mav.MAV_CMD_DO_REPOSITION
 FENCE, RALLY = mav.MAV_MISSION_TYPE_FENCE, mav.MAV_MISSION_TYPE_RALLY
 NAN = math.nan
 M_PER_DEG = 111_320.0
 RELATIVE = mav.MAV_FRAME_GLOBAL_RELATIVE_ALT_INT
 
 
-def run(coroutine_function, timeout_s: float = 90.0):
-    async def main():
-        harness = Harness()
-        await harness.start()
-        try:
-            return await coroutine_function(harness)
-        finally:
-            await harness.stop()
-    return asyncio.run(asyncio.wait_for(main(), timeout_s))
-
-
-async def take_off(h: Harness, above_home_m: float) -> None:
-    await h.run_for(0.2)
-    assert await h.command(ARM, 1) == mav.MAV_RESULT_ACCEPTED
-    amsl = h.home.altitude + h.autopilot.home_enu[2] + above_home_m
-    assert await h.command(TAKEOFF, 0, 0, 0, NAN, NAN, NAN, amsl) == mav.MAV_RESULT_ACCEPTED
-    assert await h.run_until(lambda: h.autopilot.mode == FlightMode.HOLD, 20)
 
 
 def lat_lon(h: Harness, north_m: float, east_m: float) -> tuple[float, float]:
@@ -125,7 +107,7 @@ def test_fence_and_rally_plans_upload_download_and_bad_ones_are_refused_with_one
         await h.run_for(0.05)
         assert h.autopilot.fence_plan.items == [] and h.autopilot.rally_plan.items == []
         return True
-    assert run(flight)
+    assert run(flight, 90.0)
 
 
 def test_a_breach_holds_by_default_and_returns_home_with_gf_action_3():
@@ -155,7 +137,7 @@ def test_a_breach_holds_by_default_and_returns_home_with_gf_action_3():
         assert await h.run_until(lambda: h.link.controller_mode == "disarmed", 40)
         assert math.hypot(h.position[0], h.position[1]) < 0.6  # home
         return True
-    assert run(flight)
+    assert run(flight, 90.0)
 
 
 def test_return_flies_to_the_rally_point_when_it_is_closer_than_home():
@@ -172,4 +154,4 @@ def test_return_flies_to_the_rally_point_when_it_is_closer_than_home():
         assert await h.run_until(lambda: h.link.controller_mode == "disarmed", 40)
         assert h.position[0] == pytest.approx(30.0, abs=0.6) and h.position[1] == pytest.approx(0.0, abs=0.6)
         return True
-    assert run(flight)
+    assert run(flight, 90.0)

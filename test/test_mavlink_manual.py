@@ -4,7 +4,6 @@ but not the position, Acro turns at the stick's rate; the stick mapping itself a
 
 from __future__ import annotations
 
-import asyncio
 import math
 
 import pytest
@@ -13,31 +12,12 @@ from pymavlink.dialects.v20 import common as mav
 from aerial_sim.airsim.ned import quaternion_to_euler
 from aerial_sim.mavlink import modes, stick_mapping
 from aerial_sim.mavlink.modes import FlightMode
-from mavlink_inprocess import Harness
+from mavlink_inprocess import Harness, run, take_off
 
-ARM, TAKEOFF, SET_MODE = mav.MAV_CMD_COMPONENT_ARM_DISARM, mav.MAV_CMD_NAV_TAKEOFF, mav.MAV_CMD_DO_SET_MODE
-NAN = math.nan
+ARM, SET_MODE = mav.MAV_CMD_COMPONENT_ARM_DISARM, mav.MAV_CMD_DO_SET_MODE
 TILT_MAX = math.radians(35.0)  # MPC_MAN_TILT_MAX default
 
 
-def run(coroutine_function, timeout_s: float = 60.0):
-    async def main():
-        harness = Harness()
-        await harness.start()
-        try:
-            return await coroutine_function(harness)
-        finally:
-            await harness.stop()
-    return asyncio.run(asyncio.wait_for(main(), timeout_s))
-
-
-async def take_off(h: Harness, above_home_m: float) -> None:
-    await h.run_for(0.2)
-    assert await h.command(ARM, 1) == mav.MAV_RESULT_ACCEPTED
-    amsl = h.home.altitude + h.autopilot.home_enu[2] + above_home_m
-    assert await h.command(TAKEOFF, 0, 0, 0, NAN, NAN, NAN, amsl) == mav.MAV_RESULT_ACCEPTED
-    assert await h.run_until(lambda: h.autopilot.mode == FlightMode.HOLD, 20)
-    await h.run_for(1.0)
 
 
 async def switch(h: Harness, mode: FlightMode) -> None:
@@ -82,6 +62,7 @@ def test_stick_mapping_follows_px4s_formulas():
 def test_stabilized_and_manual_lean_by_the_roll_stick_and_acro_turns_at_the_stick_rate():
     async def flight(h):
         await take_off(h, 10.0)
+        await h.run_for(1.0)  # settle in Hold
         hover = h.autopilot.parameters["MPC_THR_HOVER"]
         assert 0.1 < hover < 0.8 and hover != 0.5  # from the vehicle, as PX4's hover thrust estimator finds it
         for mode in (FlightMode.STABILIZED, FlightMode.MANUAL):
@@ -106,6 +87,7 @@ def test_stabilized_and_manual_lean_by_the_roll_stick_and_acro_turns_at_the_stic
 def test_altitude_mode_holds_the_altitude_but_drifts_with_the_wind_and_a_pitch_stick_accelerates():
     async def flight(h):
         await take_off(h, 5.0)
+        await h.run_for(1.0)  # settle in Hold
         await switch(h, FlightMode.ALTCTL)
         h.graph.set_wind((0.0, 8.0, 0.0))  # 8 m/s from the south, blowing north
         start = h.position
@@ -159,6 +141,7 @@ def test_the_throttle_takes_off_in_altitude_mode_and_the_sticks_wait_on_the_grou
 def test_throttle_down_in_altitude_mode_lands_and_disarms_after_com_disarm_land():
     async def flight(h):
         await take_off(h, 3.0)
+        await h.run_for(1.0)  # settle in Hold
         await switch(h, FlightMode.ALTCTL)
         await sticks(h, 2.5, z=0)  # full descent, 1.5 m/s: on the ground after about 2 s
         assert h.link.controller_mode != "disarmed"  # resting, but not yet for COM_DISARM_LAND (2 s)
