@@ -98,8 +98,8 @@ def item_from_message(message, validate_item=None) -> MissionItem:
     return item
 
 
-def validate_position(item: MissionItem) -> None:
-    """A global frame and a latitude/longitude (not 0, 0) in range (ItemRejected otherwise)."""
+def validate_position(item: MissionItem, here_allowed: bool = False) -> None:
+    """A global frame and a latitude/longitude in range, not 0, 0 unless ``here_allowed`` (ItemRejected otherwise)."""
     if item.frame not in GLOBAL_FRAMES:
         raise ItemRejected(mav.MAV_MISSION_UNSUPPORTED_FRAME,
                            f"item {item.seq}: frame {item.frame} is not a global frame (0, 3, 5 or 6)")
@@ -107,8 +107,14 @@ def validate_position(item: MissionItem) -> None:
         raise ItemRejected(mav.MAV_MISSION_INVALID_PARAM5_X, f"item {item.seq}: latitude {item.latitude} is out of range")
     if not (math.isfinite(item.longitude) and -180.0 <= item.longitude <= 180.0):
         raise ItemRejected(mav.MAV_MISSION_INVALID_PARAM6_Y, f"item {item.seq}: longitude {item.longitude} is out of range")
-    if item.latitude == 0.0 and item.longitude == 0.0:
+    if item.latitude == 0.0 and item.longitude == 0.0 and not here_allowed:
         raise ItemRejected(mav.MAV_MISSION_INVALID_PARAM5_X, f"item {item.seq}: no position (latitude = longitude = 0)")
+
+
+def validate_altitude(item: MissionItem, kind: str = "item") -> None:
+    """An altitude between -1 km and 20 km (ItemRejected otherwise)."""
+    if not (math.isfinite(item.altitude) and -1000.0 <= item.altitude <= 20000.0):
+        raise ItemRejected(mav.MAV_MISSION_INVALID_PARAM7, f"{kind} {item.seq}: altitude {item.altitude} is out of range")
 
 
 def validate_rally_point(item: MissionItem) -> None:
@@ -117,8 +123,7 @@ def validate_rally_point(item: MissionItem) -> None:
         raise ItemRejected(mav.MAV_MISSION_UNSUPPORTED,
                            f"rally item {item.seq}: command {item.command} is not NAV_RALLY_POINT (5100)")
     validate_position(item)
-    if not (math.isfinite(item.altitude) and -1000.0 <= item.altitude <= 20000.0):
-        raise ItemRejected(mav.MAV_MISSION_INVALID_PARAM7, f"rally item {item.seq}: altitude {item.altitude} is out of range")
+    validate_altitude(item, "rally item")
 
 
 def validate(item: MissionItem) -> None:
@@ -127,18 +132,9 @@ def validate(item: MissionItem) -> None:
         raise ItemRejected(mav.MAV_MISSION_UNSUPPORTED, f"item {item.seq}: command {command} is not supported "
                            f"(supported: {', '.join(f'{c} {n}' for c, n in SUPPORTED_NAV.items())})")
     if command in POSITIONED:
-        if item.frame not in GLOBAL_FRAMES:
-            raise ItemRejected(mav.MAV_MISSION_UNSUPPORTED_FRAME,
-                               f"item {item.seq}: frame {item.frame} is not a global frame (0, 3, 5 or 6)")
-        if not (math.isfinite(item.latitude) and -90.0 <= item.latitude <= 90.0):
-            raise ItemRejected(mav.MAV_MISSION_INVALID_PARAM5_X, f"item {item.seq}: latitude {item.latitude} is out of range")
-        if not (math.isfinite(item.longitude) and -180.0 <= item.longitude <= 180.0):
-            raise ItemRejected(mav.MAV_MISSION_INVALID_PARAM6_Y,
-                               f"item {item.seq}: longitude {item.longitude} is out of range")
-        if item.latitude == 0.0 and item.longitude == 0.0 and command not in HERE_ALLOWED:
-            raise ItemRejected(mav.MAV_MISSION_INVALID_PARAM5_X, f"item {item.seq}: no position (latitude = longitude = 0)")
-        if not (math.isfinite(item.altitude) and -1000.0 <= item.altitude <= 20000.0) and command != mav.MAV_CMD_NAV_LAND:
-            raise ItemRejected(mav.MAV_MISSION_INVALID_PARAM7, f"item {item.seq}: altitude {item.altitude} is out of range")
+        validate_position(item, here_allowed=command in HERE_ALLOWED)
+        if command != mav.MAV_CMD_NAV_LAND:
+            validate_altitude(item)
     if command in (mav.MAV_CMD_NAV_WAYPOINT, mav.MAV_CMD_NAV_LOITER_TIME, mav.MAV_CMD_NAV_DELAY):
         if math.isfinite(item.param1) and not 0.0 <= item.param1 <= 86400.0:
             raise ItemRejected(mav.MAV_MISSION_INVALID_PARAM1, f"item {item.seq}: time {item.param1} s is out of range")
