@@ -132,7 +132,9 @@ def test_path_py_flies_its_closed_path_and_lands(airsim_python, server):
 def test_manual_mode_demo_climbs_and_moves_on_the_sticks(airsim_python, server):
     run(airsim_python, server, "manual")
     track = server.positions()
-    assert track[-1][2] > 3.0 and np.hypot(*track[-1][:2]) > 1.0
+    # Rolled while yawing, the vehicle flies circles (11 m out and 3 m from the start at the end, here), so
+    # where it ends depends on how long the script's wall-clock second lasted in sim time: the start too.
+    assert track[-1][2] > 3.0 and np.hypot(track[:, 0], track[:, 1]).max() > 1.0
 
 
 def test_cv_mode_poses_stay_and_every_image_request_is_answered(airsim_python):
