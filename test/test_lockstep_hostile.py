@@ -131,6 +131,13 @@ def test_with_the_launch_key_a_forger_that_publishes_its_topic_never_holds_the_c
             executor.spin_once(timeout_sec=0.005)
         return condition()
 
+    # Discovery brings the announcements when it does, maybe after the clock has run on a while: wait until
+    # the signer is taken and the forger refused, then see the clock go on past that.
+    def announcements_handled() -> bool:
+        log = physics.output()
+        return "lockstep: waiting for /signer/progress@50" in log and bool(unsigned_refusals(log))
+
+    assert spin_all(announcements_handled, TIMEOUT_S + 40.0), physics.output()[-3000:]
     started = len(arrivals)
     moved = spin_all(lambda: arrivals[-1][1] > arrivals[started - 1][1] + 1.5, TIMEOUT_S + 40.0)
     log = physics.output()
