@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PoseStamped, TwistStamped, Vector3Stamped
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParametersAtomically
@@ -142,6 +142,8 @@ class RosVehicleLink:
         self.kinematics = self.imu = self.pressure = self.magnetic = self.gps = None
         self.rotors = self.lidar = self.distance = self.battery = None
         self.controller_mode = None
+        #: Whether the controller's last ``/diagnostics`` said OK: it has the vehicle's state, so it can arm.
+        self.controller_has_state = False
         self._specific_force = (0.0, 0.0, 0.0)
         self._gps_velocity = (0.0, 0.0, 0.0)
         ns = f"/{self.namespace}"
@@ -283,6 +285,7 @@ class RosVehicleLink:
         self.pose_set = (from_stamp(message.header.stamp), (p.x, p.y, p.z))
 
     def on_diagnostics(self, status) -> None:
+        self.controller_has_state = status.level == DiagnosticStatus.OK
         for value in status.values:
             if value.key == "mode":
                 self.controller_mode = value.value
@@ -491,7 +494,9 @@ class AirSimApiNode(Node):
                 code = host.exit_code if host is not None else "not started"
                 return ServiceAnswer(False, f"{spawn.name} is in the world, but its controller and sensors ended "
                                             f"({code}): see the log above")
-            if link.kinematics is not None and link.arm_client.service_is_ready():
+            # The arm service comes up before the controller's first odometry, and until then it refuses
+            # to arm: answered once the controller says on /diagnostics that it has the state.
+            if link.kinematics is not None and link.arm_client.service_is_ready() and link.controller_has_state:
                 return ServiceAnswer(True, answer.message)
             await asyncio.sleep(0.05)
         return ServiceAnswer(False, f"{spawn.name} is in the world, but its controller did not come up within "
