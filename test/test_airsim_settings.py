@@ -237,3 +237,81 @@ def test_a_node_gets_usable_settings_or_exactly_one_error_for_a_file_it_cannot_u
         assert len(errors) == expect_errors and all(isinstance(e, SettingsError) for e in errors), (spec, errors)
         if found is not None:
             assert found[0] == good and found[1].sim_mode == "Multirotor"
+
+
+LENS = {"K1": -0.12, "K2": 0.02, "K3": -0.001, "P1": 0.0008, "P2": -0.0005}  # simSetDistortionParams' names
+LENS_D = (-0.12, 0.02, 0.0008, -0.0005, -0.001)  # the same lens as plumb_bob D (k1, k2, p1, p2, k3)
+
+
+def test_a_settings_lens_is_the_servers_camera_lens_and_the_camera_nodes():
+    """DistortionParams of a vehicle camera, and CameraDefaults' for the others: the server renders through
+    them (simGetDistortionParams answers them until simSetDistortionParam changes one) and the camera node's
+    front_center camera sees the same image as the server's front_center."""
+    from aerial_sim.airsim.images import CameraRig
+    from aerial_sim.airsim.settings import camera_lens
+    from aerial_sim.world.camera import CameraParams
+    from aerial_sim.world.lens import LensParams, camera_for
+    from aerial_sim.world.scene import load_scene
+
+    import numpy as np
+
+    settings = parse_settings({
+        "CameraDefaults": {"DistortionParams": {"K1": 0.05},
+                           "CaptureSettings": [{"ImageType": 0, "Width": 96, "Height": 64, "FOV_Degrees": 90}]},
+        "Vehicles": {"Drone1": {"Cameras": {"front_center": {"DistortionParams": LENS}, "side": {"Y": 0.2}}}},
+    })
+    assert camera_lens(settings, "drone1") == (LENS_D, "Vehicles/Drone1/Cameras/front_center/DistortionParams")
+    assert camera_lens(settings, "drone1", "bottom_center") == ((0.05, 0, 0, 0, 0), "CameraDefaults/DistortionParams")
+    assert camera_lens(parse_settings({}), "drone1") is None
+    assert json.loads(settings_json(settings))["Vehicles"]["Drone1"]["Cameras"]["front_center"]["DistortionParams"] == LENS
+
+    scene = load_scene("urban")
+    rig = CameraRig(scene, CameraParams(), settings, lens=LensParams(distortion_d=(0.3, 0, 0, 0, 0)))
+    assert rig.distortion_params("Drone1", "0") == pytest.approx([-0.12, 0.02, -0.001, 0.0008, -0.0005])  # AirSim order
+    assert rig.distortion("Drone1", "side") == rig.distortion("Drone1", "back_center") == (0.05, 0.0, 0.0, 0.0, 0.0)
+    # The camera node: its front_center camera at the server's size, through the lens camera_lens gives it.
+    node_model = camera_for(CameraParams(width=96, height=64, hfov_deg=90.0), LensParams(distortion_d=LENS_D), scene)
+    pose = ((-20.0, 3.0, 8.0), (0.9659, 0.0, 0.0, 0.2588))
+    server = rig.camera("Drone1", "front_center").model.render(*pose, depth=False, color=False).segmentation
+    mine = node_model.render(*pose, depth=False, color=False).segmentation
+    assert server.shape == (64, 96) and len(np.unique(mine)) > 2
+    assert np.array_equal(server, mine)
+    rig.set_distortion_param("Drone1", "front_center", "K1", 0.0)  # the API changes it from then on
+    assert rig.distortion("Drone1", "front_center")[0] == 0.0 and rig.distortion("Drone1", "front_center")[1] == 0.02
+
+
+@pytest.mark.parametrize("lens, message", [
+    ('{"K1": "strong"}', r"Cameras/c/DistortionParams/K1: 'strong' is not of type 'number'"),
+    ('{"K4": 0.1}', r"Cameras/c/DistortionParams: Additional properties are not allowed \('K4' was unexpected\)"),
+    ('{"K1": NaN}', r"Cameras/c/DistortionParams/K1: must be a finite number, got nan"),
+    ('{"K1": -2.0}', r"Cameras/c/DistortionParams \(K1 -2, .*\): the lens model does not map back onto every pixel "
+                     r"of the 256x144 image"),
+])
+def test_a_bad_settings_lens_is_one_error_naming_the_key(tmp_path, lens, message):
+    path = tmp_path / "settings.json"
+    path.write_text('{"Vehicles": {"d": {"Cameras": {"c": {"DistortionParams": %s}}}}}' % lens)
+    with pytest.raises(SettingsError, match=message):
+        load_settings(path)
+    path.write_text('{"Vehicles": {"d": {"Cameras": {"c": {"NoiseSettings": [{"LensDistortionEnable": true}]}}}}}')
+    (warning,) = load_settings(path).warnings  # Cosys-AirSim's post-process lens: not a calibrated lens, warned
+    assert warning.startswith("Vehicles/d/Cameras/c/NoiseSettings: not supported") and "DistortionParams" in warning
+
+
+@pytest.mark.ros
+def test_the_camera_node_takes_the_settings_lens_or_its_own_when_the_file_cannot_be_used(ros_node, tmp_path):
+    from rclpy.parameter import Parameter
+
+    from aerial_sim.nodes.camera import CameraNode
+
+    good, broken = tmp_path / "settings.json", tmp_path / "broken.json"
+    good.write_text(json.dumps({"Vehicles": {"Drone1": {"Cameras": {"0": {"DistortionParams": LENS}}}}}))
+    broken.write_text('{"Vehicles": {"Drone1": {"Cameras": {"0": {"DistortionParams": {"K1": "x"}}}}}}')
+    own = [0.01, 0.0, 0.0, 0.0, 0.0]
+    for settings, d in ((str(good), list(LENS_D)), (str(broken), own), ("none", own)):
+        node = CameraNode(context=ros_node.context, namespace="drone1", parameter_overrides=[
+            Parameter("airsim_settings", value=settings), Parameter("scene", value="empty"),
+            Parameter("width", value=48), Parameter("height", value=32), Parameter("distortion_d", value=own)])
+        try:
+            assert list(node.camera_info.d) == pytest.approx(d) and node.camera_info.distortion_model == "plumb_bob"
+        finally:
+            node.destroy_node()

@@ -21,6 +21,9 @@ FOV, and ``ExternalCameras`` are fixed in the world: rendered from the map
 origin facing north, with their settings pose (NED) as the mount, asked for
 with ``external=True`` (:data:`EXTERNAL`). AirSim's mount angles (roll, pitch
 up, yaw right, degrees) become the FLU mount's (roll, -pitch, -yaw).
+A camera's ``DistortionParams`` (or CameraDefaults', for every camera) is its
+plumb_bob lens, over the node's ``camera.distortion_d``; ``simSetDistortionParam``
+changes it from then on.
 
 Image types (AirSim's ImageType enum):
 - Scene (0): colour; uncompressed bytes are H x W x 3 in **BGR** order (what
@@ -154,6 +157,10 @@ class CameraRig:
         #: ``color_noise_std``, ``noise_seed``); simSetDistortionParam changes one camera's D.
         self.lens = lens or LensParams()
         self._distortion: dict[tuple[str, str], tuple[float, ...]] = {}  # (vehicle, name) -> D set by the API
+        #: Lenses of a settings file (DistortionParams): (vehicle, name) -> D of a settings camera, and
+        #: CameraDefaults' for every other camera (None: the rig's ``lens``).
+        self._settings_distortion: dict[tuple[str, str], tuple[float, ...]] = {}
+        self._default_distortion: tuple[float, ...] | None = None
         self.base = dataclasses.replace(params, depth_mode="perspective")
         self.mounts = default_mounts(params.mount_position_m)
         #: Cameras of one vehicle (or EXTERNAL) from a settings file: (vehicle, name) -> CameraParams changes.
@@ -184,6 +191,7 @@ class CameraRig:
             self.base = dataclasses.replace(self.base, width=defaults.width, height=defaults.height,
                                             hfov_deg=defaults.fov_deg)
             self._default_captures = {t: (w, h, f) for t, w, h, f in defaults.captures}
+            self._default_distortion = defaults.distortion_d
         for vehicle in settings.vehicles:
             for camera in vehicle.cameras:
                 self.add_camera(vehicle.name, camera)
@@ -206,6 +214,8 @@ class CameraRig:
             changes["mount_rpy_deg"] = (0.0, 0.0, 0.0)
         self._named[(vehicle, name)] = changes
         self._captures[(vehicle, name)] = {t: (w, h, f) for t, w, h, f in camera.captures}
+        if camera.distortion_d is not None:
+            self._settings_distortion[(vehicle, name)] = tuple(camera.distortion_d)
         self._forget(vehicle, name)
 
     def _forget(self, vehicle: str, name: str) -> None:
@@ -265,8 +275,14 @@ class CameraRig:
 
     # -- lens ------------------------------------------------------------------------------
     def distortion(self, vehicle: str, camera_name: str) -> tuple[float, float, float, float, float]:
-        """plumb_bob D = (k1, k2, p1, p2, k3) of a camera: set by simSetDistortionParam, else the rig's lens."""
-        return self._distortion.get((vehicle, self.canonical(camera_name, vehicle)), tuple(self.lens.distortion_d))
+        """plumb_bob D = (k1, k2, p1, p2, k3) of a camera: set by simSetDistortionParam, else its settings
+        camera's DistortionParams, else CameraDefaults', else the rig's lens."""
+        key = (vehicle, self.canonical(camera_name, vehicle))
+        if key in self._distortion:
+            return self._distortion[key]
+        if key in self._settings_distortion:
+            return self._settings_distortion[key]
+        return self._default_distortion or tuple(self.lens.distortion_d)
 
     def distortion_params(self, vehicle: str, camera_name: str) -> list[float]:
         """simGetDistortionParams: [K1, K2, K3, P1, P2] (AirSim's order) of the camera's lens."""

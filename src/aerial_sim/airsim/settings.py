@@ -11,6 +11,16 @@ API node apply. Every key it does not map is one warning naming it
 (``AirSimSettings.warnings``): a user sees what was ignored, nothing fails
 because of it.
 
+A camera's lens (``CameraDefaults``, a vehicle's ``Cameras/NAME``, ``ExternalCameras/NAME``) is aerial_sim's
+one key beyond AirSim's: ``"DistortionParams": {"K1": .., "K2": .., "K3": .., "P1": .., "P2": ..}``, the names and
+meaning of AirSim's ``simSetDistortionParams`` dict (Brown-Conrady on normalised image coordinates, plumb_bob
+D = (K1, K2, P1, P2, K3)), which AirSim sets only through that call; a missing coefficient is 0. Neither
+AirSim's nor Cosys-AirSim's settings hold a calibrated lens (Cosys's ``NoiseSettings`` ``LensDistortion*`` are
+Unreal's screen-space barrel effect, warned about with the rest of NoiseSettings). A non-finite value, an
+unknown coefficient or a lens too strong to invert over one of the camera's image sizes is a
+:class:`SettingsError` naming the key path. The AirSim server's cameras and the camera node (the vehicle's
+``front_center``) both take it (:func:`camera_lens`).
+
 Units and frames are AirSim's: positions in metres NED relative to the
 vehicle (cameras, sensors) or to the player start (vehicles, external
 cameras), angles in degrees, wind NED m/s. doc/airsim_settings.md holds the
@@ -40,6 +50,9 @@ SENSOR_TYPES = {1: "Barometer", 2: "Imu", 3: "Gps", 4: "Magnetometer", 5: "Dista
 #: AirSim's ImageType enum names (CaptureSettings.ImageType).
 IMAGE_TYPES = {-1: "all", 0: "Scene", 1: "DepthPlanar", 2: "DepthPerspective", 3: "DepthVis", 4: "DisparityNormalized",
                5: "Segmentation", 6: "SurfaceNormals", 7: "Infrared", 8: "OpticalFlow", 9: "OpticalFlowVis"}
+#: A camera's plumb_bob lens: the coefficient names of AirSim's ``simSetDistortionParams`` dict (K1 K2 K3 P1 P2) and
+#: where each sits in plumb_bob's D = (k1, k2, p1, p2, k3) (module docstring: ``DistortionParams``).
+DISTORTION_KEYS = {"K1": 0, "K2": 1, "P1": 2, "P2": 3, "K3": 4}
 #: AirSim's defaults (docs/settings.md): 256 x 144 pixels, 90 deg.
 DEFAULT_WIDTH, DEFAULT_HEIGHT, DEFAULT_FOV_DEG = 256, 144, 90.0
 
@@ -65,6 +78,8 @@ class CameraSetting:
     external: bool = False
     #: Each CaptureSettings entry: (ImageType, Width, Height, FOV_Degrees); images of that type are rendered so.
     captures: tuple[tuple[int, int, int, float], ...] = ()
+    #: plumb_bob D = (k1, k2, p1, p2, k3) of its ``DistortionParams`` (or CameraDefaults'); None: none given.
+    distortion_d: tuple[float, float, float, float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -129,7 +144,9 @@ _CAPTURE = {
 }
 _CAMERA = {
     "type": "object",
-    "properties": dict(_POSE, CaptureSettings={"type": "array", "items": _CAPTURE}),
+    "properties": dict(_POSE, CaptureSettings={"type": "array", "items": _CAPTURE},
+                       DistortionParams={"type": "object", "properties": {k: _NUMBER for k in DISTORTION_KEYS},
+                                         "additionalProperties": False}),
 }
 _SENSOR = {
     "type": "object",
@@ -335,7 +352,8 @@ def _pose(spec: dict, default_position=None, default_rpy=None):
 def _camera(name: str, spec: dict, defaults: CameraSetting | None, external: bool, warnings: list,
             where: str) -> CameraSetting:
     unknown = [k for k in spec if k not in _CAMERA_KEYS]
-    warnings.extend(f"{where}{k}: not supported by aerial_sim, ignored" for k in unknown)
+    warnings.extend(f"{where}{k}: not supported by aerial_sim, ignored"
+                    + (_NOISE_HINT if k == "NoiseSettings" else "") for k in unknown)
     base = defaults or CameraSetting(name)
     position, rpy = _pose(spec, base.position_ned, base.rpy_deg)
     width, height, fov, types = base.width, base.height, base.fov_deg, list(base.image_types)
@@ -355,7 +373,59 @@ def _camera(name: str, spec: dict, defaults: CameraSetting | None, external: boo
             types.append(int(capture.get("ImageType", 0)))
             entries.append((types[-1], int(capture.get("Width", DEFAULT_WIDTH)), int(capture.get("Height", DEFAULT_HEIGHT)),
                             float(capture.get("FOV_Degrees", base.fov_deg))))
-    return CameraSetting(name, position, rpy, width, height, fov, tuple(types), external, tuple(entries))
+    distortion = base.distortion_d
+    if "DistortionParams" in spec:
+        distortion = _distortion(spec["DistortionParams"], f"{where}DistortionParams")
+    if distortion is not None:
+        _check_lens(distortion, [(width, height, fov)] + [(w, h, f) for _, w, h, f in entries], f"{where}DistortionParams")
+    return CameraSetting(name, position, rpy, width, height, fov, tuple(types), external, tuple(entries), distortion)
+
+
+#: What a camera's NoiseSettings warning adds: Cosys-AirSim's LensDistortion* keys there are a screen-space
+#: post-process of Unreal's, not a calibrated lens model.
+_NOISE_HINT = (" (its Rand*/Horz* artefacts are Unreal post-process shaders; aerial_sim's colour noise is the camera "
+               "node's color_noise_std, and a plumb_bob lens is the camera's DistortionParams)")
+
+
+def _distortion(spec: dict, where: str) -> tuple[float, float, float, float, float]:
+    """plumb_bob D of a camera's ``DistortionParams`` {K1, K2, K3, P1, P2} (a missing one is 0)."""
+    d = [0.0] * 5
+    for key, index in DISTORTION_KEYS.items():
+        value = float(spec.get(key, 0.0))
+        if not math.isfinite(value):
+            raise SettingsError(f"{where}/{key}: must be a finite number, got {spec.get(key)!r}")
+        d[index] = value
+    return tuple(d)
+
+
+def _check_lens(d, sizes, where: str) -> None:
+    """A lens that cannot serve one of the camera's image sizes is an error naming the key (world/lens.py)."""
+    from aerial_sim.world.lens import lens_problem
+
+    for width, height, fov in dict.fromkeys(sizes):
+        problem = lens_problem(d, width, height, fov)
+        if problem is not None:
+            named = ", ".join(f"{k} {d[i]:g}" for k, i in DISTORTION_KEYS.items())
+            raise SettingsError(f"{where} ({named}): {problem}")
+
+
+def camera_lens(settings: AirSimSettings, vehicle_name: str, camera_name: str = "front_center"):
+    """The plumb_bob D the settings give the graph's vehicle ``vehicle_name``'s camera ``camera_name`` (AirSim's
+    aliases ``0`` and ``""`` are front_center): that settings vehicle's (any case, or the only one) camera of that
+    name, else CameraDefaults'; None when neither gives a lens. With the key path it came from."""
+    aliases = {"front_center": {"front_center", "0", ""}}.get(camera_name, {camera_name})
+    vehicles = settings.vehicles
+    vehicle = next((v for v in vehicles if v.name.lower() == vehicle_name.lower()), None)
+    if vehicle is None and len(vehicles) == 1:
+        vehicle = vehicles[0]
+    if vehicle is not None:
+        for camera in vehicle.cameras:
+            if camera.name in aliases and camera.distortion_d is not None:
+                return camera.distortion_d, f"Vehicles/{vehicle.name}/Cameras/{camera.name}/DistortionParams"
+    defaults = settings.camera_defaults
+    if defaults is not None and defaults.distortion_d is not None:
+        return defaults.distortion_d, "CameraDefaults/DistortionParams"
+    return None
 
 
 def _sensors(spec: dict, warnings: list, where: str) -> tuple[SensorSetting, ...]:
@@ -473,6 +543,8 @@ def _camera_json(camera: CameraSetting) -> dict:
         out.update(zip("XYZ", camera.position_ned))
     if camera.rpy_deg is not None:
         out.update(zip(("Roll", "Pitch", "Yaw"), camera.rpy_deg))
+    if camera.distortion_d is not None:
+        out["DistortionParams"] = {k: camera.distortion_d[i] for k, i in DISTORTION_KEYS.items()}
     return out
 
 

@@ -29,7 +29,9 @@ Each image can be switched off (``publish_depth``, ``publish_segmentation``,
 subscriber is matched to at that moment is not rendered either (DDS would not
 deliver it to anyone; the camera_info messages are always sent). ``distortion_d`` (plumb_bob) and
 ``color_noise_std`` / ``noise_seed`` (:mod:`aerial_sim.world.lens`, off by default) put a lens and
-sensor noise in front of the ideal pinhole. Every message goes out as CDR bytes with zero padding
+sensor noise in front of the ideal pinhole; an AirSim settings file (``airsim_settings``) that gives this
+vehicle's front_center camera (or CameraDefaults) ``DistortionParams`` sets the lens instead, the one the
+AirSim server's images of that camera have. Every message goes out as CDR bytes with zero padding
 (:func:`aerial_sim.cdr.encode_image_array`, ``encode_camera_info_of``; the markers and class names through
 :func:`~aerial_sim.nodes.ros.zero_padding.zero_padded_bytes`), so identical lockstep runs record identical
 bags (issue 32); the images cost less to publish so than as typed messages (``tools/dev.sh bench cdr``). Rendering runs
@@ -42,6 +44,7 @@ the next one.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -54,7 +57,7 @@ from geometry_msgs.msg import Point
 from visualization_msgs.msg import ImageMarker, Marker, MarkerArray
 
 from aerial_sim.cdr import OdometryFields, encode_camera_info_of, encode_image_array
-from aerial_sim.config import require, require_positive
+from aerial_sim.config import ParamsError, require, require_positive
 from aerial_sim.control.geometry import matrix_to_quat
 from aerial_sim.nodes.ros.clocks import InputStampClock
 from aerial_sim.nodes.ros.frames import frame_in_namespace, publish_static_mount
@@ -88,6 +91,9 @@ class CameraNodeParams:
     publish_detections_2d: bool = True  # camera/detections_2d, an ImageMarker per object in view (same)
     lockstep: bool = False  # reliable QoS on the odometry input and image outputs
     frame_id: str = "camera_depth_optical_frame"  # prefixed with the namespace
+    #: AirSim settings.json whose lens (DistortionParams of this vehicle's front_center camera, else
+    #: CameraDefaults') this camera takes over distortion_d, as the AirSim server does: a path, auto or none.
+    airsim_settings: str = "none"
 
     def __post_init__(self) -> None:
         require_positive(self, "rate_hz")
@@ -100,13 +106,13 @@ def has_subscribers(publisher) -> bool:
 
 
 class CameraNode(Node):
-    def __init__(self):
-        super().__init__("camera")
+    def __init__(self, **node_options):
+        super().__init__("camera", **node_options)
         self.node_params = declare_params(self, CameraNodeParams)
         self.camera_params = declare_params(self, CameraParams)
         self.lens_params = declare_params(self, LensParams)
         self.scene = load_scene(self.node_params.scene)
-        self.model = camera_for(self.camera_params, self.lens_params, self.scene)  # a CameraModel unless distorted
+        self.model = self._camera_model()  # a CameraModel unless distorted
         self.frame_id = frame_in_namespace(self, self.node_params.frame_id)
         publish_static_mount(self, self.frame_id, self.model.t_base_camera, matrix_to_quat(self.model.R_base_optical))
         qos = stream_qos(self.node_params.lockstep)
@@ -152,6 +158,32 @@ class CameraNode(Node):
             + (f", colour noise {self.lens_params.color_noise_std:g} levels (seed {self.lens_params.noise_seed})"
                if self.lens_params.color_noise_std > 0 else "")
         )
+
+    def _camera_model(self):
+        """The camera through the settings file's lens when it gives one (airsim_settings), else through
+        ``distortion_d``; a file or lens that cannot be used is one error line, and ``distortion_d`` serves."""
+        found = None
+        if self.node_params.airsim_settings not in ("", "none"):
+            from aerial_sim.airsim.settings import camera_lens, usable_settings
+
+            usable = usable_settings(self.node_params.airsim_settings, lambda error: self.get_logger().error(
+                f"{error}; the camera's own distortion_d is used"))
+            if usable is not None:
+                vehicle = self.get_namespace().strip("/").split("/")[-1]
+                found = camera_lens(usable[1], vehicle)
+        if found is not None:
+            d, key = found
+            if self.lens_params.distorted and tuple(self.lens_params.distortion_d) != tuple(d):
+                self.get_logger().warning(f"distortion_d {list(self.lens_params.distortion_d)} ignored: the AirSim "
+                                          f"settings' {key} is this camera's lens (the AirSim server's too)")
+            lens = dataclasses.replace(self.lens_params, distortion_d=tuple(d))
+            try:
+                model = camera_for(self.camera_params, lens, self.scene)
+                self.lens_params = lens
+                return model
+            except ParamsError as error:
+                self.get_logger().error(f"AirSim settings {key}: {error}; the camera's own distortion_d is used")
+        return camera_for(self.camera_params, self.lens_params, self.scene)
 
     def on_odom(self, odom: OdometryFields) -> None:
         stamp_s = odom.time_s

@@ -88,6 +88,28 @@ def color_noise(color: np.ndarray, std: float, seed: int, stamp_ns: int) -> np.n
     return np.clip(np.rint(noisy), 0, 255).astype(np.uint8)
 
 
+def lens_problem(d: Sequence[float], width: int, height: int, hfov_deg: float) -> str | None:
+    """Why a lens D cannot serve a ``width`` x ``height`` image of ``hfov_deg`` (None: it can): the check
+    :class:`LensCamera` makes at start, on a 33 x 33 grid of pixels that includes the image's edges and
+    corners (where a lens that cannot be inverted fails first), cheap enough to check a settings file with."""
+    f = (width / 2.0) / math.tan(math.radians(hfov_deg) / 2.0)
+    u = np.unique(np.rint(np.linspace(0.0, width - 1.0, 33)))
+    v = np.unique(np.rint(np.linspace(0.0, height - 1.0, 33)))
+    uu, vv = np.meshgrid(u, v)
+    x_d, y_d = (uu - (width - 1) / 2.0) / f, (vv - (height - 1) / 2.0) / f
+    x, y = undistort(x_d, y_d, d)
+    back_x, back_y = distort(x, y, d)
+    error_px = np.hypot(back_x - x_d, back_y - y_d) * f
+    if not (np.all(np.isfinite(error_px)) and error_px.max() < 1e-3):
+        return (f"the lens model does not map back onto every pixel of the {width}x{height} image (too strong a "
+                "distortion for this field of view)")
+    inner_half_width = (width - 1) / 2.0 + np.max(np.abs(x)) * f + 2.0
+    hfov = 2.0 * math.degrees(math.atan(inner_half_width / f))
+    if hfov >= 179.0:
+        return f"the ideal image behind it would need a {hfov:.0f} deg field of view"
+    return None
+
+
 class LensCamera:
     """A :class:`~aerial_sim.world.camera.CameraModel` seen through a plumb_bob lens (module docstring).
 
