@@ -26,6 +26,9 @@ AUTO_VALUES = ("", "auto")
 LATEST_LINK = "latest"
 #: Marker in a run folder naming the launch that owns it.
 OWNER_FILE = ".aerial_sim_launch"
+#: Written last by a mission node kept for the next run (``exit_when_done: false``, a warm batch run), once
+#: the clock has stopped where the run ends: ``{"run", "code", "outcome": "landed" | "failed", "why"}``.
+MISSION_END_FILE = "mission_end.json"
 #: How long a node waits for another node of its launch to finish claiming a folder.
 CLAIM_WAIT_S = 2.0
 

@@ -81,6 +81,7 @@ from aerial_sim.batch.postprocess import REPORT_FILE
 from aerial_sim.batch.postprocessor import PostProcessor
 from aerial_sim.batch.processes import guarded_command
 from aerial_sim.batch.sweep import RunOptions, RunSpec
+from aerial_sim.run_folder import MISSION_END_FILE
 
 #: Under ``--out``: one folder per launched graph.
 WARM_DIR = "warm"
@@ -92,6 +93,15 @@ WARM_LAUNCH = {"vehicles": "1", "fleet": "none", "autopilot": "builtin", "use_co
 RESETLESS_SEEDED = ("use_lidar", "use_distance")
 #: Failed attempts of these kinds say nothing about the run: the graph is relaunched, no attempt counted.
 RELAUNCH_KINDS = ("refused",)
+#: A run whose mission ended failed (``MISSION_END_FILE``): the graph is sound (its clock stopped where the
+#: run ended, as a landed run's); kept for the next run unless this one is retried (its folder, and so its bag,
+#: is the retry's: a new graph).
+MISSION_FAILED = "mission"
+#: Wall seconds from a run's end (``MISSION_END_FILE``: the clock stopped there) to its bag's close
+#: (``/recorder/new_bag``): the last outputs stamped before the bag's end reach the recorder (a cold run's
+#: mission waits its ``drain_s``, 0.5 s, before it ends the launch). The next run's parameters and resets
+#: are set meanwhile.
+DRAIN_S = 0.25
 
 
 def _warm_parameter(node: str, name: str) -> bool:
@@ -234,13 +244,17 @@ class WarmWorker:
             attempt = self._attempt(run, folder, number, shape)
             if attempt.kind in RELAUNCH_KINDS:  # the graph would not take the run: a new graph, same attempt
                 errors.append(f"attempt {number}: {attempt.message} (relaunched)")
+                self.stop_graph()
                 attempt = self._attempt(run, folder, number, shape, relaunch=True)
             cpu_s += attempt.launch_cpu_s
             if number == 1 and attempt.launched_at is not None:
                 started = attempt.launched_at
             if not attempt.ok:
                 errors.append(f"attempt {number}: {attempt.message}")
-            if not should_retry(attempt, number, self.options):
+            retry = should_retry(attempt, number, self.options)
+            if not attempt.ok and (attempt.kind != MISSION_FAILED or retry):
+                self.stop_graph()
+            if not retry:
                 break
         if attempt.kind == INTERRUPTED:
             return _done({"run_id": run.run_id, "status": INTERRUPTED, "attempts": number})
@@ -287,12 +301,8 @@ class WarmWorker:
         if relaunch or (self.graph is not None and self.graph.shape != shape):
             self.stop_graph()
         if self.graph is None:
-            attempt = self._launch(run, folder, shape, log_path)
-        else:
-            attempt = self._warm(run, folder, log_path)
-        if not attempt.ok:
-            self.stop_graph()
-        return attempt
+            return self._launch(run, folder, shape, log_path)
+        return self._warm(run, folder, log_path)
 
     # -- a new graph, flying its first run ---------------------------------------------
     def _launch(self, run: RunSpec, folder: Path, shape: tuple, log_path: Path) -> Attempt:
@@ -363,6 +373,10 @@ class WarmWorker:
             for node in changed_seeds:
                 client.trigger(f"{node}/reset")
             done("sensor resets")
+            drain_s = (graph.landed_at or 0.0) + DRAIN_S - time.monotonic()
+            if drain_s > 0:
+                time.sleep(drain_s)  # the run before's last outputs into its bag
+            done("drain")
             client.set_parameters("/recorder", settings["/recorder"])
             client.trigger("/recorder/new_bag")  # before the restart: its state at t = 0 is the new run's
             graph.settings["/recorder"] = settings["/recorder"]
@@ -392,7 +406,8 @@ class WarmWorker:
     # -- watching a run in the graph until it lands -------------------------------------
     def _watch(self, graph: _Graph, folder: Path, log_path: Path, offset: int, flight: _FlightCpu | None,
                cpu_unpaused: float | None = None) -> Attempt:
-        """Until ``metrics.json`` (landed: the run's bag closed, CPU counted) or a failure."""
+        """Until the mission's ``MISSION_END_FILE`` (the run ended, landed or failed, and the clock stopped
+        where it ended; CPU counted, the graph paused) or a failure of the graph."""
         options = self.options
         deadline = time.monotonic() + options.timeout_s
         hangs = HangWatch(folder, folder / METRICS_FILE, options.stall_timeout_s, options.stop_timeout_s)
@@ -402,7 +417,7 @@ class WarmWorker:
             if _poll(graph.launcher, graph.usage) is not None:
                 kind = "crashed"  # its message once the log is copied: the launcher's last error
                 break
-            if _read_json(folder / METRICS_FILE) is not None:
+            if (end := _read_json(folder / MISSION_END_FILE)) is not None:
                 break
             why = hangs.check()
             if why:
@@ -443,7 +458,13 @@ class WarmWorker:
         graph.landed_at = landed
         graph.closing_s = time.monotonic() - landed
         self._copy_log(graph, offset, log_path)
+        if end.get("code") != 0:
+            return Attempt(False, MISSION_FAILED, f"the mission failed: {end.get('why') or end}", log_path, domain,
+                           launch_cpu_s=launch_cpu_s)
         metrics = _read_json(folder / METRICS_FILE)
+        if metrics is None:
+            return Attempt(False, "no_metrics", f"the mission landed without {METRICS_FILE}", log_path, domain,
+                           launch_cpu_s=launch_cpu_s)
         dropped = lockstep_drop(log_path)
         if dropped:
             return Attempt(False, "lockstep", dropped, log_path, domain)

@@ -22,6 +22,13 @@ time fixed by the run itself; the runner waits ``drain_s`` of wall time for the 
 outputs to reach the recorder, then exits. Without it, the flight controller no longer waits for
 its client once the vehicle lands on its own, and how far the clock ran before the launch
 stopped the graph (so how long the bag was) was wall-clock timing (issue 32).
+
+Kept for the next run (``exit_when_done: false``, a warm batch run) it ends each run the same way (the
+``end_of_run`` progress frame, so the clock stops where a cold run's would and the recorder's bag ends
+where a cold run's does) but stays; once the physics node says the clock stopped it writes
+``mission_end.json`` (:data:`aerial_sim.run_folder.MISSION_END_FILE`) in the run folder: landed, or
+failed and why. A new run whose ``mission`` or ``output_dir`` is unusable is refused, and says so there
+at once.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ from aerial_sim.control.mission import is_setpoint_due, load_mission, pattern_pa
 from aerial_sim.control.track import TrackRecorder, compare_tracks, summary_text, write_plots
 from aerial_sim.control.trajectory import PathFollower, Trajectory
 from aerial_sim.physics.rotation import rotate
+from aerial_sim.run_folder import MISSION_END_FILE
 from aerial_sim.nodes.ros.clocks import InputStampClock
 from aerial_sim.nodes.ros.parameters import declare_params, reread_params, run_folder_parameter
 from aerial_sim.nodes.ros.lockstep import END_OF_RUN_FRAME, END_OF_RUN_TEXT, END_OF_RUN_WAIT_S, participant_publisher
@@ -112,6 +120,7 @@ class MissionNode(Node):
         self.namespace = self.get_namespace().strip("/")
         self.exit_code: int | None = None
         self.run_number = 0
+        self.refused_at: float | None = None  # the restart's stamp whose new run was refused
         self._start_run()
 
         self.pose_pub = self.create_publisher(PoseStamped, "cmd_pose", COMMAND_QOS)
@@ -126,7 +135,6 @@ class MissionNode(Node):
         if self.params.lockstep and self.params.setpoint_rate_hz > 0:
             self.progress = participant_publisher(self, Header, "mission/progress", LOCKSTEP_QOS, True,
                                                   self.params.setpoint_rate_hz, inputs=("ground_truth/odom",))
-        self.ending: tuple[int, float] | None = None  # lockstep: (exit code, wall time) until the clock stops
         self.create_timer(0.2, self.check_ending, clock=Clock(clock_type=ClockType.STEADY_TIME))
         m = self.mission
         self.get_logger().info(
@@ -159,6 +167,8 @@ class MissionNode(Node):
         self.fc_reported = -math.inf
         self.progress_held: list[float] = []
         self.last_progress = -math.inf
+        self.outcome: tuple[int, str] | None = None  # (exit code, why) once finished
+        self.ending = None  # lockstep: (exit code, wall time) until the clock stops
         # Wall time of the first state seen (the run's start): the service waits count from there. A
         # lockstep graph starts its clock only once every node is up, which under load took 30 s.
         self.started_wall: float | None = None
@@ -171,7 +181,15 @@ class MissionNode(Node):
             mission, output_dir = load_mission(params.mission), run_folder_parameter(params.output_dir)
         except (ParamsError, OSError, ValueError) as error:
             self.get_logger().error(f"new run refused: {error}", throttle_duration_sec=5.0)
+            if self.refused_at != stamp and not self.params.exit_when_done:
+                self.refused_at = stamp  # once per restart: whoever started it learns at once
+                try:
+                    folder = run_folder_parameter(str(self.get_parameter("output_dir").value))
+                except (ParamsError, OSError, ValueError):
+                    folder = self.output_dir
+                self.write_end(2, f"new run refused: {error}", folder, self.run_number + 1)
             return False
+        self.refused_at = None
         self.params, self.mission, self.output_dir = params, mission, output_dir
         self._start_run()
         self.get_logger().info(f"sim time went back to {stamp:.3f} s: run {self.run_number}, mission '{mission.name}', "
@@ -407,11 +425,11 @@ class MissionNode(Node):
         except Exception as error:  # results are a courtesy; report, do not mask the mission's outcome
             self.get_logger().error(f"could not write the results: {error}")
             code = code or 1
-        if not self.params.exit_when_done:
-            return  # the graph stays, paused by whoever starts the next run: nothing to drain before an end
+        self.outcome = (code, why)
         if self.progress is not None and math.isfinite(self.last_progress):
             # The run ends here: its last progress stamp again, marked (END_OF_RUN_FRAME). The physics node
-            # then stops the clock for good where the next would be due, and says so: exit after that.
+            # then stops the clock for good where the next would be due, and says so: exit after that (or,
+            # kept for the next run, write MISSION_END_FILE: the graph is where a cold run's would stop).
             header = Header(frame_id=END_OF_RUN_FRAME)
             header.stamp = to_stamp(self.last_progress)
             self.progress.publish(header)
@@ -421,15 +439,36 @@ class MissionNode(Node):
 
     def exit_after_drain(self, code: int) -> None:
         self.ending = None
+        if not self.params.exit_when_done:
+            self.write_end(code)  # the graph stays for the next run; whoever starts it drains (doc/batch.md)
+            return
         if self.progress is not None:
             time.sleep(self.params.drain_s)  # the clock is held: let the last outputs reach the recorder
         self.exit_code = code
+
+    def write_end(self, code: int, why: str | None = None, folder=None, run: int | None = None) -> None:
+        """Kept for the next run (``exit_when_done: false``): MISSION_END_FILE in the run folder, written
+        last (renamed into place) once the clock has stopped where the run ends (or at once, for a new run
+        refused): the run's outcome for a warm batch worker, which starts the next run (or retries this
+        one) from here."""
+        if why is None:
+            why = self.outcome[1] if self.outcome is not None else ""
+        folder = self.output_dir if folder is None else folder
+        end = {"run": self.run_number if run is None else run, "code": code,
+               "outcome": "landed" if code == 0 else "failed", "why": why}
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            partial = folder / f".{MISSION_END_FILE}.partial"
+            partial.write_text(json.dumps(end) + "\n")
+            partial.replace(folder / MISSION_END_FILE)
+        except OSError as error:
+            self.get_logger().error(f"could not write {MISSION_END_FILE}: {error}")
 
     def check_ending(self) -> None:
         """Lockstep: exit after END_OF_RUN_WAIT_S without the physics node's word that the clock stopped."""
         if self.ending is not None and time.monotonic() - self.ending[1] > END_OF_RUN_WAIT_S:
             self.get_logger().warning(f"lockstep: the physics node did not say the clock stopped in "
-                                      f"{END_OF_RUN_WAIT_S:g} s; exiting anyway (the bag's end may differ "
+                                      f"{END_OF_RUN_WAIT_S:g} s; ending the run anyway (the bag's end may differ "
                                       "between runs)")
             self.exit_after_drain(self.ending[0])
 

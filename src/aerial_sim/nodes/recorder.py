@@ -121,7 +121,8 @@ class Recorder(Node):
         self._parameter_answers: dict[str, dict[str, float | None]] = {}  # node -> parameters answered so far
         self._unnamed_publishers: dict[str, int] = {}  # topic -> rounds left to learn its publishers' names
         self._answered_clients: list = []  # destroyed at the next discovery, outside their own callback
-        self._lost: dict[str, int] = {}
+        self._lost: dict[str, int] = {}  # topic -> messages lost while this bag recorded
+        self._lost_before: dict[str, int] = {}  # topic -> the middleware's total count when this bag opened
         self.run_dir = run_folder_parameter(self.params.output_dir)
         # Lockstep: deterministic files (module doc), which need the recorded /clock's sim time.
         self.deterministic = self.params.lockstep and self.selection.wants("/clock")
@@ -237,7 +238,7 @@ class Recorder(Node):
 
     def _on_lost(self, topic: str, info) -> None:
         with self._lock:
-            self._lost[topic] = int(info.total_count)
+            self._lost[topic] = int(info.total_count) - self._lost_before.get(topic, 0)  # this bag's
             self.writer.custom_data[LOST_KEY] = encode_table(self._lost)
 
     # -- configured rates ---------------------------------------------------
@@ -568,7 +569,11 @@ class Recorder(Node):
         with self._lock:
             self._close_bag()
             closed = time.monotonic()
-            writer.custom_data.update(self.writer.custom_data)  # configured rates, transport losses so far
+            writer.custom_data.update(self.writer.custom_data)  # configured rates
+            for topic, lost in self._lost.items():  # transport losses count from 0 in each bag
+                self._lost_before[topic] = self._lost_before.get(topic, 0) + lost
+            self._lost.clear()
+            writer.custom_data.pop(LOST_KEY, None)
             self.writer, self.run_dir, self.log_writer = writer, run_dir, log_writer
             for topic, (msgtype, offered) in self._topic_types.items():
                 writer.add_topic(topic, msgtype, offered)
