@@ -4,7 +4,9 @@
   (pure, no ROS);
 - a real batch of three short hops on one worker, with the physics node killed mid-flight of the
   second: that run is retried on a new graph, nothing else is lost, the third run flies warm in the new
-  graph, and its bag holds the same messages as the first run's (same seed, cold-started graph).
+  graph, and its bag is the first run's, byte for byte (same seed, another graph, another seed between);
+- a warm run's bag files are a cold run's (``warm: false``), byte for byte, and a mission that fails in a
+  warm graph fails its run as soon as it ends, not after ``stall_timeout_s``; the graph flies on.
 """
 
 from __future__ import annotations
@@ -27,6 +29,14 @@ from aerial_sim.batch.sweep import RunSpec
 from aerial_sim.batch.warm import WARM_DIR, graph_shape, run_settings
 
 SHORT_HOP = Path(__file__).parent / "data" / "missions" / "short_hop.yaml"
+#: Lands from 2 m (at least 4 s at the controller's 0.5 m/s): with land_timeout_s 3 its mission fails.
+HIGH_HOP = {"name": "high_hop", "takeoff_altitude_m": 2.0, "pattern": "square", "size_m": 0.2, "speed_m_s": 1.0,
+            "acceleration_m_s2": 2.0, "hold_s": 0.0, "land": True}
+BAG_FILES = ("bag/bag_0.mcap", "bag/metadata.yaml")
+
+
+def bag_bytes(run_folder: Path) -> dict[str, bytes]:
+    return {name: (run_folder / name).read_bytes() for name in BAG_FILES}
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +78,9 @@ def test_a_warm_run_sets_folders_seeds_of_the_sensors_it_has_and_the_wind(declar
     assert settings["/drone1/imu"] == {"seed": 9} and settings["/drone1/barometer"] == {"seed": 5}
     assert "/drone1/gps" not in settings
     assert settings["/physics"] == {"wind_enu_m_s": [1.0, 0.0, 0.0]}
+    # another parameter of the mission node (the graph's shape) is not a mission to set
+    settings = run_settings(RunSpec(0, {"mission": "hop_1m", "mission.land_timeout_s": 3.0}), declared, tmp_path)
+    assert settings["/drone1/mission"] == {"output_dir": str(tmp_path), "mission": "hop_1m"}
 
 
 def physics_pids(marker: str) -> list[int]:
@@ -121,6 +134,44 @@ def test_a_run_killed_in_a_warm_graph_is_retried_on_a_new_graph_and_nothing_else
     assert 0 < entries[2]["overhead_s"] < 10 and "warm start" in (out / entries[2]["log"]).read_text()
     # the warm run's bag holds the cold-started run's messages (seed 0 both); seed 1 differs (IMU noise)
     assert entries[2]["bag_digest"] == entries[0]["bag_digest"] != entries[1]["bag_digest"]
+    assert bag_bytes(out / "runs" / rows[2]["run_id"]) == bag_bytes(out / "runs" / rows[0]["run_id"])
     assert entries[2]["topics"]["/drone1/imu/data"]["count"] == entries[0]["topics"]["/drone1/imu/data"]["count"] > 400
     assert all(e["cpu_per_sim_s"] > 0 and e["flight_cpu_per_sim_s"] > 0 for e in entries)
     assert "CPU per simulated second: " in output
+
+
+@requires_ros
+@pytest.mark.ros
+def test_a_warm_runs_bag_is_a_cold_runs_and_a_failed_mission_fails_its_run_at_once(tmp_path):
+    high_hop = tmp_path / "high_hop.yaml"
+    high_hop.write_text(yaml.safe_dump(HIGH_HOP))
+    base = {"scene": "empty", "use_camera": False, "use_depth_noise": False, "use_gps": False,
+            "use_magnetometer": False, "seed": 0, "mission.land_timeout_s": 3.0}
+    run = {"timeout_s": 240, "retries": 0, "stall_timeout_s": 120, "export": False, "plots": False}
+    sweeps = {"cold": {"grid": {"mission": [str(SHORT_HOP)]}, "run": {**run, "warm": False}},
+              "warm": {"grid": {"mission": [str(high_hop), str(SHORT_HOP)]}, "run": run}}
+    batches = {}
+    for name, sweep in sweeps.items():  # side by side
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump({"name": name, "base": base, **sweep}))
+        batches[name] = subprocess.Popen([sys.executable, "-m", "aerial_sim", "batch", str(tmp_path / f"{name}.yaml"),
+                                          "--out", str(tmp_path / name), "--workers", "1", "--no-progress"],
+                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO)
+    try:
+        outputs = {name: batch.communicate(timeout=280)[0] for name, batch in batches.items()}
+    finally:
+        for batch in batches.values():
+            batch.kill()
+    assert batches["cold"].returncode == 0, outputs["cold"][-3000:]
+    assert batches["warm"].returncode == 1, outputs["warm"][-3000:]  # one run failed
+    (cold,) = read_manifest(tmp_path / "cold" / "manifest.csv")
+    failed, warm = read_manifest(tmp_path / "warm" / "manifest.csv")
+    entries = [json.loads((tmp_path / "warm" / "runs" / row["run_id"] / "result.json").read_text())
+               for row in (failed, warm)]
+    # the high hop's mission failed at its landing (about 7 s of sim time): the run failed then, with the
+    # mission's reason, not stall_timeout_s later; the graph flew the next run warm
+    assert entries[0]["status"] == "failed" and "the mission failed: not disarmed 3 s after land" in entries[0]["error"]
+    assert entries[0]["wall_s"] < 60, entries[0]
+    assert entries[1]["status"] == "ok" and entries[1]["warm"] is True
+    assert sorted(p.name for p in (tmp_path / "warm" / WARM_DIR).iterdir()) == ["w1-001"]
+    # the same run, cold and warm: the same bag files
+    assert bag_bytes(tmp_path / "warm" / "runs" / warm["run_id"]) == bag_bytes(tmp_path / "cold" / "runs" / cold["run_id"])

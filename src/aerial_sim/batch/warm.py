@@ -161,7 +161,7 @@ def run_settings(run: RunSpec, declared: dict[str, str | None], folder: Path) ->
     wind = {name: _parameter_value(value) for name, value in nodes.get("physics", {}).items() if _warm_parameter("physics", name)}
     if wind:
         settings["/physics"] = wind
-    if "mission" in nodes:
+    if "mission" in nodes.get("mission", {}):  # (other mission node parameters are the graph's shape)
         settings[f"/{vehicle}/mission"]["mission"] = str(nodes["mission"]["mission"])
     return settings
 
@@ -412,10 +412,15 @@ class WarmWorker:
         deadline = time.monotonic() + options.timeout_s
         hangs = HangWatch(folder, folder / METRICS_FILE, options.stall_timeout_s, options.stop_timeout_s)
         domain = graph.lease.domain_id
+        drops = _DropScan(graph, offset)
         kind, why = "", ""
         while True:
             if _poll(graph.launcher, graph.usage) is not None:
                 kind = "crashed"  # its message once the log is copied: the launcher's last error
+                break
+            why = drops.check()
+            if why:  # the clock ran on without a participant: the run cannot be repeated, say so now
+                kind = "lockstep"
                 break
             if (end := _read_json(folder / MISSION_END_FILE)) is not None:
                 break
@@ -522,6 +527,39 @@ class WarmWorker:
             self.cores.release(graph.cores)
         self._post_process_closed(graph)  # the recorder closed the last run's bag as it stopped
         self.on_graph_stopped(max(graph.usage.cpu_s - graph.cpu_attributed, 0.0))
+
+
+class _DropScan:
+    """The physics node's ``lockstep: participant dropped`` line in the graph's log from ``offset`` on, looked
+    for once a second while a run flies (its new bytes only)."""
+
+    PERIOD_S = 1.0
+
+    def __init__(self, graph: _Graph, offset: int):
+        from aerial_sim.physics.lockstep import DROPPED_MARKER
+
+        self.graph, self.position, self.marker = graph, offset, DROPPED_MARKER.encode()
+        self.checked_at = time.monotonic()
+        self.tail = b""
+
+    def check(self) -> str:
+        if time.monotonic() - self.checked_at < self.PERIOD_S:
+            return ""
+        self.checked_at = time.monotonic()
+        try:
+            self.graph.log.flush()
+            with open(self.graph.log_path, "rb") as log:
+                log.seek(self.position)
+                new = log.read()
+        except OSError:
+            return ""
+        self.position += len(new)
+        text, self.tail = self.tail + new, new[-len(self.marker):]
+        at = text.find(self.marker)
+        if at < 0:
+            return ""
+        line = text[at:].split(b"\n", 1)[0]
+        return line.decode(errors="replace")[:300]
 
 
 def _chain(done: concurrent.futures.Future, result: concurrent.futures.Future) -> None:

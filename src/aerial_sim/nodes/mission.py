@@ -418,8 +418,10 @@ class MissionNode(Node):
             return
         self.finished = True
         self.phase = "done"
-        log = self.get_logger().info if code == 0 else self.get_logger().error
-        log(why)
+        if code == 0:  # (two call sites: rclpy refuses a second severity at one, and a kept node ends many runs)
+            self.get_logger().info(why)
+        else:
+            self.get_logger().error(why)
         try:
             self.write_results()
         except Exception as error:  # results are a courtesy; report, do not mask the mission's outcome
