@@ -38,6 +38,7 @@ import tempfile
 from pathlib import Path
 
 from aerial_sim.launcher.commands import child_environment, node_command, process_labels, resolve_executable
+from aerial_sim.launcher.compose import compose
 from aerial_sim.launcher.description import declared_arguments, find_package_share, load_launch_file, parse_cli_arguments
 from aerial_sim.launcher.errors import LaunchError
 from aerial_sim.launcher.runner import LaunchItem, Runner
@@ -54,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     stack_dumps.register()  # SIGUSR1: the launcher's stacks too, should it be the one stuck
     parser = argparse.ArgumentParser(
         prog="aerial_sim launch",
-        usage="aerial_sim launch [-h] [-s] [-p] [--strict] [--log-dir DIR] [--params-file FILE] [PACKAGE] FILE [name:=value ...]",
+        usage="aerial_sim launch [-h] [-s] [-p] [--strict] [--compose] [--log-dir DIR] [--params-file FILE] [PACKAGE] FILE [name:=value ...]",
         description="Run a launch file in the ROS 2 YAML launch format (without ros2 launch).",
     )
     parser.add_argument("target", nargs="+", help="[PACKAGE] FILE [name:=value ...]")
@@ -72,6 +73,12 @@ def main(argv: list[str] | None = None) -> int:
         "--cpus", metavar="LIST",
         help="run the launch and every process it starts on these CPU cores only (Linux), e.g. 0,1 "
              "(aerial_sim batch's run.pin_cpus)",
+    )
+    parser.add_argument(
+        "--compose", action="store_true",
+        help="run the nodes of physics, sensors, flight controller, mission, recorder and rotor drag in one "
+             "process with one executor, each with its own name, parameters and topics (aerial_sim batch's "
+             "run.compose; doc/launch.md)",
     )
     parser.add_argument(
         "--params-file", type=Path, action="append", default=[], metavar="FILE",
@@ -105,23 +112,30 @@ def _launch(options: argparse.Namespace) -> int:
         print(f"[INFO] [launch]: {path} starts no processes")
         return 0
     executables = [resolve_executable(spec, spec.environment) for spec in plan.processes]
-    labels = process_labels(plan.processes)
     extra_params = [path.resolve() for path in options.params_file]
     for path in extra_params:
         if not path.is_file():
             raise LaunchError(f"--params-file: no such file: {path}")
+    log_dir = None if options.dry_run else options.log_dir or default_log_dir()
+    params_dir = Path(tempfile.mkdtemp(prefix="aerial_sim_launch_params_")) if log_dir is None else log_dir / "params"
+    commands = [node_command(spec, executable, params_dir, extra_params)
+                for spec, executable in zip(plan.processes, executables)]
+    processes = plan.processes
+    if options.compose:
+        arguments = [command[len(executable):] for command, executable in zip(commands, executables)]
+        processes, composed = compose(plan.processes, arguments, params_dir / "container_entries.json")
+        by_spec = {id(spec): command for spec, command in zip(plan.processes, commands)}
+        commands = [by_spec[id(spec)] if extra is None else [*resolve_executable(spec, spec.environment), *extra]
+                    for spec, extra in zip(processes, composed)]
+    labels = process_labels(processes)
     if options.dry_run:
-        params_dir = Path(tempfile.mkdtemp(prefix="aerial_sim_launch_params_"))
-        for label, spec, executable in zip(labels, plan.processes, executables):
-            print(f"[{label}] {shlex.join(node_command(spec, executable, params_dir, extra_params))}")
+        for label, command in zip(labels, commands):
+            print(f"[{label}] {shlex.join(command)}")
         return 0
     if options.cpus is not None:
         pin_to_cpus(options.cpus)
-    log_dir = options.log_dir or default_log_dir()
-    items = [
-        LaunchItem(spec, label, node_command(spec, executable, log_dir / "params", extra_params), child_environment(spec))
-        for label, spec, executable in zip(labels, plan.processes, executables)
-    ]
+    items = [LaunchItem(spec, label, command, child_environment(spec))
+             for label, spec, command in zip(labels, processes, commands)]
     return Runner(items, log_dir, strict=options.strict).run()
 
 

@@ -45,6 +45,11 @@ writes its wall-clock span beside the bag: :data:`WALL_CLOCK_FILE`). A message t
 its place was written (:attr:`BagWriter.late`, which the recorder reports when it closes) is written
 where it arrives: its content is in the bag, but that file's bytes may differ from another run's.
 
+Every message is written as a DDS transport between processes delivers it: its CDR bytes padded with
+zero bytes to a multiple of 4 (:func:`transport_padded`). A reader in the writer's own process (a node
+container, :mod:`aerial_sim.nodes.container`) gets them without that padding; padded here, a bag's bytes
+do not depend on which nodes shared a process.
+
 This module does not import rclpy: QoS profiles arrive as plain dicts.
 """
 
@@ -91,6 +96,15 @@ def describe_os_error(error: OSError, path: str | Path | None = None) -> str:
     reason = error.strerror or str(error) or type(error).__name__
     name = f" ({errno.errorcode[code]})" if code in errno.errorcode else ""
     return f"cannot write {where}: [Errno {code}] {reason}{name}" if code else f"cannot write {where}: {reason}"
+
+
+def transport_padded(data: bytes) -> bytes:
+    """CDR ``data`` padded with zero bytes to a multiple of 4, as DDS delivers a serialized payload
+    between processes (its RTPS submessages are 4-byte aligned; DDSI-RTPS 2.5, 9.4.2.11). In process,
+    Fast DDS hands the reader the writer's exact bytes: ``std_msgs/Header`` of frame ``''`` is 13 bytes
+    there and 16 from another process (module doc)."""
+    extra = -len(data) % 4
+    return data if not extra else bytes(data) + bytes(extra)
 
 
 @dataclass(frozen=True)
@@ -287,6 +301,7 @@ class BagWriter:
         """Append one serialized message; returns False once recording has stopped (closed or disk error)."""
         if self._closed or self._writer is None:
             return False
+        data = transport_padded(data)
         entry = self._topics[topic]
         publish_ns = int(publish_time_ns if publish_time_ns is not None else log_time_ns)
         log_time_ns = max(int(log_time_ns), self._last_log_ns)
@@ -322,6 +337,7 @@ class BagWriter:
         A message logged at or before what was released already is written at once (:attr:`late`)."""
         if self._closed or self._writer is None:
             return False
+        data = transport_padded(data)
         if log_time_ns <= self._released_ns:
             if stamped and self._is_resend(topic, data, log_time_ns):
                 return True

@@ -4,6 +4,7 @@ signal or a node's ``done``, and the lower niceness of processes off the lockste
 from __future__ import annotations
 
 import os
+import time
 
 import rclpy.executors
 import rclpy.task
@@ -13,8 +14,11 @@ from aerial_sim.nodes.ros import process
 from aerial_sim.nodes.ros.input_guard import InputGuard
 
 
-def spin_until_stopped(nodes: list[Node]) -> None:
-    """Spin until a stop signal, the context's shutdown, or any node's ``done``."""
+def spin_until_stopped(nodes: list[Node], drain_s: float = 0.0) -> None:
+    """Spin until a stop signal, the context's shutdown, or any node's ``done``; after a ``done``, spin
+    the nodes ``drain_s`` (wall s) more. That is for a node container (:mod:`aerial_sim.nodes.container`):
+    the mission that ends a run waits with the clock held while the recorder takes the graph's last
+    outputs, which, in one process, it can only do once the mission's callback has returned."""
     for node in nodes:
         InputGuard(node)  # wraps the node's callbacks, now and as they are created
     context = nodes[0].context
@@ -26,6 +30,9 @@ def spin_until_stopped(nodes: list[Node]) -> None:
         # Spin for 0.1 s at a time, not one callback: the loop's own checks per message cost a
         # sensor fed 250 Hz odometry 13 % of its CPU (benchmarks/executor.py, --before the change).
         executor.spin_until_future_complete(never, timeout_sec=0.1)
+    end = time.monotonic() + drain_s
+    while (left := end - time.monotonic()) > 0 and not process.stop_requested() and context.ok():
+        executor.spin_until_future_complete(never, timeout_sec=min(left, 0.1))
     for node in nodes:
         executor.remove_node(node)
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import sys
 import traceback
-from typing import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable, Iterator
 
 import rclpy
 from rclpy.exceptions import NameValidationException
@@ -53,9 +55,16 @@ def run_node(node_factory: Callable[..., Node], args: list[str] | None = None,
 
 
 def run_nodes(build: Callable[[list[Node]], None], default_name: str, args: list[str] | None = None,
-              background: bool = False) -> int:
+              background: bool = False, drain_s: float = 0.0) -> int:
     """:func:`run_node` for any set of nodes: ``build`` appends the process's nodes to the list it is
-    given (after ``rclpy.init``); they spin in one executor and stop together."""
+    given (after ``rclpy.init``); they spin in one executor and stop together. ``drain_s``: when a node
+    ends the process (its ``done``), the others spin on that long first (:func:`spin_until_stopped`).
+
+    Inside :func:`collecting_builds` (a node container, :mod:`aerial_sim.nodes.container`) nothing runs:
+    the build is handed to the container, which builds it beside other executables' nodes."""
+    if _Collecting.builds is not None:
+        _Collecting.builds.append(NodeBuild(build, default_name, list(args or []), background))
+        return 0
     process.start_node_process()
     use_transport_profile()
     name = node_name_from_args(args if args is not None else sys.argv, default_name)
@@ -70,7 +79,7 @@ def run_nodes(build: Callable[[list[Node]], None], default_name: str, args: list
         if background:
             yield_cpu_in_lockstep(nodes)
         process.set_phase("running")
-        spin_until_stopped(nodes)
+        spin_until_stopped(nodes, drain_s)
         code = next((int(c) for c in (getattr(n, "exit_code", 0) for n in nodes) if c), 0)
     except process.StopRequested:
         code = 0
@@ -90,6 +99,31 @@ def run_nodes(build: Callable[[list[Node]], None], default_name: str, args: list
     if process.is_node_executable():
         process.exit_now(code)
     return code
+
+
+@dataclass(frozen=True)
+class NodeBuild:
+    """What an executable's ``main(args)`` would build and spin (:func:`run_nodes`' arguments)."""
+
+    build: Callable[[list[Node]], None]
+    default_name: str
+    args: list[str]
+    background: bool
+
+
+class _Collecting:
+    builds: list[NodeBuild] | None = None
+
+
+@contextmanager
+def collecting_builds() -> Iterator[list[NodeBuild]]:
+    """While inside, :func:`run_nodes` (so every executable's ``main(args)``) records its build in the
+    list yielded and returns 0 at once instead of starting rclpy and spinning."""
+    before, _Collecting.builds = _Collecting.builds, []
+    try:
+        yield _Collecting.builds
+    finally:
+        _Collecting.builds = before
 
 
 def executable_name(node_factory: Callable[..., Node]) -> str:
