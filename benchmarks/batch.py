@@ -1,12 +1,15 @@
-"""Sweep throughput and CPU of ``aerial_sim batch``: cold against warm runs, 1 and 2 workers, side by side.
+"""Sweep throughput and CPU of ``aerial_sim batch``: cold against warm runs, a process per node against one
+process for the graph, 1 and 2 workers, side by side.
 
-    tools/dev.sh bench batch [--runs 6] [--workers 1 2] [--modes cold warm] [--mission hop_1m] [--scene empty]
-                             [--camera] [--pin] [--keep DIR] [--no-record]
+    tools/dev.sh bench batch [--runs 6] [--workers 1 2] [--modes cold warm] [--layouts processes one]
+                             [--mission hop_1m] [--scene empty] [--camera] [--pin] [--keep DIR] [--no-record]
 
 Each configuration (mode x workers) runs the same sweep: ``--runs`` seeds of the mission (the smoke
 sweep's by default: ``hop_1m`` in the empty scene, IMU, barometer, magnetometer, GPS, recording,
 dataset export and plots; no camera unless ``--camera``) into a fresh folder with the local backend,
-``run.warm`` false (*cold*: a launch per run) or true (*warm*: one graph per worker, runs flown in it).
+``run.warm`` false (*cold*: a launch per run) or true (*warm*: one graph per worker, runs flown in it), and
+``run.compose`` false (*processes*: a process per node) or true (*one*: the graph's nodes in one process,
+``aerial_sim launch --compose``).
 The configurations run one after the other in one invocation, so they see about the same machine load.
 For each it prints:
 
@@ -43,14 +46,16 @@ os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 import _results  # noqa: E402
 
 
-def write_sweep(folder: Path, runs: int, mission: str, scene: str, camera: bool, pin: bool, warm: bool) -> Path:
+def write_sweep(folder: Path, runs: int, mission: str, scene: str, camera: bool, pin: bool, warm: bool,
+                compose: bool = True) -> Path:
     document = {
         "name": "bench",
         "base": {"scene": scene, "mission": mission, "use_camera": camera, "use_depth_noise": camera},
         "grid": {"seed": list(range(runs))},
-        "run": {"timeout_s": 900, "retries": 0, "cpus": 1, "pin_cpus": pin, "warm": warm},
+        "run": {"timeout_s": 900, "retries": 0, "cpus": 1, "pin_cpus": pin, "warm": warm,
+                "compose": compose},
     }
-    path = folder / f"bench_{'warm' if warm else 'cold'}.yaml"
+    path = folder / f"bench_{'warm' if warm else 'cold'}_{'one' if compose else 'processes'}.yaml"
     path.write_text(yaml.safe_dump(document, sort_keys=False))
     return path
 
@@ -92,6 +97,8 @@ def main() -> int:
     parser.add_argument("--camera", action="store_true", help="with the camera and depth noise")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--modes", nargs="+", choices=("cold", "warm"), default=["cold", "warm"])
+    parser.add_argument("--layouts", nargs="+", choices=("processes", "one"), default=["processes", "one"],
+                        help="a process per node (run.compose false) and/or the graph in one process (true)")
     parser.add_argument("--pin", action="store_true", help="each run on one core of its own (run.pin_cpus)")
     parser.add_argument("--keep", type=Path, default=None, help="keep the batch folders here")
     parser.add_argument("--no-record", action="store_true", help="do not write doc/results/batch.json")
@@ -103,14 +110,16 @@ def main() -> int:
         results = []
         for workers in options.workers:
             for mode in options.modes:
-                sweep = write_sweep(root, options.runs, options.mission, options.scene, options.camera, options.pin,
-                                    mode == "warm")
-                print(f"{mode}: {options.runs} x {options.mission} with {workers} worker(s)...", flush=True)
-                results.append(measure(sweep, root / f"{mode}_{workers}", workers, mode))
+                for layout in options.layouts:
+                    sweep = write_sweep(root, options.runs, options.mission, options.scene, options.camera, options.pin,
+                                        mode == "warm", layout == "one")
+                    name = f"{mode} {layout}"
+                    print(f"{name}: {options.runs} x {options.mission} with {workers} worker(s)...", flush=True)
+                    results.append(measure(sweep, root / f"{mode}_{layout}_{workers}", workers, name))
     what = (f"{options.runs} runs of {options.mission} in the {options.scene} scene, sensors + recording + export + plots"
             f"{', camera' if options.camera else ', no camera'}{', each run pinned to one core' if options.pin else ''}")
     print(f"\nsweep: {what}; {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at the end")
-    print(f"{'mode':>5} {'workers':>7} {'ok':>3} {'wall s':>8} {'sim s':>7} {'sim/wall':>9} {'runs/h':>7} {'effic.':>7}"
+    print(f"{'mode':>13} {'workers':>7} {'ok':>3} {'wall s':>8} {'sim s':>7} {'sim/wall':>9} {'runs/h':>7} {'effic.':>7}"
           f" {'CPU/sim s':>10} {'flight':>7} {'overhead s':>11} {'post s':>7}")
     base = {r["mode"]: r["throughput"] for r in results if r["workers"] == 1 and r["throughput"] > 0}
     rows = []
@@ -118,10 +127,10 @@ def main() -> int:
         efficiency = r["throughput"] / (r["workers"] * base[r["mode"]]) if r["mode"] in base else float("nan")
         overhead = f"{statistics.median(r['overhead_s']):.2f}" if r["overhead_s"] else "-"
         post = f"{statistics.mean(r['postprocess_s']):.1f}" if r["postprocess_s"] else "n/a"
-        print(f"{r['mode']:>5} {r['workers']:>7} {r['ok']:>3} {r['wall_s']:>8.1f} {r['sim_s']:>7.1f} {r['throughput']:>8.2f}x"
+        print(f"{r['mode']:>13} {r['workers']:>7} {r['ok']:>3} {r['wall_s']:>8.1f} {r['sim_s']:>7.1f} {r['throughput']:>8.2f}x"
               f" {r['runs_per_hour']:>7.0f} {efficiency:>6.0%} {r['cpu_per_sim_s']:>10.3f} {r['flight_per_sim_s']:>7.3f}"
               f" {overhead:>11} {post:>7}")
-        label = f"{r['mode']}, {r['workers']} worker{'s' if r['workers'] > 1 else ''}"
+        label = f"{r['mode'].replace(' one', ', one process').replace(' processes', ', a process per node')}, {r['workers']} worker{'s' if r['workers'] > 1 else ''}"
         rows += [
             _results.row(f"{label}: simulated s per wall s", round(r["throughput"], 3), "x",
                          f"{r['ok']} runs, {r['sim_s']:.1f} sim s in {r['wall_s']:.1f} wall s"),
@@ -137,8 +146,9 @@ def main() -> int:
     if not options.no_record:
         command = "tools/dev.sh bench batch" + " ".join(
             [""] + [f"--runs {options.runs}"] * (options.runs != 6) + [f"--workers {' '.join(map(str, options.workers))}"]
-            * (options.workers != [1, 2]))
-        _results.record("batch", f"Batch throughput and CPU, cold against warm ({what})", rows, command=command,
+            * (options.workers != [1, 2]) + [f"--modes {' '.join(options.modes)}"] * (options.modes != ["cold", "warm"])
+            + [f"--layouts {' '.join(options.layouts)}"] * (options.layouts != ["processes", "one"]))
+        _results.record("batch", f"Batch throughput and CPU, cold against warm, a process per node against one ({what})", rows, command=command,
                         notes="configurations run one after another in one invocation; the machine is shared")
     return 0 if all(r["failed"] == 0 for r in results) else 1
 

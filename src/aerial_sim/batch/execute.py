@@ -181,7 +181,7 @@ def _launch_and_postprocess(run, folder: Path, number: int, launch_file: Path, o
         return Attempt(False, INTERRUPTED if cancelled() else "no_domain", str(error), log_path)
     pinned = cores.acquire() if cores is not None else ()
     with lease:
-        command = _launch_command(run, folder, number, launch_file, pinned)
+        command = _launch_command(run, folder, number, launch_file, pinned, options.compose)
         environment = _environment(lease.domain_id, folder, number)
         began, launched_at = time.monotonic(), time.time()
         try:
@@ -437,14 +437,18 @@ HEADLESS_DEFAULTS = {"airsim_api": "false", "use_scene_markers": "false", "use_d
 BATCH_NODE_DEFAULTS = {"recorder": {"write_report": False}, "mission": {"write_plots": False}}
 
 
-def _launch_command(run: RunSpec, folder: Path, number: int, launch_file: Path, cores: tuple[int, ...] = ()) -> list[str]:
-    return launch_command(run, folder, folder / LOGS_DIR / f"attempt-{number}", folder / PARAMS_FILE, launch_file, cores)
+def _launch_command(run: RunSpec, folder: Path, number: int, launch_file: Path, cores: tuple[int, ...] = (),
+                    compose: bool = False) -> list[str]:
+    return launch_command(run, folder, folder / LOGS_DIR / f"attempt-{number}", folder / PARAMS_FILE, launch_file, cores,
+                          compose=compose)
 
 
 def launch_command(run: RunSpec, run_folder: Path, log_dir: Path, params_path: Path, launch_file: Path,
-                   cores: tuple[int, ...] = (), node_defaults: dict[str, dict[str, Any]] | None = None) -> list[str]:
+                   cores: tuple[int, ...] = (), node_defaults: dict[str, dict[str, Any]] | None = None,
+                   compose: bool = False) -> list[str]:
     """``aerial_sim launch`` of ``run`` into ``run_folder``: node logs under ``log_dir``, node parameters
-    (the run's over ``node_defaults`` over :data:`BATCH_NODE_DEFAULTS`) written to ``params_path``."""
+    (the run's over ``node_defaults`` over :data:`BATCH_NODE_DEFAULTS`) written to ``params_path``;
+    ``compose``: the graph's composable nodes in one process (``--compose``, ``run.compose``)."""
     arguments = {**HEADLESS_DEFAULTS, **run.launch_arguments, "lockstep": "true", "viewer": "false",
                  "run_dir": str(run_folder)}
     declared = {argument.name for argument in declared_arguments(launch_file)}
@@ -453,6 +457,8 @@ def launch_command(run: RunSpec, run_folder: Path, log_dir: Path, params_path: P
                *(f"{k}:={v}" for k, v in arguments.items()), "--log-dir", str(log_dir)]
     if cores:
         command += ["--cpus", ",".join(map(str, cores))]
+    if compose:
+        command.append("--compose")
     node_parameters = {node: dict(values) for node, values in run.node_parameters.items()}
     for node in {*BATCH_NODE_DEFAULTS, *(node_defaults or {})}:
         defaults = {**BATCH_NODE_DEFAULTS.get(node, {}), **(node_defaults or {}).get(node, {})}

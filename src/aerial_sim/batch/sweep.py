@@ -28,6 +28,7 @@ A sweep (``config/sweeps/<name>.yaml``)::
       cpus: 1                      # CPUs a run declares (a Ray task's num_cpus)
       pin_cpus: false              # local backend: each run on `cpus` cores of its own
       warm: true                   # local backend: fly runs in a graph already running (false: launch each)
+      compose: true                # the graph's nodes in one process (aerial_sim launch --compose; false: one each)
 
 A key without a dot is an argument of the launch file (``scene``, ``vehicle``,
 ``mission``, ``seed``, ``use_rotor_drag`` ...); ``node.parameter`` is a ROS
@@ -93,6 +94,11 @@ class RunOptions:
     #: each worker keeps its launch for the next run whose parameters do not change the graph's shape.
     #: False launches every run afresh (a *cold* run).
     warm: bool = True
+    #: Run the graph's physics, sensors, controller, mission, recorder (and rotor drag) nodes in one process
+    #: with one executor (``aerial_sim launch --compose``, :mod:`aerial_sim.nodes.container`): same nodes,
+    #: topics, parameters and bags, about half the CPU per simulated second (doc/scale.md). False: one
+    #: process per node, as ``tools/dev.sh sim`` runs them.
+    compose: bool = True
     #: After asking a run to stop, wait this long before killing what is left, s.
     stop_grace_s: float = 20.0
     #: A run whose folder (bag, logs, outputs) has not changed for this long is hung: its

@@ -319,7 +319,7 @@ class WarmWorker:
         shutil.rmtree(graph_dir, ignore_errors=True)
         graph_dir.mkdir(parents=True)
         command = launch_command(run, folder, graph_dir / "logs", graph_dir / "params.yaml", self.launch_file, pinned,
-                                 node_defaults={"mission": {"exit_when_done": False}})
+                                 node_defaults={"mission": {"exit_when_done": False}}, compose=self.options.compose)
         environment = launch_environment(lease.domain_id, graph_dir / "logs")
         launched_at, began = time.time(), time.monotonic()
         log = open(graph_dir / "launch.log", "w", encoding="utf-8")
