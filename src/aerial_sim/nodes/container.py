@@ -4,7 +4,7 @@ composable nodes (:data:`aerial_sim.launcher.compose.COMPOSABLE`) in this proces
 
 Each node is built exactly as its own executable builds it (its ``main(args)`` with the argv the launcher
 would have given it, :func:`aerial_sim.nodes.ros.run.collecting_builds`): same name, namespace, parameters
-(its ``--params-file``\\ s and ``-p``), remappings, hosting (the sensors' four nodes, a fleet). Only the
+(its parameter files and ``-p`` values), remappings, hosting (the sensors' four nodes, a fleet). Only the
 process is shared, with one DDS participant and one executor: a message between two of these nodes
 goes from the publisher's thread to the subscriber's queue in the same process (Fast DDS delivers it
 in process), the process wakes once per period instead of once per node, and the imports and the
@@ -80,8 +80,8 @@ def collect(entries: list[tuple[str, list[str]]]) -> list[NodeBuild]:
 @contextmanager
 def node_arguments(cli_args: list[str]) -> Iterator[None]:
     """While inside, a ``Node`` built without arguments of its own takes ``cli_args`` instead of the
-    process's (``--ros-args -r __node:=... --params-file ...``): what its own process would have given it
-    as global arguments. Nodes that pass ``cli_args`` or ``use_global_arguments=False`` (a fleet's
+    process's arguments: the name remapping, namespace and parameter files its own process would have
+    had as global arguments. Nodes that pass ``cli_args`` or ``use_global_arguments=False`` (a fleet's
     vehicles, a lockstep reader) are left as they are."""
     original = Node.__init__
 
