@@ -84,6 +84,8 @@ def test_a_warm_run_sets_folders_seeds_of_the_sensors_it_has_and_the_wind(declar
 
 
 def physics_pids(marker: str) -> list[int]:
+    """The processes of the graph under ``marker`` that host the physics node: its own, or the node container
+    (``run.compose``, the default)."""
     pids = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -91,7 +93,7 @@ def physics_pids(marker: str) -> list[int]:
                 cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
             except OSError:
                 continue
-            if marker in cmdline and "__node:=physics" in cmdline:
+            if marker in cmdline and ("__node:=physics" in cmdline or "aerial_sim.nodes.container" in cmdline):
                 pids.append(int(entry.name))
     return pids
 
