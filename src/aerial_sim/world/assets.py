@@ -10,8 +10,13 @@ their corners and the material's base colour and base-colour texture:
   spec's BRDF, :mod:`aerial_sim.world.render_kernels`). A factor the file leaves out takes the spec's
   default, **1** for both: a material with no ``metallicFactor`` is a metal, as in every glTF viewer
   (trimesh reports it as None). The ``metallicRoughnessTexture`` multiplies them (metalness from its
-  blue channel, roughness from its green, sampled at the base colour's texture coordinates, TEXCOORD_0);
-  ``KHR_materials_*`` extensions are ignored.
+  blue channel, roughness from its green, sampled at the base colour's texture coordinates, TEXCOORD_0).
+  The ``normalTexture`` with its ``scale``, the ``occlusionTexture`` with its ``strength`` and the
+  ``emissiveTexture`` x ``emissiveFactor`` (x ``KHR_materials_emissive_strength``'s ``emissiveStrength``) are
+  kept too (spec sec. 3.9.3-3.9.5, :class:`SurfaceMaps`; shaded by :mod:`aerial_sim.world.material_maps`), all
+  sampled at TEXCOORD_0 (trimesh reads no other set); other ``KHR_materials_*`` extensions are ignored.
+  trimesh drops the scale and strengths, so they are read from the file's own JSON (each material found by a
+  tag put in its name for the load).
 - OBJ with an MTL file: ``Kd`` and ``map_Kd`` (Wavefront MTL); an OBJ without one, and STL,
   carry no material and take the scene object's colour.
 
@@ -22,14 +27,18 @@ the scene's +Z (``gltf_y_up``, glTF spec sec. 3.4: "+Y is up"), so an asset expo
 Blender or taken from a glTF library stands upright without a hand-made rotation.
 
 A file that cannot be used is one :class:`~aerial_sim.config.ParamsError` naming it: not found,
-not a mesh format, no triangles, a broken glTF, or a texture an MTL/glTF names that is missing
-(trimesh would otherwise render it silently untextured).
+not a mesh format, no triangles, a broken glTF, a texture an MTL/glTF names that is missing, or a glTF
+material texture whose image cannot be decoded (trimesh would otherwise render it silently untextured).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import io
+import json
 import logging
 import re
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +54,25 @@ GLTF_Y_UP_TO_Z_UP = np.array([[1.0, 0, 0, 0], [0, 0, -1.0, 0], [0, 1.0, 0, 0], [
 
 
 @dataclass(frozen=True)
+class SurfaceMaps:
+    """A glTF material's normal, occlusion and emissive maps (glTF 2.0 sec. 3.9.3-3.9.5): textures (H, W, 3) uint8
+    or None; the normal map's ``scale`` (x, y of the tangent-space normal), the occlusion's ``strength``
+    (occlusion = 1 + strength (R - 1)), and the emitted colour 0-255 per channel (emissiveFactor x 255 x
+    KHR_materials_emissive_strength), which the emissive texture multiplies."""
+
+    normal_texture: np.ndarray | None = None
+    normal_scale: float = 1.0
+    occlusion_texture: np.ndarray | None = None
+    occlusion_strength: float = 1.0
+    emissive: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    emissive_texture: np.ndarray | None = None
+
+    @property
+    def textures(self) -> tuple:
+        return tuple(t for t in (self.normal_texture, self.occlusion_texture, self.emissive_texture) if t is not None)
+
+
+@dataclass(frozen=True)
 class SurfacePart:
     """Triangles sharing one material: corners (T, 3, 3) float64, texture coordinates (T, 3, 2) float32 or None,
     base colour RGB 0-255 (None: the file gives none, the object's colour is used), texture (H, W, 3) uint8 or None,
@@ -57,11 +85,11 @@ class SurfacePart:
     metallic: float | None = None
     roughness: float | None = None
     pbr_texture: np.ndarray | None = None  # glTF metallicRoughnessTexture (H, W, 3) uint8: G roughness, B metalness
+    maps: SurfaceMaps | None = None  # glTF normal, occlusion and emissive maps (None: none)
 
     def transformed(self, transform: np.ndarray) -> SurfacePart:
         corners = self.triangles @ transform[:3, :3].T + transform[:3, 3]
-        return SurfacePart(corners, self.uv, self.base_color, self.texture, self.metallic, self.roughness,
-                           self.pbr_texture)
+        return dataclasses.replace(self, triangles=corners)
 
 
 def load_asset(path: Path, where: str, gltf_y_up: bool = True) -> list[SurfacePart]:
@@ -76,15 +104,21 @@ def load_asset(path: Path, where: str, gltf_y_up: bool = True) -> list[SurfacePa
         _check_mtl_textures(path, where)
     if suffix == ".gltf":
         _check_gltf_uris(path, where)
+    document = None
     try:
         # trimesh logs (not raises) some problems; keep its chatter out of the node's log.
         logging.getLogger("trimesh").setLevel(logging.ERROR)
-        loaded = trimesh.load(str(path), force="scene", process=False)
+        if suffix in (".gltf", ".glb"):
+            document, tagged = _tagged_gltf(path)
+            loaded = trimesh.load(io.BytesIO(tagged), file_type=suffix[1:], force="scene", process=False,
+                                  resolver=trimesh.resolvers.FilePathResolver(str(path)))
+        else:
+            loaded = trimesh.load(str(path), force="scene", process=False)
         meshes = loaded.dump(concatenate=False) if isinstance(loaded, trimesh.Scene) else [loaded]
     except Exception as error:  # trimesh raises many types for unreadable files
         raise ParamsError(f"{where}: cannot read mesh {path}: {type(error).__name__}: {error}") from error
     parts = [part for mesh in meshes if isinstance(mesh, trimesh.Trimesh) and len(mesh.faces)
-             for part in [_part_of(mesh, path, where)]]
+             for part in [_part_of(mesh, path, where, document)]]
     if not parts:
         raise ParamsError(f"{where}: {path} holds no triangles")
     if suffix in (".gltf", ".glb") and gltf_y_up:
@@ -92,7 +126,7 @@ def load_asset(path: Path, where: str, gltf_y_up: bool = True) -> list[SurfacePa
     return parts
 
 
-def _part_of(mesh: trimesh.Trimesh, path: Path, where: str) -> SurfacePart:
+def _part_of(mesh: trimesh.Trimesh, path: Path, where: str, document: dict | None = None) -> SurfacePart:
     triangles = np.asarray(mesh.triangles, np.float64)
     visual = mesh.visual
     if getattr(visual, "kind", None) != "texture":
@@ -101,9 +135,11 @@ def _part_of(mesh: trimesh.Trimesh, path: Path, where: str) -> SurfacePart:
     uv = getattr(visual, "uv", None)
     color, image = _material_color_and_image(material)
     pbr_image = getattr(material, "metallicRoughnessTexture", None)
-    if (image is not None or pbr_image is not None) and (uv is None or len(uv) != len(mesh.vertices)):
+    maps = _maps_of(material, document, path, where) if document is not None else None
+    mapped = image is not None or pbr_image is not None or (maps is not None and bool(maps.textures))
+    if mapped and (uv is None or len(uv) != len(mesh.vertices)):
         raise ParamsError(f"{where}: {path.name}: a textured material without texture coordinates")
-    corner_uv = None if uv is None or (image is None and pbr_image is None) else np.asarray(uv, np.float32)[mesh.faces]
+    corner_uv = None if uv is None or not mapped else np.asarray(uv, np.float32)[mesh.faces]
     texture = None if image is None else np.ascontiguousarray(np.asarray(image.convert("RGB"), np.uint8))
     metallic = roughness = pbr_texture = None
     if isinstance(material, trimesh.visual.material.PBRMaterial):  # glTF: absent factors are the spec's 1
@@ -111,7 +147,88 @@ def _part_of(mesh: trimesh.Trimesh, path: Path, where: str) -> SurfacePart:
                                for value in (material.metallicFactor, material.roughnessFactor))
         if pbr_image is not None:
             pbr_texture = np.ascontiguousarray(np.asarray(pbr_image.convert("RGB"), np.uint8))
-    return SurfacePart(triangles, corner_uv, color, texture, metallic, roughness, pbr_texture)
+    return SurfacePart(triangles, corner_uv, color, texture, metallic, roughness, pbr_texture, maps)
+
+
+#: Put before each glTF material's index in its name while trimesh loads the file (:func:`_tagged_gltf`).
+_MATERIAL_TAG = "aerial_sim-material-"
+#: glTF material textures: (where in the material, trimesh's attribute).
+_MATERIAL_TEXTURES = (("pbrMetallicRoughness/baseColorTexture", "baseColorTexture"),
+                      ("pbrMetallicRoughness/metallicRoughnessTexture", "metallicRoughnessTexture"),
+                      ("normalTexture", "normalTexture"), ("occlusionTexture", "occlusionTexture"),
+                      ("emissiveTexture", "emissiveTexture"))
+
+
+def _tagged_gltf(path: Path) -> tuple[dict, bytes]:
+    """The glTF's JSON document, and the file's bytes with material k named ``_MATERIAL_TAG + k`` (so each
+    loaded material can be matched to its JSON, whose scale and strengths trimesh drops)."""
+    data = path.read_bytes()
+    if path.suffix.lower() == ".gltf":
+        document = json.loads(data)
+        chunks = b""
+    else:  # GLB: 12-byte header, then a JSON chunk (length, type, bytes) and the binary chunk
+        if len(data) < 20 or data[:4] != b"glTF" or data[16:20] != b"JSON":
+            raise ValueError("not a GLB file (no glTF header and JSON chunk)")
+        length = struct.unpack_from("<I", data, 12)[0]
+        document = json.loads(data[20:20 + length])
+        chunks = data[20 + length:]
+    if not isinstance(document, dict):
+        raise ValueError("not a glTF document")
+    tagged = json.loads(json.dumps(document))
+    for index, material in enumerate(tagged.get("materials") or []):
+        if isinstance(material, dict):
+            material["name"] = f"{_MATERIAL_TAG}{index}"
+    text = json.dumps(tagged).encode()
+    if path.suffix.lower() == ".gltf":
+        return document, text
+    text += b" " * (-len(text) % 4)
+    body = struct.pack("<I4s", len(text), b"JSON") + text + chunks
+    return document, struct.pack("<4sII", b"glTF", 2, 12 + len(body)) + body
+
+
+def _maps_of(material, document: dict, path: Path, where: str) -> SurfaceMaps | None:
+    """The normal, occlusion and emissive maps of a loaded glTF material (None: none), after checking that every
+    texture its JSON names was decoded."""
+    name = getattr(material, "name", None) or ""
+    if not name.startswith(_MATERIAL_TAG):
+        return None
+    index = int(name[len(_MATERIAL_TAG):])
+    spec = document["materials"][index]
+    label = f"material '{spec.get('name')}'" if spec.get("name") else f"material {index}"
+    for key, attribute in _MATERIAL_TEXTURES:
+        entry = spec
+        for step in key.split("/"):
+            entry = entry.get(step) if isinstance(entry, dict) else None
+        if isinstance(entry, dict) and getattr(material, attribute, None) is None:
+            raise ParamsError(f"{where}: {path.name}: {label} {key.split('/')[-1]}: {_image_of(document, entry)} "
+                              "cannot be read as an image")
+
+    def rgb(image):
+        return None if image is None else np.ascontiguousarray(np.asarray(image.convert("RGB"), np.uint8))
+
+    factor = np.asarray(spec.get("emissiveFactor") or (0.0, 0.0, 0.0), float)[:3]
+    strength = ((spec.get("extensions") or {}).get("KHR_materials_emissive_strength") or {}).get("emissiveStrength", 1.0)
+    emissive = tuple(float(c) for c in np.clip(factor, 0.0, None) * 255.0 * float(strength))
+    maps = SurfaceMaps(rgb(material.normalTexture), float((spec.get("normalTexture") or {}).get("scale", 1.0)),
+                       rgb(material.occlusionTexture),
+                       float((spec.get("occlusionTexture") or {}).get("strength", 1.0)), emissive,
+                       rgb(material.emissiveTexture) if any(emissive) else None)
+    if maps.normal_texture is None and maps.occlusion_texture is None and not any(emissive):
+        return None
+    return maps
+
+
+def _image_of(document: dict, texture_info: dict) -> str:
+    """What a glTF textureInfo's image is, for a message: its file, or its place in the file."""
+    try:
+        texture = document["textures"][texture_info["index"]]
+        image = document["images"][texture["source"]]
+    except (KeyError, IndexError, TypeError):
+        return f"texture {texture_info.get('index')} (no such texture or image)"
+    if image.get("uri") and not str(image["uri"]).startswith("data:"):
+        return f"image {image['uri']}"
+    return f"image {texture['source']} (bufferView {image.get('bufferView')})" if "bufferView" in image else \
+        f"image {texture['source']} (embedded data)"
 
 
 def _material_color_and_image(material):

@@ -44,7 +44,7 @@ from typing import Literal, Sequence
 import numpy as np
 
 from aerial_sim.config import require, require_positive
-from aerial_sim.world import raster_kernels, render_kernels, shadow_kernels
+from aerial_sim.world import material_maps, raster_kernels, render_kernels, shadow_kernels
 from aerial_sim.world.geometry import SURFACE_GROUND, quaternion_to_matrix, ray_caster_of, render_surfaces, rpy_to_matrix
 from aerial_sim.world.lighting import daylight, parse_time_of_day, sun_direction_enu, sun_position
 from aerial_sim.world.scene import NO_HIT_ID, Scene
@@ -124,6 +124,8 @@ class CameraModel:
         #: Colour supersampling factor per axis (the fine model itself renders plainly).
         self._antialiasing = self.lighting.antialiasing if supersample else 1
         render_kernels.warm_up(shading=True)  # compile or load now, not on the first frame
+        if self._surfaces.maps is not None:
+            material_maps.warm_up()
         if self.lighting.shadows:
             shadow_kernels.warm_up()
 
@@ -351,13 +353,16 @@ class CameraModel:
         rgb = np.empty((len(directions), 3), np.uint8)
         surfaces = self._surfaces
         lighting = self.lighting
+        normal, ambient_scale, emission = hits.normal, render_kernels.NO_MAPS, render_kernels.NO_EMISSION
+        if surfaces.maps is not None:  # glTF normal, occlusion and emissive maps (material_maps)
+            normal, ambient_scale, emission = material_maps.shading_inputs(surfaces, origin, directions, hits)
         render_kernels.shade_surfaces(
-            origin, directions, hits.distance, hits.surface, hits.triangle, hits.normal,
+            origin, directions, hits.distance, hits.surface, hits.triangle, normal,
             self._sun_visibility(origin, directions, hits), surfaces.uv_plane, surfaces.texture,
             surfaces.albedo, surfaces.texels, surfaces.texture_table, self._albedo_lut[1], self._sun, self._ambient,
             self._lit_share, float(self.scene.ground.checker_size_m), self._sky, self._sky_zenith,
             lighting.sky_zenith_color is not None, self._fog_density, self._fog, self._gain, self._pbr,
-            self._pbr_texture, rgb)
+            self._pbr_texture, rgb, ambient_scale, emission)
         return rgb
 
     def _color_reference(self, origin: np.ndarray, directions: np.ndarray, hits) -> np.ndarray:
@@ -378,7 +383,14 @@ class CameraModel:
             xy = origin[:2] + (directions[ground, :2] * hits.distance[ground, None]).astype(np.float64)
             cell = np.floor(xy / self.scene.ground.checker_size_m).astype(np.int64).sum(axis=1) & 1
             albedo[ground] *= np.where(cell == 1, 0.85, 1.0).astype(np.float32)[:, None]
-        cosine = np.clip(hits.normal @ self._sun, 0.0, 1.0)
+        normal = hits.normal
+        if surfaces.maps is not None:  # glTF normal, occlusion and emissive maps (material_maps)
+            def sample(rows, textures):
+                return self._sample_textures(origin, directions[rows], hits.distance[rows], triangle[rows], textures)
+
+            normal, ambient_scale, emission = material_maps.apply_maps_reference(surfaces, sample, origin, directions,
+                                                                                 hits)
+        cosine = np.clip(normal @ self._sun, 0.0, 1.0)
         cosine[self._sun_visibility(origin, directions, hits, reference=True) == 0] = 0.0
         shade = self._ambient + self._lit_share * cosine
         rgb = albedo * shade[:, None]
@@ -393,7 +405,9 @@ class CameraModel:
                                                self._pbr_texture[triangle[rows]])
                 factors[mapped, 0] *= sample[:, 2]
                 factors[mapped, 1] *= sample[:, 1]
-            rgb[pbr] = self._pbr_color(albedo[pbr], hits.normal[pbr], -directions[pbr], cosine[pbr], factors)
+            rgb[pbr] = self._pbr_color(albedo[pbr], normal[pbr], -directions[pbr], cosine[pbr], factors)
+        if surfaces.maps is not None:  # occluded ambient light, and emission
+            rgb += self._ambient * albedo * (ambient_scale - 1.0)[:, None] + emission
         if self._gain != 1:
             rgb *= self._gain
         if self._fog_density > 0:

@@ -26,6 +26,7 @@ from embreex.mesh_construction import TriangleMesh
 
 from aerial_sim.world import raster_kernels, render_kernels
 from aerial_sim.world.assets import SurfacePart, load_asset
+from aerial_sim.world.material_maps import MaterialMaps, has_texture, material_maps_of
 from aerial_sim.world.shadow_kernels import LEAF_SIZE, SunView, build_bvh, sun_view
 from aerial_sim.world.scene import OSM_FILE_PREFIX, Scene, SceneObject
 
@@ -133,7 +134,8 @@ class SceneSurfaces:
     ``texture_table`` or -1; ``albedo`` (T, 3) float32 base colour 0-255 (multiplies the texture, / 255);
     ``texels`` all textures' RGB bytes, flat; ``texture_table`` (K, 3) int64 (offset, width, height);
     ``pbr`` (T, 2) float32 glTF (metallic, roughness), metallic -1 for a surface shaded by Lambert's law alone;
-    ``pbr_texture`` (T,) int32 index into ``texture_table`` of its metallicRoughnessTexture, or -1.
+    ``pbr_texture`` (T,) int32 index into ``texture_table`` of its metallicRoughnessTexture, or -1;
+    ``maps`` the glTF normal, occlusion and emissive maps (:mod:`aerial_sim.world.material_maps`; None: none).
     """
 
     triangles: np.ndarray
@@ -145,6 +147,7 @@ class SceneSurfaces:
     texture_table: np.ndarray
     pbr: np.ndarray | None = None
     pbr_texture: np.ndarray | None = None
+    maps: MaterialMaps | None = None
 
     @property
     def count(self) -> int:
@@ -162,7 +165,7 @@ class SceneSurfaces:
         """
         plane = np.zeros((self.count, 8))
         textured = np.flatnonzero((self.texture >= 0) | (self.pbr_texture >= 0 if self.pbr_texture is not None
-                                                         else False))
+                                                         else False) | has_texture(self.maps))
         if len(textured) == 0:
             return plane
         corners, uv = self.triangles[textured], self.uv[textured].astype(np.float64)
@@ -217,7 +220,7 @@ def _part_chunks(scene: Scene, index: int, parts: list[SurfacePart]) -> list[tup
         else:
             color = part.base_color
         pbr = LAMBERT if part.metallic is None else (part.metallic, part.roughness)
-        chunks.append((part.triangles, 2 + index, part.uv, color, part.texture, pbr, part.pbr_texture))
+        chunks.append((part.triangles, 2 + index, part.uv, color, part.texture, pbr, part.pbr_texture, part.maps))
     return chunks
 
 
@@ -284,12 +287,18 @@ def render_surfaces(scene: Scene) -> tuple[SceneSurfaces, LodGroups | None]:
     return result
 
 
+def _joined(items, empty):
+    """The arrays ``items`` end to end (contiguous), or ``empty`` when there are none."""
+    return np.ascontiguousarray(np.concatenate(items)) if items else empty
+
+
 def _surfaces_of(chunks: list[tuple]) -> SceneSurfaces:
     """One :class:`SceneSurfaces` of the chunks (triangles, surface, uv, albedo, texture image or None,
     (metallic, roughness), metallic-roughness image or None), in order."""
     textures: list[np.ndarray] = []
     texture_ids: dict[int, int] = {}
     triangles, surface, uv, texture, albedo, pbrs, pbr_textures = [], [], [], [], [], [], []
+    maps = []  # (count, SurfaceMaps or None) per chunk: an object part's 8th item
 
     def texture_id(image) -> int:
         if id(image) not in texture_ids:
@@ -297,8 +306,10 @@ def _surfaces_of(chunks: list[tuple]) -> SceneSurfaces:
             textures.append(image)
         return texture_ids[id(image)]
 
-    for corners, kind, corner_uv, color, image, pbr, pbr_image in chunks:
+    for chunk in chunks:
+        corners, kind, corner_uv, color, image, pbr, pbr_image = chunk[:7]
         count = len(corners)
+        maps.append((count, chunk[7] if len(chunk) > 7 and corner_uv is not None else None))
         pbrs.append(np.tile(np.asarray(pbr, np.float32), (count, 1)))
         pbr_textures.append(np.full(count, -1 if pbr_image is None or corner_uv is None else texture_id(pbr_image),
                                     np.int32))
@@ -307,21 +318,21 @@ def _surfaces_of(chunks: list[tuple]) -> SceneSurfaces:
         albedo.append(np.tile(np.asarray(color, np.float32), (count, 1)))
         uv.append(np.zeros((count, 3, 2), np.float32) if corner_uv is None else np.asarray(corner_uv, np.float32))
         texture.append(np.full(count, -1 if image is None or corner_uv is None else texture_id(image), np.int32))
+    all_triangles = _joined(triangles, np.empty((0, 3, 3)))
+    all_uv = _joined(uv, np.empty((0, 3, 2), np.float32))
+    material_maps = material_maps_of(maps, texture_id, all_triangles, all_uv)
     table = np.zeros((len(textures), 3), np.int64)
     offset = 0
     for k, image in enumerate(textures):
         table[k] = (offset, image.shape[1], image.shape[0])
         offset += image.size
     texels = np.concatenate([image.ravel() for image in textures]) if textures else np.zeros(3, np.uint8)
-
-    def joined(items, empty):
-        return np.ascontiguousarray(np.concatenate(items)) if items else empty
-
     surfaces = SceneSurfaces(
-        triangles=joined(triangles, np.empty((0, 3, 3))), surface=joined(surface, np.empty(0, np.int32)),
-        uv=joined(uv, np.empty((0, 3, 2), np.float32)), texture=joined(texture, np.empty(0, np.int32)),
-        albedo=joined(albedo, np.empty((0, 3), np.float32)), texels=np.ascontiguousarray(texels), texture_table=table,
-        pbr=joined(pbrs, np.empty((0, 2), np.float32)), pbr_texture=joined(pbr_textures, np.empty(0, np.int32)),
+        triangles=all_triangles, surface=_joined(surface, np.empty(0, np.int32)),
+        uv=all_uv, texture=_joined(texture, np.empty(0, np.int32)),
+        albedo=_joined(albedo, np.empty((0, 3), np.float32)), texels=np.ascontiguousarray(texels), texture_table=table,
+        pbr=_joined(pbrs, np.empty((0, 2), np.float32)), pbr_texture=_joined(pbr_textures, np.empty(0, np.int32)),
+        maps=material_maps,
     )
     return surfaces
 

@@ -98,7 +98,8 @@ def merge_hits(origins, directions, tfar, prim, ng, surface_of_triangle, ground_
 @njit(cache=True, nogil=True, error_model="numpy")
 def shade_surfaces(origin, directions, distance, surface, triangle, normal, lit, uv_plane, texture_of,
                    albedo_of, texels, texture_table, ground_albedo, sun, ambient, lit_share, checker_size_m,
-                   sky_horizon, sky_zenith, sky_gradient, fog_density, fog_color, gain, pbr_of, pbr_texture_of, out):
+                   sky_horizon, sky_zenith, sky_gradient, fog_density, fog_color, gain, pbr_of, pbr_texture_of, out,
+                   ambient_scale, emission):
     """Shaded uint8 RGB per ray into ``out`` (N, 3):
     colour = albedo x (a + (1 - a) direct max(0, n.s) lit) x gain, fogged, + 0.5, clipped to 255.
 
@@ -114,10 +115,13 @@ def shade_surfaces(origin, directions, distance, surface, triangle, normal, lit,
     :class:`~aerial_sim.world.geometry.SceneSurfaces` arrays, as ``pbr_of`` (T, 2) float32 (metallic,
     roughness; metallic < 0: Lambert) and ``pbr_texture_of`` (T,) int32 (its metallicRoughnessTexture in
     ``texture_table``, -1 none: blue x metallic, green x roughness); ``ambient`` = a and ``lit_share`` =
-    (1 - a) x direct light, float32. (One loop, no per-pixel call: a call with these
-    arguments costs more than the shading.)
+    (1 - a) x direct light, float32. ``ambient_scale`` (N,) and ``emission`` (N, 3) float32, or empty arrays
+    (none): the glTF occlusion factor of each pixel's ambient light and the colour it emits, added before the
+    exposure and fog (:mod:`aerial_sim.world.material_maps`, whose shading normals come as ``normal``).
+    (One loop, no per-pixel call: a call with these arguments costs more than the shading.)
     """
     half = np.float32(0.5)
+    with_maps = ambient_scale.shape[0] > 0
     for i in range(directions.shape[0]):
         kind = surface[i]
         if kind == 0:
@@ -178,6 +182,9 @@ def shade_surfaces(origin, directions, distance, surface, triangle, normal, lit,
         fog = np.float32(0.0)
         if fog_density > 0:
             fog = np.float32(1.0 - math.exp(-fog_density * distance[i]))
+        a = ambient
+        if with_maps:
+            a = ambient * ambient_scale[i]
         if w >= 0 and pbr_of[w, 0] >= 0:  # a glTF metallic-roughness surface: the BRDF (module docstring)
             metallic, roughness = pbr_of[w, 0], pbr_of[w, 1]
             k = pbr_texture_of[w]
@@ -202,17 +209,21 @@ def shade_surfaces(origin, directions, distance, surface, triangle, normal, lit,
                 fresnel = f0 + (np.float32(1.0) - f0) * fresnel_w
                 direct = (np.float32(1.0) - fresnel) * (np.float32(1.0) - metallic) * albedo \
                     + d_g * fresnel * np.float32(255.0)
-                value = ambient * albedo + lit_share * cosine * direct
+                value = a * albedo + lit_share * cosine * direct
+                if with_maps:
+                    value = value + emission[i, c]
                 if gain != 1:
                     value = value * gain
                 if fog_density > 0:
                     value = value + (fog_color[c] - value) * fog
                 out[i, c] = np.uint8(min(value + half, np.float32(255.0)))
             continue
-        shade = ambient + lit_share * cosine
+        shade = a + lit_share * cosine
         for c in range(3):
             albedo = r if c == 0 else (g if c == 1 else b)
             value = albedo * factor * shade
+            if with_maps:
+                value = value + emission[i, c]
             if gain != 1:
                 value = value * gain
             if fog_density > 0:
@@ -274,6 +285,11 @@ def _bilinear(texels, i00, i01, i10, i11, fx, fy):
     return (top + (bottom - top) * fy) * np.float32(1.0 / 255.0)
 
 
+#: ``shade_surfaces``' ambient factors and emission where no pixel has glTF maps.
+NO_MAPS = np.empty(0, np.float32)
+NO_EMISSION = np.empty((0, 3), np.float32)
+
+
 def warm_up(shading: bool = False) -> None:
     """Compile (or load from the cache) :func:`merge_hits`, and :func:`shade_colors` if ``shading``,
     for the dtypes the renderer passes."""
@@ -292,4 +308,5 @@ def warm_up(shading: bool = False) -> None:
                        np.full(1, -1, np.int32), np.zeros((1, 3), np.float32), np.zeros(3, np.uint8),
                        np.zeros((0, 3), np.int64), colour, np.array([0.0, 0.0, 1.0], np.float32), np.float32(0.35),
                        np.float32(0.65), 1.0, colour, colour, False, np.float32(0.0), colour, np.float32(1.0),
-                       np.zeros((1, 2), np.float32), np.full(1, -1, np.int32), np.empty((1, 3), np.uint8))
+                       np.zeros((1, 2), np.float32), np.full(1, -1, np.int32), np.empty((1, 3), np.uint8),
+                       NO_MAPS, NO_EMISSION)

@@ -1,0 +1,234 @@
+"""glTF normal, occlusion and emissive maps at the camera's pixels (glTF 2.0 spec, sec. 3.9.3-3.9.5).
+
+For each pixel on a triangle whose material has maps (:class:`~aerial_sim.world.assets.SurfaceMaps`), at the
+hit's texture coordinates (TEXCOORD_0, sampled bilinearly as the base colour is):
+
+- normal map: the texel's RGB / 255 is a tangent-space normal n_t = ((2R - 1) s, (2G - 1) s, 2B - 1), s the
+  map's ``scale``, normalised (spec 3.9.3: "scaledNormal = normalize((<sampled normal texture value> * 2.0 -
+  1.0) * vec3(<normal scale>, <normal scale>, 1.0))"); the shading normal is n = normalize(x T + y B + z N) with
+  N the triangle's geometric normal, T the direction of increasing u on it and B = sign (N x T), the sign
+  making B the direction of increasing v (texture up: +Y of the map, as the spec's "+Y is up"); these are
+  the per-face tangents of the MikkTSpace construction the spec names when a file gives no TANGENT, for a
+  renderer whose normals are per face. Seen from its back, the frame is turned over (-T, -B, -N), as the
+  Khronos sample viewer does. The shading normal replaces the geometric one in Lambert's law and the BRDF;
+  the shadow rays, the depth, the ``normals`` image and every label keep the geometric one.
+- occlusion map: the ambient (indirect) light is scaled by 1 + strength (R - 1) (spec 3.9.4: it "applies
+  only to indirect lighting").
+- emission: the emissive colour (emissiveFactor x KHR_materials_emissive_strength, 0-255), times the emissive
+  texture's texel / 255 where there is one, is added to the light the surface reflects (spec 3.9.5), before the
+  exposure and the fog: an emissive surface shows in shadow and at night.
+
+:func:`apply_maps` is the compiled per-pixel loop (numba), :func:`apply_maps_reference` the NumPy code it is
+tested against; :func:`material_maps_of` builds the per-triangle table once per scene. A scene without maps
+has no table (``SceneSurfaces.maps`` is None) and its frames cost nothing more.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from aerial_sim.jit import njit
+from aerial_sim.world.render_kernels import _bilinear, _texel_corners
+
+
+@dataclass(frozen=True)
+class MaterialMaps:
+    """Per triangle of a :class:`~aerial_sim.world.geometry.SceneSurfaces` (row-aligned): ``normal_texture``,
+    ``occlusion_texture``, ``emissive_texture`` (T,) int32 indices into its texture table (-1: none),
+    ``normal_scale``, ``occlusion_strength`` (T,) float32, ``emissive`` (T, 3) float32 (0-255; 0: none), and
+    ``triangles`` (T, 3, 3) float64 and ``uv`` (T, 3, 2) for the tangent frames."""
+
+    normal_texture: np.ndarray
+    normal_scale: np.ndarray
+    occlusion_texture: np.ndarray
+    occlusion_strength: np.ndarray
+    emissive: np.ndarray
+    emissive_texture: np.ndarray
+    triangles: np.ndarray
+    uv: np.ndarray
+
+    @cached_property
+    def frames(self) -> np.ndarray:
+        """(T, 9) float32: T, B, N (unit) of each normal-mapped triangle (module docstring), zero for the others.
+        With e_1 = P_1 - P_0, e_2 = P_2 - P_0 and their (du, dv): dP/du = (dv_2 e_1 - dv_1 e_2) / det,
+        dP/dv = (du_1 e_2 - du_2 e_1) / det, det = du_1 dv_2 - du_2 dv_1."""
+        frames = np.zeros((len(self.normal_texture), 9), np.float32)
+        rows = np.flatnonzero(self.normal_texture >= 0)
+        if len(rows) == 0:
+            return frames
+        corners, uv = self.triangles[rows], self.uv[rows].astype(np.float64)
+        e1, e2 = corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]
+        du1, dv1 = uv[:, 1, 0] - uv[:, 0, 0], uv[:, 1, 1] - uv[:, 0, 1]
+        du2, dv2 = uv[:, 2, 0] - uv[:, 0, 0], uv[:, 2, 1] - uv[:, 0, 1]
+        det = du1 * dv2 - du2 * dv1
+        normal = np.cross(e1, e2)
+        normal /= np.maximum(np.linalg.norm(normal, axis=1, keepdims=True), 1e-30)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tangent = (dv2[:, None] * e1 - dv1[:, None] * e2) / det[:, None]
+            along_v = (du1[:, None] * e2 - du2[:, None] * e1) / det[:, None]
+        bad = ~np.isfinite(tangent).all(axis=1) | (det == 0)
+        tangent[bad], along_v[bad] = e1[bad], np.cross(normal[bad], e1[bad])  # no uv gradient: any frame
+        tangent -= normal * (tangent * normal).sum(axis=1, keepdims=True)
+        tangent /= np.maximum(np.linalg.norm(tangent, axis=1, keepdims=True), 1e-30)
+        bitangent = np.cross(normal, tangent)
+        bitangent *= np.where((bitangent * along_v).sum(axis=1) < 0, -1.0, 1.0)[:, None]
+        frames[rows] = np.concatenate([tangent, bitangent, normal], axis=1)
+        return frames
+
+
+def material_maps_of(chunks: list[tuple[int, object]], texture_id, triangles: np.ndarray,
+                     uv: np.ndarray) -> MaterialMaps | None:
+    """The table of ``chunks`` [(triangle count, SurfaceMaps or None)] in row order, their images numbered by
+    ``texture_id`` (image -> index in the texture table); None when no chunk has maps."""
+    if all(maps is None for _, maps in chunks):
+        return None
+    columns = {name: [] for name in ("normal_texture", "normal_scale", "occlusion_texture", "occlusion_strength",
+                                     "emissive", "emissive_texture")}
+    for count, maps in chunks:
+        def index(image):
+            return np.full(count, -1 if maps is None or image is None else texture_id(image), np.int32)
+
+        columns["normal_texture"].append(index(None if maps is None else maps.normal_texture))
+        columns["occlusion_texture"].append(index(None if maps is None else maps.occlusion_texture))
+        columns["emissive_texture"].append(index(None if maps is None else maps.emissive_texture))
+        columns["normal_scale"].append(np.full(count, 1.0 if maps is None else maps.normal_scale, np.float32))
+        columns["occlusion_strength"].append(np.full(count, 1.0 if maps is None else maps.occlusion_strength,
+                                                     np.float32))
+        columns["emissive"].append(np.tile(np.asarray((0.0,) * 3 if maps is None else maps.emissive, np.float32),
+                                           (count, 1)))
+    return MaterialMaps(**{k: np.ascontiguousarray(np.concatenate(v)) for k, v in columns.items()},
+                        triangles=triangles, uv=uv)
+
+
+def has_texture(maps: MaterialMaps | None) -> np.ndarray | bool:
+    """(T,) whether each triangle has a map texture (False without a table): its texture coordinates are needed."""
+    if maps is None:
+        return False
+    return (maps.normal_texture >= 0) | (maps.occlusion_texture >= 0) | (maps.emissive_texture >= 0)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def apply_maps(origin, directions, distance, triangle, normal, uv_plane, texels, texture_table, normal_texture,
+               normal_scale, occlusion_texture, occlusion_strength, emissive, emissive_texture, frames,
+               shading_normal, ambient_scale, emission):
+    """Per pixel: the shading normal into ``shading_normal`` (N, 3), the ambient factor into ``ambient_scale``
+    (N,) and the emitted colour into ``emission`` (N, 3) (module docstring); pixels without maps get the
+    geometric normal, 1 and 0."""
+    one = np.float32(1.0)
+    for i in range(directions.shape[0]):
+        shading_normal[i, 0], shading_normal[i, 1], shading_normal[i, 2] = normal[i, 0], normal[i, 1], normal[i, 2]
+        ambient_scale[i] = one
+        emission[i, 0] = emission[i, 1] = emission[i, 2] = np.float32(0.0)
+        w = triangle[i]
+        if w < 0:
+            continue
+        kn, ko, ke = normal_texture[w], occlusion_texture[w], emissive_texture[w]
+        er, eg, eb = emissive[w, 0], emissive[w, 1], emissive[w, 2]
+        if kn < 0 and ko < 0 and er == 0 and eg == 0 and eb == 0:
+            continue
+        u = v = 0.0
+        if kn >= 0 or ko >= 0 or ke >= 0:
+            px = origin[0] + np.float64(directions[i, 0] * distance[i])
+            py = origin[1] + np.float64(directions[i, 1] * distance[i])
+            pz = origin[2] + np.float64(directions[i, 2] * distance[i])
+            u = uv_plane[w, 0] * px + uv_plane[w, 1] * py + uv_plane[w, 2] * pz + uv_plane[w, 3]
+            v = uv_plane[w, 4] * px + uv_plane[w, 5] * py + uv_plane[w, 6] * pz + uv_plane[w, 7]
+        if kn >= 0:
+            i00, i01, i10, i11, fx, fy = _texel_corners(u, v, texture_table[kn, 0], texture_table[kn, 1],
+                                                        texture_table[kn, 2])
+            s = normal_scale[w]
+            x = (np.float32(2.0) * _bilinear(texels, i00, i01, i10, i11, fx, fy) - one) * s
+            y = (np.float32(2.0) * _bilinear(texels, i00 + 1, i01 + 1, i10 + 1, i11 + 1, fx, fy) - one) * s
+            z = np.float32(2.0) * _bilinear(texels, i00 + 2, i01 + 2, i10 + 2, i11 + 2, fx, fy) - one
+            side = one
+            if normal[i, 0] * frames[w, 6] + normal[i, 1] * frames[w, 7] + normal[i, 2] * frames[w, 8] < 0:
+                side = -one  # seen from the back: the frame turned over
+            nx = side * (x * frames[w, 0] + y * frames[w, 3] + z * frames[w, 6])
+            ny = side * (x * frames[w, 1] + y * frames[w, 4] + z * frames[w, 7])
+            nz = side * (x * frames[w, 2] + y * frames[w, 5] + z * frames[w, 8])
+            length = np.float32(math.sqrt(nx * nx + ny * ny + nz * nz))
+            if length > 0:
+                shading_normal[i, 0], shading_normal[i, 1], shading_normal[i, 2] = nx / length, ny / length, nz / length
+        if ko >= 0:
+            i00, i01, i10, i11, fx, fy = _texel_corners(u, v, texture_table[ko, 0], texture_table[ko, 1],
+                                                        texture_table[ko, 2])
+            ambient_scale[i] = one + occlusion_strength[w] * (_bilinear(texels, i00, i01, i10, i11, fx, fy) - one)
+        if ke >= 0:
+            i00, i01, i10, i11, fx, fy = _texel_corners(u, v, texture_table[ke, 0], texture_table[ke, 1],
+                                                        texture_table[ke, 2])
+            er = er * _bilinear(texels, i00, i01, i10, i11, fx, fy)
+            eg = eg * _bilinear(texels, i00 + 1, i01 + 1, i10 + 1, i11 + 1, fx, fy)
+            eb = eb * _bilinear(texels, i00 + 2, i01 + 2, i10 + 2, i11 + 2, fx, fy)
+        emission[i, 0], emission[i, 1], emission[i, 2] = er, eg, eb
+
+
+def shading_inputs(surfaces, origin, directions, hits) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(shading normals (N, 3), ambient factors (N,), emission (N, 3)) of a frame's pixels, compiled."""
+    maps = surfaces.maps
+    count = len(directions)
+    shading_normal = np.empty((count, 3), np.float32)
+    ambient_scale = np.empty(count, np.float32)
+    emission = np.empty((count, 3), np.float32)
+    apply_maps(np.asarray(origin, np.float64), directions, hits.distance, hits.triangle, hits.normal,
+               surfaces.uv_plane, surfaces.texels, surfaces.texture_table, maps.normal_texture, maps.normal_scale,
+               maps.occlusion_texture, maps.occlusion_strength, maps.emissive, maps.emissive_texture, maps.frames,
+               shading_normal, ambient_scale, emission)
+    return shading_normal, ambient_scale, emission
+
+
+def apply_maps_reference(surfaces, sample, origin, directions, hits) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """NumPy version of :func:`shading_inputs`; ``sample(rows, textures)`` gives the bilinear texel / 255 (M, 3)
+    of texture ``textures`` (M,) at the hits ``rows`` (the camera's reference sampler)."""
+    maps = surfaces.maps
+    count = len(directions)
+    shading_normal = hits.normal.astype(np.float32).copy()
+    ambient_scale = np.ones(count, np.float32)
+    emission = np.zeros((count, 3), np.float32)
+    triangle = hits.triangle
+    rows = np.flatnonzero(triangle >= 0)
+    w = triangle[rows]
+    mapped = rows[maps.normal_texture[w] >= 0]
+    if len(mapped):
+        w = triangle[mapped]
+        texel = sample(mapped, maps.normal_texture[w])
+        scale = maps.normal_scale[w][:, None]
+        tangent_space = np.concatenate([(2.0 * texel[:, :2] - 1.0) * scale, 2.0 * texel[:, 2:] - 1.0], axis=1)
+        frames = maps.frames[w]
+        side = np.where((hits.normal[mapped] * frames[:, 6:9]).sum(axis=1) < 0, -1.0, 1.0)[:, None]
+        n = side * (tangent_space[:, 0:1] * frames[:, 0:3] + tangent_space[:, 1:2] * frames[:, 3:6]
+                    + tangent_space[:, 2:3] * frames[:, 6:9])
+        length = np.linalg.norm(n, axis=1, keepdims=True)
+        shading_normal[mapped] = np.where(length > 0, n / np.where(length > 0, length, 1.0), shading_normal[mapped])
+    w = triangle[rows]
+    occluded = rows[maps.occlusion_texture[w] >= 0]
+    if len(occluded):
+        w = triangle[occluded]
+        red = sample(occluded, maps.occlusion_texture[w])[:, 0]
+        ambient_scale[occluded] = 1.0 + maps.occlusion_strength[w] * (red - 1.0)
+    w = triangle[rows]
+    glowing = rows[maps.emissive[w].any(axis=1)]
+    if len(glowing):
+        w = triangle[glowing]
+        emission[glowing] = maps.emissive[w]
+        textured = maps.emissive_texture[w] >= 0
+        if textured.any():
+            emission[glowing[textured]] *= sample(glowing[textured], maps.emissive_texture[w[textured]])
+    return shading_normal, ambient_scale, emission
+
+
+def warm_up() -> None:
+    """Compile (or load from the cache) :func:`apply_maps` for the dtypes the camera passes."""
+    from aerial_sim.jit import COMPILED
+
+    if not COMPILED:
+        return
+    one = np.ones(1, np.float32)
+    none = np.full(1, -1, np.int32)
+    apply_maps(np.zeros(3), np.array([[0.0, 0.0, -1.0]], np.float32), one, np.zeros(1, np.int32),
+               np.zeros((1, 3), np.float32), np.zeros((1, 8)), np.zeros(3, np.uint8), np.zeros((1, 3), np.int64), none,
+               one, none, one, np.zeros((1, 3), np.float32), none, np.zeros((1, 9), np.float32),
+               np.empty((1, 3), np.float32), np.empty(1, np.float32), np.empty((1, 3), np.float32))

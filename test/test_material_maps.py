@@ -1,0 +1,151 @@
+"""glTF normal, occlusion and emissive maps (glTF 2.0 sec. 3.9.3-3.9.5): loaded with the asset, shaded by the
+camera as the spec says, in the compiled kernel and the NumPy reference alike; a texture that cannot be read is
+one error naming the file."""
+
+from __future__ import annotations
+
+import json
+import math
+import textwrap
+
+import numpy as np
+import pytest
+import trimesh
+from PIL import Image
+
+from aerial_sim.config import ParamsError
+from aerial_sim.world.camera import CameraModel, CameraParams
+from aerial_sim.world.scene import load_scene
+
+LEVEL = (1.0, 0.0, 0.0, 0.0)
+#: A 65 x 65 camera looking straight down: pixel (32, 32) sees the point right below it.
+DOWN = dict(width=65, height=65, hfov_deg=60.0, mount_position_m=(0.0, 0.0, 0.0), mount_rpy_deg=(0.0, 90.0, 0.0))
+UNIT_QUAD = np.array([[-1.0, -1.0], [1.0, -1.0], [1.0, 1.0], [-1.0, 1.0]])  # in the scene's x-y, facing +z
+
+
+def write_gltf(folder, corners, material: dict, edit=None) -> str:
+    """A two-triangle quad with scene-frame ``corners`` (4, 3), uv (0, 0) at corner 0 to (1, 1) at corner 2, as a
+    .gltf in its own folder (glTF is +Y up: scene (x, y, z) is glTF (x, z, -y)); ``edit(material_json)`` adds
+    what trimesh does not write (scales, strengths, extensions). Returns the file's path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    corners = np.asarray(corners, float)
+    vertices = np.stack([corners[:, 0], corners[:, 2], -corners[:, 1]], axis=1)
+    uv = (UNIT_QUAD + 1.0) / 2.0
+    mesh = trimesh.Trimesh(vertices, [[0, 1, 2], [0, 2, 3]], process=False,
+                           visual=trimesh.visual.TextureVisuals(uv=uv, material=trimesh.visual.material.PBRMaterial(
+                               name="m", baseColorFactor=[200, 180, 160, 255], metallicFactor=0.0, roughnessFactor=1.0,
+                               **material)))
+    files = trimesh.Scene(mesh).export(file_type="gltf")
+    document = json.loads(files.pop("model.gltf"))
+    if edit is not None:
+        edit(document["materials"][0])
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    (folder / "quad.gltf").write_text(json.dumps(document))
+    return str(folder / "quad.gltf")
+
+
+def flat(center, size: float = 1.0) -> np.ndarray:
+    return np.column_stack([UNIT_QUAD * size, np.zeros(4)]) + np.asarray(center, float)
+
+
+def solid(rgb) -> Image.Image:
+    return Image.fromarray(np.full((4, 4, 3), rgb, np.uint8))
+
+
+def scene_of(tmp_path, objects: list[tuple[str, str, tuple]], lighting: str = "{}"):
+    lines = [f"lighting: {lighting}", "objects:"] + [
+        f"  - {{name: {name}, shape: mesh, file: {path}, position: {list(position)}, segmentation_id: 7}}"
+        for name, path, position in objects]
+    (tmp_path / "world.yaml").write_text("\n".join(lines) + "\n")
+    return load_scene(str(tmp_path / "world.yaml"))
+
+
+@pytest.mark.parametrize("texel, sun", [
+    ((191, 128, 238), (1.0, 0.0, 1.0)),  # tangent space (0.498, 0.004, 0.867): 30 deg toward +u; x 1.5: 41 deg
+    ((128, 191, 238), (0.0, 1.0, 1.0)),  # toward +v, the map's +Y ("up" in the image)
+])
+def test_a_normal_map_tilts_the_shading_as_a_tilted_quad_would(tmp_path, texel, sun):
+    """A flat quad whose normal map holds n_t = (2 RGB / 255 - 1) x (s, s, 1), s its scale 1.5, shades as a quad
+    geometrically turned to the normal the spec makes of it, normalize(n_t) in the frame (T = +u = east,
+    B = +v = north, N = up); without the map it shades as a flat quad, visibly darker under a sun on the side
+    the map tilts it to."""
+    scale = 1.5
+    n_t = (2.0 * np.array(texel) / 255.0 - 1.0) * (scale, scale, 1.0)
+    n = n_t / np.linalg.norm(n_t)  # world: T = x, B = y, N = z
+    tangent = np.array([1.0, 0.0, 0.0]) - n * n[0]  # the tilted quad's own u direction, in its plane
+    tangent /= np.linalg.norm(tangent)
+    bitangent = np.cross(n, tangent)
+    tilted_corners = np.array([c[0] * tangent + c[1] * bitangent for c in UNIT_QUAD])
+    quads = {
+        "mapped": write_gltf(tmp_path / "mapped", flat((0, 0, 0)), dict(normalTexture=solid(texel)),
+                             lambda m: m["normalTexture"].update(scale=scale)),
+        "tilted": write_gltf(tmp_path / "tilted", tilted_corners, {}),
+        "flat": write_gltf(tmp_path / "flat", flat((0, 0, 0)), {}),
+    }
+    colours = {}
+    for name, path in quads.items():
+        scene = scene_of(tmp_path, [("quad", path, (0.0, 0.0, 1.0))])
+        camera = CameraModel(CameraParams(**DOWN, ambient=0.2, sun_direction_enu=sun), scene)
+        frames = [camera.render((0.0, 0.0, 4.0), LEVEL, reference=r).color.astype(int) for r in (False, True)]
+        assert np.abs(frames[0] - frames[1]).max() <= 1, name  # kernel and reference agree
+        colours[name] = frames[0][32, 32]
+    assert np.abs(colours["mapped"] - colours["tilted"]).max() <= 1, colours
+    assert (colours["mapped"] - colours["flat"]).min() > 15, colours  # the map turned it toward the sun
+
+
+def test_an_emissive_quad_is_lit_in_shadow_and_occlusion_dims_only_the_ambient_light(tmp_path):
+    """Under a slab that hides the sun, a plain quad shows its ambient light a x c; an emissive one adds
+    emissiveFactor x 255 x emissiveStrength (KHR_materials_emissive_strength) times its emissive texture (white
+    on the west half, black on the east: no emission there); an occluded one (texel R 64, strength 0.5) shows
+    a x c x (1 + 0.5 (64 / 255 - 1))."""
+    halves = np.zeros((4, 4, 3), np.uint8)
+    halves[:, :2] = 255
+    emissive = write_gltf(tmp_path / "emissive", flat((0, 0, 0), 0.6),
+                          dict(emissiveFactor=[0.4, 0.2, 0.0], emissiveTexture=Image.fromarray(halves)),
+                          lambda m: m.update(extensions={"KHR_materials_emissive_strength": {"emissiveStrength": 1.5}}))
+    occluded = write_gltf(tmp_path / "occluded", flat((0, 0, 0), 0.6), dict(occlusionTexture=solid((64, 64, 64))),
+                          lambda m: m["occlusionTexture"].update(strength=0.5))
+    plain = write_gltf(tmp_path / "plain", flat((0, 0, 0), 0.6), {})
+    slab = "  - {name: slab, shape: box, size: [30, 30, 0.5], position: [0, 0, 8], segmentation_id: 9}\n"
+    scene = scene_of(tmp_path, [("plain", plain, (0.0, 1.5, 1.0)), ("glow", emissive, (0.0, 0.0, 1.0)),
+                                ("dim", occluded, (0.0, -1.5, 1.0))], lighting="{shadows: true}")
+    (tmp_path / "world.yaml").write_text((tmp_path / "world.yaml").read_text() + slab)
+    scene = load_scene(str(tmp_path / "world.yaml"))
+    params = CameraParams(**(DOWN | dict(width=121, height=41, hfov_deg=90.0)), ambient=0.3,
+                          sun_direction_enu=(0.2, 0.1, 1.0))
+    camera = CameraModel(params, scene)
+    pose = ((0.0, 0.0, 4.0), LEVEL)
+    frames = [camera.render(*pose, reference=r).color.astype(int) for r in (False, True)]
+    assert np.abs(frames[0] - frames[1]).max() <= 1  # kernel and reference agree
+    image = frames[0]
+    ambient = 0.3 * np.array([200.0, 180.0, 160.0])
+
+    def at(x: float, y: float = 0.0):
+        col, row = np.round(camera.project(np.array([x, y, 1.0]), *pose)[0]).astype(int)
+        return image[row, col]
+
+    assert np.abs(at(0.0, 1.5) - ambient).max() <= 1  # in shadow: ambient light only
+    glow = np.array([0.4, 0.2, 0.0]) * 255.0 * 1.5
+    assert np.abs(at(-0.3) - (ambient + glow)).max() <= 1  # the white (west) half of the emissive texture
+    assert np.abs(at(0.3) - ambient).max() <= 1  # the black half emits nothing
+    assert np.abs(at(0.0, -1.5) - ambient * (1.0 + 0.5 * (64 / 255 - 1.0))).max() <= 1
+
+
+def test_a_missing_or_broken_map_texture_is_one_error_naming_the_file(tmp_path):
+    path = write_gltf(tmp_path / "broken", flat((0, 0, 0)), dict(normalTexture=solid((128, 128, 255))))
+    document = json.loads(open(path).read())
+    document["images"] = [{"uri": "bumps.png"}]
+    with open(path, "w") as file:
+        json.dump(document, file)
+    with pytest.raises(ParamsError, match=r"quad\.gltf: texture not found: .*bumps\.png"):
+        scene_of(tmp_path, [("quad", path, (0, 0, 1))])
+    (tmp_path / "broken" / "bumps.png").write_bytes(b"not a png at all")
+    with pytest.raises(ParamsError, match=r"quad\.gltf: material 'm' normalTexture: image bumps\.png cannot be read"):
+        scene_of(tmp_path, [("quad", path, (0, 0, 1))])
+
+
+def test_a_scene_without_maps_has_no_map_table():
+    from aerial_sim.world.geometry import scene_surfaces
+
+    assert scene_surfaces(load_scene("urban")).maps is None  # its frames cost nothing more
