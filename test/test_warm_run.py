@@ -1,12 +1,13 @@
 """A warm run: the whole lockstep graph (physics, IMU, barometer, magnetometer, GPS, flight controller,
 mission, recorder) launched once flies a mission, then flies it again after ``/physics/restart`` without a
 relaunch; the second run's track and metrics equal the first's bit for bit, and its bag (the recorder's
-``~/new_bag`` opened it) holds the first's messages: the same content digest of every stamped topic.
+``~/new_bag`` opened it) is the first's, byte for byte (and so is every stamped topic's content digest).
 The mission keeps its node for the next run (``exit_when_done: false``); mission and recorder write
 to the ``output_dir`` set in between."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -27,7 +28,7 @@ def wait_for(path: Path, graph, timeout_s: float = 240.0) -> None:
         assert graph.alive(), graph.output()[-3000:]
         assert time.monotonic() < deadline, f"no {path} after {timeout_s:g} s:\n{graph.output()[-3000:]}"
         time.sleep(0.2)
-    time.sleep(0.3)  # metrics.json is the last file the mission writes
+    time.sleep(0.3)  # the graph's last outputs on their way
 
 
 def test_a_warm_run_repeats_the_cold_run(launch, ros_node, tmp_path):
@@ -47,10 +48,10 @@ def test_a_warm_run_repeats_the_cold_run(launch, ros_node, tmp_path):
     graph = launch("sim.launch.yaml", "scene:=empty", f"mission:={mission}", "use_camera:=false", "record:=true",
                    "viewer:=false", "airsim_api:=false", "use_scene_markers:=false", "lockstep:=true",
                    f"run_dir:={cold}", "--params-file", str(params))
-    wait_for(cold / "metrics.json", graph)
+    wait_for(cold / "mission_end.json", graph)  # the run ended and the clock stopped where a cold run's stops
 
     assert call(ros_node, SetBool, "/physics/pause", SetBool.Request(data=True)).success
-    spin_until(ros_node, lambda: False, timeout_s=0.5)  # the graph's last answers go out
+    spin_until(ros_node, lambda: False, timeout_s=0.25)  # the graph's last outputs reach the recorder
     for node in ("/drone1/mission", "/recorder"):
         output_dir = SetParameters.Request(parameters=[Parameter("output_dir", value=str(warm)).to_parameter_msg()])
         assert call(ros_node, SetParameters, f"{node}/set_parameters", output_dir).results[0].successful
@@ -61,16 +62,17 @@ def test_a_warm_run_repeats_the_cold_run(launch, ros_node, tmp_path):
     assert restarted.success, restarted.message
     assert call(ros_node, SetBool, "/physics/pause", SetBool.Request(data=False)).success
     overhead_s = time.monotonic() - began
-    wait_for(warm / "metrics.json", graph)
+    wait_for(warm / "mission_end.json", graph)
 
     assert (warm / "track.csv").read_bytes() == (cold / "track.csv").read_bytes()
     assert (warm / "metrics.json").read_text() == (cold / "metrics.json").read_text()
     assert overhead_s < 5.0  # three service calls, on a loaded machine
     assert graph.alive()  # nobody ended the launch: the graph waits for the next run
 
+    assert json.loads((warm / "mission_end.json").read_text())["outcome"] == "landed"
     refused = call(ros_node, Trigger, "/recorder/new_bag", Trigger.Request())  # output_dir still names warm/
     assert not refused.success and "current bag" in refused.message
-    spin_until(ros_node, lambda: False, timeout_s=1.0)  # the run's tail (tail_s after the disarm) into its bag
+    spin_until(ros_node, lambda: False, timeout_s=0.25)  # the run's last outputs into its bag
     output_dir = SetParameters.Request(parameters=[Parameter("output_dir", value=str(after)).to_parameter_msg()])
     assert call(ros_node, SetParameters, "/recorder/set_parameters", output_dir).results[0].successful
     assert call(ros_node, Trigger, "/recorder/new_bag", Trigger.Request()).success  # closes warm/bag
@@ -80,3 +82,5 @@ def test_a_warm_run_repeats_the_cold_run(launch, ros_node, tmp_path):
     assert len(stamped) >= 8, sorted(cold_content.topics)  # odometry, IMU, GPS ... and /clock
     assert {name: topic.digest for name, topic in warm_content.topics.items() if topic.in_digest} == stamped
     assert warm_content.digest == cold_content.digest
+    for name in ("bag_0.mcap", "metadata.yaml"):  # and the files themselves
+        assert (warm / "bag" / name).read_bytes() == (cold / "bag" / name).read_bytes(), name
