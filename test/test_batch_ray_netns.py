@@ -1,7 +1,8 @@
 """A real two-machine Ray run on one machine: a Ray head and a Ray worker node in two network namespaces
 joined by a veth pair (each namespace's ROS traffic stays on its own loopback), one sweep across both
 into one output folder (the shared folder a cluster mounts everywhere), the worker node killed
-mid-sweep (two runs, one on each node): its run is rescheduled on the head, every run is done exactly once and the manifest is right.
+mid-sweep (two runs, one on each node, each a warm actor's first): its run is flown again by the head's
+actor (warm, in the graph its own run left), every run is done exactly once and the manifest is right.
 
 Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN: ``ip netns add``), iproute2 and Ray; skipped, with the
 reason, where any is missing.
@@ -115,11 +116,18 @@ def test_a_sweep_across_two_namespaces_survives_losing_the_worker_node(two_names
         on_worker: list[str] = []  # the run whose launch runs in the worker's namespace
 
         def launched_on_worker() -> bool:
-            for pid_file in out.glob("runs/*/launcher.pid"):
+            # a warm actor's graph (its first run's log names the graph's folder), or a cold run's launch
+            for pid_file in [*out.glob("warm/*/launcher.pid"), *out.glob("runs/*/launcher.pid")]:
                 try:
-                    if in_namespace(int(pid_file.read_text().split()[0]), worker):
+                    if not in_namespace(int(pid_file.read_text().split()[0]), worker):
+                        continue
+                    if pid_file.parent.parent.name == "runs":
                         on_worker.append(pid_file.parent.name)
                         return True
+                    for log in out.glob("runs/*/logs/attempt-1.log"):
+                        if f"graph {pid_file.parent} " in log.read_text().split("\n", 1)[0]:
+                            on_worker.append(log.parent.parent.name)
+                            return True
                 except (OSError, ValueError, IndexError):
                     continue
             return False
@@ -148,4 +156,5 @@ def test_a_sweep_across_two_namespaces_survives_losing_the_worker_node(two_names
     (lost,) = on_worker
     entry = json.loads((out / "runs" / lost / "result.json").read_text())
     assert entry["status"] == "ok" and entry["started_at"] > killed_at, entry
+    assert entry["warm"] is True  # in the graph of the head's actor, after its own run
     assert not processes_naming(str(out))

@@ -176,4 +176,5 @@ def test_a_warm_runs_bag_is_a_cold_runs_and_a_failed_mission_fails_its_run_at_on
     assert entries[1]["status"] == "ok" and entries[1]["warm"] is True
     assert sorted(p.name for p in (tmp_path / "warm" / WARM_DIR).iterdir()) == ["w1-001"]
     # the same run, cold and warm: the same bag files
-    assert bag_bytes(tmp_path / "warm" / "runs" / warm["run_id"]) == bag_bytes(tmp_path / "cold" / "runs" / cold["run_id"])
+    runs = {name: tmp_path / name / "runs" for name in ("cold", "warm")}
+    assert bag_bytes(runs["warm"] / warm["run_id"]) == bag_bytes(runs["cold"] / cold["run_id"])

@@ -27,7 +27,7 @@ A sweep (``config/sweeps/<name>.yaml``)::
       plots: true                  # draw trajectory.png, xy_over_time.png, top_view.png per run
       cpus: 1                      # CPUs a run declares (a Ray task's num_cpus)
       pin_cpus: false              # local backend: each run on `cpus` cores of its own
-      warm: true                   # local backend: fly runs in a graph already running (false: launch each)
+      warm: true                   # fly runs in a graph already running (false: launch each)
       compose: true                # the graph's nodes in one process (aerial_sim launch --compose; false: one each)
 
 A key without a dot is an argument of the launch file (``scene``, ``vehicle``,
@@ -90,7 +90,7 @@ class RunOptions:
     #: the other runs' while there are enough; a run beyond that shares the cores left. Runs' timing
     #: then does not depend on their neighbours, and throughput per core can be measured.
     pin_cpus: bool = False
-    #: Local backend: fly runs in a graph that is already running where they can (:mod:`aerial_sim.batch.warm`):
+    #: Fly runs in a graph that is already running where they can (:mod:`aerial_sim.batch.warm`):
     #: each worker keeps its launch for the next run whose parameters do not change the graph's shape.
     #: False launches every run afresh (a *cold* run).
     warm: bool = True

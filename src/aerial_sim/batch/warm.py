@@ -1,4 +1,4 @@
-"""Warm runs (``run.warm``, the local backend's default): a worker keeps one launched graph and flies
+"""Warm runs (``run.warm``, the default of the local and Ray backends): a worker keeps one launched graph and flies
 many runs in it.
 
 A worker launches a graph for the first run it takes (as a cold run does, with the mission kept for
@@ -57,6 +57,7 @@ from aerial_sim.batch.domains import DomainPool, NoDomainAvailable
 from aerial_sim.batch.execute import (
     HEADLESS_DEFAULTS,
     INTERRUPTED,
+    LAUNCHER_FILE,
     LOGS_DIR,
     METRICS_FILE,
     Attempt,
@@ -210,7 +211,7 @@ class WarmWorker:
 
     def __init__(self, index: int, out_dir: Path, launch_file: Path, options: RunOptions, pool: DomainPool,
                  cores: CorePool | None, cancelled: Callable[[], bool], post: concurrent.futures.Executor,
-                 on_graph_stopped: Callable[[float], None], postprocessors: "_PostProcessors"):
+                 on_graph_stopped: Callable[[float], None], postprocessors: "ThreadPostProcessors"):
         from aerial_sim.launcher.description import declared_arguments
 
         self.index, self.out_dir, self.launch_file, self.options = index, out_dir, launch_file, options
@@ -327,6 +328,7 @@ class WarmWorker:
         log.flush()
         launcher = subprocess.Popen(guarded_command(command), stdin=subprocess.DEVNULL, stdout=log,
                                     stderr=subprocess.STDOUT, env=environment, start_new_session=True)
+        (graph_dir / LAUNCHER_FILE).write_text(f"{launcher.pid}\n")  # (its session: what a test may look for)
         graph = self.graph = _Graph(launcher, graph_dir, graph_dir / "launch.log", log, lease, pinned, shape)
         graph.settings = run_settings(run, self.declared, folder)
         graph.client = self._client(graph)
@@ -573,7 +575,7 @@ def _done(entry: dict) -> concurrent.futures.Future:
     return future
 
 
-class _PostProcessors:
+class ThreadPostProcessors:
     """A kept post-processing process per post-processing thread (:mod:`aerial_sim.batch.postprocessor`)."""
 
     def __init__(self):
@@ -631,7 +633,7 @@ def run_local_warm(
     results: queue.Queue = queue.Queue()
     pending = _Queue(runs)
     post = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="post")
-    postprocessors = _PostProcessors()
+    postprocessors = ThreadPostProcessors()
 
     def work(index: int) -> None:
         worker = WarmWorker(index, Path(out_dir), launch_file, options, pool, cores, stop.is_set, post,
@@ -685,4 +687,4 @@ def run_local_warm(
         postprocessors.close()
 
 
-__all__ = ["WarmWorker", "graph_shape", "run_local_warm", "run_settings", "warm_arguments"]
+__all__ = ["ThreadPostProcessors", "WarmWorker", "graph_shape", "run_local_warm", "run_settings", "warm_arguments"]
