@@ -19,8 +19,8 @@ images; seed 000, sec. 3 and Fig. 1):
   sky colour where nothing was hit. The surface colour is the triangle's base
   colour times its texture at the hit point; the scene's ``lighting`` section
   (:mod:`aerial_sim.world.lighting`) may place the sun from the time of day,
-  hide it behind occluders (shadow rays, answered by tiles of 64 in the sun's view:
-  :mod:`aerial_sim.world.shadow_kernels`), grade the
+  hide it behind occluders (shadow rays, answered in the sun's view against the casters
+  binned once per sun direction: :mod:`aerial_sim.world.shadow_kernels`), grade the
   sky, fog by distance, scale the exposure and supersample the colour image.
 - instance, uint16: the instance id of the object hit (unique per object; 1 the
   ground and the ground cover on it, 0 nothing) beside the class segmentation id.
@@ -308,21 +308,17 @@ class CameraModel:
     def _sun_visibility(self, origin: np.ndarray, directions: np.ndarray, hits, reference: bool = False) -> np.ndarray:
         """(N,) uint8: 1 where the sun lights the hit point (no shadows asked: everywhere), 0 in shadow.
 
-        Compiled: the pixels' shadow rays answered 64 at a time in the sun's view
-        (:func:`~aerial_sim.world.shadow_kernels.sun_visibility`); ``reference``: one Embree occlusion query per ray.
+        Compiled: the pixels' shadow rays answered in the sun's view, against its casters binned once per sun
+        direction (:func:`~aerial_sim.world.shadow_kernels.sun_visibility`); ``reference``: one Embree occlusion
+        query per ray.
         """
         if not self.lighting.shadows or self._lit_share == 0 or self._sun[2] <= 0 or not self.caster.triangle_count:
             return np.ones(len(directions), np.uint8)
         if not reference and render_kernels.COMPILED:
             lit = np.empty(len(directions), np.uint8)  # the kernel fills every pixel
-            view, p = self.caster.sun_view(self._sun), self.params
-            tree = view.tree
-            shadow_kernels.sun_visibility(np.asarray(origin, np.float64), directions, hits.distance, hits.surface, hits.normal,
-                               hits.triangle, self._lift, p.width, p.height, self._sun, view.basis, view.corners, tree.lower,
-                               tree.upper, tree.first_leaf, shadow_kernels.LEAF_SIZE, lit)
-            undecided = np.flatnonzero(lit == shadow_kernels.UNDECIDED)
-            if len(undecided):
-                lit[undecided] = np.where(self._shadow_rays_hit(origin, directions, hits, undecided), 0, 1)
+            shadow_kernels.sun_visibility(np.asarray(origin, np.float64), directions, hits.distance, hits.surface,
+                                          hits.normal, hits.triangle, self._lift, self._sun,
+                                          *shadow_kernels.shadow_arguments(self.caster.sun_view(self._sun)), lit)
             return lit
         lit = np.ones(len(directions), np.uint8)
         facing = (hits.surface != 0) & (hits.normal @ self._sun > 0)

@@ -390,7 +390,7 @@ class RayCaster:
         return np.array([corners.min(axis=0), corners.max(axis=0)])
 
     def sun_view(self, sun: np.ndarray) -> SunView:
-        """The triangles that may cast shadows under the unit direction ``sun``, in its view with a hierarchy
+        """The triangles that may cast shadows under the unit direction ``sun``, in its view, binned in a grid
         there (:func:`~aerial_sim.world.shadow_kernels.sun_view`), built once for each new sun direction.
 
         A terrain (with the ground cover draped on it) whose steepest triangle is less steep than the sun is

@@ -11,16 +11,18 @@ well under a second), and the tree does not depend on any direction, so it serve
 Shadows (:func:`sun_visibility`). A camera pixel's surface point p is in shadow when some
 triangle lies along the ray p + t s, t > 0 (s the unit direction toward the sun), which is
 what Embree's occlusion query answers (:meth:`~aerial_sim.world.geometry.RayCaster.occluded`,
-the NumPy reference path). Here the rays of an 8 x 8 pixel tile are answered together, in the
-sun's orthographic view: with (u, v, s) an orthonormal basis, a point is (a, b, h) = (p.u, p.v, p.s),
-every ray toward the sun is the single point (a, b) of that view, and a triangle occludes p
-exactly when (a, b) lies inside the triangle's projection (the signs of its three edge
-functions, Pineda 1988) and the triangle's plane there is nearer the sun, h_tri(a, b) > h
-(t = h_tri - h > 0): the "irregular z-buffer" of Johnson et al. (ACM TOG 24(4), 2005). The
-tree is walked once per tile with the tile's (a, b) bounds and lowest h (a box whose projection
-misses the tile, or that lies wholly at or below the tile's lowest point along s, is skipped),
-gathering candidate triangles that are then tested against the tile's points. Same rays, same
-answer as the ray caster, but one traversal per 64 rays instead of one per ray.
+the NumPy reference path). Here it is answered in the sun's orthographic view: with (u, v, s) an
+orthonormal basis, a point is (a, b, h) = (p.u, p.v, p.s), every ray toward the sun is the single
+point (a, b) of that view, and a triangle occludes p exactly when (a, b) lies inside the triangle's
+projection (the signs of its three edge functions, Pineda 1988) and the triangle's plane there is
+nearer the sun, h_tri(a, b) > h (t = h_tri - h > 0): the "irregular z-buffer" of Johnson et al.
+(ACM TOG 24(4), 2005). The scene is static and the sun moves only when the time of day is set, so
+everything about the casters is done once per sun direction (:func:`sun_view`): their edge
+functions and planes in that view, and a uniform grid over the view (about
+:data:`CELLS_PER_CASTER` cells per caster) listing in each cell the casters whose box meets it and
+the highest of them. A frame then costs, per sunlit-facing pixel, one cell lookup and the tests
+against that cell's casters (none where the point is above all of them), stopping at the first that
+hides it. Same rays, same answer as the ray caster.
 """
 
 from __future__ import annotations
@@ -34,13 +36,6 @@ from aerial_sim.jit import COMPILED, njit
 
 #: Triangles per leaf.
 LEAF_SIZE = 4
-#: Pixels per side of a shadow tile (its rays share one walk of the tree).
-TILE = 8
-#: Most candidate triangles a tile's rays are tested against here: a tile that meets more (a fine mesh near the
-#: rays, such as a dense terrain shading itself) is marked :data:`UNDECIDED`, for one ray query per pixel.
-CANDIDATES = 128
-#: ``lit`` value of a pixel whose shadow ray was left to the caller.
-UNDECIDED = 2
 #: Inside-test tolerance of an edge function, relative to the squared size of the coordinates:
 #: a ray through an edge shared by two triangles meets at least one of them.
 EDGE_TOLERANCE = 1e-12
@@ -138,18 +133,27 @@ def _node_bounds(triangles, order, leaf_size, first_leaf, lower, upper):
 
 @dataclass(frozen=True)
 class SunView:
-    """A scene's triangles in the sun's orthographic view, and a hierarchy over them there.
+    """A scene's shadow casters in the sun's orthographic view, binned into a grid there; built once per sun
+    direction (:func:`sun_view`) and kept: only the camera's own points change from frame to frame.
 
-    ``basis`` (3, 3) rows u, v, s (s the unit vector toward the sun, u and v across its view);
-    ``corners`` (T, 3, 3) each corner's (a, b, h) = (p.u, p.v, p.s), in the leaf order of ``tree``, a
-    :class:`TriangleBVH` over those (a, b, h) corners, ordered along (a, b): its boxes are the tightest
-    a query from the sun's view can use, and a leaf's triangles lie side by side in memory. Built once per sun direction (:func:`sun_view`).
+    ``basis`` (3, 3) rows u, v, s (s the unit vector toward the sun, u and v across its view). ``rows`` (T, 14):
+    each non-degenerate caster's edge functions and plane in that view (A_k, B_k, C_k for k = 0, 1, 2; P_a, P_b,
+    P_c; the inside tolerance, negative; its highest corner's h), set up once here rather than for every frame.
+    ``grid`` (4,) float64: the lowest (a, b) of the grid, its cell size and that size's inverse; ``cells_a``
+    and ``cells_b`` the cells along a and b; cell (i, j) (index j ``cells_a`` + i) lists the casters
+    ``members[first[c]:first[c + 1]]`` whose (a, b) box, widened by what the inside tolerance may accept, meets
+    it, and ``highest[c]`` is the highest h among them (-inf: none).
     """
 
     sun: tuple[float, float, float]
     basis: np.ndarray
-    corners: np.ndarray
-    tree: TriangleBVH
+    rows: np.ndarray
+    grid: np.ndarray
+    cells_a: int
+    cells_b: int
+    first: np.ndarray
+    members: np.ndarray
+    highest: np.ndarray
 
 
 def sun_basis(sun: np.ndarray) -> np.ndarray:
@@ -161,18 +165,56 @@ def sun_basis(sun: np.ndarray) -> np.ndarray:
     return np.array([u, v, s])
 
 
+#: Grid cells per caster aimed at (the cell size follows from it and the casters' extent in the sun's view).
+CELLS_PER_CASTER = 8.0
+#: Most grid cells, whatever the casters (4 M: 48 MB of cell arrays).
+MAX_CELLS = 1 << 22
+
+
 def sun_view(triangles: np.ndarray, sun: np.ndarray) -> SunView:
     """The :class:`SunView` of ``triangles`` (T, 3, 3) world corners for the unit direction ``sun`` (float32)."""
     basis = sun_basis(sun)
     triangles = np.ascontiguousarray(triangles, np.float64).reshape(-1, 3, 3)
+    key = tuple(float(c) for c in np.asarray(sun, np.float32))
     corners = np.empty_like(triangles)
     if COMPILED:
         _to_sun_view(triangles, basis, corners)
     else:
         corners[:] = triangles @ basis.T
-    key = tuple(float(c) for c in np.asarray(sun, np.float32))
-    tree = build_bvh(corners, order_axes=2)
-    return SunView(key, basis, np.ascontiguousarray(corners[tree.order]), tree)
+    rows = np.empty((len(corners), 14))
+    boxes = np.empty((len(corners), 4))
+    count = _caster_rows(corners, rows, boxes) if COMPILED else _caster_rows.py_func(corners, rows, boxes)
+    # Casters along a Morton curve of their (a, b) box centres: a cell's casters lie near each other in memory.
+    centres = np.zeros((count, 3))
+    centres[:, 0] = 0.5 * (boxes[:count, 0] + boxes[:count, 2])
+    centres[:, 1] = 0.5 * (boxes[:count, 1] + boxes[:count, 3])
+    if count:
+        low, high = centres.min(axis=0), centres.max(axis=0)
+        scale = np.where(high > low, (2 ** 21 - 1) / np.maximum(high - low, 1e-300), 0.0)
+        codes = _morton_codes(centres, low, scale) if COMPILED else _morton_codes_reference(centres, low, scale)
+        order = np.argsort(codes, kind="stable")
+        rows, boxes = np.ascontiguousarray(rows[order]), np.ascontiguousarray(boxes[order])
+    else:
+        rows, boxes = rows[:0], boxes[:0]
+    if count == 0:
+        grid = np.array([0.0, 0.0, 1.0, 1.0])
+        return SunView(key, basis, rows, grid, 1, 1, np.zeros(2, np.int64), np.empty(0, np.int32),
+                       np.full(1, -np.inf))
+    low_a, low_b = float(boxes[:, 0].min()), float(boxes[:, 1].min())
+    span_a, span_b = float(boxes[:, 2].max()) - low_a, float(boxes[:, 3].max()) - low_b
+    cells = min(MAX_CELLS, max(1.0, CELLS_PER_CASTER * count))
+    size = max(math.sqrt(max(span_a * span_b, 1e-12) / cells), span_a / cells, span_b / cells, 1e-6)
+    cells_a = min(int(span_a / size) + 1, MAX_CELLS)
+    cells_b = min(int(span_b / size) + 1, max(1, MAX_CELLS // cells_a))
+    size = max(size, span_a / cells_a * (1.0 + 1e-9), span_b / cells_b * (1.0 + 1e-9))
+    grid = np.array([low_a, low_b, size, 1.0 / size])
+    first = np.zeros(cells_a * cells_b + 1, np.int64)
+    highest = np.full(cells_a * cells_b, -np.inf)
+    binning = _bin_casters if COMPILED else _bin_casters.py_func
+    binning(rows, boxes, grid, cells_a, cells_b, first, highest, np.empty(0, np.int32))
+    members = np.empty(int(first[-1]), np.int32)
+    binning(rows, boxes, grid, cells_a, cells_b, first, highest, members)
+    return SunView(key, basis, rows, grid, cells_a, cells_b, first, members, highest)
 
 
 @njit(cache=True, nogil=True)
@@ -184,137 +226,145 @@ def _to_sun_view(triangles, basis, out):
                 out[t, k, axis] = x * basis[axis, 0] + y * basis[axis, 1] + z * basis[axis, 2]
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def sun_visibility(origin, directions, distance, surface, normal, triangle, lift, width, height, sun, basis, corners,
-                   lower, upper, first_leaf, leaf_size, lit):
-    """``lit[i]`` = 0 where pixel i's surface point is hidden from the sun by a triangle, 1 elsewhere.
+@njit(cache=True, nogil=True)
+def _caster_rows(corners, rows, boxes):
+    """Each caster's :class:`SunView` row and its (a, b) box (low a, low b, high a, high b), widened by what the
+    inside tolerance accepts beyond its edges; triangles edge-on to the sun (no ray toward the sun crosses
+    them) are left out. Returns how many rows were written."""
+    count = 0
+    for t in range(corners.shape[0]):
+        a0, b0, h0 = corners[t, 0, 0], corners[t, 0, 1], corners[t, 0, 2]
+        a1, b1, h1 = corners[t, 1, 0], corners[t, 1, 1], corners[t, 1, 2]
+        a2, b2, h2 = corners[t, 2, 0], corners[t, 2, 1], corners[t, 2, 2]
+        area = (a1 - a0) * (b2 - b0) - (b1 - b0) * (a2 - a0)
+        if not (abs(area) > 0.0):
+            continue
+        # Edge functions e_k(a, b) = A_k a + B_k b + C_k (positive inside, edge k opposite corner k)
+        # and the plane h(a, b) = P_a a + P_b b + P_c, so a point's test is a few products.
+        sign = 1.0 if area > 0 else -1.0
+        size = max(abs(a0), abs(a1), abs(a2), abs(b0), abs(b1), abs(b2))
+        row = rows[count]
+        row[0], row[1], row[2] = -(b2 - b1) * sign, (a2 - a1) * sign, (a1 * b2 - a2 * b1) * sign
+        row[3], row[4], row[5] = -(b0 - b2) * sign, (a0 - a2) * sign, (a2 * b0 - a0 * b2) * sign
+        row[6], row[7], row[8] = -(b1 - b0) * sign, (a1 - a0) * sign, (a0 * b1 - a1 * b0) * sign
+        inverse = sign / area  # 1 / |area|: e_k / |area| are the barycentric weights
+        row[9] = (row[0] * h0 + row[3] * h1 + row[6] * h2) * inverse
+        row[10] = (row[1] * h0 + row[4] * h1 + row[7] * h2) * inverse
+        row[11] = (row[2] * h0 + row[5] * h1 + row[8] * h2) * inverse
+        row[12] = -EDGE_TOLERANCE * size * size
+        row[13] = max(h0, h1, h2)
+        # A point a distance w outside edge k has e_k = -w |edge k|: the tolerance accepts w up to
+        # tolerance / |edge k|; the box is widened by that (for the shortest edge) and a little more.
+        shortest = min(math.sqrt(row[0] * row[0] + row[1] * row[1]), math.sqrt(row[3] * row[3] + row[4] * row[4]),
+                       math.sqrt(row[6] * row[6] + row[7] * row[7]))
+        pad = -row[12] / shortest + 1e-9 * (size + 1.0)
+        boxes[count, 0] = min(a0, a1, a2) - pad
+        boxes[count, 1] = min(b0, b1, b2) - pad
+        boxes[count, 2] = max(a0, a1, a2) + pad
+        boxes[count, 3] = max(b0, b1, b2) + pad
+        count += 1
+    return count
 
-    ``origin`` (3,) float64 camera centre; ``directions`` (N, 3) float32 unit pixel rays (row-major,
-    N = width height); ``distance``, ``surface``, ``normal``: the camera's hits; ``sun`` (3,) float32
-    unit vector toward the sun; ``basis``, ``corners`` and the tree (``lower``, ``upper``,
-    ``first_leaf``, ``leaf_size``): the :class:`SunView` of the scene for that sun. Only points facing
-    the sun (n.s > 0) are tested, each from p + n (2e-3 + 1e-4 d + lift) (off its surface, as the reference's
-    shadow ray starts; ``lift[triangle[i]]`` the extra offset of a simplified mesh's pixel,
-    :mod:`aerial_sim.world.lod`, 0 where ``triangle[i]`` < 0). The pixels of a tile with more than :data:`CANDIDATES` candidate triangles are
-    left :data:`UNDECIDED` (a ray caster answers those faster).
+
+@njit(cache=True, nogil=True)
+def _bin_casters(rows, boxes, grid, cells_a, cells_b, first, highest, members):
+    """With ``members`` empty: count each cell's casters into ``first`` (then its running sum: cell c's members
+    start at first[c]) and their highest h into ``highest``; with ``members`` of first[-1] rows: list them, each
+    cell's highest first. A caster is in a cell when its box meets the cell and no edge function is below the
+    tolerance at all four of the cell's corners (the cell lies wholly outside that edge)."""
+    counting = members.shape[0] == 0
+    fill = first[:-1].copy()
+    size = grid[2]
+    for t in range(rows.shape[0]):
+        i_low = min(max(int(math.floor((boxes[t, 0] - grid[0]) * grid[3])), 0), cells_a - 1)
+        j_low = min(max(int(math.floor((boxes[t, 1] - grid[1]) * grid[3])), 0), cells_b - 1)
+        i_high = min(max(int(math.floor((boxes[t, 2] - grid[0]) * grid[3])), 0), cells_a - 1)
+        j_high = min(max(int(math.floor((boxes[t, 3] - grid[1]) * grid[3])), 0), cells_b - 1)
+        low = rows[t, 12]
+        for j in range(j_low, j_high + 1):
+            b = grid[1] + j * size
+            for i in range(i_low, i_high + 1):
+                a = grid[0] + i * size
+                outside = False
+                for k in range(3):
+                    ea, eb, ec = rows[t, 3 * k], rows[t, 3 * k + 1], rows[t, 3 * k + 2]
+                    # the edge function's largest value over the cell (slack: the corners' rounding)
+                    top = ea * a + eb * b + ec + max(ea * size, 0.0) + max(eb * size, 0.0)
+                    if top < low - 1e-9 * (abs(ea * a) + abs(eb * b) + abs(ec) + 1.0):
+                        outside = True
+                        break
+                if outside:
+                    continue
+                cell = j * cells_a + i
+                if counting:
+                    first[cell + 1] += 1
+                    highest[cell] = max(highest[cell], rows[t, 13])
+                else:
+                    members[fill[cell]] = t
+                    fill[cell] += 1
+    if counting:
+        for cell in range(first.shape[0] - 1):
+            first[cell + 1] += first[cell]
+    else:
+        for cell in range(first.shape[0] - 1):  # highest first: a point's tests stop at the first below it
+            start, stop = first[cell], first[cell + 1]
+            if stop - start > 1:
+                tops = np.empty(stop - start)
+                for k in range(start, stop):
+                    tops[k - start] = -rows[members[k], 13]
+                members[start:stop] = members[start:stop][np.argsort(tops, kind="mergesort")]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def sun_visibility(origin, directions, distance, surface, normal, triangle, lift, sun, basis, rows, grid, cells_a,
+                   cells_b, first, members, highest, lit):
+    """``lit[i]`` = 0 where pixel i's surface point is hidden from the sun by a caster, 1 elsewhere.
+
+    ``origin`` (3,) float64 camera centre; ``directions`` (N, 3) float32 unit pixel rays; ``distance``,
+    ``surface``, ``normal``: the camera's hits; ``sun`` (3,) float32 unit vector toward the sun; ``basis``,
+    ``rows``, ``grid``, ``cells_a``, ``cells_b``, ``first``, ``members``, ``highest``: the :class:`SunView` of the
+    scene for that sun. Only points facing the sun (n.s > 0) are tested, each from p + n (2e-3 + 1e-4 d + lift)
+    (off its surface, as the reference's shadow ray starts; ``lift[triangle[i]]`` the extra offset of a
+    simplified mesh's pixel, :mod:`aerial_sim.world.lod`, 0 where ``triangle[i]`` < 0): against the casters of
+    its grid cell, unless the point is at or above the highest of them.
     """
     ux, uy, uz = basis[0, 0], basis[0, 1], basis[0, 2]
     vx, vy, vz = basis[1, 0], basis[1, 1], basis[1, 2]
     sx, sy, sz = basis[2, 0], basis[2, 1], basis[2, 2]
-    per_tile = TILE * TILE
-    point_a, point_b, point_h = np.empty(per_tile), np.empty(per_tile), np.empty(per_tile)
-    point_index = np.empty(per_tile, np.int64)
-    hidden = np.zeros(per_tile, np.uint8)
-    candidates = np.empty((CANDIDATES, 13))  # edge functions (A, B, C) x 3, plane (P_a, P_b, P_c), -tolerance
-    stack = np.empty(128, np.int64)
-    count = corners.shape[0]
+    low_a, low_b, inverse = grid[0], grid[1], grid[3]
     for i in range(directions.shape[0]):
         lit[i] = 1
-    for tile_y in range(0, height, TILE):
-        for tile_x in range(0, width, TILE):
-            # The tile's points that face the sun, in the sun's view.
-            n = 0
-            a_low, a_high, b_low, b_high, h_low = np.inf, -np.inf, np.inf, -np.inf, np.inf
-            for y in range(tile_y, min(tile_y + TILE, height)):
-                for x in range(tile_x, min(tile_x + TILE, width)):
-                    i = y * width + x
-                    if surface[i] == 0:
-                        continue
-                    if normal[i, 0] * sun[0] + normal[i, 1] * sun[1] + normal[i, 2] * sun[2] <= 0:
-                        continue
-                    d = np.float64(distance[i])
-                    offset = 2e-3 + 1e-4 * d
-                    if triangle[i] >= 0:
-                        offset += lift[triangle[i]]
-                    px = origin[0] + directions[i, 0] * d + normal[i, 0] * offset
-                    py = origin[1] + directions[i, 1] * d + normal[i, 1] * offset
-                    pz = origin[2] + directions[i, 2] * d + normal[i, 2] * offset
-                    a = px * ux + py * uy + pz * uz
-                    b = px * vx + py * vy + pz * vz
-                    h = px * sx + py * sy + pz * sz
-                    point_a[n], point_b[n], point_h[n], point_index[n] = a, b, h, i
-                    hidden[n] = 0
-                    n += 1
-                    a_low, a_high = min(a_low, a), max(a_high, a)
-                    b_low, b_high = min(b_low, b), max(b_high, b)
-                    h_low = min(h_low, h)
-            if n == 0:
-                continue
-            found = 0
-            stack[0] = 0
-            top = 1
-            while top > 0:
-                top -= 1
-                node = stack[top]
-                # Skip a box beside the tile in the sun's view, or wholly at or below its lowest point
-                # (an empty node has lower = +inf > upper and is skipped here too).
-                if (upper[node, 2] <= h_low or upper[node, 0] < a_low or lower[node, 0] > a_high
-                        or upper[node, 1] < b_low or lower[node, 1] > b_high):
-                    continue
-                if node < first_leaf:
-                    stack[top] = 2 * node + 1
-                    stack[top + 1] = 2 * node + 2
-                    top += 2
-                    continue
-                leaf = node - first_leaf
-                for k in range(leaf * leaf_size, min((leaf + 1) * leaf_size, count)):
-                    a0, b0, h0 = corners[k, 0, 0], corners[k, 0, 1], corners[k, 0, 2]
-                    a1, b1, h1 = corners[k, 1, 0], corners[k, 1, 1], corners[k, 1, 2]
-                    a2, b2, h2 = corners[k, 2, 0], corners[k, 2, 1], corners[k, 2, 2]
-                    if max(h0, h1, h2) <= h_low:
-                        continue
-                    if max(a0, a1, a2) < a_low or min(a0, a1, a2) > a_high:
-                        continue
-                    if max(b0, b1, b2) < b_low or min(b0, b1, b2) > b_high:
-                        continue
-                    area = (a1 - a0) * (b2 - b0) - (b1 - b0) * (a2 - a0)
-                    if not (abs(area) > 0.0):  # edge-on to the sun: no ray toward the sun crosses it
-                        continue
-                    # Edge functions e_k(a, b) = A_k a + B_k b + C_k (positive inside, edge k opposite corner k)
-                    # and the plane h(a, b) = P_a a + P_b b + P_c, so a point's test is a few products.
-                    sign = 1.0 if area > 0 else -1.0
-                    size = max(abs(a0), abs(a1), abs(a2), abs(b0), abs(b1), abs(b2))
-                    row = candidates[found]
-                    row[0], row[1], row[2] = -(b2 - b1) * sign, (a2 - a1) * sign, (a1 * b2 - a2 * b1) * sign
-                    row[3], row[4], row[5] = -(b0 - b2) * sign, (a0 - a2) * sign, (a2 * b0 - a0 * b2) * sign
-                    row[6], row[7], row[8] = -(b1 - b0) * sign, (a1 - a0) * sign, (a0 * b1 - a1 * b0) * sign
-                    inverse = sign / area  # 1 / |area|: e_k / |area| are the barycentric weights
-                    row[9] = (row[0] * h0 + row[3] * h1 + row[6] * h2) * inverse
-                    row[10] = (row[1] * h0 + row[4] * h1 + row[7] * h2) * inverse
-                    row[11] = (row[2] * h0 + row[5] * h1 + row[8] * h2) * inverse
-                    row[12] = -EDGE_TOLERANCE * size * size
-                    found += 1
-                    if found == CANDIDATES:
-                        break
-                if found == CANDIDATES:
-                    break
-            if found == CANDIDATES:  # too many triangles near these rays: the caller casts them one by one
-                for k in range(n):
-                    lit[point_index[k]] = UNDECIDED
-                continue
-            if found > 0:
-                _test_candidates(candidates, found, point_a, point_b, point_h, hidden, n)
-            for k in range(n):
-                if hidden[k]:
-                    lit[point_index[k]] = 0
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _test_candidates(candidates, found, point_a, point_b, point_h, hidden, n):
-    """Mark the tile's points that one of the ``found`` candidate triangles hides.
-
-    A point (a, b, h) is hidden by a triangle when its three edge functions are >= -tolerance there and
-    the triangle's plane is above it, P_a a + P_b b + P_c > h (a loop over the points with no branch).
-    """
-    for c in range(found):
-        row = candidates[c]
-        a0, b0, c0, a1, b1, c1, a2, b2, c2 = row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8]
-        pa, pb, pc, low = row[9], row[10], row[11], row[12]
-        for k in range(n):
-            a, b = point_a[k], point_b[k]
-            inside = ((a0 * a + b0 * b + c0 >= low) & (a1 * a + b1 * b + c1 >= low) & (a2 * a + b2 * b + c2 >= low)
-                      & (pa * a + pb * b + pc > point_h[k]))
-            hidden[k] |= np.uint8(inside)
+        if surface[i] == 0:
+            continue
+        if normal[i, 0] * sun[0] + normal[i, 1] * sun[1] + normal[i, 2] * sun[2] <= 0:
+            continue
+        d = np.float64(distance[i])
+        offset = 2e-3 + 1e-4 * d
+        if triangle[i] >= 0:
+            offset += lift[triangle[i]]
+        px = origin[0] + directions[i, 0] * d + normal[i, 0] * offset
+        py = origin[1] + directions[i, 1] * d + normal[i, 1] * offset
+        pz = origin[2] + directions[i, 2] * d + normal[i, 2] * offset
+        a = px * ux + py * uy + pz * uz
+        b = px * vx + py * vy + pz * vz
+        h = px * sx + py * sy + pz * sz
+        x = math.floor((a - low_a) * inverse)
+        y = math.floor((b - low_b) * inverse)
+        if not (0.0 <= x < cells_a and 0.0 <= y < cells_b):
+            continue
+        cell = int(y) * cells_a + int(x)
+        if h >= highest[cell]:
+            continue
+        for k in range(first[cell], first[cell + 1]):
+            t = members[k]
+            if rows[t, 13] <= h:  # this caster and the rest of the cell's lie wholly below the point
+                break
+            low = rows[t, 12]
+            if (rows[t, 0] * a + rows[t, 1] * b + rows[t, 2] >= low and rows[t, 3] * a + rows[t, 4] * b + rows[t, 5] >= low
+                    and rows[t, 6] * a + rows[t, 7] * b + rows[t, 8] >= low
+                    and rows[t, 9] * a + rows[t, 10] * b + rows[t, 11] > h):
+                lit[i] = 0
+                break
 
 
 def warm_up() -> None:
@@ -324,8 +374,11 @@ def warm_up() -> None:
     triangle = np.array([[[-1.0, -1.0, 2.0], [1.0, -1.0, 2.0], [0.0, 1.0, 2.0]]])
     sun = np.array([0.0, 0.0, 1.0], np.float32)
     view = sun_view(triangle, sun)
-    tree = view.tree
     sun_visibility(np.array([0.0, 0.0, 1.0]), np.array([[0.0, 0.0, -1.0]], np.float32), np.ones(1, np.float32),
                    np.ones(1, np.int32), np.array([[0.0, 0.0, 1.0]], np.float32), np.zeros(1, np.int32),
-                   np.zeros(1, np.float32), 1, 1, sun, view.basis, view.corners,
-                   tree.lower, tree.upper, tree.first_leaf, LEAF_SIZE, np.empty(1, np.uint8))
+                   np.zeros(1, np.float32), sun, *shadow_arguments(view), np.empty(1, np.uint8))
+
+
+def shadow_arguments(view: SunView) -> tuple:
+    """The arguments of :func:`sun_visibility` that ``view`` gives (basis .. highest)."""
+    return (view.basis, view.rows, view.grid, view.cells_a, view.cells_b, view.first, view.members, view.highest)
