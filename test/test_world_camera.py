@@ -216,3 +216,30 @@ def test_camera_inside_a_box_sees_its_walls_at_their_distance_in_every_direction
     np.testing.assert_allclose(frame.depth, expected, rtol=1e-5)
     reference = camera.render(position, orientation, reference=True)
     assert_same_depth(frame.depth, reference.depth)
+
+
+def test_back_faces_of_closed_objects_are_skipped_and_the_images_stay_the_same():
+    """A closed, outward-wound mesh's faces turned away from a camera outside it are never the first hit: the
+    rasteriser skips them (back-face culling), and the visibility buffer is what drawing both sides gives."""
+    import trimesh
+
+    from aerial_sim.world.geometry import PinholeRasterizer, closed_outward, closed_rows, render_surfaces
+
+    box = np.asarray(trimesh.creation.box(extents=(2.0, 3.0, 4.0)).triangles)
+    assert closed_outward(box)
+    assert not closed_outward(box[:-1])  # a face missing: open
+    assert not closed_outward(box[:, ::-1])  # wound inward
+    scene = load_scene("urban")
+    closed = closed_rows(scene)
+    surfaces, lod = render_surfaces(scene)
+    assert closed[surfaces.surface >= 2].mean() > 0.9 and not closed[surfaces.surface == 1].any()
+    camera = CameraModel(CameraParams(width=96, height=64), scene)
+    both_sides = PinholeRasterizer(surfaces.triangles, surfaces.surface, camera.caster.ground_plane, lod)
+    p = camera.params
+    for position, orientation in [((0.0, 0.0, 2.0), LEVEL), ((3.0, -2.0, 15.0), (0.92, 0.1, 0.3, 0.2))]:
+        R_world_optical, origin = camera.optical_pose(position, orientation)
+        directions = camera._world_rays(R_world_optical)
+        args = (origin, R_world_optical, (camera.fx, camera.fy, camera.cx, camera.cy), (p.width, p.height),
+                directions, camera._unit_rays_optical)
+        culled = camera.caster.rasterizer.hits(*args).triangle.copy()
+        np.testing.assert_array_equal(culled, both_sides.hits(*args).triangle)

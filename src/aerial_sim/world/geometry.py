@@ -287,6 +287,74 @@ def render_surfaces(scene: Scene) -> tuple[SceneSurfaces, LodGroups | None]:
     return result
 
 
+def closed_outward(triangles: np.ndarray) -> bool:
+    """Whether ``triangles`` (T, 3, 3) form closed surfaces wound counter-clockwise seen from outside: corners
+    merged by position, every directed edge (a, b) occurs exactly once and so does (b, a) (each edge shared by
+    two triangles, wound opposite ways), and the enclosed signed volume (sum of v0 . (v1 x v2) / 6) is > 0.
+    From outside such a surface a ray meets a triangle facing it (n . d < 0) before any facing away."""
+    triangles = np.asarray(triangles, np.float64).reshape(-1, 3, 3)
+    if len(triangles) < 4:
+        return False
+    from aerial_sim.world.lod import _indexed
+
+    _, faces = _indexed(triangles)
+    if len(faces) != len(triangles):  # a triangle with two corners at one position
+        return False
+    edges = np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]])
+    keys = edges[:, 0] * (int(faces.max()) + 1) + edges[:, 1]
+    reverse = edges[:, 1] * (int(faces.max()) + 1) + edges[:, 0]
+    keys.sort()
+    reverse.sort()
+    if np.any(keys[1:] == keys[:-1]) or not np.array_equal(keys, reverse):
+        return False
+    volume = np.einsum("ij,ij->i", triangles[:, 0], np.cross(triangles[:, 1], triangles[:, 2])).sum() / 6.0
+    return bool(volume > 0)
+
+
+def closed_rows(scene: Scene) -> np.ndarray:
+    """(R,) bool over the rows of :func:`render_surfaces`: whether the row belongs to a closed, outward-wound
+    surface (:func:`closed_outward`) of one object (checked once per mesh file and level, per OpenStreetMap
+    building, per primitive shape), whose faces turned away from a camera outside the object are never seen
+    first. Terrain and ground cover are open surfaces (built once per scene)."""
+    if "closed_rows" in scene.cache:
+        return scene.cache["closed_rows"]
+    surfaces, lod = render_surfaces(scene)
+    by_file = scene.cache.setdefault("closed_files", {})
+    closed_object = np.zeros(len(scene.objects) + 2, bool)
+    for index, obj in enumerate(scene.objects):
+        if obj.ground_cover or obj.scale <= 0:
+            continue
+        if obj.shape != "mesh":
+            closed_object[2 + index] = True  # trimesh's box, cylinder and icosphere
+            continue
+        path = scene.mesh_path(obj)
+        if path not in by_file:
+            by_file[path] = closed_outward(np.concatenate([part.triangles for part in mesh_file_parts(obj, scene)]))
+        closed_object[2 + index] = by_file[path]
+    closed = closed_object[surfaces.surface]
+    if lod is not None:
+        levels_by_file = scene.cache.get("lod_levels", {})
+        level_rows = np.flatnonzero(lod.level > 0)
+        closed[level_rows] = False
+        checked = {}
+        objects = surfaces.surface[level_rows] - 2
+        for index in np.unique(objects):
+            obj = scene.objects[index]
+            path = scene.mesh_path(obj)
+            levels = levels_by_file.get(path)
+            if levels is None or not closed_object[2 + index]:
+                continue
+            rows = level_rows[objects == index]
+            for number in np.unique(lod.level[rows]):
+                key = (path, int(number))
+                if key not in checked:
+                    checked[key] = closed_outward(np.concatenate([part.triangles for part in levels[number].parts]))
+                closed[rows[lod.level[rows] == number]] = checked[key]
+    closed[surfaces.surface == SURFACE_GROUND] = False
+    scene.cache["closed_rows"] = closed
+    return closed
+
+
 def _joined(items, empty):
     """The arrays ``items`` end to end (contiguous), or ``empty`` when there are none."""
     return np.ascontiguousarray(np.concatenate(items)) if items else empty
@@ -447,7 +515,8 @@ class RayCaster:
         meshes (:func:`render_surfaces`; built once, on first use)."""
         if self._rasterizer is None:
             surfaces, lod = render_surfaces(self.scene)
-            self._rasterizer = PinholeRasterizer(surfaces.triangles, surfaces.surface, self.ground_plane, lod)
+            self._rasterizer = PinholeRasterizer(surfaces.triangles, surfaces.surface, self.ground_plane, lod,
+                                                 closed_rows(self.scene))
         return self._rasterizer
 
     def occluded(self, origins: np.ndarray, directions: np.ndarray, max_distance: float = np.inf) -> np.ndarray:
@@ -541,8 +610,21 @@ class PinholeRasterizer:
     NEAR_PLANE_M = 1e-3
 
     def __init__(self, triangles: np.ndarray, surface_of_triangle: np.ndarray, ground_plane: bool = True,
-                 lod: LodGroups | None = None):
+                 lod: LodGroups | None = None, closed: np.ndarray | None = None):
         self.triangles = np.asarray(triangles, np.float64).reshape(-1, 3, 3)
+        surface_of_triangle = np.asarray(surface_of_triangle, np.int32)
+        # Each surface's box (a camera outside it is outside the surface's object).
+        surfaces = int(surface_of_triangle.max()) + 1 if len(surface_of_triangle) else 1
+        corners = self.triangles.reshape(-1, 3)  # (empty: no boxes)
+        self._surface_lower = np.full((surfaces, 3), np.inf)
+        self._surface_upper = np.full((surfaces, 3), -np.inf)
+        if len(corners):
+            by_surface = np.argsort(surface_of_triangle, kind="stable")
+            ordered = surface_of_triangle[by_surface]
+            starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+            boxes = self.triangles[by_surface]
+            self._surface_lower[ordered[starts]] = np.minimum.reduceat(boxes.min(axis=1), starts)
+            self._surface_upper[ordered[starts]] = np.maximum.reduceat(boxes.max(axis=1), starts)
         self.ground_plane = bool(ground_plane)
         normals = np.cross(self.triangles[:, 1] - self.triangles[:, 0], self.triangles[:, 2] - self.triangles[:, 0])
         lengths = np.linalg.norm(normals, axis=1)
@@ -560,7 +642,11 @@ class PinholeRasterizer:
         self.triangles = np.ascontiguousarray(self.triangles[kept])
         #: Index of each kept triangle among the ones given (hits report that index).
         self.index = np.ascontiguousarray(kept.astype(np.int32))
-        self.surface_of_triangle = np.ascontiguousarray(np.asarray(surface_of_triangle, np.int32)[kept])
+        self.surface_of_triangle = np.ascontiguousarray(surface_of_triangle[kept])
+        #: Whether each kept triangle is part of a closed, outward-wound surface (:func:`closed_outward`): drawn
+        #: only while it faces the camera, unless the camera is inside its object's box.
+        self.closed = np.ascontiguousarray((np.zeros(len(kept), bool) if closed is None else
+                                            np.asarray(closed, bool)[kept]).astype(np.uint8))
         self.world_normals = np.ascontiguousarray(normals[kept] / lengths[kept, None])
         self.world_normals32 = self.world_normals.astype(np.float32)
         self._static_count = len(pieces[0])
@@ -673,8 +759,12 @@ class PinholeRasterizer:
         triangle_of_pixel.fill(-1)
         if not normals:
             normal = normal[:0]
+        margin = 1e-2  # m: the camera near a closed object's box counts as inside it (rounding)
+        inside = np.all((origin64 >= self._surface_lower - margin) & (origin64 <= self._surface_upper + margin),
+                        axis=1).astype(np.uint8)
         raster_kernels.rasterize(vertices, ids, count, width, height, fx, fy, cx, cy, self.NEAR_PLANE_M,
-                                 inverse_depth, triangle_of_pixel)
+                                 inverse_depth, triangle_of_pixel, self.closed, self.surface_of_triangle, inside,
+                                 plane_offsets)
         raster_kernels.resolve_hits(origin32, directions, rays_optical, triangle_of_pixel, plane_normals,
                                     plane_offsets, self.world_normals32, self.surface_of_triangle, self.index,
                                     self.ground_plane, distance, surface, normal, triangle)

@@ -17,7 +17,10 @@ so depth does not carry the rasteriser's interpolation error.
   planar triangle. The inside test accepts edge functions down to a small negative tolerance
   scaled to the coordinates' size, so a pixel centre on an edge shared by two triangles is
   covered by at least one of them whatever the rounding (no cracks); covering it twice is
-  harmless for a z-buffer. No back faces are culled: like the ray caster, both sides are seen.
+  harmless for a z-buffer. Like the ray caster, both sides of a triangle are seen, except that the
+  faces of a closed, outward-wound object (a building, a prop mesh that is closed) turned away from a
+  camera outside that object's box are skipped: such a face is never the first hit (back-face culling,
+  which leaves the visibility buffer unchanged and saves filling the far side of every building).
 - :func:`resolve_hits`: per pixel, the analytic ground plane z = 0 (computed exactly as
   :func:`~aerial_sim.world.render_kernels.merge_hits` does, in float32), then the chosen
   triangle's plane, t = (n . v0) / (n . d) in the optical frame, kept where nearer (ties go to
@@ -81,12 +84,16 @@ def to_optical(triangles, world_normals, origin, rotation, ids, count, vertices,
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def rasterize(vertices, ids, count, width, height, fx, fy, cx, cy, near, inverse_depth, triangle_of_pixel):
+def rasterize(vertices, ids, count, width, height, fx, fy, cx, cy, near, inverse_depth, triangle_of_pixel, closed,
+              surface_of_triangle, inside, plane_offsets):
     """Visibility buffer: ``triangle_of_pixel[v * width + u]`` = the nearest triangle covering pixel (u, v).
 
     ``vertices`` (T, 3, 3): triangle corners in the optical frame (x right, y down, z forward),
     metres, of which the triangles ``ids[:count]`` are drawn, in that order (ties keep the first);
-    ``inverse_depth`` (H W,) zeros and ``triangle_of_pixel`` (H W,) -1 on entry.
+    ``inverse_depth`` (H W,) zeros and ``triangle_of_pixel`` (H W,) -1 on entry. A triangle of a closed,
+    outward-wound surface (``closed[t]``) that faces away from the camera (its plane n . p = ``plane_offsets[t]``
+    with the offset > 0: the camera behind it) is skipped unless the camera is inside that surface's box
+    (``inside[surface_of_triangle[t]]``): from outside, a closed surface's nearest hit always faces the camera.
     """
     polygon = np.empty((4, 3))
     projected = np.empty((4, 3))
@@ -95,6 +102,8 @@ def rasterize(vertices, ids, count, width, height, fx, fy, cx, cy, near, inverse
     top, bottom = (-1.0 - cy) / fy, (height - cy) / fy
     for j in range(count):
         t = ids[j]
+        if closed[t] and plane_offsets[t] > 0.0 and not inside[surface_of_triangle[t]]:
+            continue  # a back face of a closed object seen from outside
         # A triangle with all three corners beyond one side plane cannot cover a pixel (cheap early out).
         out_left = out_right = out_top = out_bottom = 0
         for k in range(3):
@@ -376,7 +385,8 @@ def warm_up() -> None:
     to_optical(triangle, np.array([[0.0, 0.0, 1.0]]), np.zeros(3), np.eye(3), ids, 1, np.empty((1, 3, 3)),
                np.empty((1, 3)), np.empty(1))
     inverse_depth, triangle_of_pixel = np.zeros(4), np.full(4, -1, np.int32)
-    rasterize(triangle, ids, 1, 2, 2, 1.0, 1.0, 0.5, 0.5, 1.0, inverse_depth, triangle_of_pixel)
+    rasterize(triangle, ids, 1, 2, 2, 1.0, 1.0, 0.5, 0.5, 1.0, inverse_depth, triangle_of_pixel, np.zeros(1, np.uint8),
+              np.zeros(1, np.int32), np.zeros(1, np.uint8), np.zeros(1))
     rays = np.array([[0.0, 0.0, 1.0]] * 4, np.float32)
     resolve_hits(np.zeros(3, np.float32), rays, rays, triangle_of_pixel, np.array([[0.0, 0.0, 1.0]]),
                  np.array([2.0]), np.array([[0.0, 0.0, 1.0]], np.float32), np.array([2], np.int32),
