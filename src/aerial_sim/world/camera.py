@@ -234,9 +234,9 @@ class CameraModel:
         if depth:
             depth_image = self._depth(hits.distance).reshape(shape)
         if segmentation:
-            segmentation_image = self._segmentation_lut[hits.surface].reshape(shape)
+            segmentation_image = np.take(self._segmentation_lut, hits.surface).reshape(shape)  # (faster than [])
         if instance:
-            instance_image = self._instance_lut[hits.surface].reshape(shape)
+            instance_image = np.take(self._instance_lut, hits.surface).reshape(shape)
         if normals:
             normal_image = (hits.normal @ R_world_optical.astype(np.float32)).reshape(shape + (3,))
         if supersample:
