@@ -234,3 +234,50 @@ def test_the_shipped_city_has_200k_triangles_with_props_where_the_extract_maps_t
     surfaces, lod = render_surfaces(scene)
     with_levels = {scene.objects[surface - 2].segmentation_id for surface in np.unique(surfaces.surface[lod.group >= 0])}
     assert {70, 71} <= with_levels  # trees and cars are drawn simplified far away
+
+
+def test_a_road_is_textured_asphalt_with_edge_lines_and_a_dashed_centre_line_of_the_road_class(tmp_path):
+    """A straight primary road (10 m wide by its type) from west to east through the origin: paint 2 cm above the
+    asphalt where road_surface.py puts it (an edge line 0.12 m wide 0.25 m inside each edge, 3 m centre dashes
+    every 9 m), every painted pixel of the road's class and the ground's instance, the asphalt between the lines
+    grained (a seeded texture: another seed, another grain; road_surface: false, the material's flat colour)."""
+    from aerial_sim.world.road_surface import DASH_M, DASH_PERIOD_M, EDGE_INSET_M, LINE_WIDTH_M
+
+    nodes = [f'<node id="{k + 1}" lat="{ORIGIN[0]:.7f}" lon="{ORIGIN[1] + d:.7f}" version="1"/>'
+             for k, d in enumerate((-0.001, 0.001))]
+    (tmp_path / "road.osm").write_text(OSM.split("{nodes}")[0] + "\n  ".join(nodes) + """
+  <way id="20"><nd ref="1"/><nd ref="2"/><tag k="highway" v="primary"/></way>
+</osm>
+""")
+
+    def scene(extra: str = ""):
+        return load_scene(str(scene_file(tmp_path, f"osm: {{file: road.osm, origin: [{ORIGIN[0]}, {ORIGIN[1]}]{extra}}}\n")))
+
+    textured = scene()
+    caster = ray_caster_of(textured)
+
+    def height(east: float, north: float) -> float:
+        hits = caster.cast((east, north, 50.0), np.array([[0.0, 0.0, -1.0]]))
+        assert hits.surface[0] in (1, 2), (east, north)  # the ground, or the road object (asphalt and paint)
+        return 50.0 - hits.distance[0]
+
+    edge = 5.0 - EDGE_INSET_M - LINE_WIDTH_M / 2
+    for offset, expected in ((edge, 0.05), (-edge, 0.05), (edge + 0.1, 0.03), (edge - 0.1, 0.03), (3.0, 0.03),
+                             (5.4, 0.0)):
+        assert height(10.0, offset) == pytest.approx(expected, abs=1e-3), offset
+    along = np.arange(-40.0, 40.0, 0.25)
+    painted = np.array([height(x, 0.0) > 0.04 for x in along])
+    assert painted.mean() == pytest.approx(DASH_M / DASH_PERIOD_M, abs=0.03)
+    starts = along[1:][painted[1:] & ~painted[:-1]]
+    assert np.allclose(np.diff(starts), DASH_PERIOD_M, atol=0.3)  # a dash every 9 m
+
+    frame = look_down(textured, 10.0, edge)  # the north edge line across the image's middle row
+    assert frame.segmentation[20, 20] == 2 and frame.instance[20, 20] == 1  # paint: the road's class, ground
+    assert frame.color[20, 20].mean() > frame.color[20, 32].mean() + 60  # white paint, dark asphalt 1.8 m inside
+    asphalt = {name: look_down(s, 10.0, 2.5).color[15:26, 15:26].astype(float)
+               for name, s in (("seed 0", textured), ("seed 1", scene(", seed: 1")),
+                               ("plain", scene(", road_surface: false")))}
+    assert asphalt["seed 0"].std(axis=(0, 1)).min() > 2.0  # grained
+    assert np.abs(asphalt["seed 0"] - asphalt["seed 1"]).mean() > 1.0
+    assert asphalt["plain"].std(axis=(0, 1)).max() == 0.0
+    assert np.abs(asphalt["seed 0"].mean(axis=(0, 1)) - asphalt["plain"].mean(axis=(0, 1))).max() < 8.0  # same colour

@@ -7,7 +7,8 @@ Writes ``camera_urban.png``: one frame of the simulated depth camera (``aerial_s
 scene's street, facing east along it: the colour image, the ideal depth image (before the ``depth_noise``
 node; black = no return) and the segmentation ids. Writes ``city_frame.png``: the colour image of the
 ``city`` scene at 640x480 from the view ``tools/dev.sh bench worlds`` times (22 m up at its south-west
-corner, facing north-east): buildings, roads, land use and props with sun, shadows and fog. Deterministic.
+corner, facing north-east): buildings, asphalt roads with lane markings, land use and props with sun, shadows
+and fog. Deterministic.
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ The ``osm:`` section of a scene file::
       ground: true                  # roads and land use as ground materials (below); false: buildings only
       ground_classes:               # per kind: class id and material (these are the defaults)
         road: {segmentation_id: 2, material: asphalt}
+      road_surface: true            # asphalt texture and lane markings on the roads; false: their flat colour
+      seed: 0                       # seed of the asphalt texture
 
 Reader: pyosmium (libosmium) assembles every closed way and multipolygon relation tagged ``building``
 into an area (outer rings with their inner rings). Each area's rings go from WGS-84 to ENU about the
@@ -37,7 +39,9 @@ than a terrain cell) and draped on the terrain (z = height under each
 corner + :data:`DRAPE_LIFT_M`; over the ground plane z = the lift). Each kind becomes one scene object
 ``osm_ground_<kind>`` with its class id and material (depth noise, lidar reflectivity, colour), marked
 ``ground_cover``: it is ground, not a thing (its pixels carry the ground's instance id 1, it has no 2D or
-3D box and no collider: the terrain or the plane is what vehicles land on).
+3D box and no collider: the terrain or the plane is what vehicles land on). With ``road_surface`` the
+road cover is textured asphalt with painted lane markings (:mod:`aerial_sim.world.road_surface`), the paint
+part of the same object (the road's class id everywhere).
 """
 
 from __future__ import annotations
@@ -128,6 +132,8 @@ class OsmParams:
     material: str = "brick"
     ground: bool = True
     ground_classes: GroundClasses = GroundClasses()
+    road_surface: bool = True  # asphalt texture and lane markings on the roads (world/road_surface.py)
+    seed: int = 0  # seed of the asphalt texture
 
     def __post_init__(self) -> None:
         require(self.origin is None or (len(self.origin) == 2 and abs(self.origin[0]) <= 90
@@ -317,6 +323,7 @@ class GroundCover:
 
     kind: str
     triangles: np.ndarray
+    paint: np.ndarray | None = None  # the road's lane markings (T, 3, 3), draped above it; None: none
 
 
 def load_ground(params: OsmParams, extract: Extract, terrain=None) -> list[GroundCover]:
@@ -349,9 +356,16 @@ def load_ground(params: OsmParams, extract: Extract, terrain=None) -> list[Groun
             region = region.difference(higher)
         above.append(region)
         # Corners closer than SIMPLIFY_M to the outline add triangles, not shape (round joins, dense curves).
-        triangles = _drape(region.simplify(SIMPLIFY_M), terrain, cell)
+        surface = region.simplify(SIMPLIFY_M)
+        triangles = _drape(surface, terrain, cell)
         if len(triangles):
-            covers.append(GroundCover(kind, triangles))
+            paint = None
+            if kind == "road" and params.road_surface:
+                from aerial_sim.world.road_surface import PAINT_LIFT_M, lane_markings
+
+                centre_lines = [(width, line) for (k, width), group in lines.items() if k == kind for line in group]
+                paint = _drape(lane_markings(surface, centre_lines), terrain, cell, DRAPE_LIFT_M + PAINT_LIFT_M)
+            covers.append(GroundCover(kind, triangles, paint))
     return covers
 
 
@@ -372,9 +386,9 @@ def _terrain_cell_m(terrain) -> float:
     return max(cell, math.sqrt(4.0 * DRAPE_LIFT_M / (bend / cell**2)))
 
 
-def _drape(region, terrain, cell_m: float) -> np.ndarray:
+def _drape(region, terrain, cell_m: float, lift_m: float = DRAPE_LIFT_M) -> np.ndarray:
     """Triangles (T, 3, 3) of a (multi)polygon, earcut-triangulated, split to edges <= ``cell_m`` and put on
-    the ground (terrain height under each corner, or z = 0) + :data:`DRAPE_LIFT_M`."""
+    the ground (terrain height under each corner, or z = 0) + ``lift_m``."""
     import trimesh
 
     polygons = [g for g in getattr(region, "geoms", [region]) if g.geom_type == "Polygon" and g.area > 0]
@@ -398,7 +412,7 @@ def _drape(region, terrain, cell_m: float) -> np.ndarray:
     if terrain is not None:
         under = terrain.height_at(corners[:, 0], corners[:, 1])
         corners[:, 2] = np.where(np.isfinite(under), under, 0.0)
-    corners[:, 2] += DRAPE_LIFT_M
+    corners[:, 2] += lift_m
     # Upward-facing triangles (earcut winds either way): the renderer shades both sides, the lidar does not care.
     return corners.reshape(-1, 3, 3)
 

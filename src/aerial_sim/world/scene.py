@@ -347,7 +347,7 @@ def load_scene(name_or_path: str | Path, materials_path: str | Path | None = Non
             objects.append(SceneObject(name=name, shape="mesh", segmentation_id=kind.segmentation_id,
                                        file=f"{OSM_FILE_PREFIX}ground_{cover.kind}", material=kind.material,
                                        ground_cover=True))
-            osm_parts[objects[-1].file] = [SurfacePart(cover.triangles)]
+            osm_parts[objects[-1].file] = _cover_parts(cover, materials[kind.material].color, osm.seed)
     scene = Scene(path.stem, ground, tuple(objects), materials, path.parent, str(document.get("description", "")),
                   terrain=terrain, lighting=lighting, home=home, class_names=class_names, lod=lod)
     scene.cache["mesh_files"] = {scene.base_dir / file: parts for file, parts in osm_parts.items()}
@@ -369,6 +369,19 @@ def derived_class_name(object_names: list[str]) -> str:
             break
         shared.append(tokens[0])
     return "_".join(shared)
+
+
+def _cover_parts(cover, color, seed: int) -> list:
+    """The surface parts of an OSM ground cover: a road with lane markings is textured asphalt and its paint
+    (:mod:`aerial_sim.world.road_surface`), any other cover one plain part of its material's colour."""
+    from aerial_sim.world.assets import SurfacePart
+
+    if cover.paint is None:
+        return [SurfacePart(cover.triangles)]
+    from aerial_sim.world.road_surface import PAINT_RGB, asphalt_texture, road_uv
+
+    road = SurfacePart(cover.triangles, road_uv(cover.triangles), None, asphalt_texture(color, seed))
+    return [road] + ([SurfacePart(cover.paint, base_color=PAINT_RGB)] if len(cover.paint) else [])
 
 
 def _class_table(raw, file_name: str) -> dict[int, str]:
