@@ -1,7 +1,7 @@
 """Sweep throughput and CPU of ``aerial_sim batch``: cold against warm runs, a process per node against one
 process for the graph, 1 and 2 workers, side by side.
 
-    tools/dev.sh bench batch [--runs 6] [--workers 1 2] [--modes cold warm] [--layouts processes one]
+    tools/dev.sh bench batch [--runs 6 | --runs-per-worker 3] [--workers 1 2] [--modes cold warm] [--layouts processes one]
                              [--mission hop_1m] [--scene empty] [--camera] [--pin] [--keep DIR] [--no-record]
 
 Each configuration (mode x workers) runs the same sweep: ``--runs`` seeds of the mission (the smoke
@@ -11,10 +11,17 @@ dataset export and plots; no camera unless ``--camera``) into a fresh folder wit
 ``run.compose`` false (*processes*: a process per node) or true (*one*: the graph's nodes in one process,
 ``aerial_sim launch --compose``).
 The configurations run one after the other in one invocation, so they see about the same machine load.
+``--runs-per-worker N`` gives each configuration N x its workers runs instead: every worker then flies as
+many runs (a warm worker pays one launch for N runs whatever the worker count; with ``--runs`` two
+workers pay two launches for the runs one worker flies after one).
 For each it prints:
 
 - throughput: the runs' simulated seconds / the batch's wall seconds, and runs per hour;
 - parallel efficiency: throughput with N workers / (N x throughput with 1 worker of the same mode);
+- cores busy: the batch's CPU seconds all in / its wall seconds (what the machine gave it: on a machine
+  shared with other work, N workers get less than N times one worker's share), and CPU efficiency: CPU
+  per simulated second with 1 worker / with N (below 100 % only where a run costs more beside others:
+  what the workers themselves serialise or contend for, whatever share the machine gives them);
 - CPU seconds per simulated second: all in (every process of every run, start-up, flight, stop and
   post-processing, the warm graphs' stops too: the batch's own figure) and in flight;
 - warm: the overhead between two runs in a graph (landing to the next run's un-pause answered).
@@ -82,6 +89,7 @@ def measure(sweep_path: Path, out: Path, workers: int, mode: str) -> dict:
         "throughput": sim / wall,
         "runs_per_hour": len(rows) / wall * 3600.0,
         "cpu_per_sim_s": outcome.cpu_s / outcome.sim_s if outcome.sim_s else float("nan"),
+        "cores": outcome.cpu_s / wall,
         "flight_per_sim_s": outcome.flight_cpu_s / outcome.flight_sim_s if outcome.flight_sim_s else float("nan"),
         "overhead_s": [float(e["overhead_s"]) for e in entries if e.get("overhead_s") is not None],
         "rtf": [float(r["real_time_factor"]) for r in rows if r["real_time_factor"]],
@@ -92,6 +100,8 @@ def measure(sweep_path: Path, out: Path, workers: int, mode: str) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=6, help="runs per configuration (seeds)")
+    parser.add_argument("--runs-per-worker", type=int, default=None,
+                        help="runs per worker instead: N x workers runs per configuration")
     parser.add_argument("--mission", default="hop_1m")
     parser.add_argument("--scene", default="empty")
     parser.add_argument("--camera", action="store_true", help="with the camera and depth noise")
@@ -111,25 +121,29 @@ def main() -> int:
         for workers in options.workers:
             for mode in options.modes:
                 for layout in options.layouts:
-                    sweep = write_sweep(root, options.runs, options.mission, options.scene, options.camera, options.pin,
+                    runs = options.runs if options.runs_per_worker is None else options.runs_per_worker * workers
+                    sweep = write_sweep(root, runs, options.mission, options.scene, options.camera, options.pin,
                                         mode == "warm", layout == "one")
                     name = f"{mode} {layout}"
-                    print(f"{name}: {options.runs} x {options.mission} with {workers} worker(s)...", flush=True)
+                    print(f"{name}: {runs} x {options.mission} with {workers} worker(s)...", flush=True)
                     results.append(measure(sweep, root / f"{mode}_{layout}_{workers}", workers, name))
-    what = (f"{options.runs} runs of {options.mission} in the {options.scene} scene, sensors + recording + export + plots"
+    count = f"{options.runs}" if options.runs_per_worker is None else f"{options.runs_per_worker} per worker:"
+    what = (f"{count} runs of {options.mission} in the {options.scene} scene, sensors + recording + export + plots"
             f"{', camera' if options.camera else ', no camera'}{', each run pinned to one core' if options.pin else ''}")
     print(f"\nsweep: {what}; {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at the end")
     print(f"{'mode':>13} {'workers':>7} {'ok':>3} {'wall s':>8} {'sim s':>7} {'sim/wall':>9} {'runs/h':>7} {'effic.':>7}"
-          f" {'CPU/sim s':>10} {'flight':>7} {'overhead s':>11} {'post s':>7}")
+          f" {'CPU/sim s':>10} {'flight':>7} {'overhead s':>11} {'post s':>7} {'cores':>6} {'CPU eff.':>8}")
     base = {r["mode"]: r["throughput"] for r in results if r["workers"] == 1 and r["throughput"] > 0}
+    base_cpu = {r["mode"]: r["cpu_per_sim_s"] for r in results if r["workers"] == 1 and r["cpu_per_sim_s"] > 0}
     rows = []
     for r in results:
         efficiency = r["throughput"] / (r["workers"] * base[r["mode"]]) if r["mode"] in base else float("nan")
+        cpu_efficiency = base_cpu[r["mode"]] / r["cpu_per_sim_s"] if r["mode"] in base_cpu else float("nan")
         overhead = f"{statistics.median(r['overhead_s']):.2f}" if r["overhead_s"] else "-"
         post = f"{statistics.mean(r['postprocess_s']):.1f}" if r["postprocess_s"] else "n/a"
         print(f"{r['mode']:>13} {r['workers']:>7} {r['ok']:>3} {r['wall_s']:>8.1f} {r['sim_s']:>7.1f} {r['throughput']:>8.2f}x"
               f" {r['runs_per_hour']:>7.0f} {efficiency:>6.0%} {r['cpu_per_sim_s']:>10.3f} {r['flight_per_sim_s']:>7.3f}"
-              f" {overhead:>11} {post:>7}")
+              f" {overhead:>11} {post:>7} {r['cores']:>6.2f} {cpu_efficiency:>7.0%}")
         label = f"{r['mode'].replace(' one', ', one process').replace(' processes', ', a process per node')}, {r['workers']} worker{'s' if r['workers'] > 1 else ''}"
         rows += [
             _results.row(f"{label}: simulated s per wall s", round(r["throughput"], 3), "x",
@@ -139,13 +153,16 @@ def main() -> int:
             _results.row(f"{label}: CPU per simulated s, all in", round(r["cpu_per_sim_s"], 3), "CPU s per sim s",
                          "start-up, flight, stop, post-processing (wait4 and /proc)"),
             _results.row(f"{label}: CPU per simulated s, flight", round(r["flight_per_sim_s"], 3), "CPU s per sim s", ""),
+            _results.row(f"{label}: cores busy", round(r["cores"], 2), "CPU s per wall s", "the batch's CPU all in / its wall time"),
+            _results.row(f"{label}: CPU efficiency", round(cpu_efficiency, 3), "", "CPU per sim s with 1 worker / with N"),
         ]
         if r["overhead_s"]:
             rows.append(_results.row(f"{label}: overhead between warm runs, median", round(statistics.median(r["overhead_s"]), 3),
                                      "s wall", f"max {max(r['overhead_s']):.3f}; landing to the next run's un-pause"))
     if not options.no_record:
         command = "tools/dev.sh bench batch" + " ".join(
-            [""] + [f"--runs {options.runs}"] * (options.runs != 6) + [f"--workers {' '.join(map(str, options.workers))}"]
+            [""] + [f"--runs {options.runs}"] * (options.runs != 6 and options.runs_per_worker is None)
+            + [f"--runs-per-worker {options.runs_per_worker}"] * (options.runs_per_worker is not None) + [f"--workers {' '.join(map(str, options.workers))}"]
             * (options.workers != [1, 2]) + [f"--modes {' '.join(options.modes)}"] * (options.modes != ["cold", "warm"])
             + [f"--layouts {' '.join(options.layouts)}"] * (options.layouts != ["processes", "one"]))
         _results.record("batch", f"Batch throughput and CPU, cold against warm, a process per node against one ({what})", rows, command=command,
