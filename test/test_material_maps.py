@@ -149,3 +149,19 @@ def test_a_scene_without_maps_has_no_map_table():
     from aerial_sim.world.geometry import scene_surfaces
 
     assert scene_surfaces(load_scene("urban")).maps is None  # its frames cost nothing more
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda m: m["normalTexture"].update(scale="steep"), r"quad\.gltf: material 'm' normalTexture\.scale: must be a "
+                                                         r"finite number"),
+    (lambda m: m.update(occlusionTexture={"index": 0, "strength": 2.0}),
+     r"quad\.gltf: material 'm' occlusionTexture\.strength: must be a finite number in \[0, 1\], got 2\.0"),
+    (lambda m: m.update(emissiveFactor=[1.0, 0.5]), r"cannot read mesh .*quad\.gltf"),  # trimesh's own refusal
+    (lambda m: m.update(extensions={"KHR_materials_emissive_strength": {"emissiveStrength": -1}}),
+     r"quad\.gltf: material 'm' KHR_materials_emissive_strength\.emissiveStrength: must be a finite number in "
+     r"\[0, inf\], got -1"),
+])
+def test_a_bad_map_factor_is_one_error_naming_the_file_material_and_key(tmp_path, edit, message):
+    path = write_gltf(tmp_path / "bad", flat((0, 0, 0)), dict(normalTexture=solid((128, 128, 255))), edit)
+    with pytest.raises(ParamsError, match=message):
+        scene_of(tmp_path, [("quad", path, (0, 0, 1))])

@@ -37,6 +37,7 @@ import dataclasses
 import io
 import json
 import logging
+import math
 import re
 import struct
 from dataclasses import dataclass
@@ -206,12 +207,29 @@ def _maps_of(material, document: dict, path: Path, where: str) -> SurfaceMaps | 
     def rgb(image):
         return None if image is None else np.ascontiguousarray(np.asarray(image.convert("RGB"), np.uint8))
 
-    factor = np.asarray(spec.get("emissiveFactor") or (0.0, 0.0, 0.0), float)[:3]
-    strength = ((spec.get("extensions") or {}).get("KHR_materials_emissive_strength") or {}).get("emissiveStrength", 1.0)
-    emissive = tuple(float(c) for c in np.clip(factor, 0.0, None) * 255.0 * float(strength))
-    maps = SurfaceMaps(rgb(material.normalTexture), float((spec.get("normalTexture") or {}).get("scale", 1.0)),
+    def number(value, key: str, low: float = -math.inf, high: float = math.inf) -> float:
+        """A material's number, or ParamsError naming the file, material and key."""
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not (math.isfinite(number) and low <= number <= high):
+            raise ParamsError(f"{where}: {path.name}: {label} {key}: must be a finite number in [{low:g}, {high:g}], "
+                              f"got {value!r}")
+        return number
+
+    factors = spec.get("emissiveFactor") or (0.0, 0.0, 0.0)
+    if not isinstance(factors, (list, tuple)) or len(factors) != 3:
+        raise ParamsError(f"{where}: {path.name}: {label} emissiveFactor: must be 3 numbers in [0, 1], got {factors!r}")
+    factor = np.array([number(c, "emissiveFactor", 0.0, 1.0) for c in factors])
+    strength = number(((spec.get("extensions") or {}).get("KHR_materials_emissive_strength") or {}).get(
+        "emissiveStrength", 1.0), "KHR_materials_emissive_strength.emissiveStrength", 0.0)
+    emissive = tuple(float(c) for c in factor * 255.0 * strength)
+    maps = SurfaceMaps(rgb(material.normalTexture),
+                       number((spec.get("normalTexture") or {}).get("scale", 1.0), "normalTexture.scale"),
                        rgb(material.occlusionTexture),
-                       float((spec.get("occlusionTexture") or {}).get("strength", 1.0)), emissive,
+                       number((spec.get("occlusionTexture") or {}).get("strength", 1.0), "occlusionTexture.strength",
+                              0.0, 1.0), emissive,
                        rgb(material.emissiveTexture) if any(emissive) else None)
     if maps.normal_texture is None and maps.occlusion_texture is None and not any(emissive):
         return None
