@@ -1,10 +1,12 @@
 """Where a batch run's CPU goes: per process and per phase (start-up, flight, stop, post-processing).
 
-    tools/dev.sh bench batch_cpu [--runs 1] [--before DIR] [--mission hop_1m] [--no-plots] [--no-record]
+    tools/dev.sh bench batch_cpu [--runs 1] [--before DIR] [--processes] [--mission hop_1m] [--no-plots] [--no-record]
 
 Runs the smoke sweep's graph (empty scene, no camera, IMU + barometer + magnetometer + GPS,
 controller, mission, recorder, export) ``--runs`` times, one run at a time, with
-``aerial_sim batch`` (local backend, one worker). While a run goes, this script reads
+``aerial_sim batch`` (local backend, one worker, a launch per run: ``run.warm`` false, so each run
+has its own start-up and stop; the graph's nodes in one process, ``run.compose``, this checkout's
+default). While a run goes, this script reads
 ``/proc`` every 0.2 s for each process whose command line names the run's folder (the
 launcher, every node, the post-processing) and splits its CPU (user + system) into phases:
 
@@ -20,7 +22,8 @@ A process's CPU in its last 0.2 s before it exits is not seen by ``/proc``; the 
 ``--before DIR``: another checkout (e.g. ``git worktree add /tmp/base main``) measured in the
 same invocation, its runs alternating with this checkout's (its ``src`` first on ``PYTHONPATH``,
 which every process of its runs inherits), so both see the same machine load; the table then
-gives both and their ratio.
+gives both and their ratio. ``--processes``: this checkout's runs also with a process per node
+(``run.compose: false``), alternating with the others.
 """
 
 from __future__ import annotations
@@ -47,12 +50,14 @@ PHASES = ("start-up", "flight", "stop", "post-processing")
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def write_sweep(folder: Path, mission: str, seed: int, plots: bool = True) -> Path:
+def write_sweep(folder: Path, mission: str, seed: int, plots: bool = True, compose: bool | None = None) -> Path:
+    """``compose`` None: the checkout's default layout (a checkout from before ``run.compose`` has no such key)."""
     document = {
         "name": "cpu",
         "base": {"scene": "empty", "mission": mission, "use_camera": False, "use_depth_noise": False},
         "grid": {"seed": [seed]},
-        "run": {"timeout_s": 600, "retries": 0, **({} if plots else {"plots": False})},
+        "run": {"timeout_s": 600, "retries": 0, "warm": False, **({} if plots else {"plots": False}),
+                **({} if compose is None else {"compose": compose})},
     }
     path = folder / "cpu.yaml"
     path.write_text(yaml.safe_dump(document, sort_keys=False))
@@ -146,11 +151,11 @@ class Sampler:
             self.thread_last[key] = cpu
 
 
-def measure(src: Path, mission: str, seed: int, root: Path, plots: bool = True) -> dict:
+def measure(src: Path, mission: str, seed: int, root: Path, plots: bool = True, compose: bool | None = None) -> dict:
     """One run of the sweep with ``src`` first on PYTHONPATH; its CPU per process and phase."""
     folder = root / f"{src.parent.name}-{seed}-{time.monotonic_ns()}"
     folder.mkdir(parents=True)
-    sweep = write_sweep(folder, mission, seed, plots)
+    sweep = write_sweep(folder, mission, seed, plots, compose)
     out = folder / "out"
     environment = dict(os.environ, PYTHONPATH=str(src), AERIAL_SIM_SHARE=str(src.parent))
     sampler = Sampler(str(out), out)
@@ -206,11 +211,17 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=1, help="runs per checkout (seeds 0..runs-1)")
     parser.add_argument("--mission", default="hop_1m")
     parser.add_argument("--before", type=Path, default=None, help="another checkout to compare with, side by side")
+    parser.add_argument("--processes", action="store_true",
+                        help="this checkout's runs also with a process per node (run.compose: false), side by side")
     parser.add_argument("--threads", action="store_true", help="also print the flight's CPU per thread")
     parser.add_argument("--no-plots", action="store_true", help="this checkout's runs without their PNG plots (run.plots: false)")
     parser.add_argument("--no-record", action="store_true", help="do not write doc/results/batch_cpu.json")
     options = parser.parse_args()
     checkouts = {"this": REPO / "src"}
+    layouts = {"this": None}
+    if options.processes:
+        checkouts = {"this, a process per node": REPO / "src", **checkouts}
+        layouts = {"this, a process per node": False, **layouts}
     if options.before is not None:
         checkouts = {"before": options.before.resolve() / "src", **checkouts}
     runs: dict[str, list[dict]] = {label: [] for label in checkouts}
@@ -218,7 +229,8 @@ def main() -> int:
         for seed in range(options.runs):
             for label, src in checkouts.items():
                 print(f"{label}: run {seed + 1}/{options.runs}...", flush=True)
-                runs[label].append(measure(src, options.mission, seed, Path(tmp), plots=label != "this" or not options.no_plots))
+                runs[label].append(measure(src, options.mission, seed, Path(tmp), plots=label != "this" or not options.no_plots,
+                                           compose=layouts.get(label)))
     summaries = {label: summarise(r) for label, r in runs.items()}
     for label, summary in summaries.items():
         print_table(f"{label} ({checkouts[label].parent})", summary)
@@ -238,13 +250,21 @@ def main() -> int:
             row = summary["table"][name]
             rows.append(_results.row(f"{label}: {name}", round(sum(row.values()), 3), "CPU s per sim s",
                                      ", ".join(f"{p} {row.get(p, 0.0):.3f}" for p in PHASES if row.get(p))))
+    if "this, a process per node" in summaries:
+        base = summaries["this, a process per node"]
+        for what in ("cpu_per_sim_s", "flight_per_sim_s"):
+            ratio = summaries["this"][what] / base[what]
+            print(f"{what}: {base[what]:.3f} with a process per node, {summaries['this'][what]:.3f} in one process ({ratio:.2f}x)")
+            rows.append(_results.row(f"{what}: one process / a process per node", round(ratio, 3), "ratio",
+                                     "this checkout, measured side by side, runs alternating"))
     if "before" in summaries:
         ratio = summaries["this"]["cpu_per_sim_s"] / summaries["before"]["cpu_per_sim_s"]
         print(f"\nall in: {summaries['before']['cpu_per_sim_s']:.3f} before, {summaries['this']['cpu_per_sim_s']:.3f} now "
               f"({ratio:.2f}x)")
         rows.append(_results.row("all in, now / before", round(ratio, 3), "ratio", "measured side by side, runs alternating"))
     if not options.no_record:
-        command = "tools/dev.sh bench batch_cpu" + (f" --runs {options.runs}" if options.runs != 1 else "")
+        command = ("tools/dev.sh bench batch_cpu" + (f" --runs {options.runs}" if options.runs != 1 else "")
+                   + (" --processes" if options.processes else "") + (" --threads" if options.threads else ""))
         if options.before is not None:
             command += " --before <checkout of the earlier commit>"
         _results.record("batch_cpu", f"CPU of one batch run ({options.mission}, empty scene, no camera) by process and phase",

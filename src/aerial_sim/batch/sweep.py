@@ -96,8 +96,9 @@ class RunOptions:
     warm: bool = True
     #: Run the graph's physics, sensors, controller, mission, recorder (and rotor drag) nodes in one process
     #: with one executor (``aerial_sim launch --compose``, :mod:`aerial_sim.nodes.container`): same nodes,
-    #: topics, parameters and bags, about half the CPU per simulated second (doc/scale.md). False: one
-    #: process per node, as ``tools/dev.sh sim`` runs them.
+    #: topics, parameters and bags, less CPU per simulated second, more runs per hour where the cores are busy
+    #: (doc/scale.md). False: one process per node, as ``tools/dev.sh sim`` runs them: a single run on idle
+    #: cores finishes sooner.
     compose: bool = True
     #: After asking a run to stop, wait this long before killing what is left, s.
     stop_grace_s: float = 20.0
