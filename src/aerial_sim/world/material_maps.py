@@ -221,11 +221,14 @@ def apply_maps_reference(surfaces, sample, origin, directions, hits) -> tuple[np
 
 
 def warm_up() -> None:
-    """Compile (or load from the cache) :func:`apply_maps` for the dtypes the camera passes."""
+    """Compile (or load from the cache) :func:`apply_maps`, and the shading kernel's version with maps, for the
+    dtypes the camera passes."""
     from aerial_sim.jit import COMPILED
+    from aerial_sim.world import render_kernels
 
     if not COMPILED:
         return
+    render_kernels.warm_up(shading=True, maps=True)
     one = np.ones(1, np.float32)
     none = np.full(1, -1, np.int32)
     apply_maps(np.zeros(3), np.array([[0.0, 0.0, -1.0]], np.float32), one, np.zeros(1, np.int32),

@@ -115,13 +115,12 @@ def shade_surfaces(origin, directions, distance, surface, triangle, normal, lit,
     :class:`~aerial_sim.world.geometry.SceneSurfaces` arrays, as ``pbr_of`` (T, 2) float32 (metallic,
     roughness; metallic < 0: Lambert) and ``pbr_texture_of`` (T,) int32 (its metallicRoughnessTexture in
     ``texture_table``, -1 none: blue x metallic, green x roughness); ``ambient`` = a and ``lit_share`` =
-    (1 - a) x direct light, float32. ``ambient_scale`` (N,) and ``emission`` (N, 3) float32, or empty arrays
-    (none): the glTF occlusion factor of each pixel's ambient light and the colour it emits, added before the
+    (1 - a) x direct light, float32. ``ambient_scale`` (N,) and ``emission`` (N, 3) float32, or both None
+    (no maps: numba then compiles the call without their code, as fast as before they came): the glTF occlusion factor of each pixel's ambient light and the colour it emits, added before the
     exposure and fog (:mod:`aerial_sim.world.material_maps`, whose shading normals come as ``normal``).
     (One loop, no per-pixel call: a call with these arguments costs more than the shading.)
     """
     half = np.float32(0.5)
-    with_maps = ambient_scale.shape[0] > 0
     for i in range(directions.shape[0]):
         kind = surface[i]
         if kind == 0:
@@ -183,7 +182,7 @@ def shade_surfaces(origin, directions, distance, surface, triangle, normal, lit,
         if fog_density > 0:
             fog = np.float32(1.0 - math.exp(-fog_density * distance[i]))
         a = ambient
-        if with_maps:
+        if ambient_scale is not None:  # None: numba compiles this call without the maps' code
             a = ambient * ambient_scale[i]
         if w >= 0 and pbr_of[w, 0] >= 0:  # a glTF metallic-roughness surface: the BRDF (module docstring)
             metallic, roughness = pbr_of[w, 0], pbr_of[w, 1]
@@ -210,7 +209,7 @@ def shade_surfaces(origin, directions, distance, surface, triangle, normal, lit,
                 direct = (np.float32(1.0) - fresnel) * (np.float32(1.0) - metallic) * albedo \
                     + d_g * fresnel * np.float32(255.0)
                 value = a * albedo + lit_share * cosine * direct
-                if with_maps:
+                if ambient_scale is not None:
                     value = value + emission[i, c]
                 if gain != 1:
                     value = value * gain
@@ -219,11 +218,19 @@ def shade_surfaces(origin, directions, distance, surface, triangle, normal, lit,
                 out[i, c] = np.uint8(min(value + half, np.float32(255.0)))
             continue
         shade = a + lit_share * cosine
+        if ambient_scale is not None:  # glTF emission (material_maps)
+            for c in range(3):
+                albedo = r if c == 0 else (g if c == 1 else b)
+                value = albedo * factor * shade + emission[i, c]
+                if gain != 1:
+                    value = value * gain
+                if fog_density > 0:
+                    value = value + (fog_color[c] - value) * fog
+                out[i, c] = np.uint8(min(value + half, np.float32(255.0)))
+            continue
         for c in range(3):
             albedo = r if c == 0 else (g if c == 1 else b)
             value = albedo * factor * shade
-            if with_maps:
-                value = value + emission[i, c]
             if gain != 1:
                 value = value * gain
             if fog_density > 0:
@@ -286,13 +293,12 @@ def _bilinear(texels, i00, i01, i10, i11, fx, fy):
 
 
 #: ``shade_surfaces``' ambient factors and emission where no pixel has glTF maps.
-NO_MAPS = np.empty(0, np.float32)
-NO_EMISSION = np.empty((0, 3), np.float32)
+NO_MAPS = NO_EMISSION = None
 
 
-def warm_up(shading: bool = False) -> None:
-    """Compile (or load from the cache) :func:`merge_hits`, and :func:`shade_colors` if ``shading``,
-    for the dtypes the renderer passes."""
+def warm_up(shading: bool = False, maps: bool = False) -> None:
+    """Compile (or load from the cache) :func:`merge_hits`, and :func:`shade_colors` if ``shading`` (with
+    ``maps``: its version for a scene with glTF maps too), for the dtypes the renderer passes."""
     if not COMPILED:
         return
     origins = np.zeros((1, 3), np.float32)
@@ -309,4 +315,4 @@ def warm_up(shading: bool = False) -> None:
                        np.zeros((0, 3), np.int64), colour, np.array([0.0, 0.0, 1.0], np.float32), np.float32(0.35),
                        np.float32(0.65), 1.0, colour, colour, False, np.float32(0.0), colour, np.float32(1.0),
                        np.zeros((1, 2), np.float32), np.full(1, -1, np.int32), np.empty((1, 3), np.uint8),
-                       NO_MAPS, NO_EMISSION)
+                       *((np.ones(1, np.float32), np.zeros((1, 3), np.float32)) if maps else (NO_MAPS, NO_EMISSION)))
