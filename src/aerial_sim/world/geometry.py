@@ -416,8 +416,8 @@ def ray_caster_of(scene: Scene) -> RayCaster:
 class RayCaster:
     """First-hit ray queries against a scene's triangles (Embree) and, without a terrain, the ground plane (analytic)."""
 
-    #: Sun views (:meth:`sun_view`) kept at once.
-    SUN_VIEWS_KEPT = 4
+    #: Sun views (:meth:`sun_view`) kept at once (each holds its casters' grid: about 50 MB for the city).
+    SUN_VIEWS_KEPT = 2
 
     def __init__(self, scene: Scene):
         self.scene = scene

@@ -181,11 +181,15 @@ def _fill(u0, v0, w0, u1, v1, w1, u2, v2, w2, triangle, width, height, inverse_d
     if x_first > x_last or y_first > y_last:
         return
     sign = 1.0 if area > 0 else -1.0
-    inverse_area = 1.0 / area
+    inverse_area = 1.0 / abs(area)
     # Edge k is opposite corner k; e_k(x, y) = a_k (y - y_k) - b_k (x - x_k), positive inside when area > 0.
-    a0, b0 = u2 - u1, v2 - v1
-    a1, b1 = u0 - u2, v0 - v2
-    a2, b2 = u1 - u0, v1 - v0
+    # Kept times the sign of the area (exact: a sign change), so inside is e_k >= -tolerance whatever the winding.
+    a0, b0 = (u2 - u1) * sign, (v2 - v1) * sign
+    a1, b1 = (u0 - u2) * sign, (v0 - v2) * sign
+    a2, b2 = (u1 - u0) * sign, (v1 - v0) * sign
+    r0 = 1.0 / b0 if b0 != 0.0 else 0.0
+    r1 = 1.0 / b1 if b1 != 0.0 else 0.0
+    r2 = 1.0 / b2 if b2 != 0.0 else 0.0
     for y in range(y_first, y_last + 1):
         row = y * width
         e0 = a0 * (y - v1) - b0 * (x_first - u1)
@@ -193,11 +197,11 @@ def _fill(u0, v0, w0, u1, v1, w1, u2, v2, w2, triangle, width, height, inverse_d
         e2 = a2 * (y - v0) - b2 * (x_first - u0)
         # The row's span where every edge function can be inside, solved from its value at x_first and its
         # slope with a pixel to spare each side (long thin triangles, such as a road's, fill a small part of
-        # their box): only the pixel centres there are tested, as before.
+        # their box): only the pixel centres there are tested.
         low, high = float(x_first), float(x_last)
-        low, high = _edge_span(sign * e0 + tolerance, sign * b0, x_first, low, high)
-        low, high = _edge_span(sign * e1 + tolerance, sign * b1, x_first, low, high)
-        low, high = _edge_span(sign * e2 + tolerance, sign * b2, x_first, low, high)
+        low, high = _edge_span(e0 + tolerance, b0, r0, x_first, low, high)
+        low, high = _edge_span(e1 + tolerance, b1, r1, x_first, low, high)
+        low, high = _edge_span(e2 + tolerance, b2, r2, x_first, low, high)
         if not (low <= high):
             continue
         start, stop = int(math.ceil(low)), int(math.floor(high))
@@ -205,8 +209,9 @@ def _fill(u0, v0, w0, u1, v1, w1, u2, v2, w2, triangle, width, height, inverse_d
             e0 -= b0 * (start - x_first)
             e1 -= b1 * (start - x_first)
             e2 -= b2 * (start - x_first)
+        low_e = -tolerance
         for x in range(start, stop + 1):
-            if e0 * sign >= -tolerance and e1 * sign >= -tolerance and e2 * sign >= -tolerance:
+            if e0 >= low_e and e1 >= low_e and e2 >= low_e:
                 w = (e0 * w0 + e1 * w1 + e2 * w2) * inverse_area
                 index = row + x
                 if w > inverse_depth[index]:
@@ -218,12 +223,12 @@ def _fill(u0, v0, w0, u1, v1, w1, u2, v2, w2, triangle, width, height, inverse_d
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _edge_span(reach, slope, x_first, low, high):
+def _edge_span(reach, slope, inverse_slope, x_first, low, high):
     """(low, high) narrowed to where reach - slope (x - x_first) >= 0 could hold, a pixel wider each side."""
     if slope > 0.0:
-        high = min(high, x_first + reach / slope + 1.0)
+        high = min(high, x_first + reach * inverse_slope + 1.0)
     elif slope < 0.0:
-        low = max(low, x_first + reach / slope - 1.0)
+        low = max(low, x_first + reach * inverse_slope - 1.0)
     elif reach < 0.0:
         high = -1.0
     return low, high
