@@ -177,6 +177,16 @@ def launch(tmp_path):
         graph.stop()
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the xdist_group markers
+def pytest_collection_modifyitems(config, items):
+    """On a pytest-xdist worker: each module fixture's tests as one group, longest work first
+    (test/scheduling.py), so the two workers of ``tools/dev.sh test`` finish together."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        from scheduling import share_between_workers
+
+        share_between_workers(items)
+
+
 def pytest_sessionfinish(session, exitstatus):
     """Tests kill nodes on purpose (native crashes, hung runs): remove the Fast DDS shared memory
     their dead participants left in /dev/shm, which would otherwise hold RAM until the next reboot."""

@@ -16,7 +16,13 @@ the reason it still stands.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
+
+import pytest
+
+#: One pytest-xdist worker runs the checks (test/scheduling.py), so the package is parsed once (_imports_in).
+pytestmark = pytest.mark.xdist_group("test_layering.py")
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "src" / "aerial_sim"
 
@@ -47,6 +53,13 @@ def top_level(path: Path, package_dir: Path) -> str:
 
 def imports_of(path: Path) -> list[tuple[int, str]]:
     """(line, module) of every absolute import in ``path``, ``from aerial_sim import x`` as ``aerial_sim.x``."""
+    return list(_imports_in(path, path.stat().st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=None)
+def _imports_in(path: Path, mtime_ns: int) -> tuple[tuple[int, str], ...]:
+    """:func:`imports_of` for one version of a file: each source file is parsed once per test process,
+    not once per check (three walks of the package took 10 s on a quiet machine, one takes a third)."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.Import):
@@ -56,7 +69,7 @@ def imports_of(path: Path) -> list[tuple[int, str]]:
                 found += [(node.lineno, f"aerial_sim.{alias.name}") for alias in node.names]
             else:
                 found.append((node.lineno, node.module))
-    return found
+    return tuple(found)
 
 
 #: Imports left out of the package-level cycle check: (importing package, imported module) -> why it stands.

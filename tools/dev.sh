@@ -126,7 +126,9 @@ case "$command" in
     workers=()
     default_workers=1
     (( $(nproc 2>/dev/null || echo 1) >= 2 )) && default_workers=2
-    [[ "${AERIAL_SIM_TEST_WORKERS:-$default_workers}" != 1 ]] && workers=(-n "${AERIAL_SIM_TEST_WORKERS:-$default_workers}")
+    # loadgroup: a module fixture's tests stay on one worker, and work goes out longest first (test/scheduling.py).
+    [[ "${AERIAL_SIM_TEST_WORKERS:-$default_workers}" != 1 ]] \
+      && workers=(-n "${AERIAL_SIM_TEST_WORKERS:-$default_workers}" --dist loadgroup --no-loadscope-reorder)
     for arg in "$@"; do [[ "$arg" != -* && -e "${arg%%::*}" ]] && targets=() && workers=(); done
     exec "$venv/bin/python" -m pytest "${workers[@]}" "${targets[@]}" "$@"
     ;;
