@@ -69,6 +69,10 @@ MAX_TOPIC_CHARS = 256
 #: Start of the physics node's ERROR line when it drops a participant (``aerial_sim batch`` fails such a run).
 DROPPED_MARKER = "lockstep: participant dropped"
 
+#: ``frame_id`` of a lockstep participant's last Header (``mission/progress``) when its node ends the run: its
+#: stamp is the last it produced. A recorder then ends its bag a fixed time before it (its ``order_window_s``),
+#: where every output of the run was waited for and none of the shutdown's timing is left (issue 32).
+END_OF_RUN_FRAME = "end_of_run"
 #: Environment variable holding the launch's lockstep key (hex); empty: announcements are not signed.
 KEY_VARIABLE = "AERIAL_SIM_LOCKSTEP_KEY"
 #: What separates an announced entry from its signature.

@@ -1,4 +1,5 @@
-"""Pure parts of the recorder: its parameters, topic selection, stamps and progress text.
+"""Pure parts of the recorder: its parameters, topic selection, stamps (its release point and
+``~/written``) and progress text.
 
 The ROS adapter is :mod:`aerial_sim.nodes.recorder`; everything here is
 testable without ROS.
@@ -142,6 +143,24 @@ def release_point_ns(clock_ns: int, window_ns: int, participants_latest_ns) -> i
         if latest is not None and floor <= latest < point:
             point = latest
     return point
+
+
+def written_stamps(participant, clock_ns: int, last_due_ns: int, max_burst: int) -> tuple[range, int]:
+    """The stamps a lockstep recorder sends on ``~/written`` once it has written the ``/clock`` of
+    ``clock_ns``, and the newest due time reported (``last_due_ns``: the one before, -1 before the first).
+
+    ``participant`` (:class:`aerial_sim.physics.lockstep.Participant`: its ``rate_hz`` and
+    ``awaited_stamp_ns``) gives the grid. The stamps are the grid's, every one in turn (at most
+    ``max_burst`` at once, after a jump of the clock): a ``/clock`` that reached the recorder late (a
+    reliable resend) must not change which stamps appear, or two identical runs' bags would differ
+    there (issue 32)."""
+    due_ns = participant.awaited_stamp_ns(clock_ns)
+    if due_ns is None or due_ns <= last_due_ns:
+        return range(0), last_due_ns
+    period_ns = round(1e9 / participant.rate_hz)
+    first_ns = due_ns if last_due_ns < 0 else last_due_ns + period_ns
+    first_ns = max(first_ns, due_ns - (max_burst - 1) * period_ns)
+    return range(first_ns, due_ns + 1, period_ns), due_ns
 
 
 def split_patterns(text: str) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ import rclpy.clock
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
+from aerial_sim.physics.lockstep import END_OF_RUN_FRAME  # noqa: F401 - the nodes' name for it
 from aerial_sim.nodes.ros.qos import LATCHED_QOS
 from aerial_sim.nodes.ros.swarm_link import SWARM_TRUTH
 
@@ -19,10 +20,6 @@ from aerial_sim.nodes.ros.swarm_link import SWARM_TRUTH
 LOCKSTEP_PARTICIPANTS_TOPIC = "/lockstep/participants"
 
 
-#: ``frame_id`` of a lockstep participant's last Header (``mission/progress``) when its node ends the run: its
-#: stamp is the last it produced. A recorder then ends its bag a fixed time before it (its ``order_window_s``),
-#: where every output of the run was waited for and none of the shutdown's timing is left (issue 32).
-END_OF_RUN_FRAME = "end_of_run"
 #: How the physics node says, once, that the clock has stopped there (``physics: lockstep`` on /diagnostics, OK).
 END_OF_RUN_TEXT = "lockstep: the run ended at"
 #: The longest an ending node waits for that (wall s) before it exits anyway.
