@@ -465,3 +465,38 @@ def test_deterministic_bags_are_byte_identical_whatever_the_arrival_order(tmp_pa
     assert [t for _, t in read] == sorted(t for _, t in read)
     assert sum(topic == odom for topic, _ in read) == 300  # the re-sends once
     assert sum(topic == commands for topic, _ in read) == 60
+
+
+def test_the_next_runs_bags_record_the_same_topics_and_start_with_each_latched_topics_last_message(tmp_path):
+    """RunBags.take_over (a warm run's new bag, /recorder/new_bag): the topics go on, a latched topic's last
+    message comes first (what a new subscriber would get), the configured rates carry over, and each bag
+    closes with its own counts and wall-clock file."""
+    from aerial_sim.recording.bag import WALL_CLOCK_FILE
+    from aerial_sim.recording.rates import CONFIGURED_KEY
+    from aerial_sim.recording.recorder import RecorderParams
+    from aerial_sim.recording.run_bags import RunBags
+
+    lines: list[str] = []
+    params = RecorderParams(write_report=False)
+    first = RunBags(params, tmp_path / "run0", deterministic=False, say=lines.append)
+    first.add_topic("/scene", "nav_msgs/msg/Odometry", [], latched=True, header_first=True, stamped=True)
+    first.add_topic("/odom", "nav_msgs/msg/Odometry", [], latched=False, header_first=True, stamped=True)
+    first.writer.custom_data[CONFIGURED_KEY] = '{"/odom": 100.0}'
+    for k in range(5):
+        first.write("/odom", cdr_odometry(k * 0.01, k), now_ns=k * 10_000_000, received_ns=1_000 + k)
+    first.write("/scene", cdr_odometry(0.0, 7.0), now_ns=0, received_ns=2_000)
+    second = RunBags(params, tmp_path / "run1", deterministic=False, say=lines.append)
+    first.close(clock_ns=40_000_000)
+    second.take_over(first)
+    second.write("/odom", cdr_odometry(0.0, 0.0), now_ns=0, received_ns=3_000)
+    second.close(clock_ns=0)
+
+    def counts(run: str) -> dict:
+        info = yaml.safe_load((tmp_path / run / "bag" / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+        return {entry["topic_metadata"]["name"]: entry["message_count"] for entry in info["topics_with_message_count"]}
+
+    assert counts("run0") == {"/scene": 1, "/odom": 5}
+    assert counts("run1") == {"/scene": 1, "/odom": 1}
+    assert CONFIGURED_KEY in (tmp_path / "run1" / "bag" / "metadata.yaml").read_text()
+    assert all((tmp_path / run / WALL_CLOCK_FILE).exists() for run in ("run0", "run1"))  # beside each bag
+    assert [line.split(":")[0] for line in lines] == ["[recorder] bag closed"] * 2

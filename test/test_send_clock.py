@@ -89,3 +89,18 @@ def test_the_release_waits_for_a_participants_output_that_is_late_in_transport_b
     assert release_point_ns(clock, window, [clock - 100 * MS, clock - 450 * MS]) == clock - 450 * MS
     # One more than four windows behind (dropped by the physics node, or gone): the window decides.
     assert release_point_ns(clock, window, [clock - 1300 * MS]) == clock - window
+
+
+def test_written_stamps_are_every_due_time_of_the_grid_in_turn_whatever_clock_reached_the_recorder():
+    from aerial_sim.physics.lockstep import Participant
+    from aerial_sim.recording.recorder import written_stamps
+
+    written = Participant("/recorder/written", 50.0)  # a due time every 20 ms
+    assert written_stamps(written, 0, -1, 50) == (range(0, 1, 20 * MS), 0)
+    assert list(written_stamps(written, 16 * MS, 0, 50)[0]) == []  # no new due time yet
+    # A /clock that came late (a reliable resend) skips 20 and 40 ms: they are stamped all the same.
+    stamps, due = written_stamps(written, 64 * MS, 0, 50)
+    assert list(stamps) == [20 * MS, 40 * MS, 60 * MS] and due == 60 * MS
+    # A clock that jumped ahead: only the newest max_burst due times.
+    stamps, due = written_stamps(written, 10_000 * MS, due, 50)
+    assert len(stamps) == 50 and stamps[-1] == due == 10_000 * MS
