@@ -177,10 +177,9 @@ def launch(tmp_path):
         graph.stop()
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the xdist_group markers
 def pytest_collection_modifyitems(config, items):
-    """On a pytest-xdist worker: each module fixture's tests as one group, longest work first
-    (test/scheduling.py), so the two workers of ``tools/dev.sh test`` finish together."""
+    """On a pytest-xdist worker: the test files longest first (test/scheduling.py), so the two workers of
+    ``tools/dev.sh test`` finish together."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         from scheduling import share_between_workers
 

@@ -1,14 +1,17 @@
-"""How the suite is shared between pytest-xdist workers (``tools/dev.sh test``: ``--dist loadgroup``).
+"""How the suite is shared between pytest-xdist workers (``tools/dev.sh test``: ``--dist loadfile``).
 
-Two rules, applied on each worker's collection (test/conftest.py), so the two workers finish together:
+Two rules, so the two workers finish together:
 
-- **A module fixture is built once.** Tests that use a module-scoped fixture (the batch sweep's four
-  runs, the MAVLink clients' graph, the recorded flight, ...) are one group (``xdist_group``): one
-  worker runs them all, instead of each worker building the fixture for the tests it was sent.
-- **Longest first.** Work units (a group, or one test) are sent longest first, by the durations in
-  ``durations.json`` (seconds of a whole-suite run, tests of 3 s or more; any other test counts
-  as :data:`UNLISTED_S`). With the last units the short ones, the worker that finishes first waits
-  seconds for the other, not the length of a lockstep run or the docs build that happened to come last.
+- **A module fixture is built once.** A test file is one work unit (``loadfile``): one worker runs all
+  of its tests, and builds each module fixture (the batch sweep's four runs, the MAVLink clients'
+  graph, the recorded flight, ...) once, instead of each worker building it for the tests it was sent.
+  (``loadgroup`` with an ``xdist_group`` per fixture would split files finer, but pytest-xdist 3.8
+  names a group by rewriting ``item._nodeid``, which pytest 9 no longer reads: its groups are ignored.)
+- **Longest first.** Files are sent longest first (test/conftest.py sorts each worker's collection,
+  and ``--no-loadscope-reorder`` keeps that order), by the durations in ``durations.json`` (seconds of
+  a whole-suite run, tests of 3 s or more; any other test counts as :data:`UNLISTED_S`). With the last
+  files the short ones, the worker that finishes first waits seconds for the other, not the length of
+  a lockstep run or the docs build that happened to come last.
 
 A stale table only orders worse, never changes what runs. Refresh it from a suite run's JUnit report:
 ``tools/dev.sh test --junitxml=/tmp/suite.xml && .venv/bin/python test/scheduling.py /tmp/suite.xml``.
@@ -28,41 +31,21 @@ UNLISTED_S = 0.5
 LISTED_FROM_S = 3.0
 
 
-def module_fixture_group(item) -> str | None:
-    """The group of a test that uses a module-scoped fixture (its module's path), else None."""
-    definitions = getattr(item, "_fixtureinfo", None)
-    if definitions is None:
-        return None
-    for name in item.fixturenames:
-        chain = definitions.name2fixturedefs.get(name)
-        if chain and chain[-1].scope == "module":
-            return item.nodeid.split("::", 1)[0]
-    return None
-
-
 def longest_first(items, durations: dict[str, float]) -> list:
-    """``items`` in work units (a test's ``xdist_group`` marker, else the test itself), longest unit first;
-    a unit keeps its tests in collection order, and units of equal length keep theirs."""
-    units: dict[str, list] = {}
+    """``items`` file by file (pytest-xdist's ``loadfile`` units), the longest file first; a file keeps its
+    tests in collection order, and files of equal length keep theirs."""
+    files: dict[str, list] = {}
     for item in items:
-        marker = item.get_closest_marker("xdist_group")
-        key = str(marker.args[0] if marker.args else marker.kwargs.get("name", "default")) if marker else item.nodeid
-        units.setdefault(key, []).append(item)
+        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
 
-    def length(unit) -> float:
-        return sum(durations.get(item.nodeid, UNLISTED_S) for item in unit)
+    def length(tests) -> float:
+        return sum(durations.get(item.nodeid, UNLISTED_S) for item in tests)
 
-    return [item for unit in sorted(units.values(), key=lambda unit: -length(unit)) for item in unit]
+    return [item for tests in sorted(files.values(), key=lambda tests: -length(tests)) for item in tests]
 
 
 def share_between_workers(items) -> None:
-    """Group the tests of each module fixture, then sort the work units longest first (module doc)."""
-    import pytest
-
-    for item in items:
-        group = module_fixture_group(item)
-        if group is not None and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(group))
+    """Sort the files longest first (module doc)."""
     durations = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
     items[:] = longest_first(items, durations)
 

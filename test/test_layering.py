@@ -19,11 +19,6 @@ import ast
 import functools
 from pathlib import Path
 
-import pytest
-
-#: One pytest-xdist worker runs the checks (test/scheduling.py), so the package is parsed once (_imports_in).
-pytestmark = pytest.mark.xdist_group("test_layering.py")
-
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "src" / "aerial_sim"
 
 #: Every top-level module or package of aerial_sim, by floor (0 = ground).

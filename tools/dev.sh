@@ -126,9 +126,9 @@ case "$command" in
     workers=()
     default_workers=1
     (( $(nproc 2>/dev/null || echo 1) >= 2 )) && default_workers=2
-    # loadgroup: a module fixture's tests stay on one worker, and work goes out longest first (test/scheduling.py).
+    # loadfile: a file's tests (and its module fixtures) stay on one worker; the longest files go first (test/scheduling.py).
     [[ "${AERIAL_SIM_TEST_WORKERS:-$default_workers}" != 1 ]] \
-      && workers=(-n "${AERIAL_SIM_TEST_WORKERS:-$default_workers}" --dist loadgroup --no-loadscope-reorder)
+      && workers=(-n "${AERIAL_SIM_TEST_WORKERS:-$default_workers}" --dist loadfile --no-loadscope-reorder)
     for arg in "$@"; do [[ "$arg" != -* && -e "${arg%%::*}" ]] && targets=() && workers=(); done
     exec "$venv/bin/python" -m pytest "${workers[@]}" "${targets[@]}" "$@"
     ;;
