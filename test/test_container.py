@@ -49,9 +49,13 @@ def test_a_container_refuses_a_bad_entry_or_parameter_in_one_line_naming_it(tmp_
         return subprocess.run([sys.executable, "-m", "aerial_sim.nodes.container", "--entries", str(path)],
                               cwd=REPO, capture_output=True, text=True, timeout=120)
 
-    unknown = run([{"executable": "web_viewer", "argv": []}])
-    assert unknown.returncode == 2 and "executable 'web_viewer' cannot share a process" in unknown.stderr
-    assert "Traceback" not in unknown.stderr
+    for name in ("no_such_node", "_sensor", 7):
+        unknown = run([{"executable": name, "argv": []}])
+        assert unknown.returncode == 2 and f"{name!r} is not a node executable of this package" in unknown.stderr
+        assert "Traceback" not in unknown.stderr
+    missing = subprocess.run([sys.executable, "-m", "aerial_sim.nodes.container"], cwd=REPO, capture_output=True,
+                             text=True, timeout=120)
+    assert missing.returncode == 2 and "[FATAL] [container]: cannot start: no --entries FILE" in missing.stderr
     broken = run([{"executable": "mission", "argv": ["--ros-args", "-r", "__node:=mission", "-p", "drain_s:=-1.0"]},
                   {"executable": "barometer", "argv": ["--ros-args", "-r", "__node:=barometer"]}])
     assert broken.returncode == 2, broken.stderr

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import sys
 from contextlib import contextmanager
@@ -38,7 +39,6 @@ from typing import Iterator
 from rclpy.node import Node
 
 from aerial_sim.config import ParamsError
-from aerial_sim.launcher.compose import COMPOSABLE
 from aerial_sim.nodes.ros.run import NodeBuild, collecting_builds, node_name_from_args, run_nodes
 
 #: Wall seconds the other nodes spin on after one ends the process (the mission's own ``drain_s``).
@@ -55,13 +55,19 @@ def load_entries(path: str) -> list[tuple[str, list[str]]]:
     for index, entry in enumerate(document):
         executable = entry.get("executable") if isinstance(entry, dict) else None
         argv = entry.get("argv", []) if isinstance(entry, dict) else None
-        if executable not in COMPOSABLE:
-            raise ValueError(f"{path}: entry {index}: executable {executable!r} cannot share a process "
-                             f"(composable: {', '.join(sorted(COMPOSABLE))})")
+        if not isinstance(executable, str) or not is_node_executable(executable):
+            raise ValueError(f"{path}: entry {index}: {executable!r} is not a node executable of this package")
         if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
             raise ValueError(f"{path}: entry {index}: argv must be a list of strings")
         entries.append((executable, argv))
     return entries
+
+
+def is_node_executable(name: str) -> bool:
+    """Whether ``aerial_sim.nodes.<name>`` is a node executable's module (which of them share a process is
+    the launcher's choice, :data:`aerial_sim.launcher.compose.COMPOSABLE`)."""
+    return name.isidentifier() and not name.startswith("_") and \
+        importlib.util.find_spec(f"aerial_sim.nodes.{name}") is not None
 
 
 def collect(entries: list[tuple[str, list[str]]]) -> list[NodeBuild]:
@@ -111,9 +117,11 @@ def build_all(builds: list[NodeBuild], nodes: list[Node]) -> None:
 
 def main(args=None):
     parser = argparse.ArgumentParser(prog="container", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--entries", required=True, help="JSON list of {executable, argv}")
+    parser.add_argument("--entries", help="JSON list of {executable, argv} (required)")
     options, _ros = parser.parse_known_args(sys.argv[1:] if args is None else args)
     try:
+        if options.entries is None:
+            raise ValueError("no --entries FILE (the launcher writes it: aerial_sim launch --compose)")
         builds = collect(load_entries(options.entries))
     except (OSError, ValueError) as error:
         print(f"[FATAL] [container]: cannot start: {error}", file=sys.stderr, flush=True)
