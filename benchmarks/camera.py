@@ -27,7 +27,7 @@ from _node_rate import child_pid, cpu_seconds  # noqa: E402
 
 from _results import record, row  # noqa: E402
 from aerial_sim.world.camera import CameraModel, CameraParams
-from aerial_sim.world.geometry import ray_caster_of
+from aerial_sim.world.ray_caster import ray_caster_of
 from aerial_sim.world.scene import load_scene
 
 POSES = {  # a view with plenty of geometry in each scene

@@ -92,7 +92,7 @@ def generated_world(folder: Path, lighting: str, terrain_cells: int = 320, build
 def shipped_views_ms() -> dict[str, float]:
     """CPU ms a frame of each shipped view at each size, with whatever code ``aerial_sim`` imports."""
     from aerial_sim.world.camera import CameraModel, CameraParams
-    from aerial_sim.world.geometry import ray_caster_of
+    from aerial_sim.world.ray_caster import ray_caster_of
     from aerial_sim.world.scene import load_scene
 
     figures = {}
@@ -162,7 +162,7 @@ def _big_world_load_json(folder: str) -> None:
         marks.append((stage, time.perf_counter(), time.process_time()))
 
     from aerial_sim.world.camera import CameraModel, CameraParams
-    from aerial_sim.world.geometry import ray_caster_of
+    from aerial_sim.world.ray_caster import ray_caster_of
     from aerial_sim.world.scene import load_scene
 
     mark("import")
@@ -207,7 +207,7 @@ def lod_worlds(folder: Path) -> list[tuple[str, int, int, float, float, float]]:
     import trimesh
 
     from aerial_sim.world.camera import CameraModel, CameraParams
-    from aerial_sim.world.geometry import ray_caster_of
+    from aerial_sim.world.ray_caster import ray_caster_of
     from aerial_sim.world.scene import load_scene
 
     ball = trimesh.creation.icosphere(subdivisions=4, radius=3.0)  # 5 120 triangles
@@ -298,7 +298,7 @@ def main(argv: list[str]) -> int:
     from _results import record, row
 
     from aerial_sim.world.camera import CameraModel, CameraParams
-    from aerial_sim.world.geometry import ray_caster_of
+    from aerial_sim.world.ray_caster import ray_caster_of
     from aerial_sim.world.scene import load_scene
 
     sizes = SIZES

@@ -146,7 +146,7 @@ def test_a_missing_or_broken_map_texture_is_one_error_naming_the_file(tmp_path):
 
 
 def test_a_scene_without_maps_has_no_map_table():
-    from aerial_sim.world.geometry import scene_surfaces
+    from aerial_sim.world.surface_tables import scene_surfaces
 
     assert scene_surfaces(load_scene("urban")).maps is None  # its frames cost nothing more
 

@@ -16,12 +16,13 @@ from PIL import Image
 
 from aerial_sim.config import ParamsError
 from aerial_sim.environment.geodesy import HomePoint
+from aerial_sim.sensors.distance import DistanceSensor, DistanceSensorParams
 from aerial_sim.sensors.mounting import Mount
 from aerial_sim.sensors.truth import TruthSample
-from aerial_sim.sensors.distance import DistanceSensor, DistanceSensorParams
 from aerial_sim.world.camera import CameraModel, CameraParams
 from aerial_sim.world.colliders import scene_colliders
-from aerial_sim.world.geometry import quaternion_to_matrix, ray_caster_of
+from aerial_sim.world.ray_caster import ray_caster_of
+from aerial_sim.world.rotations import quaternion_to_matrix
 from aerial_sim.world.scene import load_scene
 
 LEVEL = (1.0, 0.0, 0.0, 0.0)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from aerial_sim.world.camera import CameraModel, CameraParams
-from aerial_sim.world.geometry import quaternion_to_matrix
+from aerial_sim.world.rotations import quaternion_to_matrix
 from aerial_sim.world.scene import load_scene
 
 LEVEL = (1.0, 0.0, 0.0, 0.0)
@@ -223,7 +223,9 @@ def test_back_faces_of_closed_objects_are_skipped_and_the_images_stay_the_same()
     rasteriser skips them (back-face culling), and the visibility buffer is what drawing both sides gives."""
     import trimesh
 
-    from aerial_sim.world.geometry import PinholeRasterizer, closed_outward, closed_rows, render_surfaces
+    from aerial_sim.world.closed_surfaces import closed_outward, closed_rows
+    from aerial_sim.world.pinhole_rasterizer import PinholeRasterizer
+    from aerial_sim.world.surface_tables import render_surfaces
 
     box = np.asarray(trimesh.creation.box(extents=(2.0, 3.0, 4.0)).triangles)
     assert closed_outward(box)

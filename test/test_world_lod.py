@@ -14,11 +14,11 @@ import pytest
 import trimesh
 
 from aerial_sim.config import ParamsError
-from aerial_sim.world.camera import CameraModel, CameraParams
-from aerial_sim.world.geometry import render_surfaces
-from aerial_sim.world.lod import levels_of
 from aerial_sim.world.assets import SurfacePart
+from aerial_sim.world.camera import CameraModel, CameraParams
+from aerial_sim.world.lod import levels_of
 from aerial_sim.world.scene import load_scene
+from aerial_sim.world.surface_tables import render_surfaces
 
 LEVEL = (1.0, 0.0, 0.0, 0.0)  # looking east
 SIZE = dict(width=160, height=120, hfov_deg=90.0, max_range_m=500.0)  # f = 80 px

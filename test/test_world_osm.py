@@ -9,8 +9,9 @@ import pymap3d
 import pytest
 
 from aerial_sim.config import ParamsError
-from aerial_sim.world.geometry import object_mesh, ray_caster_of
+from aerial_sim.world.object_meshes import object_mesh
 from aerial_sim.world.osm import parse_height
+from aerial_sim.world.ray_caster import ray_caster_of
 from aerial_sim.world.scene import load_scene
 
 ORIGIN = (60.17, 24.94)
@@ -203,8 +204,8 @@ def test_the_shipped_city_has_200k_triangles_with_props_where_the_extract_maps_t
     natural=tree / highway=street_lamp nodes, on the terrain; far trees and cars have simplified levels."""
     import osmium
 
-    from aerial_sim.world.geometry import render_surfaces
     from aerial_sim.world.osm import resolve_osm_file
+    from aerial_sim.world.surface_tables import render_surfaces
 
     scene = city
     assert ray_caster_of(scene).triangle_count >= 200_000

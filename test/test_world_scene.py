@@ -9,8 +9,9 @@ import pytest
 
 from aerial_sim.config import ParamsError
 from aerial_sim.world.colliders import scene_colliders
-from aerial_sim.world.geometry import SURFACE_GROUND, ray_caster_of
+from aerial_sim.world.ray_caster import ray_caster_of
 from aerial_sim.world.scene import load_scene
+from aerial_sim.world.surface_tables import SURFACE_GROUND
 
 
 def write_scene(tmp_path, body: str):

@@ -291,7 +291,7 @@ def read_extract():
 
 
 def write_props(rng) -> None:
-    from aerial_sim.world.geometry import ray_caster_of
+    from aerial_sim.world.ray_caster import ray_caster_of
     from aerial_sim.world.scene import load_scene
 
     header = CITY_YAML.read_text().split(GENERATED)[0].rstrip() + "\n"

@@ -16,9 +16,9 @@ from aerial_sim.airsim import wire
 from aerial_sim.airsim.graph import VehicleLink
 from aerial_sim.airsim.ned import orientation_to_enu, orientation_to_ned, world_to_enu, world_to_ned
 from aerial_sim.airsim.wire import RpcFault
+from aerial_sim.config import ParamsError
 from aerial_sim.control.geometry import yaw_of
 from aerial_sim.environment.geodesy import geodetic_to_enu
-from aerial_sim.config import ParamsError
 from aerial_sim.physics.rotation import quat_normalize
 from aerial_sim.vehicles.spawn import VehicleSpawn, vehicle_types
 
@@ -236,14 +236,14 @@ class SimulationMethods:
         length = float(np.linalg.norm(b - a))
         if length < 1e-9:
             return True
-        from aerial_sim.world.geometry import ray_caster_of
+        from aerial_sim.world.ray_caster import ray_caster_of
 
         hits = ray_caster_of(self._cameras().scene).cast(a[None, :], ((b - a) / length)[None, :], normals=False)
         return bool(hits.distance[0] >= length - 1e-6)
 
     async def rpc_simGetWorldExtents(self):
         scene = self._cameras().scene
-        from aerial_sim.world.geometry import ray_caster_of
+        from aerial_sim.world.ray_caster import ray_caster_of
 
         bounds = ray_caster_of(scene).bounds
         if bounds is not None:

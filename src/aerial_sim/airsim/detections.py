@@ -28,8 +28,8 @@ from aerial_sim.airsim import wire
 from aerial_sim.airsim.wire import RpcFault
 from aerial_sim.control.geometry import matrix_to_quat
 from aerial_sim.environment.geodesy import HomePoint, enu_to_geodetic
-from aerial_sim.world.geometry import quaternion_to_matrix, rpy_to_matrix
 from aerial_sim.world.labels import boxes_3d, detections_2d
+from aerial_sim.world.rotations import quaternion_to_matrix, rpy_to_matrix
 
 #: AirSim's default detection radius (DetectionComponent: 20000 cm).
 DEFAULT_RADIUS_CM = 20000.0

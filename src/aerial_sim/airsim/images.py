@@ -79,11 +79,11 @@ import numpy as np
 from aerial_sim.airsim.ned import body_to_flu, orientation_to_ned, quaternion_to_euler, world_to_ned
 from aerial_sim.airsim.rpc import Prepacked
 from aerial_sim.airsim.wire import RpcFault, quaternionr, vector3r
-from aerial_sim.control.geometry import matrix_to_quat
 from aerial_sim.config import ParamsError
+from aerial_sim.control.geometry import matrix_to_quat
 from aerial_sim.world.camera import CameraModel, CameraParams
 from aerial_sim.world.lens import LensCamera, LensParams, camera_for, color_noise
-from aerial_sim.world.geometry import quaternion_to_matrix, rpy_to_matrix
+from aerial_sim.world.rotations import quaternion_to_matrix, rpy_to_matrix
 from aerial_sim.world.scene import Scene
 
 SCENE, DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS, DISPARITY, SEGMENTATION, SURFACE_NORMALS, INFRARED = range(8)

@@ -25,10 +25,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aerial_sim.sensors.lidar import LidarModel, LidarParams
 from aerial_sim.sensors.mounting import Mount
 from aerial_sim.sensors.resampling import PoseTrack
-from aerial_sim.sensors.lidar import LidarModel, LidarParams
-from aerial_sim.world.geometry import quaternion_to_matrix, ray_caster_of
+from aerial_sim.world.ray_caster import ray_caster_of
+from aerial_sim.world.rotations import quaternion_to_matrix
 from aerial_sim.world.scene import Scene
 
 

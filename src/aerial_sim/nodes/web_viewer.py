@@ -42,23 +42,23 @@ from sensor_msgs.msg import Image, PointCloud2
 
 from aerial_sim.cdr import OdometryFields, decode_odometry
 from aerial_sim.config import require
-from aerial_sim.recording.export import image_to_array
 from aerial_sim.nodes.ros.clocks import InputStampClock
 from aerial_sim.nodes.ros.parameters import declare_params
 from aerial_sim.nodes.ros.raw_take import not_called, take_raw, unspun_reader_node
 from aerial_sim.nodes.ros.run import run_node
 from aerial_sim.nodes.ros.stamps import from_stamp
 from aerial_sim.nodes.ros.subscriptions import subscribe_odometry
+from aerial_sim.recording.export import image_to_array
+from aerial_sim.sensors.lidar import LidarParams, points_to_world
 from aerial_sim.sensors.mounting import Mount
+from aerial_sim.sensors.pointcloud import cloud_to_array, xyz
 from aerial_sim.sensors.resampling import PoseTrack
 from aerial_sim.sensors.truth import UNUSABLE_ODOMETRY, truth_from_odometry
-from aerial_sim.sensors.lidar import LidarParams, points_to_world
-from aerial_sim.sensors.pointcloud import cloud_to_array, xyz
 from aerial_sim.viewer.depth_points import optical_to_base
 from aerial_sim.viewer.scene_view import scene_primitives
 from aerial_sim.viewer.web import WebViewer, WebViewerParams, depth_colors, height_colors, segmentation_colors
 from aerial_sim.world.camera import CameraParams
-from aerial_sim.world.geometry import quaternion_to_matrix
+from aerial_sim.world.rotations import quaternion_to_matrix
 from aerial_sim.world.scene import load_scene
 
 IMAGES = {

@@ -39,7 +39,7 @@ from aerial_sim.sensors.noise import RandomCheckpoint, sensor_rng
 from aerial_sim.sensors.params import check_rate_and_seed
 from aerial_sim.sensors.quaternions import rotation_matrix
 from aerial_sim.sensors.truth import GroundTruthLike
-from aerial_sim.world.geometry import ray_caster_of
+from aerial_sim.world.ray_caster import ray_caster_of
 from aerial_sim.world.scene import Scene
 
 GOLDEN_ANGLE_RAD = math.pi * (3.0 - math.sqrt(5.0))

@@ -72,10 +72,10 @@ import numpy as np
 from aerial_sim.config import require, require_non_negative, require_positive
 from aerial_sim.sensors.mounting import Mount
 from aerial_sim.sensors.noise import RandomCheckpoint, sensor_rng
+from aerial_sim.sensors.pointcloud import LIDAR_POINT_DTYPE
 from aerial_sim.sensors.resampling import PoseTrack
 from aerial_sim.sensors.truth import TIME_EPSILON_S, GroundTruthLike
-from aerial_sim.sensors.pointcloud import LIDAR_POINT_DTYPE
-from aerial_sim.world.geometry import ray_caster_of
+from aerial_sim.world.ray_caster import ray_caster_of
 from aerial_sim.world.scene import NO_HIT_ID, Scene
 
 #: The plastic number g (real root of g^3 = g + 1), generator of the R2 sequence.

@@ -43,7 +43,7 @@ def optical_to_base(params: CameraParams) -> tuple[np.ndarray, np.ndarray]:
     # Imported here: the camera module pulls in trimesh, scipy and numba (about 1.5 s of CPU), which the
     # depth_to_points node, started by every sim.launch.yaml, never needs.
     from aerial_sim.world.camera import R_LINK_OPTICAL
-    from aerial_sim.world.geometry import rpy_to_matrix
+    from aerial_sim.world.rotations import rpy_to_matrix
 
     roll, pitch, yaw = (math.radians(a) for a in params.mount_rpy_deg)
     rotation = rpy_to_matrix(roll, pitch, yaw) @ R_LINK_OPTICAL

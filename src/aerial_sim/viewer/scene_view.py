@@ -2,7 +2,7 @@
 
 Boxes, cylinders and spheres stay primitives (RViz CUBE/CYLINDER/SPHERE markers
 and viser's own shapes draw them exactly); mesh objects become triangle lists
-(world frame) via :func:`aerial_sim.world.geometry.object_mesh`, so neither
+(world frame) via :func:`aerial_sim.world.object_meshes.object_mesh`, so neither
 client needs the mesh file. The ground is the plane z = 0 of the scene
 (:mod:`aerial_sim.world.scene`), drawn as a thin slab of ``ground_size_m``.
 """
@@ -52,7 +52,7 @@ def scene_primitives(scene: Scene, ground_size_m: float = 120.0) -> list[Primiti
         elif obj.shape == "sphere":
             primitives.append(Primitive(kind="sphere", size=(2 * obj.radius,) * 3, **common))
         else:
-            from aerial_sim.world.geometry import object_mesh
+            from aerial_sim.world.object_meshes import object_mesh
 
             mesh = object_mesh(obj, scene)
             common.update(position=(0.0, 0.0, 0.0), orientation=(1.0, 0.0, 0.0, 0.0))

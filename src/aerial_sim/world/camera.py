@@ -45,9 +45,11 @@ import numpy as np
 
 from aerial_sim.config import require, require_positive
 from aerial_sim.world import material_maps, raster_kernels, render_kernels, shadow_kernels
-from aerial_sim.world.geometry import SURFACE_GROUND, quaternion_to_matrix, ray_caster_of, render_surfaces, rpy_to_matrix
 from aerial_sim.world.lighting import daylight, parse_time_of_day, sun_direction_enu, sun_position
+from aerial_sim.world.ray_caster import ray_caster_of
+from aerial_sim.world.rotations import quaternion_to_matrix, rpy_to_matrix
 from aerial_sim.world.scene import NO_HIT_ID, Scene
+from aerial_sim.world.surface_tables import SURFACE_GROUND, render_surfaces
 
 #: Columns are the optical axes (x right, y down, z forward) in the camera link frame (x forward, y left, z up).
 R_LINK_OPTICAL = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
@@ -209,7 +211,7 @@ class CameraModel:
                reference: bool = False, instance: bool = False, normals: bool = False) -> CameraFrame:
         """Find the first hit of each pixel's ray from the camera at this base_link pose and build the asked images.
 
-        Hits come from the compiled rasteriser (:class:`~aerial_sim.world.geometry.PinholeRasterizer`),
+        Hits come from the compiled rasteriser (:class:`~aerial_sim.world.pinhole_rasterizer.PinholeRasterizer`),
         colours from :mod:`aerial_sim.world.render_kernels`; ``reference=True`` (or no numba) casts
         the rays with Embree and shades with the NumPy code they are tested against.
         """

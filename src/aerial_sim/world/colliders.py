@@ -25,7 +25,8 @@ import fcl
 import numpy as np
 
 from aerial_sim.physics.fcl_contact import FclCollider
-from aerial_sim.world.geometry import object_mesh, quaternion_to_matrix
+from aerial_sim.world.object_meshes import object_mesh
+from aerial_sim.world.rotations import quaternion_to_matrix
 from aerial_sim.world.scene import Scene, SceneObject
 from aerial_sim.world.terrain import TerrainCollider
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aerial_sim.world.geometry import object_parts
+from aerial_sim.world.object_meshes import object_parts
 from aerial_sim.world.scene import Scene
 
 

@@ -37,7 +37,7 @@ from aerial_sim.world.render_kernels import _bilinear, _texel_corners
 
 @dataclass(frozen=True)
 class MaterialMaps:
-    """Per triangle of a :class:`~aerial_sim.world.geometry.SceneSurfaces` (row-aligned): ``normal_texture``,
+    """Per triangle of a :class:`~aerial_sim.world.surface_tables.SceneSurfaces` (row-aligned): ``normal_texture``,
     ``occlusion_texture``, ``emissive_texture`` (T,) int32 indices into its texture table (-1: none),
     ``normal_scale``, ``occlusion_strength`` (T,) float32, ``emissive`` (T, 3) float32 (0-255; 0: none), and
     ``triangles`` (T, 3, 3) float64 and ``uv`` (T, 3, 2) for the tangent frames."""

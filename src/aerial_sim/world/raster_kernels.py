@@ -27,7 +27,7 @@ so depth does not carry the rasteriser's interpolation error.
   the ground), with the triangle's unit world normal turned to face the camera.
 
 :func:`to_optical` moves the world's triangles and their planes into the optical frame first.
-The result is a :class:`~aerial_sim.world.geometry.RayHits` as the ray caster gives it; the two
+The result is a :class:`~aerial_sim.world.ray_hits.RayHits` as the ray caster gives it; the two
 agree except on pixels whose centre lies within rounding of a silhouette edge (and in the last
 float32 bit of the distance), which the tests bound.
 """

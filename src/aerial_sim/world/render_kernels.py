@@ -112,7 +112,7 @@ def shade_surfaces(origin, directions, distance, surface, triangle, normal, lit,
     ``origin`` (3,) float64; ``triangle`` (N,) int32 scene triangle index (-1: ground plane or nothing);
     ``lit`` (N,) uint8, 0 where the sun is hidden (shadow); ``uv_plane`` (T, 8) float64,
     ``texture_of`` (T,) int32, ``albedo_of`` (T, 3) float32: the
-    :class:`~aerial_sim.world.geometry.SceneSurfaces` arrays, as ``pbr_of`` (T, 2) float32 (metallic,
+    :class:`~aerial_sim.world.surface_tables.SceneSurfaces` arrays, as ``pbr_of`` (T, 2) float32 (metallic,
     roughness; metallic < 0: Lambert) and ``pbr_texture_of`` (T,) int32 (its metallicRoughnessTexture in
     ``texture_table``, -1 none: blue x metallic, green x roughness); ``ambient`` = a and ``lit_share`` =
     (1 - a) x direct light, float32. ``ambient_scale`` (N,) and ``emission`` (N, 3) float32, or both None

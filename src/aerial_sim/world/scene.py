@@ -50,8 +50,8 @@ the same plane the physics engine builds in (so it has no collider here),
 unless a terrain is given.
 
 This module only describes a scene; what is built from it lives beside it:
-triangles and the ray caster in :mod:`aerial_sim.world.geometry`
-(:func:`~aerial_sim.world.geometry.ray_caster_of`), colliders in
+triangles in :mod:`aerial_sim.world.object_meshes` and :mod:`aerial_sim.world.surface_tables`, the ray caster
+in :mod:`aerial_sim.world.ray_caster` (:func:`~aerial_sim.world.ray_caster.ray_caster_of`), colliders in
 :mod:`aerial_sim.world.colliders` (:func:`~aerial_sim.world.colliders.scene_colliders`).
 
 This is the scene description AirSim takes from the Unreal level (seed 000,
@@ -214,7 +214,7 @@ class Scene:
         return lut
 
     def surface_table(self, value_of: Callable[[SceneObject | GroundParams], Any], nothing: Any) -> list:
-        """One value per ray-caster surface index (:mod:`aerial_sim.world.geometry`): ``nothing`` for
+        """One value per ray-caster surface index (:mod:`aerial_sim.world.surface_tables`): ``nothing`` for
         rays that hit nothing, then the ground, then each object, so ``np.asarray(table)[hits.surface]``
         gives every ray its surface's value."""
         return [nothing, value_of(self.ground)] + [value_of(obj) for obj in self.objects]

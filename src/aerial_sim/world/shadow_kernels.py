@@ -10,7 +10,7 @@ well under a second), and the tree does not depend on any direction, so it serve
 
 Shadows (:func:`sun_visibility`). A camera pixel's surface point p is in shadow when some
 triangle lies along the ray p + t s, t > 0 (s the unit direction toward the sun), which is
-what Embree's occlusion query answers (:meth:`~aerial_sim.world.geometry.RayCaster.occluded`,
+what Embree's occlusion query answers (:meth:`~aerial_sim.world.ray_caster.RayCaster.occluded`,
 the NumPy reference path). Here it is answered in the sun's orthographic view: with (u, v, s) an
 orthonormal basis, a point is (a, b, h) = (p.u, p.v, p.s), every ray toward the sun is the single
 point (a, b) of that view, and a triangle occludes p exactly when (a, b) lies inside the triangle's
