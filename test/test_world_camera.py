@@ -245,3 +245,25 @@ def test_back_faces_of_closed_objects_are_skipped_and_the_images_stay_the_same()
                 directions, camera._unit_rays_optical)
         culled = camera.caster.rasterizer.hits(*args).triangle.copy()
         np.testing.assert_array_equal(culled, both_sides.hits(*args).triangle)
+
+
+def test_a_pose_renders_the_same_images_whatever_the_camera_rendered_before(tmp_path):
+    """The camera node renders a warm-up frame before its first odometry (its renderer builds the rasteriser,
+    the levels of detail and the sun's view on its first frame): every image of a pose must be what a fresh
+    camera's first frame at that pose is, to the bit, in a lit, shadowed, fogged scene."""
+    from aerial_sim.paths import config_path
+
+    urban = config_path("scenes/urban.yaml")
+    text = urban.read_text().replace("file: meshes/", f"file: {urban.parent}/meshes/")
+    path = tmp_path / "urban_lit.yaml"
+    path.write_text(text + 'lighting: {time_of_day: "2026-06-21 17:00:00", shadows: true, fog_density_per_m: 0.002}\n')
+    images = dict(depth=True, segmentation=True, color=True, instance=True, normals=True)
+    pose = ((3.0, -2.0, 15.0), (0.92, 0.1, 0.3, 0.2))
+    cold = CameraModel(CameraParams(width=96, height=64), load_scene(str(path)))
+    first = cold.render(*pose, **images)
+    warm = CameraModel(CameraParams(width=96, height=64), load_scene(str(path)))
+    warm.render((0.0, 0.0, 20.0), (math.cos(math.radians(15)), 0.0, math.sin(math.radians(15)), 0.0), **images)
+    again = warm.render(*pose, **images)
+    assert (first.segmentation > 1).mean() > 0.2 and (first.color.std() > 10)  # buildings in view, not a flat image
+    for name in images:
+        np.testing.assert_array_equal(getattr(again, name), getattr(first, name), err_msg=name)
