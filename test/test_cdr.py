@@ -17,6 +17,7 @@ from conftest import requires_ros
 from aerial_sim.cdr import (
     OdometryFields,
     cdr_header_stamp_ns,
+    decode_image,
     decode_imu,
     decode_joint_state,
     decode_odometry,
@@ -584,3 +585,56 @@ def test_encoded_images_camera_infos_ranges_and_poses_are_rclpys_messages_with_z
     with pytest.raises(ValueError, match="k"):
         encode_camera_info_of(type("Info", (), {**{n: getattr(info, n) for n in ("header", "height", "width",
                               "distortion_model", "d", "r", "p", "binning_x", "binning_y", "roi")}, "k": [1.0] * 8})())
+
+
+def image_writer(message, order: str) -> CdrWriter:
+    writer = CdrWriter(order)
+    writer.header(message.header.stamp.sec, message.header.stamp.nanosec, message.header.frame_id)
+    writer.u32(message.height)
+    writer.u32(message.width)
+    writer.string(message.encoding)
+    writer.payload += bytes([message.is_bigendian])
+    writer.u32(message.step)
+    writer.u32(len(message.data))
+    writer.payload += bytes(message.data)
+    return writer
+
+
+@requires_ros
+@pytest.mark.parametrize("order", ["<", ">"])
+def test_images_decode_to_rclpys_fields_without_copying_the_pixels_and_bad_bytes_raise(order):
+    """What depth noise reads of each image: every field rclpy's typed Image has, for every alignment of
+    frame id and encoding; the pixels a view of the bytes received; every truncation a ValueError."""
+    import numpy as np
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import Image
+
+    rng = random.Random(29)
+    for frame_length in range(5):
+        for encoding in ("mono16", "32FC1", "rgb8", "bgra8", "16UC1x"[:frame_length + 1]):
+            pixels = bytes(rng.randrange(256) for _ in range(rng.randrange(0, 40)))
+            message = Image(height=rng.randrange(1, 9), width=rng.randrange(1, 9), encoding=encoding,
+                            is_bigendian=rng.randrange(2), step=rng.randrange(64), data=pixels)
+            message.header.frame_id = random_text(rng, frame_length)
+            message.header.stamp.sec, message.header.stamp.nanosec = rng.randrange(2**31), rng.randrange(10**9)
+            data = serialize_message(message)
+            assert image_writer(message, "<").matches(data)
+            writer = image_writer(message, order)
+            decoded = decode_image(writer.bytes() if order == ">" else data)
+            assert (decoded.stamp_sec, decoded.stamp_nanosec, decoded.frame_id) == (
+                message.header.stamp.sec, message.header.stamp.nanosec, message.header.frame_id)
+            assert decoded.stamp_ns == message.header.stamp.sec * 10**9 + message.header.stamp.nanosec
+            assert (decoded.height, decoded.width, decoded.encoding, decoded.is_bigendian, decoded.step) == (
+                message.height, message.width, encoding, bool(message.is_bigendian), message.step)
+            assert bytes(decoded.data) == pixels and isinstance(decoded.data, memoryview)
+    image = np.arange(6, dtype=np.float32).reshape(2, 3)
+    data = writer.bytes()
+    for length in range(len(data)):
+        with pytest.raises(ValueError):
+            decode_image(data[:length])
+    from aerial_sim.cdr import encode_image_array
+
+    encoded = encode_image_array(7, "cam", image, "32FC1")
+    view = decode_image(encoded).data
+    assert np.frombuffer(view, np.float32).reshape(2, 3).tolist() == image.tolist()
+    assert view.obj is encoded  # the received bytes themselves, not a copy

@@ -26,7 +26,7 @@ What is implemented: the OMG CDR rules (CORBA 3.0, 15.3 "CDR Transfer Syntax"; D
 
 Messages read here: ``nav_msgs/Odometry`` (:class:`OdometryFields`), ``sensor_msgs/Imu``
 (:class:`ImuFields`), ``sensor_msgs/JointState`` (:class:`JointStateFields`), ``sensor_msgs/PointCloud2``
-(:class:`PointCloud2Fields`), ``std_msgs/Float64MultiArray`` (:func:`decode_float64_array`), and the
+(:class:`PointCloud2Fields`), ``sensor_msgs/Image`` (:class:`ImageFields`), ``std_msgs/Float64MultiArray`` (:func:`decode_float64_array`), and the
 ``header.stamp`` of any message that starts with a ``std_msgs/Header`` (:func:`cdr_header_stamp_ns`).
 
 Writing (``encode_odometry``, ``encode_imu``, ``encode_joint_state``, ``encode_clock``,
@@ -145,6 +145,25 @@ class PointCloud2Fields(NamedTuple):
     is_dense: bool
 
 
+class ImageFields(NamedTuple):
+    """A ``sensor_msgs/Image``: every field; ``data`` a memoryview of the pixel bytes in the message's
+    own buffer (no copy: ``np.frombuffer`` reads it as it is)."""
+
+    stamp_sec: int
+    stamp_nanosec: int
+    frame_id: str
+    height: int
+    width: int
+    encoding: str
+    is_bigendian: bool
+    step: int
+    data: memoryview
+
+    @property
+    def stamp_ns(self) -> int:
+        return self.stamp_sec * 1_000_000_000 + self.stamp_nanosec
+
+
 def decode_odometry(data: bytes) -> OdometryFields:
     """``nav_msgs/Odometry`` CDR bytes -> :class:`OdometryFields` (``ValueError`` if they are not one)."""
     order = byte_order(data)
@@ -229,6 +248,27 @@ def decode_point_cloud2(data: bytes) -> PointCloud2Fields:
         raise ValueError(f"data: {length} bytes at byte {offset} run past the end ({len(data)} bytes)")
     return PointCloud2Fields(sec, nanosec, frame_id, height, width, tuple(fields), is_bigendian, point_step, row_step,
                              data[offset:end], bool(data[end]))
+
+
+def decode_image(data: bytes) -> ImageFields:
+    """``sensor_msgs/Image`` CDR bytes -> :class:`ImageFields` (``ValueError`` if they are not one). The pixels
+    are not copied: rclpy's typed Image costs 0.9 ms for a 460x320 32FC1 frame (``array.array`` of its bytes),
+    this some microseconds."""
+    order = byte_order(data)
+    sec, nanosec = _read_stamp(data, order)
+    frame_id, offset = read_string(data, 12, order)
+    (height, width), offset = _read_u32s(data, offset, order, 2, "height, width")
+    encoding, offset = read_string(data, offset, order)
+    if len(data) < offset + 1:
+        raise ValueError(f"truncated: is_bigendian at byte {offset}, got {len(data)} bytes")
+    is_bigendian = bool(data[offset])
+    (step,), offset = _read_u32s(data, offset + 1, order, 1, "step")
+    length, offset = read_count(data, offset, order, "data")
+    end = offset + length
+    if end > len(data):
+        raise ValueError(f"data: {length} bytes at byte {offset} run past the end ({len(data)} bytes)")
+    return ImageFields(sec, nanosec, frame_id, height, width, encoding, is_bigendian, step,
+                       memoryview(data)[offset:end])
 
 
 def cdr_header_stamp_ns(data: bytes) -> int | None:

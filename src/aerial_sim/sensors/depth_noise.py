@@ -105,10 +105,12 @@ class FrameBuffers:
     shape: tuple[int, int]
     sigma: np.ndarray = field(init=False)
     invalid: np.ndarray = field(init=False)
+    known: np.ndarray = field(init=False)  # unknown_ids' gather
 
     def __post_init__(self):
         self.sigma = np.empty(self.shape, np.float32)
         self.invalid = np.empty(self.shape, bool)
+        self.known = np.empty(self.shape, bool)
 
 
 class DepthNoiseModel:
@@ -152,10 +154,10 @@ class DepthNoiseModel:
 
     def unknown_ids(self, segmentation: np.ndarray) -> np.ndarray:
         """Segmentation ids in ``segmentation`` that are not in the material table (sorted)."""
-        unknown = ~self._known[segmentation]
-        if not unknown.any():
+        known = np.take(self._known, segmentation, out=self._buffers_for(segmentation.shape).known)
+        if known.all():  # every frame but a misconfigured one's: one gather into a kept buffer, no unique
             return np.empty(0, np.uint16)
-        return np.unique(segmentation[unknown])
+        return np.unique(segmentation[~known])
 
     def std_m(self, depth, m=None):
         """Noise standard deviation (m) before incidence effects: eq. (4), or eq. (2) in stereo mode.
