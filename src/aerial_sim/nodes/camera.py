@@ -142,8 +142,8 @@ class CameraNode(Node):
                                                     inputs=("ground_truth/odom",))
         self.color_info_pub = self.create_publisher(CameraInfo, "camera/color/camera_info", qos) if p.publish_color else None
         self.camera_info = CameraInfo(**self.model.camera_info())
-        warm_up_s = self._warm_up()
         subscribe_odometry(self, "ground_truth/odom", self.on_odom, qos, clock=InputStampClock(self))
+        warm_up_s = self._warm_up()  # DDS discovers the subscription meanwhile; nothing is taken before spinning
         self.class_names_pub = self.create_publisher(DiagnosticStatus, "camera/class_names", LATCHED_QOS)
         self.class_names_pub.publish(zero_padded_bytes(DiagnosticStatus(
             level=DiagnosticStatus.OK, name=f"{self.get_fully_qualified_name()}: class names",
@@ -164,7 +164,7 @@ class CameraNode(Node):
 
     def _warm_up(self) -> float:
         """Render one frame of every image this node may publish, from a pose 20 m above the scene's origin looking
-        30 deg down, before the first odometry arrives; returns the CPU seconds it took.
+        30 deg down, before the first odometry is taken; returns the CPU seconds it took.
 
         The renderer builds its rasteriser, the levels of detail and the sun's view of the shadow casters on its
         first frame (2.2 s of CPU in the city): done when the first odometry came, it left the graph's first 3.5 s
