@@ -42,11 +42,6 @@ def private_domain_id() -> int:
 
 
 os.environ["ROS_DOMAIN_ID"] = str(private_domain_id())
-#: A second private domain, for a test that runs two graphs side by side (above both ranges above).
-SECOND_DOMAIN_ID = private_domain_id() + 101
-#: A third, for three graphs side by side: above SECOND_DOMAIN_ID by the number of pytest-xdist workers, so
-#: it is no other worker's second domain.
-THIRD_DOMAIN_ID = SECOND_DOMAIN_ID + max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
 os.environ.setdefault("AERIAL_SIM_DOMAIN_RANGE", "51-101")  # batch runs never share a test's domain
 # Every graph a test launches is one graph: their lockstep announcements are signed with one key (each
 # `aerial_sim launch` would otherwise draw its own, and refuse another launch's nodes: doc/reliability.md).
@@ -159,10 +154,29 @@ class LaunchedGraph:
 
 
 @pytest.fixture
+def spare_domain():
+    """``spare_domain()``: one more private ROS domain id, for a graph beside the test's own, held until the
+    test ends. It is leased as a batch run's is (aerial_sim.batch.domains: ``AERIAL_SIM_DOMAIN_RANGE``, a
+    flock per id, an id whose DDS ports something else has bound skipped), so no other worker, batch or
+    test session on the host gets it while the test runs."""
+    from aerial_sim.batch.domains import DomainPool
+
+    leases = []
+
+    def lease() -> int:
+        leases.append(DomainPool().acquire(timeout_s=120))
+        return leases[-1].domain_id
+
+    yield lease
+    for held in leases:
+        held.release()
+
+
+@pytest.fixture
 def launch(tmp_path):
     """Start launch files as separate processes: ``graph = launch('sim.launch.yaml', 'gui:=false')``.
 
-    ``domain_id=SECOND_DOMAIN_ID`` runs a graph beside the test's own without seeing it; ``environment``
+    ``domain_id=spare_domain()`` runs a graph beside the test's own without seeing it; ``environment``
     adds to (or overrides) the test's environment."""
     graphs: list[LaunchedGraph] = []
 

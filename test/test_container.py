@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, SECOND_DOMAIN_ID, requires_ros
+from conftest import REPO, requires_ros
 from test_lockstep_graph import MISSION, landing_time
 
 #: The batch's graph: no camera, no RViz helpers, no servers.
@@ -65,7 +65,7 @@ def test_a_container_refuses_a_bad_entry_or_parameter_in_one_line_naming_it(tmp_
 
 @requires_ros
 @pytest.mark.ros
-def test_one_process_flies_the_same_bag_as_a_process_per_node(launch, tmp_path):
+def test_one_process_flies_the_same_bag_as_a_process_per_node(launch, spare_domain, tmp_path):
     runs = [tmp_path / "processes", tmp_path / "one"]
     # Side by side in two domains; the recorder and mission as the batch sets them (no report, no plots).
     parameters = tmp_path / "batch_nodes.yaml"
@@ -73,7 +73,7 @@ def test_one_process_flies_the_same_bag_as_a_process_per_node(launch, tmp_path):
                           "/**/mission: {ros__parameters: {write_plots: false}}\n")
     graphs = [launch("sim.launch.yaml", *BATCH_GRAPH, f"mission:={MISSION}", f"run_dir:={run}", "--params-file",
                      str(parameters), *extra, domain_id=domain)
-              for run, extra, domain in zip(runs, ((), ("--compose",)), (None, SECOND_DOMAIN_ID))]
+              for run, extra, domain in zip(runs, ((), ("--compose",)), (None, spare_domain()))]
     landed = [landing_time(graph, run) for graph, run in zip(graphs, runs)]
     assert landed[0] == landed[1]
     composed = graphs[1].output()

@@ -12,7 +12,7 @@ from pymavlink.dialects.v20 import common as mav
 
 from aerial_sim.sitl import px4_hil
 from aerial_sim.sitl.lockstep import StepAnswers
-from conftest import SECOND_DOMAIN_ID, requires_ros
+from conftest import requires_ros
 from sitl_bridges import bridge_port, launch_bridge, peer_result, run_peer, start_peer, wait_for_bridge
 
 
@@ -74,14 +74,14 @@ def test_a_peer_playing_px4_hovers_the_vehicle_through_the_bridge(launch, tmp_pa
 
 @requires_ros
 @pytest.mark.ros
-def test_in_lockstep_a_slow_px4_holds_the_simulation_and_flies_the_same_trajectory(launch, tmp_path):
+def test_in_lockstep_a_slow_px4_holds_the_simulation_and_flies_the_same_trajectory(launch, spare_domain, tmp_path):
     # Sensors off: HIL_SENSOR then carries ground truth, so each step's inputs are the step's own. Two graphs
     # side by side: a PX4 that answers at once, and one 3x slower than a 4 ms step.
     delays, graphs, peers, climbs = ("0", "0.012"), [], [], {}
     for second, delay_s in enumerate(delays):
         graphs.append(launch_bridge(launch, tmp_path, "px4", "lockstep:=true", "use_imu:=false", "use_gps:=false",
                                     "use_magnetometer:=false", "use_barometer:=false", port=bridge_port("px4", second),
-                                    domain_id=SECOND_DOMAIN_ID if second else None))
+                                    domain_id=spare_domain() if second else None))
     for second, (delay_s, graph) in enumerate(zip(delays, graphs)):
         wait_for_bridge(graph, "px4")
         peers.append(start_peer("px4", "60", "--delay", delay_s, "--steps", "250", port=bridge_port("px4", second)))
