@@ -4,6 +4,7 @@ one error naming the file."""
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import textwrap
@@ -163,5 +164,125 @@ def test_a_scene_without_maps_has_no_map_table():
 ])
 def test_a_bad_map_factor_is_one_error_naming_the_file_material_and_key(tmp_path, edit, message):
     path = write_gltf(tmp_path / "bad", flat((0, 0, 0)), dict(normalTexture=solid((128, 128, 255))), edit)
+    with pytest.raises(ParamsError, match=message):
+        scene_of(tmp_path, [("quad", path, (0, 0, 1))])
+
+
+def add_attribute(path: str, name: str, values, edit=None) -> None:
+    """Give the quad's primitive in ``path`` the vertex attribute ``name`` (float32 rows, one per vertex in the
+    file's order: its four corners), as a buffer of its own; ``edit(material_json)`` changes the material too."""
+    document = json.loads(open(path).read())
+    values = np.asarray(values, np.float32)
+    data = values.tobytes()
+    document["buffers"].append({"byteLength": len(data),
+                                "uri": "data:application/octet-stream;base64," + base64.b64encode(data).decode()})
+    document["bufferViews"].append({"buffer": len(document["buffers"]) - 1, "byteOffset": 0, "byteLength": len(data)})
+    width = values.shape[1]
+    document["accessors"].append({"bufferView": len(document["bufferViews"]) - 1, "componentType": 5126,
+                                  "count": len(values), "type": f"VEC{width}"})
+    document["meshes"][0]["primitives"][0]["attributes"][name] = len(document["accessors"]) - 1
+    if edit is not None:
+        edit(document["materials"][0])
+    with open(path, "w") as file:
+        json.dump(document, file)
+
+
+def scene_vector_in_gltf(v) -> list[float]:
+    """A scene-frame direction in glTF's +Y-up frame (scene (x, y, z) is glTF (x, z, -y))."""
+    return [v[0], v[2], -v[1]]
+
+
+@pytest.mark.parametrize("texel, tangent, w, sun", [
+    ((191, 128, 238), (0.0, 1.0, 0.0), 1.0, (0.0, 1.0, 1.0)),  # toward +T, the file's tangent: north, not east
+    ((128, 191, 238), (1.0, 0.0, 0.0), -1.0, (0.0, -1.0, 1.0)),  # toward +B = w (N x T) = -(z x x): south
+])
+def test_a_normal_map_with_the_files_tangents_tilts_the_shading_the_way_its_frame_says(tmp_path, texel, tangent, w,
+                                                                                      sun):
+    """A flat quad with a normal map and a TANGENT attribute shades as a quad geometrically turned to
+    normalize(n_t) in the file's frame (T its tangent, B = w (N x T), N up; glTF 2.0 sec. 3.7.2.1), not in the
+    frame of its texture coordinates (T = +u = east, B = +v = north), which would tilt it the other way or
+    sideways; brighter than the flat quad under a sun on the side the file's frame tilts it to."""
+    scale = 1.5
+    n_t = (2.0 * np.array(texel) / 255.0 - 1.0) * (scale, scale, 1.0)
+    n_t /= np.linalg.norm(n_t)
+    t_world, normal = np.array(tangent), np.array([0.0, 0.0, 1.0])
+    n = n_t[0] * t_world + n_t[1] * w * np.cross(normal, t_world) + n_t[2] * normal
+    along = np.array([1.0, 0.0, 0.0]) - n * n[0]
+    along /= np.linalg.norm(along)
+    tilted_corners = np.array([c[0] * along + c[1] * np.cross(n, along) for c in UNIT_QUAD])
+    mapped = write_gltf(tmp_path / "mapped", flat((0, 0, 0)), dict(normalTexture=solid(texel)),
+                        lambda m: m["normalTexture"].update(scale=scale))
+    add_attribute(mapped, "TANGENT", [scene_vector_in_gltf(tangent) + [w]] * 4)
+    quads = {"mapped": mapped, "tilted": write_gltf(tmp_path / "tilted", tilted_corners, {}),
+             "flat": write_gltf(tmp_path / "flat", flat((0, 0, 0)), {})}
+    colours = {}
+    for name, path in quads.items():
+        scene = scene_of(tmp_path, [("quad", path, (0.0, 0.0, 1.0))])
+        camera = CameraModel(CameraParams(**DOWN, ambient=0.2, sun_direction_enu=sun), scene)
+        frames = [camera.render((0.0, 0.0, 4.0), LEVEL, reference=r).color.astype(int) for r in (False, True)]
+        assert np.abs(frames[0] - frames[1]).max() <= 1, name  # kernel and reference agree
+        colours[name] = frames[0][32, 32]
+    assert np.abs(colours["mapped"] - colours["tilted"]).max() <= 1, colours
+    assert (colours["mapped"] - colours["flat"]).min() > 15, colours  # the file's frame turned it toward the sun
+
+
+def test_maps_on_texcoord_1_are_sampled_where_the_second_uv_set_points(tmp_path):
+    """TEXCOORD_1 mirrors TEXCOORD_0 east-west. An occlusion map (dark west half, R 64, strength 0.5) and a base
+    colour texture (red west half, blue east) that name texCoord 1 show their west halves on the quad's east
+    half: in shadow the occluded quad is a x c x (1 + 0.5 (64 / 255 - 1)) in the east, a x c in the west, and
+    the textured quad red in the east, blue in the west."""
+    dark_west = np.full((4, 4, 3), 255, np.uint8)
+    dark_west[:, :2] = 64
+    red_west = np.zeros((4, 4, 3), np.uint8)
+    red_west[:, :2, 0] = 255
+    red_west[:, 2:, 2] = 255
+    mirrored = [[1.0 - u, v] for u, v in (UNIT_QUAD + 1.0) / 2.0]  # trimesh's (v up) uv of write_gltf's corners, u
+    # mirrored; the file's TEXCOORD_1 is glTF's (v down): 1 - v
+    occluded = write_gltf(tmp_path / "occluded", flat((0, 0, 0), 0.6), dict(occlusionTexture=Image.fromarray(dark_west)))
+    textured = write_gltf(tmp_path / "textured", flat((0, 0, 0), 0.6), dict(baseColorTexture=Image.fromarray(red_west)))
+    add_attribute(occluded, "TEXCOORD_1", [[u, 1.0 - v] for u, v in mirrored],
+                  lambda m: m["occlusionTexture"].update(strength=0.5, texCoord=1))
+    add_attribute(textured, "TEXCOORD_1", [[u, 1.0 - v] for u, v in mirrored],
+                  lambda m: m["pbrMetallicRoughness"]["baseColorTexture"].update(texCoord=1))
+    slab = "  - {name: slab, shape: box, size: [30, 30, 0.5], position: [0, 0, 8], segmentation_id: 9}\n"
+    scene_of(tmp_path, [("dim", occluded, (0.0, 0.8, 1.0)), ("paint", textured, (0.0, -0.8, 1.0))],
+             lighting="{shadows: true}")
+    (tmp_path / "world.yaml").write_text((tmp_path / "world.yaml").read_text() + slab)
+    scene = load_scene(str(tmp_path / "world.yaml"))
+    params = CameraParams(**(DOWN | dict(width=81, height=81, hfov_deg=60.0)), ambient=0.3,
+                          sun_direction_enu=(0.2, 0.1, 1.0))
+    camera = CameraModel(params, scene)
+    pose = ((0.0, 0.0, 4.0), LEVEL)
+    frames = [camera.render(*pose, reference=r).color.astype(int) for r in (False, True)]
+    assert np.abs(frames[0] - frames[1]).max() <= 1  # kernel and reference agree
+    image = frames[0]
+
+    def at(x: float, y: float):
+        col, row = np.round(camera.project(np.array([x, y, 1.0]), *pose)[0]).astype(int)
+        return image[row, col]
+
+    ambient = 0.3 * np.array([200.0, 180.0, 160.0])
+    assert np.abs(at(0.3, 0.8) - ambient * (1.0 + 0.5 * (64 / 255 - 1.0))).max() <= 1  # east: the dark texels
+    assert np.abs(at(-0.3, 0.8) - ambient).max() <= 1  # west: the bright ones
+    east, west = at(0.3, -0.8), at(-0.3, -0.8)
+    assert np.abs(east - 0.3 * np.array([200.0, 0.0, 0.0])).max() <= 1, east  # red, the texture's west half
+    assert np.abs(west - 0.3 * np.array([0.0, 0.0, 160.0])).max() <= 1, west
+
+
+@pytest.mark.parametrize("name, values, edit, message", [
+    ("TANGENT", [[1.0, 0.0, 0.0, 1.0]] * 3 + [[math.nan, 0.0, 0.0, 1.0]], None,
+     r"quad\.gltf: material 'm' TANGENT: holds values that are not finite"),
+    ("TANGENT", [[1.0, 0.0, 0.0, 1.0]] * 3, None, r"quad\.gltf: material 'm' TANGENT: must be 4 numbers per vertex"),
+    ("TANGENT", [[1.0, 0.0, 0.0, 0.0]] * 4, None, r"quad\.gltf: material 'm' TANGENT: w must be \+1 or -1"),
+    ("TEXCOORD_2", [[0.0, 0.0]] * 4, lambda m: m["normalTexture"].update(texCoord=1),
+     r"quad\.gltf: material 'm': a texture names texCoord 1, but the primitive has no TEXCOORD_1"),
+    ("TEXCOORD_1", [[0.0, 0.0]] * 4, lambda m: m["normalTexture"].update(texCoord=2),
+     r"quad\.gltf: material 'm' normalTexture: texCoord must be 0 or 1"),
+    ("TEXCOORD_1", [[0.0, math.inf]] * 4, lambda m: m["normalTexture"].update(texCoord=1),
+     r"quad\.gltf: material 'm' TEXCOORD_1: holds values that are not finite"),
+])
+def test_a_bad_tangent_or_texcoord_is_one_error_naming_the_file_and_material(tmp_path, name, values, edit, message):
+    path = write_gltf(tmp_path / "bad", flat((0, 0, 0)), dict(normalTexture=solid((128, 128, 255))))
+    add_attribute(path, name, values, edit)
     with pytest.raises(ParamsError, match=message):
         scene_of(tmp_path, [("quad", path, (0, 0, 1))])

@@ -13,10 +13,14 @@ their corners and the material's base colour and base-colour texture:
   blue channel, roughness from its green, sampled at the base colour's texture coordinates, TEXCOORD_0).
   The ``normalTexture`` with its ``scale``, the ``occlusionTexture`` with its ``strength`` and the
   ``emissiveTexture`` x ``emissiveFactor`` (x ``KHR_materials_emissive_strength``'s ``emissiveStrength``) are
-  kept too (spec sec. 3.9.3-3.9.5, :class:`SurfaceMaps`; shaded by :mod:`aerial_sim.world.material_maps`), all
-  sampled at TEXCOORD_0 (trimesh reads no other set); other ``KHR_materials_*`` extensions are ignored.
-  trimesh drops the scale and strengths, so they are read from the file's own JSON (each material found by a
-  tag put in its name for the load).
+  kept too (spec sec. 3.9.3-3.9.5, :class:`SurfaceMaps`; shaded by :mod:`aerial_sim.world.material_maps`).
+  Each texture is sampled at the set its ``texCoord`` names, TEXCOORD_0 (the default) or TEXCOORD_1
+  (:attr:`SurfacePart.uv_sets`); a normal map is read in the frame of the primitive's TANGENT attribute where
+  the file gives one (xyz the tangent, w the sign of the bitangent B = w (N x T), spec sec. 3.7.2.1;
+  :attr:`SurfacePart.tangents`), else in the per-face frame of the texture coordinates. Other
+  ``KHR_materials_*`` extensions are ignored. trimesh drops the scale and strengths, reads no TEXCOORD_1 and
+  no TANGENT, so these are read from the file's own JSON (each material found by a tag put in its name for the
+  load; TEXCOORD_1, TANGENT and the untransformed POSITION handed through trimesh as custom attributes).
 - OBJ with an MTL file: ``Kd`` and ``map_Kd`` (Wavefront MTL); an OBJ without one, and STL,
   carry no material and take the scene object's colour.
 
@@ -27,8 +31,10 @@ the scene's +Z (``gltf_y_up``, glTF spec sec. 3.4: "+Y is up"), so an asset expo
 Blender or taken from a glTF library stands upright without a hand-made rotation.
 
 A file that cannot be used is one :class:`~aerial_sim.config.ParamsError` naming it: not found,
-not a mesh format, no triangles, a broken glTF, a texture an MTL/glTF names that is missing, or a glTF
-material texture whose image cannot be decoded (trimesh would otherwise render it silently untextured).
+not a mesh format, no triangles, a broken glTF, a texture an MTL/glTF names that is missing, a glTF
+material texture whose image cannot be decoded (trimesh would otherwise render it silently untextured), a
+``texCoord`` other than 0 and 1 or naming a set the primitive lacks, or a TANGENT / TEXCOORD_1 that is not
+finite or not one per vertex (the message names the file and the material).
 """
 
 from __future__ import annotations
@@ -50,6 +56,8 @@ from aerial_sim.config import ParamsError
 
 #: File suffixes read as meshes.
 MESH_SUFFIXES = (".obj", ".stl", ".ply", ".off", ".gltf", ".glb")
+#: Bits of :attr:`SurfacePart.uv_sets`: which of a part's textures are sampled at TEXCOORD_1.
+UV1_BASE, UV1_PBR, UV1_NORMAL, UV1_OCCLUSION, UV1_EMISSIVE = 1, 2, 4, 8, 16
 #: glTF's +Y up -> the scene's +Z up (a +90 deg turn about x).
 GLTF_Y_UP_TO_Z_UP = np.array([[1.0, 0, 0, 0], [0, 0, -1.0, 0], [0, 1.0, 0, 0], [0, 0, 0, 1.0]])
 
@@ -87,6 +95,14 @@ class SurfacePart:
     roughness: float | None = None
     pbr_texture: np.ndarray | None = None  # glTF metallicRoughnessTexture (H, W, 3) uint8: G roughness, B metalness
     maps: SurfaceMaps | None = None  # glTF normal, occlusion and emissive maps (None: none)
+    #: (T, 3, 2) float32 corner coordinates of glTF's TEXCOORD_1 (v flipped as ``uv``), None: no texture uses it.
+    uv1: np.ndarray | None = None
+    #: Which textures are sampled at ``uv1`` (bits UV1_BASE ... UV1_EMISSIVE; 0: all at ``uv``).
+    uv_sets: int = 0
+    #: (T, 3) float32 per face (a, b, w) from the file's TANGENT attribute: the tangent is a e_1 + b e_2 of the
+    #: face's edges e_1 = P_1 - P_0, e_2 = P_2 - P_0 (so it moves with any placement of the part), w = +-1 the
+    #: bitangent's sign, B = w (N x T); rows (0, 0, 0) and None: the frame of the texture coordinates.
+    tangents: np.ndarray | None = None
 
     def transformed(self, transform: np.ndarray) -> SurfacePart:
         corners = self.triangles @ transform[:3, :3].T + transform[:3, 3]
@@ -137,10 +153,32 @@ def _part_of(mesh: trimesh.Trimesh, path: Path, where: str, document: dict | Non
     color, image = _material_color_and_image(material)
     pbr_image = getattr(material, "metallicRoughnessTexture", None)
     maps = _maps_of(material, document, path, where) if document is not None else None
-    mapped = image is not None or pbr_image is not None or (maps is not None and bool(maps.textures))
-    if mapped and (uv is None or len(uv) != len(mesh.vertices)):
+    used = {UV1_BASE: image, UV1_PBR: pbr_image}
+    if maps is not None:
+        used |= {UV1_NORMAL: maps.normal_texture, UV1_OCCLUSION: maps.occlusion_texture,
+                 UV1_EMISSIVE: maps.emissive_texture}
+    used = {bit for bit, texture in used.items() if texture is not None}
+    mapped = bool(used)
+    sets = _texture_sets(material, document, path, where) if document is not None else {}
+    uv_sets = sum(bit for bit in used if sets.get(bit, 0) == 1)
+    if any(sets.get(bit, 0) == 0 for bit in used) and (uv is None or len(uv) != len(mesh.vertices)):
         raise ParamsError(f"{where}: {path.name}: a textured material without texture coordinates")
-    corner_uv = None if uv is None or not mapped else np.asarray(uv, np.float32)[mesh.faces]
+    corner_uv = None if not mapped else np.zeros((len(mesh.faces), 3, 2), np.float32) if uv is None else \
+        np.asarray(uv, np.float32)[mesh.faces]
+    corner_uv1 = None
+    if uv_sets:
+        corner_uv1 = _vertex_attribute(mesh, "TEXCOORD_1", 2, path, where, _label_of(material, document))
+        corner_uv1[:, 1] = 1.0 - corner_uv1[:, 1]  # glTF's top-left origin -> trimesh's bottom-left, as for uv
+        corner_uv1 = corner_uv1.astype(np.float32)[mesh.faces]
+    tangents = None
+    if maps is not None and maps.normal_texture is not None and _CUSTOM + "TANGENT" in mesh.vertex_attributes:
+        label = _label_of(material, document)
+        tangent = _vertex_attribute(mesh, "TANGENT", 4, path, where, label)
+        sign = np.abs(tangent[:, 3])
+        if np.any(np.abs(sign - 1.0) > 1e-3):
+            raise ParamsError(f"{where}: {path.name}: {label} TANGENT: w must be +1 or -1 (the bitangent's sign), "
+                              f"got {tangent[np.argmax(np.abs(sign - 1.0)), 3]!r}")
+        tangents = _face_tangents(_vertex_attribute(mesh, "POSITION", 3, path, where, label), tangent, mesh.faces)
     texture = None if image is None else np.ascontiguousarray(np.asarray(image.convert("RGB"), np.uint8))
     metallic = roughness = pbr_texture = None
     if isinstance(material, trimesh.visual.material.PBRMaterial):  # glTF: absent factors are the spec's 1
@@ -148,11 +186,85 @@ def _part_of(mesh: trimesh.Trimesh, path: Path, where: str, document: dict | Non
                                for value in (material.metallicFactor, material.roughnessFactor))
         if pbr_image is not None:
             pbr_texture = np.ascontiguousarray(np.asarray(pbr_image.convert("RGB"), np.uint8))
-    return SurfacePart(triangles, corner_uv, color, texture, metallic, roughness, pbr_texture, maps)
+    return SurfacePart(triangles, corner_uv, color, texture, metallic, roughness, pbr_texture, maps, corner_uv1,
+                       uv_sets, tangents)
+
+
+def _vertex_attribute(mesh: trimesh.Trimesh, name: str, width: int, path: Path, where: str, label: str) -> np.ndarray:
+    """The primitive's glTF attribute ``name`` (handed through trimesh by :func:`_tagged_gltf`), float64
+    (vertices, ``width``); ParamsError naming the file and material when it is absent, not one finite row per
+    vertex."""
+    values = mesh.vertex_attributes.get(_CUSTOM + name)
+    if values is None:
+        raise ParamsError(f"{where}: {path.name}: {label}: a texture names texCoord 1, but the primitive has no "
+                          f"TEXCOORD_1" if name == "TEXCOORD_1" else f"{where}: {path.name}: {label}: no {name}")
+    values = np.asarray(values, np.float64)
+    if values.ndim != 2 or values.shape != (len(mesh.vertices), width):
+        raise ParamsError(f"{where}: {path.name}: {label} {name}: must be {width} numbers per vertex for its "
+                          f"{len(mesh.vertices)} vertices, got shape {values.shape}")
+    if not np.isfinite(values).all():
+        raise ParamsError(f"{where}: {path.name}: {label} {name}: holds values that are not finite (NaN or inf)")
+    return values
+
+
+def _face_tangents(positions: np.ndarray, tangent: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    """(T, 3) float32 (a, b, w) per face (:attr:`SurfacePart.tangents`) from the primitive's own vertex
+    positions and TANGENT: the corners' mean tangent, less its part along the face normal, as a e_1 + b e_2
+    (least squares in the face's plane: the Gram system of e_1, e_2); w the sign of the corners' summed w.
+    (0, 0, 0) where the face or the projected tangent is degenerate."""
+    corners = positions[faces]
+    e1, e2 = corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]
+    normal = np.cross(e1, e2)
+    t = tangent[faces, :3].sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t -= normal * ((t * normal).sum(axis=1) / (normal * normal).sum(axis=1))[:, None]
+    d00, d01, d11 = (e1 * e1).sum(1), (e1 * e2).sum(1), (e2 * e2).sum(1)
+    r1, r2 = (t * e1).sum(1), (t * e2).sum(1)
+    den = d00 * d11 - d01 * d01
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a, b = (d11 * r1 - d01 * r2) / den, (d00 * r2 - d01 * r1) / den
+    w = np.where(tangent[faces, 3].sum(axis=1) < 0, -1.0, 1.0)
+    out = np.stack([a, b, w], axis=1)
+    length = np.linalg.norm(t, axis=1)
+    out[~(np.isfinite(out).all(axis=1) & (den > 0) & (length > 1e-12 * np.sqrt(d00 + d11)))] = 0.0
+    return out.astype(np.float32)
+
+
+def _label_of(material, document: dict | None) -> str:
+    """How a message names a loaded glTF material: ``material 'name'`` or ``material k``."""
+    name = getattr(material, "name", None) or ""
+    if document is None or not name.startswith(_MATERIAL_TAG):
+        return "its material"
+    index = int(name[len(_MATERIAL_TAG):])
+    spec = document["materials"][index]
+    return f"material '{spec.get('name')}'" if spec.get("name") else f"material {index}"
+
+
+def _texture_sets(material, document: dict, path: Path, where: str) -> dict[int, int]:
+    """The ``texCoord`` each texture of a loaded glTF material names, by its bit (UV1_BASE ...); ParamsError
+    naming the file, material and texture for anything but 0 or 1."""
+    name = getattr(material, "name", None) or ""
+    if not name.startswith(_MATERIAL_TAG):
+        return {}
+    spec = document["materials"][int(name[len(_MATERIAL_TAG):])]
+    sets = {}
+    for bit, (key, _) in zip((UV1_BASE, UV1_PBR, UV1_NORMAL, UV1_OCCLUSION, UV1_EMISSIVE), _MATERIAL_TEXTURES):
+        entry = spec
+        for step in key.split("/"):
+            entry = entry.get(step) if isinstance(entry, dict) else None
+        if isinstance(entry, dict):
+            value = entry.get("texCoord", 0)
+            if value not in (0, 1) or isinstance(value, bool):
+                raise ParamsError(f"{where}: {path.name}: {_label_of(material, document)} {key.split('/')[-1]}: "
+                                  f"texCoord must be 0 or 1 (TEXCOORD_0, TEXCOORD_1), got {value!r}")
+            sets[bit] = int(value)
+    return sets
 
 
 #: Put before each glTF material's index in its name while trimesh loads the file (:func:`_tagged_gltf`).
 _MATERIAL_TAG = "aerial_sim-material-"
+#: Put before a primitive attribute's name to hand it through trimesh as a custom vertex attribute.
+_CUSTOM = "_aerial_sim_"
 #: glTF material textures: (where in the material, trimesh's attribute).
 _MATERIAL_TEXTURES = (("pbrMetallicRoughness/baseColorTexture", "baseColorTexture"),
                       ("pbrMetallicRoughness/metallicRoughnessTexture", "metallicRoughnessTexture"),
@@ -179,6 +291,18 @@ def _tagged_gltf(path: Path) -> tuple[dict, bytes]:
     for index, material in enumerate(tagged.get("materials") or []):
         if isinstance(material, dict):
             material["name"] = f"{_MATERIAL_TAG}{index}"
+    for mesh in tagged.get("meshes") or []:
+        for primitive in (mesh.get("primitives") if isinstance(mesh, dict) else None) or []:
+            attributes = primitive.get("attributes") if isinstance(primitive, dict) else None
+            if not isinstance(attributes, dict):
+                continue
+            # What trimesh does not read, handed through as custom attributes (the untransformed POSITION for the
+            # tangents' face coordinates): only where used, so other files load as before.
+            if "TANGENT" in attributes and "POSITION" in attributes:
+                attributes[_CUSTOM + "TANGENT"] = attributes["TANGENT"]
+                attributes[_CUSTOM + "POSITION"] = attributes["POSITION"]
+            if "TEXCOORD_1" in attributes:
+                attributes[_CUSTOM + "TEXCOORD_1"] = attributes["TEXCOORD_1"]
     text = json.dumps(tagged).encode()
     if path.suffix.lower() == ".gltf":
         return document, text

@@ -45,6 +45,7 @@ import numpy as np
 
 from aerial_sim.config import require, require_positive
 from aerial_sim.world import material_maps, raster_kernels, render_kernels, shadow_kernels
+from aerial_sim.world.assets import UV1_BASE, UV1_PBR
 from aerial_sim.world.lighting import daylight, parse_time_of_day, sun_direction_enu, sun_position
 from aerial_sim.world.ray_caster import ray_caster_of
 from aerial_sim.world.rotations import quaternion_to_matrix, rpy_to_matrix
@@ -126,8 +127,11 @@ class CameraModel:
         #: Colour supersampling factor per axis (the fine model itself renders plainly).
         self._antialiasing = self.lighting.antialiasing if supersample else 1
         render_kernels.warm_up(shading=True)  # compile or load now, not on the first frame
+        uv_sets = self._surfaces.uv_sets is not None  # glTF textures on TEXCOORD_1
         if self._surfaces.maps is not None:
-            material_maps.warm_up()
+            material_maps.warm_up(uv_sets)
+        elif uv_sets:
+            render_kernels.warm_up(shading=True, uv_sets=True)
         if self.lighting.shadows:
             shadow_kernels.warm_up()
 
@@ -360,7 +364,7 @@ class CameraModel:
             surfaces.albedo, surfaces.texels, surfaces.texture_table, self._albedo_lut[1], self._sun, self._ambient,
             self._lit_share, float(self.scene.ground.checker_size_m), self._sky, self._sky_zenith,
             lighting.sky_zenith_color is not None, self._fog_density, self._fog, self._gain, self._pbr,
-            self._pbr_texture, rgb, ambient_scale, emission)
+            self._pbr_texture, rgb, ambient_scale, emission, surfaces.uv_plane1, surfaces.uv_sets)
         return rgb
 
     def _color_reference(self, origin: np.ndarray, directions: np.ndarray, hits) -> np.ndarray:
@@ -375,7 +379,7 @@ class CameraModel:
         textured[on_triangle] = surfaces.texture[triangle[on_triangle]] >= 0
         if textured.any():
             albedo[textured] *= self._sample_textures(origin, directions[textured], hits.distance[textured],
-                                                      triangle[textured])
+                                                      triangle[textured], bit=UV1_BASE)
         ground = (hits.surface == SURFACE_GROUND) & ~textured
         if self.scene.ground.checker_size_m > 0 and ground.any():
             xy = origin[:2] + (directions[ground, :2] * hits.distance[ground, None]).astype(np.float64)
@@ -383,8 +387,9 @@ class CameraModel:
             albedo[ground] *= np.where(cell == 1, 0.85, 1.0).astype(np.float32)[:, None]
         normal = hits.normal
         if surfaces.maps is not None:  # glTF normal, occlusion and emissive maps (material_maps)
-            def sample(rows, textures):
-                return self._sample_textures(origin, directions[rows], hits.distance[rows], triangle[rows], textures)
+            def sample(rows, textures, bit):
+                return self._sample_textures(origin, directions[rows], hits.distance[rows], triangle[rows], textures,
+                                             bit)
 
             normal, ambient_scale, emission = material_maps.apply_maps_reference(surfaces, sample, origin, directions,
                                                                                  hits)
@@ -400,7 +405,7 @@ class CameraModel:
             if mapped.any():  # metallicRoughnessTexture: blue x metallic, green x roughness
                 rows = pbr[mapped]
                 sample = self._sample_textures(origin, directions[rows], hits.distance[rows], triangle[rows],
-                                               self._pbr_texture[triangle[rows]])
+                                               self._pbr_texture[triangle[rows]], UV1_PBR)
                 factors[mapped, 0] *= sample[:, 2]
                 factors[mapped, 1] *= sample[:, 1]
             rgb[pbr] = self._pbr_color(albedo[pbr], normal[pbr], -directions[pbr], cosine[pbr], factors)
@@ -447,9 +452,10 @@ class CameraModel:
         direct = (one - fresnel) * (one - metallic) * albedo + d_g[:, None] * fresnel * np.float32(255.0)
         return (self._ambient * albedo + self._lit_share * cosine[:, None] * direct).astype(np.float32)
 
-    def _sample_textures(self, origin, directions, distance, triangle, texture=None) -> np.ndarray:
+    def _sample_textures(self, origin, directions, distance, triangle, texture=None, bit: int = UV1_BASE) -> np.ndarray:
         """Bilinear texture samples / 255 (M, 3) at the hits on textured triangles (as the kernel samples), of their
-        base-colour texture or of ``texture`` (M,) (indices into the texture table)."""
+        base-colour texture or of ``texture`` (M,) (indices into the texture table); at TEXCOORD_1 where the
+        triangle's ``uv_sets`` has ``bit``."""
         surfaces = self._surfaces
         texture = surfaces.texture[triangle] if texture is None else texture
         points = origin + directions * distance[:, None].astype(np.float64)
@@ -460,7 +466,11 @@ class CameraModel:
         den = d00 * d11 - d01 * d01
         b1, b2 = (d11 * d20 - d01 * d21) / den, (d00 * d21 - d01 * d20) / den
         weights = np.stack([1.0 - b1 - b2, b1, b2], axis=1)
-        uv = np.einsum("nk,nkc->nc", weights, surfaces.uv[triangle].astype(np.float64))
+        corner_uv = surfaces.uv[triangle]
+        if surfaces.uv_sets is not None:
+            second = (surfaces.uv_sets[triangle] & bit) != 0
+            corner_uv = np.where(second[:, None, None], surfaces.uv1[triangle], corner_uv)
+        uv = np.einsum("nk,nkc->nc", weights, corner_uv.astype(np.float64))
         out = np.empty((len(triangle), 3), np.float32)
         for k in np.unique(texture):
             rows = texture == k

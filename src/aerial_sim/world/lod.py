@@ -144,18 +144,21 @@ def _part(vertices: np.ndarray, faces: np.ndarray, original: SurfacePart) -> Sur
     metallic-roughness) and transferred uv."""
     triangles = np.ascontiguousarray(vertices[faces])
     triangles = triangles[_areas(triangles) > 0]
-    uv = None
+    uv = uv1 = None
     if original.uv is not None and (original.texture is not None or original.pbr_texture is not None) and len(triangles):
-        uv = _transferred_uv(triangles, original)
-    return dataclasses.replace(original, triangles=triangles, uv=uv)
+        uv = _transferred_uv(triangles, original, original.uv)
+        if original.uv1 is not None:
+            uv1 = _transferred_uv(triangles, original, original.uv1)
+    # The file's tangents belong to its faces: a level's faces take the frame of their texture coordinates.
+    return dataclasses.replace(original, triangles=triangles, uv=uv, uv1=uv1, tangents=None)
 
 
-def _transferred_uv(triangles: np.ndarray, original: SurfacePart) -> np.ndarray:
-    """(T, 3, 2) float32 corner texture coordinates: each triangle's corners through the affine uv map of the
-    original triangle whose centroid is nearest its centroid."""
+def _transferred_uv(triangles: np.ndarray, original: SurfacePart, coordinates: np.ndarray) -> np.ndarray:
+    """(T, 3, 2) float32 corner texture coordinates: each triangle's corners through the affine map of
+    ``coordinates`` (``original``'s uv or uv1) on the original triangle whose centroid is nearest its centroid."""
     from scipy.spatial import cKDTree
 
-    corners, uv = original.triangles, original.uv.astype(np.float64)
+    corners, uv = original.triangles, coordinates.astype(np.float64)
     e1, e2 = corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]
     d00, d01, d11 = (e1 * e1).sum(1), (e1 * e2).sum(1), (e2 * e2).sum(1)
     den = d00 * d11 - d01 * d01

@@ -1,7 +1,8 @@
 """glTF normal, occlusion and emissive maps at the camera's pixels (glTF 2.0 spec, sec. 3.9.3-3.9.5).
 
 For each pixel on a triangle whose material has maps (:class:`~aerial_sim.world.assets.SurfaceMaps`), at the
-hit's texture coordinates (TEXCOORD_0, sampled bilinearly as the base colour is):
+hit's texture coordinates (of the set each map's ``texCoord`` names, TEXCOORD_0 or TEXCOORD_1; sampled
+bilinearly as the base colour is):
 
 - normal map: the texel's RGB / 255 is a tangent-space normal n_t = ((2R - 1) s, (2G - 1) s, 2B - 1), s the
   map's ``scale``, normalised (spec 3.9.3: "scaledNormal = normalize((<sampled normal texture value> * 2.0 -
@@ -9,7 +10,9 @@ hit's texture coordinates (TEXCOORD_0, sampled bilinearly as the base colour is)
   N the triangle's geometric normal, T the direction of increasing u on it and B = sign (N x T), the sign
   making B the direction of increasing v (texture up: +Y of the map, as the spec's "+Y is up"); these are
   the per-face tangents of the MikkTSpace construction the spec names when a file gives no TANGENT, for a
-  renderer whose normals are per face. Seen from its back, the frame is turned over (-T, -B, -N), as the
+  renderer whose normals are per face. Where the file gives TANGENT (xyz, w), T is the face's mean of its
+  corners' tangents, less its part along N, and B = w (N x T) (spec sec. 3.7.2.1: "bitangent = cross(normal,
+  tangent.xyz) * tangent.w"), per face as the normals are. Seen from its back, the frame is turned over (-T, -B, -N), as the
   Khronos sample viewer does. The shading normal replaces the geometric one in Lambert's law and the BRDF;
   the shadow rays, the depth, the ``normals`` image and every label keep the geometric one.
 - occlusion map: the ambient (indirect) light is scaled by 1 + strength (R - 1) (spec 3.9.4: it "applies
@@ -32,6 +35,9 @@ from functools import cached_property
 import numpy as np
 
 from aerial_sim.jit import njit
+from aerial_sim.world.assets import UV1_EMISSIVE as _UV1_EMISSIVE
+from aerial_sim.world.assets import UV1_NORMAL as _UV1_NORMAL
+from aerial_sim.world.assets import UV1_OCCLUSION as _UV1_OCCLUSION
 from aerial_sim.world.render_kernels import _bilinear, _texel_corners
 
 
@@ -40,7 +46,9 @@ class MaterialMaps:
     """Per triangle of a :class:`~aerial_sim.world.surface_tables.SceneSurfaces` (row-aligned): ``normal_texture``,
     ``occlusion_texture``, ``emissive_texture`` (T,) int32 indices into its texture table (-1: none),
     ``normal_scale``, ``occlusion_strength`` (T,) float32, ``emissive`` (T, 3) float32 (0-255; 0: none), and
-    ``triangles`` (T, 3, 3) float64 and ``uv`` (T, 3, 2) for the tangent frames."""
+    ``triangles`` (T, 3, 3) float64 and ``uv`` (T, 3, 2) for the tangent frames, and ``tangents`` (T, 3) float32
+    the file's tangents as (a, b, w) of each face's edges (:attr:`~aerial_sim.world.assets.SurfacePart.tangents`;
+    rows of w = 0 and None: none given)."""
 
     normal_texture: np.ndarray
     normal_scale: np.ndarray
@@ -50,12 +58,14 @@ class MaterialMaps:
     emissive_texture: np.ndarray
     triangles: np.ndarray
     uv: np.ndarray
+    tangents: np.ndarray | None = None
 
     @cached_property
     def frames(self) -> np.ndarray:
         """(T, 9) float32: T, B, N (unit) of each normal-mapped triangle (module docstring), zero for the others.
         With e_1 = P_1 - P_0, e_2 = P_2 - P_0 and their (du, dv): dP/du = (dv_2 e_1 - dv_1 e_2) / det,
-        dP/dv = (du_1 e_2 - du_2 e_1) / det, det = du_1 dv_2 - du_2 dv_1."""
+        dP/dv = (du_1 e_2 - du_2 e_1) / det, det = du_1 dv_2 - du_2 dv_1. A face with the file's tangent
+        (a, b, w): T = a e_1 + b e_2 (in its plane), B = w (N x T)."""
         frames = np.zeros((len(self.normal_texture), 9), np.float32)
         rows = np.flatnonzero(self.normal_texture >= 0)
         if len(rows) == 0:
@@ -75,15 +85,27 @@ class MaterialMaps:
         tangent -= normal * (tangent * normal).sum(axis=1, keepdims=True)
         tangent /= np.maximum(np.linalg.norm(tangent, axis=1, keepdims=True), 1e-30)
         bitangent = np.cross(normal, tangent)
-        bitangent *= np.where((bitangent * along_v).sum(axis=1) < 0, -1.0, 1.0)[:, None]
+        sign = np.where((bitangent * along_v).sum(axis=1) < 0, -1.0, 1.0)
+        if self.tangents is not None:  # the file's TANGENT where it gave one
+            given = self.tangents[rows].astype(np.float64)
+            keep = given[:, 2] != 0
+            from_file = given[keep, 0:1] * e1[keep] + given[keep, 1:2] * e2[keep]
+            from_file -= normal[keep] * (from_file * normal[keep]).sum(axis=1, keepdims=True)
+            length = np.linalg.norm(from_file, axis=1, keepdims=True)
+            keep[keep] = length[:, 0] > 0
+            tangent[keep] = (from_file / np.where(length > 0, length, 1.0))[length[:, 0] > 0]
+            bitangent[keep] = np.cross(normal[keep], tangent[keep])
+            sign[keep] = given[keep, 2]
+        bitangent *= sign[:, None]
         frames[rows] = np.concatenate([tangent, bitangent, normal], axis=1)
         return frames
 
 
 def material_maps_of(chunks: list[tuple[int, object]], texture_id, triangles: np.ndarray,
-                     uv: np.ndarray) -> MaterialMaps | None:
+                     uv: np.ndarray, tangents: np.ndarray | None = None) -> MaterialMaps | None:
     """The table of ``chunks`` [(triangle count, SurfaceMaps or None)] in row order, their images numbered by
-    ``texture_id`` (image -> index in the texture table); None when no chunk has maps."""
+    ``texture_id`` (image -> index in the texture table), with the rows' ``tangents`` (MaterialMaps); None when
+    no chunk has maps."""
     if all(maps is None for _, maps in chunks):
         return None
     columns = {name: [] for name in ("normal_texture", "normal_scale", "occlusion_texture", "occlusion_strength",
@@ -101,7 +123,7 @@ def material_maps_of(chunks: list[tuple[int, object]], texture_id, triangles: np
         columns["emissive"].append(np.tile(np.asarray((0.0,) * 3 if maps is None else maps.emissive, np.float32),
                                            (count, 1)))
     return MaterialMaps(**{k: np.ascontiguousarray(np.concatenate(v)) for k, v in columns.items()},
-                        triangles=triangles, uv=uv)
+                        triangles=triangles, uv=uv, tangents=tangents)
 
 
 def has_texture(maps: MaterialMaps | None) -> np.ndarray | bool:
@@ -114,10 +136,12 @@ def has_texture(maps: MaterialMaps | None) -> np.ndarray | bool:
 @njit(cache=True, nogil=True, error_model="numpy")
 def apply_maps(origin, directions, distance, triangle, normal, uv_plane, texels, texture_table, normal_texture,
                normal_scale, occlusion_texture, occlusion_strength, emissive, emissive_texture, frames,
-               shading_normal, ambient_scale, emission):
+               shading_normal, ambient_scale, emission, uv_plane1, uv_sets):
     """Per pixel: the shading normal into ``shading_normal`` (N, 3), the ambient factor into ``ambient_scale``
     (N,) and the emitted colour into ``emission`` (N, 3) (module docstring); pixels without maps get the
-    geometric normal, 1 and 0."""
+    geometric normal, 1 and 0. ``uv_plane1`` (T, 8) and ``uv_sets`` (T,) uint8: the TEXCOORD_1 planes and which
+    maps are sampled there (:class:`~aerial_sim.world.surface_tables.SceneSurfaces`), or both None (none is:
+    numba then compiles the call without their code)."""
     one = np.float32(1.0)
     for i in range(directions.shape[0]):
         shading_normal[i, 0], shading_normal[i, 1], shading_normal[i, 2] = normal[i, 0], normal[i, 1], normal[i, 2]
@@ -130,15 +154,22 @@ def apply_maps(origin, directions, distance, triangle, normal, uv_plane, texels,
         er, eg, eb = emissive[w, 0], emissive[w, 1], emissive[w, 2]
         if kn < 0 and ko < 0 and er == 0 and eg == 0 and eb == 0:
             continue
-        u = v = 0.0
+        u = v = u1 = v1 = 0.0
+        sets = 0
         if kn >= 0 or ko >= 0 or ke >= 0:
             px = origin[0] + np.float64(directions[i, 0] * distance[i])
             py = origin[1] + np.float64(directions[i, 1] * distance[i])
             pz = origin[2] + np.float64(directions[i, 2] * distance[i])
             u = uv_plane[w, 0] * px + uv_plane[w, 1] * py + uv_plane[w, 2] * pz + uv_plane[w, 3]
             v = uv_plane[w, 4] * px + uv_plane[w, 5] * py + uv_plane[w, 6] * pz + uv_plane[w, 7]
+            if uv_sets is not None:  # None: numba compiles the call without this
+                sets = uv_sets[w]
+                if sets != 0:
+                    u1 = uv_plane1[w, 0] * px + uv_plane1[w, 1] * py + uv_plane1[w, 2] * pz + uv_plane1[w, 3]
+                    v1 = uv_plane1[w, 4] * px + uv_plane1[w, 5] * py + uv_plane1[w, 6] * pz + uv_plane1[w, 7]
         if kn >= 0:
-            i00, i01, i10, i11, fx, fy = _texel_corners(u, v, texture_table[kn, 0], texture_table[kn, 1],
+            mu, mv = (u1, v1) if sets & _UV1_NORMAL else (u, v)
+            i00, i01, i10, i11, fx, fy = _texel_corners(mu, mv, texture_table[kn, 0], texture_table[kn, 1],
                                                         texture_table[kn, 2])
             s = normal_scale[w]
             x = (np.float32(2.0) * _bilinear(texels, i00, i01, i10, i11, fx, fy) - one) * s
@@ -154,11 +185,13 @@ def apply_maps(origin, directions, distance, triangle, normal, uv_plane, texels,
             if length > 0:
                 shading_normal[i, 0], shading_normal[i, 1], shading_normal[i, 2] = nx / length, ny / length, nz / length
         if ko >= 0:
-            i00, i01, i10, i11, fx, fy = _texel_corners(u, v, texture_table[ko, 0], texture_table[ko, 1],
+            mu, mv = (u1, v1) if sets & _UV1_OCCLUSION else (u, v)
+            i00, i01, i10, i11, fx, fy = _texel_corners(mu, mv, texture_table[ko, 0], texture_table[ko, 1],
                                                         texture_table[ko, 2])
             ambient_scale[i] = one + occlusion_strength[w] * (_bilinear(texels, i00, i01, i10, i11, fx, fy) - one)
         if ke >= 0:
-            i00, i01, i10, i11, fx, fy = _texel_corners(u, v, texture_table[ke, 0], texture_table[ke, 1],
+            mu, mv = (u1, v1) if sets & _UV1_EMISSIVE else (u, v)
+            i00, i01, i10, i11, fx, fy = _texel_corners(mu, mv, texture_table[ke, 0], texture_table[ke, 1],
                                                         texture_table[ke, 2])
             er = er * _bilinear(texels, i00, i01, i10, i11, fx, fy)
             eg = eg * _bilinear(texels, i00 + 1, i01 + 1, i10 + 1, i11 + 1, fx, fy)
@@ -176,13 +209,14 @@ def shading_inputs(surfaces, origin, directions, hits) -> tuple[np.ndarray, np.n
     apply_maps(np.asarray(origin, np.float64), directions, hits.distance, hits.triangle, hits.normal,
                surfaces.uv_plane, surfaces.texels, surfaces.texture_table, maps.normal_texture, maps.normal_scale,
                maps.occlusion_texture, maps.occlusion_strength, maps.emissive, maps.emissive_texture, maps.frames,
-               shading_normal, ambient_scale, emission)
+               shading_normal, ambient_scale, emission, surfaces.uv_plane1, surfaces.uv_sets)
     return shading_normal, ambient_scale, emission
 
 
 def apply_maps_reference(surfaces, sample, origin, directions, hits) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """NumPy version of :func:`shading_inputs`; ``sample(rows, textures)`` gives the bilinear texel / 255 (M, 3)
-    of texture ``textures`` (M,) at the hits ``rows`` (the camera's reference sampler)."""
+    """NumPy version of :func:`shading_inputs`; ``sample(rows, textures, bit)`` gives the bilinear texel / 255
+    (M, 3) of texture ``textures`` (M,) at the hits ``rows``, at TEXCOORD_1 where the row's ``uv_sets`` has
+    ``bit`` (the camera's reference sampler)."""
     maps = surfaces.maps
     count = len(directions)
     shading_normal = hits.normal.astype(np.float32).copy()
@@ -194,7 +228,7 @@ def apply_maps_reference(surfaces, sample, origin, directions, hits) -> tuple[np
     mapped = rows[maps.normal_texture[w] >= 0]
     if len(mapped):
         w = triangle[mapped]
-        texel = sample(mapped, maps.normal_texture[w])
+        texel = sample(mapped, maps.normal_texture[w], _UV1_NORMAL)
         scale = maps.normal_scale[w][:, None]
         tangent_space = np.concatenate([(2.0 * texel[:, :2] - 1.0) * scale, 2.0 * texel[:, 2:] - 1.0], axis=1)
         frames = maps.frames[w]
@@ -207,7 +241,7 @@ def apply_maps_reference(surfaces, sample, origin, directions, hits) -> tuple[np
     occluded = rows[maps.occlusion_texture[w] >= 0]
     if len(occluded):
         w = triangle[occluded]
-        red = sample(occluded, maps.occlusion_texture[w])[:, 0]
+        red = sample(occluded, maps.occlusion_texture[w], _UV1_OCCLUSION)[:, 0]
         ambient_scale[occluded] = 1.0 + maps.occlusion_strength[w] * (red - 1.0)
     w = triangle[rows]
     glowing = rows[maps.emissive[w].any(axis=1)]
@@ -216,22 +250,24 @@ def apply_maps_reference(surfaces, sample, origin, directions, hits) -> tuple[np
         emission[glowing] = maps.emissive[w]
         textured = maps.emissive_texture[w] >= 0
         if textured.any():
-            emission[glowing[textured]] *= sample(glowing[textured], maps.emissive_texture[w[textured]])
+            emission[glowing[textured]] *= sample(glowing[textured], maps.emissive_texture[w[textured]],
+                                                  _UV1_EMISSIVE)
     return shading_normal, ambient_scale, emission
 
 
-def warm_up() -> None:
+def warm_up(uv_sets: bool = False) -> None:
     """Compile (or load from the cache) :func:`apply_maps`, and the shading kernel's version with maps, for the
-    dtypes the camera passes."""
+    dtypes the camera passes (``uv_sets``: their versions for a scene with textures on TEXCOORD_1 too)."""
     from aerial_sim.jit import COMPILED
     from aerial_sim.world import render_kernels
 
     if not COMPILED:
         return
-    render_kernels.warm_up(shading=True, maps=True)
+    render_kernels.warm_up(shading=True, maps=True, uv_sets=uv_sets)
     one = np.ones(1, np.float32)
     none = np.full(1, -1, np.int32)
-    apply_maps(np.zeros(3), np.array([[0.0, 0.0, -1.0]], np.float32), one, np.zeros(1, np.int32),
-               np.zeros((1, 3), np.float32), np.zeros((1, 8)), np.zeros(3, np.uint8), np.zeros((1, 3), np.int64), none,
-               one, none, one, np.zeros((1, 3), np.float32), none, np.zeros((1, 9), np.float32),
-               np.empty((1, 3), np.float32), np.empty(1, np.float32), np.empty((1, 3), np.float32))
+    for sets in ((None, None),) + (((np.zeros((1, 8)), np.zeros(1, np.uint8)),) if uv_sets else ()):
+        apply_maps(np.zeros(3), np.array([[0.0, 0.0, -1.0]], np.float32), one, np.zeros(1, np.int32),
+                   np.zeros((1, 3), np.float32), np.zeros((1, 8)), np.zeros(3, np.uint8), np.zeros((1, 3), np.int64),
+                   none, one, none, one, np.zeros((1, 3), np.float32), none, np.zeros((1, 9), np.float32),
+                   np.empty((1, 3), np.float32), np.empty(1, np.float32), np.empty((1, 3), np.float32), *sets)

@@ -99,7 +99,7 @@ def merge_hits(origins, directions, tfar, prim, ng, surface_of_triangle, ground_
 def shade_surfaces(origin, directions, distance, surface, triangle, normal, lit, uv_plane, texture_of,
                    albedo_of, texels, texture_table, ground_albedo, sun, ambient, lit_share, checker_size_m,
                    sky_horizon, sky_zenith, sky_gradient, fog_density, fog_color, gain, pbr_of, pbr_texture_of, out,
-                   ambient_scale, emission):
+                   ambient_scale, emission, uv_plane1, uv_sets):
     """Shaded uint8 RGB per ray into ``out`` (N, 3):
     colour = albedo x (a + (1 - a) direct max(0, n.s) lit) x gain, fogged, + 0.5, clipped to 255.
 
@@ -118,6 +118,9 @@ def shade_surfaces(origin, directions, distance, surface, triangle, normal, lit,
     (1 - a) x direct light, float32. ``ambient_scale`` (N,) and ``emission`` (N, 3) float32, or both None
     (no maps: numba then compiles the call without their code, as fast as before they came): the glTF occlusion factor of each pixel's ambient light and the colour it emits, added before the
     exposure and fog (:mod:`aerial_sim.world.material_maps`, whose shading normals come as ``normal``).
+    ``uv_plane1`` (T, 8) float64 and ``uv_sets`` (T,) uint8: the glTF TEXCOORD_1 planes and which textures are
+    sampled there (bit 1 the base colour's, 2 the metallicRoughnessTexture's), or both None (no texture on
+    TEXCOORD_1: compiled without their code).
     (One loop, no per-pixel call: a call with these arguments costs more than the shading.)
     """
     half = np.float32(0.5)
@@ -144,6 +147,10 @@ def shade_surfaces(origin, directions, distance, surface, triangle, normal, lit,
                 # Texture coordinates as an affine function of the hit point on the triangle's plane.
                 u = uv_plane[w, 0] * px + uv_plane[w, 1] * py + uv_plane[w, 2] * pz + uv_plane[w, 3]
                 v = uv_plane[w, 4] * px + uv_plane[w, 5] * py + uv_plane[w, 6] * pz + uv_plane[w, 7]
+                if uv_sets is not None:  # None: numba compiles the call without this
+                    if uv_sets[w] & 1:  # the base colour texture on TEXCOORD_1
+                        u = uv_plane1[w, 0] * px + uv_plane1[w, 1] * py + uv_plane1[w, 2] * pz + uv_plane1[w, 3]
+                        v = uv_plane1[w, 4] * px + uv_plane1[w, 5] * py + uv_plane1[w, 6] * pz + uv_plane1[w, 7]
                 offset, width, height = texture_table[k, 0], texture_table[k, 1], texture_table[k, 2]
                 x = (u - math.floor(u)) * width - 0.5
                 y = (1.0 - (v - math.floor(v))) * height - 0.5
@@ -193,6 +200,10 @@ def shade_surfaces(origin, directions, distance, surface, triangle, normal, lit,
                 pz = origin[2] + np.float64(directions[i, 2] * distance[i])
                 u = uv_plane[w, 0] * px + uv_plane[w, 1] * py + uv_plane[w, 2] * pz + uv_plane[w, 3]
                 v = uv_plane[w, 4] * px + uv_plane[w, 5] * py + uv_plane[w, 6] * pz + uv_plane[w, 7]
+                if uv_sets is not None:
+                    if uv_sets[w] & 2:  # the metallicRoughnessTexture on TEXCOORD_1
+                        u = uv_plane1[w, 0] * px + uv_plane1[w, 1] * py + uv_plane1[w, 2] * pz + uv_plane1[w, 3]
+                        v = uv_plane1[w, 4] * px + uv_plane1[w, 5] * py + uv_plane1[w, 6] * pz + uv_plane1[w, 7]
                 i00, i01, i10, i11, fx, fy = _texel_corners(u, v, texture_table[k, 0], texture_table[k, 1],
                                                             texture_table[k, 2])
                 roughness = roughness * _bilinear(texels, i00 + 1, i01 + 1, i10 + 1, i11 + 1, fx, fy)
@@ -296,9 +307,10 @@ def _bilinear(texels, i00, i01, i10, i11, fx, fy):
 NO_MAPS = NO_EMISSION = None
 
 
-def warm_up(shading: bool = False, maps: bool = False) -> None:
+def warm_up(shading: bool = False, maps: bool = False, uv_sets: bool = False) -> None:
     """Compile (or load from the cache) :func:`merge_hits`, and :func:`shade_colors` if ``shading`` (with
-    ``maps``: its version for a scene with glTF maps too), for the dtypes the renderer passes."""
+    ``maps``: its version for a scene with glTF maps too; ``uv_sets``: with textures on TEXCOORD_1 too), for
+    the dtypes the renderer passes."""
     if not COMPILED:
         return
     origins = np.zeros((1, 3), np.float32)
@@ -315,4 +327,5 @@ def warm_up(shading: bool = False, maps: bool = False) -> None:
                        np.zeros((0, 3), np.int64), colour, np.array([0.0, 0.0, 1.0], np.float32), np.float32(0.35),
                        np.float32(0.65), 1.0, colour, colour, False, np.float32(0.0), colour, np.float32(1.0),
                        np.zeros((1, 2), np.float32), np.full(1, -1, np.int32), np.empty((1, 3), np.uint8),
-                       *((np.ones(1, np.float32), np.zeros((1, 3), np.float32)) if maps else (NO_MAPS, NO_EMISSION)))
+                       *((np.ones(1, np.float32), np.zeros((1, 3), np.float32)) if maps else (NO_MAPS, NO_EMISSION)),
+                       *((np.zeros((1, 8)), np.zeros(1, np.uint8)) if uv_sets else (None, None)))

@@ -31,7 +31,10 @@ class SceneSurfaces:
     ``texels`` all textures' RGB bytes, flat; ``texture_table`` (K, 3) int64 (offset, width, height);
     ``pbr`` (T, 2) float32 glTF (metallic, roughness), metallic -1 for a surface shaded by Lambert's law alone;
     ``pbr_texture`` (T,) int32 index into ``texture_table`` of its metallicRoughnessTexture, or -1;
-    ``maps`` the glTF normal, occlusion and emissive maps (:mod:`aerial_sim.world.material_maps`; None: none).
+    ``maps`` the glTF normal, occlusion and emissive maps (:mod:`aerial_sim.world.material_maps`; None: none);
+    ``uv1`` (T, 3, 2) float32 glTF TEXCOORD_1 corner coordinates and ``uv_sets`` (T,) uint8 which textures of
+    the row are sampled there (bits :data:`~aerial_sim.world.assets.UV1_BASE` ...), both None where no texture
+    of the scene names texCoord 1.
     """
 
     triangles: np.ndarray
@@ -44,6 +47,8 @@ class SceneSurfaces:
     pbr: np.ndarray | None = None
     pbr_texture: np.ndarray | None = None
     maps: MaterialMaps | None = None
+    uv1: np.ndarray | None = None
+    uv_sets: np.ndarray | None = None
 
     @property
     def count(self) -> int:
@@ -59,25 +64,38 @@ class SceneSurfaces:
         so u = u_A + (u_B - u_A) b_1 + (u_C - u_A) b_2 is affine in p: one dot product a pixel instead of solving
         for the weights.
         """
-        plane = np.zeros((self.count, 8))
         textured = np.flatnonzero((self.texture >= 0) | (self.pbr_texture >= 0 if self.pbr_texture is not None
                                                          else False) | has_texture(self.maps))
-        if len(textured) == 0:
-            return plane
-        corners, uv = self.triangles[textured], self.uv[textured].astype(np.float64)
-        e1, e2 = corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]
-        d00, d01, d11 = (e1 * e1).sum(1), (e1 * e2).sum(1), (e2 * e2).sum(1)
-        den = d00 * d11 - d01 * d01
-        usable = den > 0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            g1 = (d11[:, None] * e1 - d01[:, None] * e2) / den[:, None]
-            g2 = (d00[:, None] * e2 - d01[:, None] * e1) / den[:, None]
-        for column, k in ((0, 0), (4, 1)):
-            gradient = (uv[:, 1, k] - uv[:, 0, k])[:, None] * g1 + (uv[:, 2, k] - uv[:, 0, k])[:, None] * g2
-            constant = uv[:, 0, k] - (gradient * corners[:, 0]).sum(1)
-            plane[textured[usable], column:column + 3] = gradient[usable]
-            plane[textured[usable], column + 3] = constant[usable]
+        return _uv_plane(self.triangles, self.uv, textured)
+
+    @cached_property
+    def uv_plane1(self) -> np.ndarray | None:
+        """(T, 8) float64: :attr:`uv_plane` of the TEXCOORD_1 coordinates ``uv1``, for the rows with a texture
+        sampled there (None without ``uv1``)."""
+        if self.uv1 is None or self.uv_sets is None:
+            return None
+        return _uv_plane(self.triangles, self.uv1, np.flatnonzero(self.uv_sets))
+
+
+def _uv_plane(triangles: np.ndarray, uv: np.ndarray, textured: np.ndarray) -> np.ndarray:
+    """(T, 8) float64 :attr:`SceneSurfaces.uv_plane` of the corner coordinates ``uv`` for the rows ``textured``."""
+    plane = np.zeros((len(triangles), 8))
+    if len(textured) == 0:
         return plane
+    corners, uv = triangles[textured], uv[textured].astype(np.float64)
+    e1, e2 = corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]
+    d00, d01, d11 = (e1 * e1).sum(1), (e1 * e2).sum(1), (e2 * e2).sum(1)
+    den = d00 * d11 - d01 * d01
+    usable = den > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        g1 = (d11[:, None] * e1 - d01[:, None] * e2) / den[:, None]
+        g2 = (d00[:, None] * e2 - d01[:, None] * e1) / den[:, None]
+    for column, k in ((0, 0), (4, 1)):
+        gradient = (uv[:, 1, k] - uv[:, 0, k])[:, None] * g1 + (uv[:, 2, k] - uv[:, 0, k])[:, None] * g2
+        constant = uv[:, 0, k] - (gradient * corners[:, 0]).sum(1)
+        plane[textured[usable], column:column + 3] = gradient[usable]
+        plane[textured[usable], column + 3] = constant[usable]
+    return plane
 
 
 #: (metallic, roughness) of a surface shaded by Lambert's law (not a metallic-roughness material).
@@ -116,7 +134,8 @@ def _part_chunks(scene: Scene, index: int, parts: list[SurfacePart]) -> list[tup
         else:
             color = part.base_color
         pbr = LAMBERT if part.metallic is None else (part.metallic, part.roughness)
-        chunks.append((part.triangles, 2 + index, part.uv, color, part.texture, pbr, part.pbr_texture, part.maps))
+        chunks.append((part.triangles, 2 + index, part.uv, color, part.texture, pbr, part.pbr_texture, part.maps,
+                       part.uv1, part.uv_sets, part.tangents))
     return chunks
 
 
@@ -190,11 +209,13 @@ def _joined(items, empty):
 
 def _surfaces_of(chunks: list[tuple]) -> SceneSurfaces:
     """One :class:`SceneSurfaces` of the chunks (triangles, surface, uv, albedo, texture image or None,
-    (metallic, roughness), metallic-roughness image or None), in order."""
+    (metallic, roughness), metallic-roughness image or None[, SurfaceMaps or None, TEXCOORD_1 corners or None,
+    uv_sets bits, face tangents or None]), in order."""
     textures: list[np.ndarray] = []
     texture_ids: dict[int, int] = {}
     triangles, surface, uv, texture, albedo, pbrs, pbr_textures = [], [], [], [], [], [], []
     maps = []  # (count, SurfaceMaps or None) per chunk: an object part's 8th item
+    uv1, uv_sets, tangents = [], [], []  # an object part's 9th to 11th items
 
     def texture_id(image) -> int:
         if id(image) not in texture_ids:
@@ -214,9 +235,22 @@ def _surfaces_of(chunks: list[tuple]) -> SceneSurfaces:
         albedo.append(np.tile(np.asarray(color, np.float32), (count, 1)))
         uv.append(np.zeros((count, 3, 2), np.float32) if corner_uv is None else np.asarray(corner_uv, np.float32))
         texture.append(np.full(count, -1 if image is None or corner_uv is None else texture_id(image), np.int32))
+        extra = (chunk[8:11] if len(chunk) > 10 else (None, 0, None)) if corner_uv is not None else (None, 0, None)
+        uv1.append(extra[0] if extra[1] else None)
+        uv_sets.append(np.full(count, extra[1] if extra[0] is not None else 0, np.uint8))
+        tangents.append(extra[2])
     all_triangles = _joined(triangles, np.empty((0, 3, 3)))
     all_uv = _joined(uv, np.empty((0, 3, 2), np.float32))
-    material_maps = material_maps_of(maps, texture_id, all_triangles, all_uv)
+    all_tangents = None
+    if any(rows is not None for rows in tangents):
+        all_tangents = _joined([np.zeros((len(c), 3), np.float32) if rows is None else np.asarray(rows, np.float32)
+                                for c, rows in zip(triangles, tangents)], np.empty((0, 3), np.float32))
+    material_maps = material_maps_of(maps, texture_id, all_triangles, all_uv, all_tangents)
+    all_uv1 = all_sets = None
+    if any(rows is not None for rows in uv1):
+        all_uv1 = _joined([np.zeros((len(c), 3, 2), np.float32) if rows is None else np.asarray(rows, np.float32)
+                           for c, rows in zip(triangles, uv1)], np.empty((0, 3, 2), np.float32))
+        all_sets = _joined(uv_sets, np.empty(0, np.uint8))
     table = np.zeros((len(textures), 3), np.int64)
     offset = 0
     for k, image in enumerate(textures):
@@ -228,6 +262,6 @@ def _surfaces_of(chunks: list[tuple]) -> SceneSurfaces:
         uv=all_uv, texture=_joined(texture, np.empty(0, np.int32)),
         albedo=_joined(albedo, np.empty((0, 3), np.float32)), texels=np.ascontiguousarray(texels), texture_table=table,
         pbr=_joined(pbrs, np.empty((0, 2), np.float32)), pbr_texture=_joined(pbr_textures, np.empty(0, np.int32)),
-        maps=material_maps,
+        maps=material_maps, uv1=all_uv1, uv_sets=all_sets,
     )
     return surfaces
