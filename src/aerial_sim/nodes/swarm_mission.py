@@ -379,7 +379,10 @@ class SwarmMissionNode(Node):
         if self.exit_code is not None:
             return
         self.phase = "done"
-        (self.get_logger().info if code == 0 else self.get_logger().error)(why)
+        if code == 0:  # (two call sites: rclpy refuses a second severity at one)
+            self.get_logger().info(why)
+        else:
+            self.get_logger().error(why)
         for vehicle in self.vehicles:
             if vehicle.phase not in ("landed", "failed"):
                 vehicle.outcome = f"not landed (last phase {vehicle.phase})" if self.mission.land else "flew (no landing)"
