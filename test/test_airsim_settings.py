@@ -4,6 +4,7 @@ unsupported key one warning naming it, every kind of mistake one error naming th
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -294,7 +295,8 @@ def test_a_bad_settings_lens_is_one_error_naming_the_key(tmp_path, lens, message
         load_settings(path)
     path.write_text('{"Vehicles": {"d": {"Cameras": {"c": {"NoiseSettings": [{"LensDistortionEnable": true}]}}}}}')
     (warning,) = load_settings(path).warnings  # Cosys-AirSim's post-process lens: not a calibrated lens, warned
-    assert warning.startswith("Vehicles/d/Cameras/c/NoiseSettings: not supported") and "DistortionParams" in warning
+    assert warning.startswith("Vehicles/d/Cameras/c/NoiseSettings/0/LensDistortionEnable: not supported") and \
+        "DistortionParams" in warning
 
 
 @pytest.mark.ros
@@ -304,14 +306,97 @@ def test_the_camera_node_takes_the_settings_lens_or_its_own_when_the_file_cannot
     from aerial_sim.nodes.camera import CameraNode
 
     good, broken = tmp_path / "settings.json", tmp_path / "broken.json"
-    good.write_text(json.dumps({"Vehicles": {"Drone1": {"Cameras": {"0": {"DistortionParams": LENS}}}}}))
+    good.write_text(json.dumps({"Vehicles": {"Drone1": {"Cameras": {"0": {"DistortionParams": LENS, "NoiseSettings": [
+        {"Enabled": True, "ImageType": 0, "RandContrib": 0.1, **NO_HORIZONTAL}]}}}}}))
     broken.write_text('{"Vehicles": {"Drone1": {"Cameras": {"0": {"DistortionParams": {"K1": "x"}}}}}}')
-    own = [0.01, 0.0, 0.0, 0.0, 0.0]
-    for settings, d in ((str(good), list(LENS_D)), (str(broken), own), ("none", own)):
+    own, own_noise = [0.01, 0.0, 0.0, 0.0, 0.0], 2.0
+    for settings, d, noise in ((str(good), list(LENS_D), 0.1 * 255 / math.sqrt(12)), (str(broken), own, own_noise),
+                               ("none", own, own_noise)):
         node = CameraNode(context=ros_node.context, namespace="drone1", parameter_overrides=[
             Parameter("airsim_settings", value=settings), Parameter("scene", value="empty"),
-            Parameter("width", value=48), Parameter("height", value=32), Parameter("distortion_d", value=own)])
+            Parameter("width", value=48), Parameter("height", value=32), Parameter("distortion_d", value=own),
+            Parameter("color_noise_std", value=own_noise)])
         try:
             assert list(node.camera_info.d) == pytest.approx(d) and node.camera_info.distortion_model == "plumb_bob"
+            assert node.lens_params.color_noise_std == pytest.approx(noise)  # the settings' NoiseSettings, or its own
         finally:
             node.destroy_node()
+
+
+NO_HORIZONTAL = {"HorzWaveContrib": 0, "HorzNoiseLinesContrib": 0, "HorzDistortionContrib": 0}
+
+
+def test_noise_settings_make_the_colour_noise_the_model_predicts_and_one_seed_repeats_it(tmp_path):
+    """An enabled Scene entry of NoiseSettings with RandContrib c gives the server's Scene images (and the camera
+    node's, camera_noise) Gaussian noise of std c x 255 / sqrt(12) levels, zero mean, over every pixel the
+    clipping at 0 and 255 leaves alone; the same noise_seed and stamp give the same bytes, another seed others."""
+    import numpy as np
+
+    from aerial_sim.airsim.images import CameraRig
+    from aerial_sim.airsim.settings import camera_noise
+    from aerial_sim.world.camera import CameraParams
+    from aerial_sim.world.lens import LensParams
+    from aerial_sim.world.scene import load_scene
+
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"Vehicles": {"Drone1": {"Cameras": {"0": {"NoiseSettings": [
+        {"Enabled": False, "ImageType": 0, "RandContrib": 0.9},  # off: ignored, not warned
+        {"Enabled": True, "ImageType": 0, "RandContrib": 0.15, "RandSpeed": 1e6, **NO_HORIZONTAL}]}}}}}))
+    settings = load_settings(path)
+    std = 0.15 * 255.0 / math.sqrt(12.0)  # 11.04 levels
+    assert settings.warnings == ()
+    assert camera_noise(settings, "drone1") == (pytest.approx(std), "Vehicles/Drone1/Cameras/0/NoiseSettings")
+    assert camera_noise(settings, "drone1", "bottom_center") is None
+    scene = load_scene("empty")
+    pose = ((0.0, 0.0, 2.0), (1.0, 0.0, 0.0, 0.0))
+
+    def scene_image(settings, seed: int = 7, stamp_ns: int = 123):
+        rig = CameraRig(scene, CameraParams(), settings, lens=LensParams(noise_seed=seed))
+        response = rig.render("Drone1", [("0", 0, False, False)], *pose, stamp_ns)[0]
+        return np.frombuffer(response["image_data_uint8"], np.uint8).reshape(response["height"], response["width"], 3)
+
+    clean = scene_image(parse_settings({"Vehicles": {"Drone1": {"Cameras": {"0": {}}}}})).astype(float)
+    noisy = scene_image(settings)
+    inside = (clean > 4 * std) & (clean < 255 - 4 * std)  # where clipping cannot bite
+    difference = noisy.astype(float)[inside] - clean[inside]
+    assert inside.sum() > 10_000
+    # std of the sample std ~ sigma / sqrt(2 N) (0.07 levels); rounding adds variance 1/12.
+    assert np.std(difference) == pytest.approx(math.sqrt(std ** 2 + 1 / 12), abs=0.4)
+    assert abs(np.mean(difference)) < 4 * std / math.sqrt(inside.sum())
+    assert np.array_equal(scene_image(settings), noisy)  # same seed, same stamp: same image
+    assert not np.array_equal(scene_image(settings, seed=8), noisy)
+    assert not np.array_equal(scene_image(settings, stamp_ns=124), noisy)  # new each frame
+    assert json.loads(settings_json(settings))["Vehicles"]["Drone1"]["Cameras"]["0"]["NoiseSettings"][0][
+        "RandContrib"] == pytest.approx(0.15)
+
+
+def test_noise_keys_the_model_cannot_make_are_one_warning_line_naming_them():
+    settings = parse_settings({"CameraDefaults": {"NoiseSettings": [
+        {"Enabled": True, "RandContrib": 0.2, "RandSize": 500, "RandSpeed": 10, "HorzWaveStrength": 0.08,
+         "HorzWaveContrib": 0.03},
+        {"Enabled": True, "ImageType": 1}]}})
+    mapped, depth = settings.warnings
+    assert mapped.startswith("CameraDefaults/NoiseSettings/0: mapped to colour noise of 14.7 levels")
+    assert "not simulated: RandSpeed, RandSize, HorzWaveStrength, HorzWaveContrib; AirSim's default horizontal " \
+           "artefacts (HorzNoiseLinesContrib, HorzDistortionContrib absent)" in mapped
+    assert depth.startswith("CameraDefaults/NoiseSettings/1: noise on ImageType 1 (DepthPlanar) is not simulated")
+    from aerial_sim.airsim.settings import camera_noise
+
+    assert camera_noise(settings, "anyone", "left") == (pytest.approx(0.2 * 255 / math.sqrt(12)),
+                                                         "CameraDefaults/NoiseSettings")
+
+
+@pytest.mark.parametrize("entry, message", [
+    ('{"Enabled": true, "RandContrib": 1.5}', r"Cameras/c/NoiseSettings/0/RandContrib: must be a finite number in "
+                                              r"\[0, 1\], got 1\.5"),
+    ('{"Enabled": true, "RandContrib": NaN}', r"Cameras/c/NoiseSettings/0/RandContrib: must be a finite number"),
+    ('{"Enabled": true, "HorzWaveStrength": -1}', r"Cameras/c/NoiseSettings/0/HorzWaveStrength: must be a finite "
+                                                  r"number in \[0, inf\]"),
+    ('{"Enabled": "yes"}', r"Cameras/c/NoiseSettings/0/Enabled: 'yes' is not of type 'boolean'"),
+    ('{"RandSize": "coarse"}', r"Cameras/c/NoiseSettings/0/RandSize: 'coarse' is not of type 'number'"),
+])
+def test_a_bad_noise_value_is_one_error_naming_the_key(tmp_path, entry, message):
+    path = tmp_path / "settings.json"
+    path.write_text('{"Vehicles": {"d": {"Cameras": {"c": {"NoiseSettings": [%s]}}}}}' % entry)
+    with pytest.raises(SettingsError, match=message):
+        load_settings(path)

@@ -23,7 +23,9 @@ with ``external=True`` (:data:`EXTERNAL`). AirSim's mount angles (roll, pitch
 up, yaw right, degrees) become the FLU mount's (roll, -pitch, -yaw).
 A camera's ``DistortionParams`` (or CameraDefaults', for every camera) is its
 plumb_bob lens, over the node's ``camera.distortion_d``; ``simSetDistortionParam``
-changes it from then on.
+changes it from then on. A camera's ``NoiseSettings`` (or CameraDefaults') sets its Scene images' colour noise
+(:func:`~aerial_sim.airsim.settings.camera_noise`), over the node's ``camera.color_noise_std``, seeded by
+``camera.noise_seed``.
 
 Image types (AirSim's ImageType enum):
 - Scene (0): colour; uncompressed bytes are H x W x 3 in **BGR** order (what
@@ -146,6 +148,7 @@ class Camera:
     name: str
     model: CameraModel | LensCamera
     planar_factor: np.ndarray  # (H, W): optical z per metre along the ray
+    noise_std: float = 0.0  # colour noise of its Scene images, 8-bit levels (CameraRig.noise_std)
 
 
 class CameraRig:
@@ -161,6 +164,9 @@ class CameraRig:
         #: CameraDefaults' for every other camera (None: the rig's ``lens``).
         self._settings_distortion: dict[tuple[str, str], tuple[float, ...]] = {}
         self._default_distortion: tuple[float, ...] | None = None
+        #: Colour noise of a settings file (NoiseSettings), as the lenses: (vehicle, name) -> std; CameraDefaults'.
+        self._settings_noise: dict[tuple[str, str], float] = {}
+        self._default_noise: float | None = None
         self.base = dataclasses.replace(params, depth_mode="perspective")
         self.mounts = default_mounts(params.mount_position_m)
         #: Cameras of one vehicle (or EXTERNAL) from a settings file: (vehicle, name) -> CameraParams changes.
@@ -192,6 +198,7 @@ class CameraRig:
                                             hfov_deg=defaults.fov_deg)
             self._default_captures = {t: (w, h, f) for t, w, h, f in defaults.captures}
             self._default_distortion = defaults.distortion_d
+            self._default_noise = defaults.color_noise_std
         for vehicle in settings.vehicles:
             for camera in vehicle.cameras:
                 self.add_camera(vehicle.name, camera)
@@ -216,6 +223,8 @@ class CameraRig:
         self._captures[(vehicle, name)] = {t: (w, h, f) for t, w, h, f in camera.captures}
         if camera.distortion_d is not None:
             self._settings_distortion[(vehicle, name)] = tuple(camera.distortion_d)
+        if camera.color_noise_std is not None:
+            self._settings_noise[(vehicle, name)] = float(camera.color_noise_std)
         self._forget(vehicle, name)
 
     def _forget(self, vehicle: str, name: str) -> None:
@@ -270,7 +279,8 @@ class CameraRig:
             if self._fog_density is not None:
                 model.set_fog(self._fog_density)
             factor = 1.0 / np.linalg.norm(model.optical_rays(), axis=2)
-            camera = self._cameras[key] = Camera(name, model, factor.astype(np.float32))
+            camera = self._cameras[key] = Camera(name, model, factor.astype(np.float32),
+                                                 self.noise_std(vehicle, name))
         return camera
 
     # -- lens ------------------------------------------------------------------------------
@@ -283,6 +293,14 @@ class CameraRig:
         if key in self._settings_distortion:
             return self._settings_distortion[key]
         return self._default_distortion or tuple(self.lens.distortion_d)
+
+    def noise_std(self, vehicle: str, camera_name: str) -> float:
+        """Colour noise (8-bit levels) of a camera's Scene images: its settings camera's NoiseSettings, else
+        CameraDefaults', else the rig's lens's ``color_noise_std``."""
+        key = (vehicle, self.canonical(camera_name, vehicle))
+        if key in self._settings_noise:
+            return self._settings_noise[key]
+        return self._default_noise if self._default_noise is not None else float(self.lens.color_noise_std)
 
     def distortion_params(self, vehicle: str, camera_name: str) -> list[float]:
         """simGetDistortionParams: [K1, K2, K3, P1, P2] (AirSim's order) of the camera's lens."""
@@ -445,7 +463,7 @@ class CameraRig:
         height, width = camera.model.params.height, camera.model.params.width
         floats, pixels = None, None
         if image_type == SCENE:
-            color = color_noise(frame.color, self.lens.color_noise_std, self.lens.noise_seed, stamp_ns)
+            color = color_noise(frame.color, camera.noise_std, self.lens.noise_seed, stamp_ns)
             pixels = color if compress else color[:, :, ::-1]  # BGR: tobytes copies it once
             floats = color.astype(np.float32).mean(axis=2) if as_float else None
         elif image_type in (DEPTH_PLANAR, DEPTH_PERSPECTIVE):

@@ -21,6 +21,19 @@ unknown coefficient or a lens too strong to invert over one of the camera's imag
 :class:`SettingsError` naming the key path. The AirSim server's cameras and the camera node (the vehicle's
 ``front_center``) both take it (:func:`camera_lens`).
 
+A camera's ``NoiseSettings`` (AirSim's list of per-image-type entries, docs/settings.md "Noise Settings") maps
+onto the camera's colour noise, Gaussian read noise of ``color_noise_std`` 8-bit levels drawn anew each frame
+from the camera's ``noise_seed`` (:mod:`aerial_sim.world.lens`): an ``Enabled`` entry of ``ImageType`` 0
+(Scene) gives ``color_noise_std`` = RandContrib x 255 / sqrt(12). AirSim's random noise blends a noise value
+into each pixel with the ratio RandContrib, out = (1 - c) p + c n; for n uniform over the 8-bit range the
+added term's standard deviation is c x 255 / sqrt(12) (73.6 c levels, 14.7 for AirSim's default c = 0.2),
+which the Gaussian keeps (not the blend's pull of the mean toward grey). What the model cannot make is one
+warning line per entry naming the keys: the noise's spatial structure (RandSize, RandDensity), a slower
+fluctuation than a new draw each frame (RandSpeed below AirSim's default 1e5) and the horizontal artefacts
+(Horz*: Unreal post-process shaders), which AirSim draws at their defaults when their keys are absent, and
+noise on other image types (depth noise is the depth_noise node's). A value that is not a finite number of
+its range is a :class:`SettingsError` naming the key path. :func:`camera_noise` gives a camera's.
+
 Units and frames are AirSim's: positions in metres NED relative to the
 vehicle (cameras, sensors) or to the player start (vehicles, external
 cameras), angles in degrees, wind NED m/s. doc/airsim_settings.md holds the
@@ -80,6 +93,8 @@ class CameraSetting:
     captures: tuple[tuple[int, int, int, float], ...] = ()
     #: plumb_bob D = (k1, k2, p1, p2, k3) of its ``DistortionParams`` (or CameraDefaults'); None: none given.
     distortion_d: tuple[float, float, float, float, float] | None = None
+    #: Colour noise std (8-bit levels) of its ``NoiseSettings`` (or CameraDefaults'); None: none given.
+    color_noise_std: float | None = None
 
 
 @dataclass(frozen=True)
@@ -142,11 +157,26 @@ _CAPTURE = {
         "FOV_Degrees": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 180},
     },
 }
+#: AirSim's NoiseSettings entry keys (AirSimSettings.hpp NoiseSetting) and the range of each number.
+NOISE_NUMBERS = {"RandContrib": (0.0, 1.0), "RandSpeed": (0.0, math.inf), "RandSize": (0.0, math.inf),
+                 "RandDensity": (0.0, math.inf), "HorzWaveContrib": (0.0, 1.0), "HorzWaveStrength": (0.0, math.inf),
+                 "HorzWaveVertSize": (0.0, math.inf), "HorzWaveScreenSize": (0.0, math.inf),
+                 "HorzNoiseLinesContrib": (0.0, 1.0), "HorzNoiseLinesDensityY": (0.0, math.inf),
+                 "HorzNoiseLinesDensityXY": (0.0, math.inf), "HorzDistortionContrib": (0.0, 1.0),
+                 "HorzDistortionStrength": (0.0, math.inf)}
+#: AirSim's RandContrib when an enabled entry gives none, and the RandSpeed from which its noise is new each frame.
+NOISE_DEFAULT_RAND_CONTRIB, NOISE_FULL_SPEED = 0.2, 1e5
+_NOISE_ENTRY = {
+    "type": "object",
+    "properties": dict(Enabled={"type": "boolean"}, ImageType={"type": "integer", "minimum": -1, "maximum": 11},
+                       **{key: _NUMBER for key in NOISE_NUMBERS}),
+}
 _CAMERA = {
     "type": "object",
     "properties": dict(_POSE, CaptureSettings={"type": "array", "items": _CAPTURE},
                        DistortionParams={"type": "object", "properties": {k: _NUMBER for k in DISTORTION_KEYS},
-                                         "additionalProperties": False}),
+                                         "additionalProperties": False},
+                       NoiseSettings={"type": "array", "items": _NOISE_ENTRY}),
 }
 _SENSOR = {
     "type": "object",
@@ -352,8 +382,7 @@ def _pose(spec: dict, default_position=None, default_rpy=None):
 def _camera(name: str, spec: dict, defaults: CameraSetting | None, external: bool, warnings: list,
             where: str) -> CameraSetting:
     unknown = [k for k in spec if k not in _CAMERA_KEYS]
-    warnings.extend(f"{where}{k}: not supported by aerial_sim, ignored"
-                    + (_NOISE_HINT if k == "NoiseSettings" else "") for k in unknown)
+    warnings.extend(f"{where}{k}: not supported by aerial_sim, ignored" for k in unknown)
     base = defaults or CameraSetting(name)
     position, rpy = _pose(spec, base.position_ned, base.rpy_deg)
     width, height, fov, types = base.width, base.height, base.fov_deg, list(base.image_types)
@@ -378,13 +407,58 @@ def _camera(name: str, spec: dict, defaults: CameraSetting | None, external: boo
         distortion = _distortion(spec["DistortionParams"], f"{where}DistortionParams")
     if distortion is not None:
         _check_lens(distortion, [(width, height, fov)] + [(w, h, f) for _, w, h, f in entries], f"{where}DistortionParams")
-    return CameraSetting(name, position, rpy, width, height, fov, tuple(types), external, tuple(entries), distortion)
+    noise = base.color_noise_std
+    if "NoiseSettings" in spec:
+        noise = _noise(spec["NoiseSettings"], f"{where}NoiseSettings", warnings)
+    return CameraSetting(name, position, rpy, width, height, fov, tuple(types), external, tuple(entries), distortion,
+                         noise)
 
 
-#: What a camera's NoiseSettings warning adds: Cosys-AirSim's LensDistortion* keys there are a screen-space
-#: post-process of Unreal's, not a calibrated lens model.
-_NOISE_HINT = (" (its Rand*/Horz* artefacts are Unreal post-process shaders; aerial_sim's colour noise is the camera "
-               "node's color_noise_std, and a plumb_bob lens is the camera's DistortionParams)")
+#: Keys of a NoiseSettings entry that the camera's noise model cannot make (module docstring).
+_NOISE_UNMADE = {"RandSize", "RandDensity"} | {key for key in NOISE_NUMBERS if key.startswith("Horz")}
+#: AirSim's three horizontal artefacts, by their keys' prefix (each is off when its <prefix>Contrib is 0).
+_HORIZONTAL = ("HorzWave", "HorzNoiseLines", "HorzDistortion")
+
+
+def _noise(entries: list, where: str, warnings: list) -> float | None:
+    """The colour noise std (8-bit levels) of a camera's ``NoiseSettings`` (module docstring): its last enabled
+    Scene entry's RandContrib x 255 / sqrt(12); 0.0 when it has entries but none enabled for Scene."""
+    std = 0.0
+    for index, entry in enumerate(entries):
+        here = f"{where}/{index}"
+        for key in entry:
+            if key not in _NOISE_ENTRY["properties"]:
+                warnings.append(f"{here}/{key}: not supported by aerial_sim, ignored" + (
+                    " (Cosys-AirSim's screen-space barrel effect of Unreal's; a calibrated plumb_bob lens is the "
+                    "camera's DistortionParams)" if key.startswith("LensDistortion") else ""))
+        for key, (low, high) in NOISE_NUMBERS.items():
+            if key in entry:
+                value = float(entry[key])
+                if not (math.isfinite(value) and low <= value <= high):
+                    raise SettingsError(f"{here}/{key}: must be a finite number in [{low:g}, {high:g}], "
+                                        f"got {entry[key]!r}")
+        if not entry.get("Enabled", False):
+            continue  # AirSim's default: off
+        image_type = int(entry.get("ImageType", 0))
+        if image_type != 0:
+            warnings.append(f"{here}: noise on ImageType {image_type} ({IMAGE_TYPES.get(image_type, '?')}) is not "
+                            "simulated, ignored (colour noise only; depth noise is the depth_noise node's)")
+            continue
+        contrib = float(entry.get("RandContrib", NOISE_DEFAULT_RAND_CONTRIB))
+        std = contrib * 255.0 / math.sqrt(12.0)
+        # A horizontal artefact whose *Contrib is 0 is off in AirSim too; one whose *Contrib is absent is on there.
+        off = {group for group in _HORIZONTAL if entry.get(group + "Contrib", 1.0) == 0}
+        unmade = [key for key in entry if key in _NOISE_UNMADE and not any(key.startswith(g) for g in off)]
+        if "RandSpeed" in entry and float(entry["RandSpeed"]) < NOISE_FULL_SPEED:
+            unmade.insert(0, "RandSpeed")
+        absent = [group + "Contrib" for group in _HORIZONTAL if group + "Contrib" not in entry]
+        parts = ([", ".join(unmade)] if unmade else []) + (
+            [f"AirSim's default horizontal artefacts ({', '.join(absent)} absent)"] if absent else [])
+        if parts:
+            warnings.append(f"{here}: mapped to colour noise of {std:.1f} levels (RandContrib {contrib:g} x 255 / "
+                            f"sqrt(12), new each frame); not simulated: {'; '.join(parts)} (spatial structure, "
+                            "slower fluctuation and Horz* artefacts are Unreal post-process effects)")
+    return std
 
 
 def _distortion(spec: dict, where: str) -> tuple[float, float, float, float, float]:
@@ -425,6 +499,25 @@ def camera_lens(settings: AirSimSettings, vehicle_name: str, camera_name: str = 
     defaults = settings.camera_defaults
     if defaults is not None and defaults.distortion_d is not None:
         return defaults.distortion_d, "CameraDefaults/DistortionParams"
+    return None
+
+
+def camera_noise(settings: AirSimSettings, vehicle_name: str, camera_name: str = "front_center"):
+    """The colour noise std (8-bit levels) the settings' ``NoiseSettings`` give the graph's vehicle
+    ``vehicle_name``'s camera ``camera_name`` (found as :func:`camera_lens` finds a lens), with the key path it
+    came from; None when neither the camera nor CameraDefaults has NoiseSettings."""
+    aliases = {"front_center": {"front_center", "0", ""}}.get(camera_name, {camera_name})
+    vehicles = settings.vehicles
+    vehicle = next((v for v in vehicles if v.name.lower() == vehicle_name.lower()), None)
+    if vehicle is None and len(vehicles) == 1:
+        vehicle = vehicles[0]
+    if vehicle is not None:
+        for camera in vehicle.cameras:
+            if camera.name in aliases and camera.color_noise_std is not None:
+                return camera.color_noise_std, f"Vehicles/{vehicle.name}/Cameras/{camera.name}/NoiseSettings"
+    defaults = settings.camera_defaults
+    if defaults is not None and defaults.color_noise_std is not None:
+        return defaults.color_noise_std, "CameraDefaults/NoiseSettings"
     return None
 
 
@@ -545,6 +638,9 @@ def _camera_json(camera: CameraSetting) -> dict:
         out.update(zip(("Roll", "Pitch", "Yaw"), camera.rpy_deg))
     if camera.distortion_d is not None:
         out["DistortionParams"] = {k: camera.distortion_d[i] for k, i in DISTORTION_KEYS.items()}
+    if camera.color_noise_std:
+        out["NoiseSettings"] = [{"Enabled": True, "ImageType": 0,
+                                 "RandContrib": camera.color_noise_std * math.sqrt(12.0) / 255.0}]
     return out
 
 

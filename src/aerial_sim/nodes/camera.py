@@ -181,16 +181,25 @@ class CameraNode(Node):
 
     def _camera_model(self):
         """The camera through the settings file's lens when it gives one (airsim_settings), else through
-        ``distortion_d``; a file or lens that cannot be used is one error line, and ``distortion_d`` serves."""
+        ``distortion_d``; a file or lens that cannot be used is one error line, and ``distortion_d`` serves.
+        The file's NoiseSettings, when it has them, set ``color_noise_std`` (seeded by ``noise_seed``)."""
         found = None
         if self.node_params.airsim_settings not in ("", "none"):
-            from aerial_sim.airsim.settings import camera_lens, usable_settings
+            from aerial_sim.airsim.settings import camera_lens, camera_noise, usable_settings
 
             usable = usable_settings(self.node_params.airsim_settings, lambda error: self.get_logger().error(
-                f"{error}; the camera's own distortion_d is used"))
+                f"{error}; the camera's own distortion_d and color_noise_std are used"))
             if usable is not None:
                 vehicle = self.get_namespace().strip("/").split("/")[-1]
                 found = camera_lens(usable[1], vehicle)
+                noise = camera_noise(usable[1], vehicle)
+                if noise is not None:
+                    std, key = noise
+                    if self.lens_params.color_noise_std > 0 and self.lens_params.color_noise_std != std:
+                        self.get_logger().warning(f"color_noise_std {self.lens_params.color_noise_std:g} ignored: the "
+                                                  f"AirSim settings' {key} is this camera's noise (the AirSim "
+                                                  "server's too)")
+                    self.lens_params = dataclasses.replace(self.lens_params, color_noise_std=float(std))
         if found is not None:
             d, key = found
             if self.lens_params.distorted and tuple(self.lens_params.distortion_d) != tuple(d):
