@@ -72,8 +72,12 @@ from aerial_sim.nodes._recorder.subscriptions import (hand_back_loss_handlers, m
 from aerial_sim.nodes.ros.clocks import InputStampClock
 from aerial_sim.nodes.ros.parameters import declare_params, run_folder_parameter
 from aerial_sim.nodes.ros.services import serve
-from aerial_sim.nodes.ros.raw_take import take_raw_with_info, unspun_reader_node
+from aerial_sim.nodes.ros.raw_take import ArrivalWait, take_raw_with_info, unspun_reader_node
 from aerial_sim.nodes.ros.run import run_node
+
+
+#: The taker's longest sleep on the middleware (wall s): then it looks again for topics discovery added.
+IDLE_WAIT_S = 0.1
 
 
 def _say(line: str) -> None:
@@ -100,6 +104,7 @@ class Recorder(Node):
         self._lock = threading.RLock()  # the bags and the topic table, shared by the taker and the executor
         self._stop_taking = threading.Event()
         self._taker = threading.Thread(target=self._take_loop, name="recorder-take", daemon=True)
+        self._arrivals = ArrivalWait(self.context)  # the taker's wait for messages, woken by close()
         self._recorded: dict[str, object] = {}  # topic -> subscription of self._reader
         self._skipped: set[str] = set()
         self.get_logger().info(f"recording to {self.bags.writer.path} ({'all topics' if not self.selection.include else ' '.join(self.selection.include)})")
@@ -175,17 +180,27 @@ class Recorder(Node):
 
     # -- the taker thread ---------------------------------------------------------
     def _take_loop(self) -> None:
-        """The taker thread: every ``take_period_s`` (wall), write what has arrived."""
-        while not self._stop_taking.wait(self.params.take_period_s):
+        """The taker thread: once something has arrived, gather for ``take_period_s`` (wall), then write
+        what has arrived. It sleeps on the middleware while nothing arrives (:class:`ArrivalWait`: no
+        round every ``take_period_s`` of a paused or settling graph), and a round takes only from the
+        topics that hold messages (a few of some 20 each physics period)."""
+        while not self._stop_taking.is_set():
+            with self._lock:
+                subscriptions = list(self._recorded.values())
+            if not self._arrivals.ready(subscriptions, IDLE_WAIT_S):
+                continue  # nothing for IDLE_WAIT_S, a stop, or new topics: look again
+            if self._stop_taking.wait(self.params.take_period_s):
+                break
             try:
-                self._take_arrived()
+                self._take_arrived(only_ready=True)
             except Exception as error:  # noqa: BLE001 - one line, and the next round goes on
                 self.get_logger().error(f"writing the arrived messages failed: {type(error).__name__}: {error}",
                                         throttle_duration_sec=10.0)
 
-    def _take_arrived(self) -> None:
+    def _take_arrived(self, only_ready: bool = False) -> None:
         """Write what every recorded topic has received since the last call, in the order it arrived
-        (the middleware's receive stamps).
+        (the middleware's receive stamps). ``only_ready``: take only from the topics the middleware
+        says hold a message (the taker's rounds); else try every topic (the close).
 
         A thread's round every ``take_period_s`` instead of an executor callback per message: at
         five times real time the recorder receives some 9,000 messages a second, and their callbacks
@@ -194,7 +209,10 @@ class Recorder(Node):
         as a callback per message gave it."""
         with self._lock:
             arrived = []
-            for topic, subscription in self._recorded.items():
+            recorded = list(self._recorded.items())
+            if only_ready:
+                recorded = [recorded[i] for i in self._arrivals.ready([s for _, s in recorded], 0.0)]
+            for topic, subscription in recorded:
                 while (taken := take_raw_with_info(subscription)) is not None:
                     data, info = taken
                     arrived.append((info["received_timestamp"], len(arrived), topic, data,
@@ -282,6 +300,7 @@ class Recorder(Node):
     def close(self) -> None:
         """Close the bag (final metadata.yaml) and write the run summary and plot."""
         self._stop_taking.set()
+        self._arrivals.wake()
         if threading.current_thread() is not self._taker:
             self._taker.join(timeout=5.0)
         with self._lock:

@@ -56,6 +56,7 @@ This module does not import rclpy: QoS profiles arrive as plain dicts.
 from __future__ import annotations
 
 import errno
+import heapq
 import os
 import struct
 import time
@@ -343,21 +344,25 @@ class BagWriter:
                 return True
             self.late += 1
             return self.write(topic, data, log_time_ns)
-        self._held.append((int(log_time_ns), topic, data, stamped))
+        heapq.heappush(self._held, (int(log_time_ns), topic, data, stamped))
         return True
 
     def release(self, until_ns: int | None = None) -> bool:
         """Write the held messages logged at or before ``until_ns`` (None: all of them) in the order of
         (log time, topic, bytes); False once recording has stopped."""
+        # A heap by (log time, topic, bytes): a round takes only what it releases, instead of sorting and
+        # filtering the whole window (some 600 messages at 0.3 s) every take round. Entries equal in
+        # those three are equal in the fourth (stamped is a topic's), so the order is the sort's.
         if until_ns is None:
-            ready, self._held = self._held, []
+            ready, self._held = sorted(self._held), []
         else:
-            ready = [m for m in self._held if m[0] <= until_ns]
-            if not ready:
+            held = self._held
+            if not held or held[0][0] > until_ns:
                 return not self._closed and self._writer is not None
-            self._held = [m for m in self._held if m[0] > until_ns]
+            ready = []
+            while held and held[0][0] <= until_ns:
+                ready.append(heapq.heappop(held))
             self._released_ns = max(self._released_ns, int(until_ns))
-        ready.sort(key=lambda m: m[:3])
         ok = True
         for log_ns, topic, data, stamped in ready:
             if stamped and self._is_resend(topic, data, log_ns):

@@ -83,7 +83,7 @@ class RecorderParams:
     #: How often what has arrived on the recorded topics is written (wall s): one round of the recorder's
     #: taker thread per batch instead of an executor callback per message. Well within a lockstep run's
     #: slack at any speed this machine reaches (0.1 s of sim time is 20 ms at 5x real time).
-    take_period_s: float = 0.002
+    take_period_s: float = 0.004
     progress_period_s: float = 5.0
     write_report: bool = True
     expected_rates: str = "none"

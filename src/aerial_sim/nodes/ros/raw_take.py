@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import time
+from typing import Sequence
+
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
 
 
@@ -33,3 +37,41 @@ def take_raw_with_info(subscription) -> tuple[bytes, dict] | None:
 
 def not_called(_message) -> None:
     """The callback of a subscription no executor spins (:func:`unspun_reader_node`)."""
+
+
+class ArrivalWait:
+    """A reader thread's wait on the middleware for its raw subscriptions (those of an
+    :func:`unspun_reader_node`): it blocks until one of them holds a message, and says which do, so the
+    thread neither polls nor tries to take from the empty ones. :meth:`wake` ends a wait early (a stop)."""
+
+    def __init__(self, context):
+        self._context = context
+        self.guard = _rclpy.GuardCondition(context.handle)
+        self._wait_set = None
+        self._size = -1
+
+    def wake(self) -> None:
+        try:
+            self.guard.trigger_guard_condition()
+        except Exception:  # noqa: BLE001 - destroyed while stopping: the waiter's timeout ends it
+            pass
+
+    def ready(self, subscriptions: Sequence, timeout_s: float) -> list[int]:
+        """Indices of ``subscriptions`` with a message waiting, after waiting at most ``timeout_s`` for
+        one (0: only look); empty when none came. Where the middleware cannot be asked (the context is
+        going away) it sleeps a little and answers every index, as a poll would."""
+        try:
+            if self._size != len(subscriptions):
+                self._wait_set = _rclpy.WaitSet(len(subscriptions), 1, 0, 0, 0, 0, self._context.handle)
+                self._size = len(subscriptions)
+            wait_set = self._wait_set
+            wait_set.clear_entities()
+            for subscription in subscriptions:
+                wait_set.add_subscription(subscription.handle)
+            wait_set.add_guard_condition(self.guard)
+            wait_set.wait(int(timeout_s * 1e9))
+            ready = set(wait_set.get_ready_entities("subscription"))
+        except Exception:  # noqa: BLE001 - stopping, or a subscription destroyed meanwhile
+            time.sleep(min(timeout_s, 0.01))
+            return list(range(len(subscriptions)))
+        return [i for i, s in enumerate(subscriptions) if s.handle.pointer in ready]
