@@ -34,6 +34,7 @@ unless ``--no-record``.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -44,7 +45,8 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "src"))
+# --before runs this file again with another checkout's sources (AERIAL_SIM_BENCH_SRC, also first on PYTHONPATH).
+sys.path.insert(0, os.environ.get("AERIAL_SIM_BENCH_SRC", str(REPO / "src")))
 sys.path.insert(0, str(REPO / "benchmarks"))
 os.environ.setdefault("AERIAL_SIM_SHARE", str(REPO))
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
@@ -97,40 +99,40 @@ def measure(sweep_path: Path, out: Path, workers: int, mode: str) -> dict:
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=6, help="runs per configuration (seeds)")
-    parser.add_argument("--runs-per-worker", type=int, default=None,
-                        help="runs per worker instead: N x workers runs per configuration")
-    parser.add_argument("--mission", default="hop_1m")
-    parser.add_argument("--scene", default="empty")
-    parser.add_argument("--camera", action="store_true", help="with the camera and depth noise")
-    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--modes", nargs="+", choices=("cold", "warm"), default=["cold", "warm"])
-    parser.add_argument("--layouts", nargs="+", choices=("processes", "one"), default=["processes", "one"],
-                        help="a process per node (run.compose false) and/or the graph in one process (true)")
-    parser.add_argument("--pin", action="store_true", help="each run on one core of its own (run.pin_cpus)")
-    parser.add_argument("--keep", type=Path, default=None, help="keep the batch folders here")
-    parser.add_argument("--no-record", action="store_true", help="do not write doc/results/batch.json")
-    options = parser.parse_args()
+def measure_before(checkout: Path, root: Path, runs: int, options, workers: int, mode: str, layout: str) -> dict:
+    """One configuration with ``checkout``'s sources (this file run again, in a process of its own whose
+    runs inherit its ``src`` first on ``PYTHONPATH``); its mode is named ``before: <mode> <layout>``."""
+    import subprocess
 
-    with tempfile.TemporaryDirectory(prefix="bench_batch_") as tmp:
-        root = options.keep or Path(tmp)
-        root.mkdir(parents=True, exist_ok=True)
-        results = []
-        for workers in options.workers:
-            for mode in options.modes:
-                for layout in options.layouts:
-                    runs = options.runs if options.runs_per_worker is None else options.runs_per_worker * workers
-                    sweep = write_sweep(root, runs, options.mission, options.scene, options.camera, options.pin,
-                                        mode == "warm", layout == "one")
-                    name = f"{mode} {layout}"
-                    print(f"{name}: {runs} x {options.mission} with {workers} worker(s)...", flush=True)
-                    results.append(measure(sweep, root / f"{mode}_{layout}_{workers}", workers, name))
-    count = f"{options.runs}" if options.runs_per_worker is None else f"{options.runs_per_worker} per worker:"
-    what = (f"{count} runs of {options.mission} in the {options.scene} scene, sensors + recording + export + plots"
-            f"{', camera' if options.camera else ', no camera'}{', each run pinned to one core' if options.pin else ''}")
-    print(f"\nsweep: {what}; {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at the end")
+    src = (checkout / "src").resolve()
+    out = root / "before.json"
+    environment = dict(os.environ, AERIAL_SIM_BENCH_SRC=str(src), AERIAL_SIM_SHARE=str(checkout.resolve()),
+                       PYTHONPATH=os.pathsep.join([str(src)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    command = [sys.executable, str(Path(__file__).resolve()), "--runs", str(runs), "--workers", str(workers),
+               "--modes", mode, "--layouts", layout, "--mission", options.mission, "--scene", options.scene,
+               "--no-record", "--json", str(out), "--keep", str(root / "before")]
+    command += ["--camera"] * options.camera + ["--pin"] * options.pin
+    out.unlink(missing_ok=True)
+    subprocess.run(command, env=environment, stdout=subprocess.DEVNULL, check=False)
+    result = json.loads(out.read_text())["results"][0]
+    result["mode"] = f"before: {result['mode']}"
+    return result
+
+
+def print_ratios(results: list[dict]) -> None:
+    """This checkout against --before's, configuration by configuration."""
+    before = {(r["mode"].removeprefix("before: "), r["workers"]): r for r in results if r["mode"].startswith("before: ")}
+    for r in results:
+        if (b := before.get((r["mode"], r["workers"]))) is None:
+            continue
+        print(f"now / before, {r['mode']}, {r['workers']} worker(s): runs/h {r['runs_per_hour'] / b['runs_per_hour']:.2f}x, "
+              f"CPU per sim s all in {r['cpu_per_sim_s'] / b['cpu_per_sim_s']:.2f}x "
+              f"({b['cpu_per_sim_s']:.3f} -> {r['cpu_per_sim_s']:.3f}), in flight {r['flight_per_sim_s'] / b['flight_per_sim_s']:.2f}x "
+              f"({b['flight_per_sim_s']:.3f} -> {r['flight_per_sim_s']:.3f})")
+
+
+def print_table(results: list[dict]) -> list[dict]:
+    """Print one line per configuration; return the rows for doc/results/batch.json."""
     print(f"{'mode':>13} {'workers':>7} {'ok':>3} {'wall s':>8} {'sim s':>7} {'sim/wall':>9} {'runs/h':>7} {'effic.':>7}"
           f" {'CPU/sim s':>10} {'flight':>7} {'overhead s':>11} {'post s':>7} {'cores':>6} {'CPU eff.':>8}")
     base = {r["mode"]: r["throughput"] for r in results if r["workers"] == 1 and r["throughput"] > 0}
@@ -159,6 +161,65 @@ def main() -> int:
         if r["overhead_s"]:
             rows.append(_results.row(f"{label}: overhead between warm runs, median", round(statistics.median(r["overhead_s"]), 3),
                                      "s wall", f"max {max(r['overhead_s']):.3f}; landing to the next run's un-pause"))
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=6, help="runs per configuration (seeds)")
+    parser.add_argument("--runs-per-worker", type=int, default=None,
+                        help="runs per worker instead: N x workers runs per configuration")
+    parser.add_argument("--mission", default="hop_1m")
+    parser.add_argument("--scene", default="empty")
+    parser.add_argument("--camera", action="store_true", help="with the camera and depth noise")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--modes", nargs="+", choices=("cold", "warm"), default=["cold", "warm"])
+    parser.add_argument("--layouts", nargs="+", choices=("processes", "one"), default=["processes", "one"],
+                        help="a process per node (run.compose false) and/or the graph in one process (true)")
+    parser.add_argument("--pin", action="store_true", help="each run on one core of its own (run.pin_cpus)")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the batch folders here")
+    parser.add_argument("--no-record", action="store_true", help="do not write doc/results/batch.json")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="write every configuration's figures here as soon as it has run (a run cut short keeps them)")
+    parser.add_argument("--before", type=Path, default=None, metavar="DIR",
+                        help="another checkout (e.g. git worktree add /tmp/base main): each configuration runs with its "
+                             "sources first, then with this one's, alternating, and the table gives both and their ratios")
+    parser.add_argument("--summarise", type=Path, default=None, metavar="JSON",
+                        help="only print the table of a --json file and exit")
+    options = parser.parse_args()
+    if options.summarise is not None:
+        document = json.loads(options.summarise.read_text()) if options.summarise.exists() else {"results": []}
+        print(f"\nsweep: {document.get('what', '?')}; {document.get('cores', '?')} cores; "
+              f"load average {document.get('load', float('nan')):.1f} at the last configuration's end")
+        print_table(document["results"])
+        print_ratios(document["results"])
+        return 0
+
+    count = f"{options.runs}" if options.runs_per_worker is None else f"{options.runs_per_worker} per worker:"
+    what = (f"{count} runs of {options.mission} in the {options.scene} scene, sensors + recording + export + plots"
+            f"{', camera' if options.camera else ', no camera'}{', each run pinned to one core' if options.pin else ''}")
+    with tempfile.TemporaryDirectory(prefix="bench_batch_") as tmp:
+        root = options.keep or Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
+        results = []
+        for workers in options.workers:
+            for mode in options.modes:
+                for layout in options.layouts:
+                    runs = options.runs if options.runs_per_worker is None else options.runs_per_worker * workers
+                    sweep = write_sweep(root, runs, options.mission, options.scene, options.camera, options.pin,
+                                        mode == "warm", layout == "one")
+                    name = f"{mode} {layout}"
+                    print(f"{name}: {runs} x {options.mission} with {workers} worker(s)... (load average "
+                          f"{os.getloadavg()[0]:.1f})", flush=True)
+                    if options.before is not None:
+                        results.append(measure_before(options.before, root, runs, options, workers, mode, layout))
+                    results.append(measure(sweep, root / f"{mode}_{layout}_{workers}", workers, name))
+                    if options.json is not None:
+                        options.json.write_text(json.dumps({"what": what, "cores": os.cpu_count(),
+                                                            "load": os.getloadavg()[0], "results": results}, indent=1))
+    print(f"\nsweep: {what}; {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at the end")
+    rows = print_table(results)
+    print_ratios(results)
     if not options.no_record:
         command = "tools/dev.sh bench batch" + " ".join(
             [""] + [f"--runs {options.runs}"] * (options.runs != 6 and options.runs_per_worker is None)
