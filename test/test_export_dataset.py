@@ -91,3 +91,29 @@ def test_flatten_message_spreads_small_arrays_and_skips_blobs():
 
 def test_topic_path():
     assert topic_path("/drone1/camera/color/image_raw").as_posix() == "drone1/camera/color/image_raw"
+
+
+def test_each_class_flattens_into_the_same_columns_as_a_walk_of_its_fields():
+    """The export's flatten compiled per class gives the walk's columns, in its order, for nested messages,
+    fixed and variable arrays, arrays of messages and numpy scalars (a CSV's header is the first row's keys)."""
+    from rosbags.typesys import Stores, get_typestore
+
+    from aerial_sim.recording.export import flatten_fields
+
+    store = get_typestore(Stores.ROS2_KILTED)
+    Header, Time = store.types["std_msgs/msg/Header"], store.types["builtin_interfaces/msg/Time"]
+    header = Header(stamp=Time(sec=3, nanosec=np.uint32(5)), frame_id="map")
+    Vector3 = store.types["geometry_msgs/msg/Vector3"]
+    Quaternion = store.types["geometry_msgs/msg/Quaternion"]
+    imu = store.types["sensor_msgs/msg/Imu"](
+        header=header, orientation=Quaternion(x=0.0, y=0.0, z=0.0, w=1.0), orientation_covariance=np.arange(9.0),
+        angular_velocity=Vector3(x=1.0, y=np.float64(2.0), z=3.0), angular_velocity_covariance=np.zeros(9),
+        linear_acceleration=Vector3(x=0.0, y=0.0, z=9.8), linear_acceleration_covariance=np.ones(9))
+    KeyValue, Status = store.types["diagnostic_msgs/msg/KeyValue"], store.types["diagnostic_msgs/msg/DiagnosticStatus"]
+    status = Status(level=b"\x00", name="physics", message="ok", hardware_id="", values=[KeyValue(key="a", value="1")])
+    diagnostics = store.types["diagnostic_msgs/msg/DiagnosticArray"](header=header, status=[status, status])
+    for msg in (imu, diagnostics, diagnostics):  # the second diagnostics: the compiled function, kept
+        row = flatten_message(msg, row={"bag_time_ns": 1})
+        walked = flatten_fields(msg, "", {"bag_time_ns": 1})
+        assert list(row) == list(walked) and row == walked
+    assert row["status.1.values.0.key"] == "a" and type(flatten_message(imu)["header.stamp.nanosec"]) is int
