@@ -13,8 +13,9 @@ module adds what makes the files a rosbag2 bag, following rosbag2's
 - ``metadata.yaml`` beside the files (``rosbag2_bagfile_information``).
 
 Robustness: chunks are flushed to disk at least every ``flush_period_s`` and
-``metadata.yaml`` is rewritten (atomically) at each flush, so a recorder that is
-killed outright leaves a bag readable up to its last flush; :meth:`BagWriter.close`
+``metadata.yaml`` is rewritten (atomically) at a flush at least every :data:`METADATA_PERIOD_S`,
+so a recorder that is killed outright leaves a bag readable up to its last flush (and
+``aerial_sim record --recover`` makes its metadata count every message on disk); :meth:`BagWriter.close`
 (called on SIGINT/SIGTERM) finishes the MCAP summary and writes the final
 metadata. A write error (a full disk: ``ENOSPC``) stops recording cleanly: the
 current file is cut back to its last complete chunk and closed with a footer (a
@@ -106,6 +107,13 @@ def transport_padded(data: bytes) -> bytes:
     there and 16 from another process (module doc)."""
     extra = -len(data) % 4
     return data if not extra else bytes(data) + bytes(extra)
+
+
+#: The longest wall time between two rewrites of ``metadata.yaml`` while recording (s; each flush also
+#: rewrote it: 5-6 ms of YAML each, twice a second for a lockstep run's two bags). A killed recorder's
+#: ``metadata.yaml`` is valid but counts only what was on disk when it was last written (``aerial_sim
+#: record --recover`` counts the rest); a closed bag's is exact.
+METADATA_PERIOD_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -265,7 +273,7 @@ class BagWriter:
         self._good_offset = 0  # end of the last complete chunk of the current file (bytes known on disk)
         self._pending: list[tuple[_Topic, int]] = []  # accepted messages not yet in a complete chunk
         self._last_log_ns = 0  # log times written so far never exceed this: none goes back (module doc)
-        self._last_flush = time.monotonic()
+        self._last_flush = self._last_metadata = time.monotonic()
         self._closed = False
         self.error: str | None = None
         #: Free-form string pairs stored as ``custom_data`` in ``metadata.yaml`` (e.g. wall-clock times).
@@ -411,7 +419,8 @@ class BagWriter:
             if not self.deterministic:  # deterministic files end chunks by log time (_cut_chunk)
                 self._writer.flush()
                 self._commit()
-            self.write_metadata()
+            if force or now - self._last_metadata >= METADATA_PERIOD_S:
+                self.write_metadata()
         except OSError as error:
             self._fail(error)
 
@@ -502,6 +511,7 @@ class BagWriter:
 
     def write_metadata(self) -> None:
         """Write ``metadata.yaml`` atomically (temporary file + rename)."""
+        self._last_metadata = time.monotonic()
         # libyaml's emitter where PyYAML has it: the pure-Python one cost the recorder a sixth of its CPU.
         text = yaml.dump({"rosbag2_bagfile_information": self.metadata()}, Dumper=_SAFE_DUMPER, sort_keys=False)
         temporary = self.path / "metadata.yaml.tmp"
