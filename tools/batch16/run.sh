@@ -9,6 +9,7 @@
 #   BATCH16_WORKERS="1 2 4 8 16"   worker counts, in order
 #   BATCH16_RUNS_PER_WORKER=2      runs each worker flies per worker count (one launch, then warm runs)
 #   BATCH16_LIMIT_S=400            the benchmark is stopped after this (what finished is still summarised)
+#   BATCH16_PROJ=DIR               the project checkout to run (default: prepare.sh's copy, proj/ beside this script)
 #   PYTHON=python3                 interpreter (the device's has numpy, numba, scipy, matplotlib, pyyaml, ...)
 #
 # Sweep (benchmarks/batch.py): scene empty, mission hop_1m (10.6 s simulated), no camera: IMU, barometer,
@@ -20,6 +21,7 @@ OUTD=$(mkdir -p "${1:?OUTDIR}" && cd "$1" && pwd)
 WORKERS=${BATCH16_WORKERS:-"1 2 4 8 16"}
 PER_WORKER=${BATCH16_RUNS_PER_WORKER:-2}
 LIMIT_S=${BATCH16_LIMIT_S:-400}
+PROJ=${BATCH16_PROJ:-$HERE/proj}   # the project's sources (prepare.sh's copy; or a checkout: BATCH16_PROJ=$PWD)
 PY=${PYTHON:-python3}
 WORK=${BATCH16_WORK:-/tmp/batch16}
 T0=$(date +%s)
@@ -66,10 +68,10 @@ SITE=$(dirname "$(find "$WORK/prefix" -maxdepth 5 -type d -name rclpy -path '*-p
 [ -d "$SITE" ] || { say "rclpy not installed"; exit 2; }
 LIBS="$WORK/prefix/lib"
 for d in "$SITE"/ros_*.libs; do LIBS="$LIBS:$d"; done
-export PYTHONPATH="$SITE:$HERE/proj/src"
+export PYTHONPATH="$SITE:$PROJ/src"
 export LD_LIBRARY_PATH="$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export AMENT_PREFIX_PATH="$WORK/prefix"
-export AERIAL_SIM_SHARE="$HERE/proj"
+export AERIAL_SIM_SHARE="$PROJ"
 export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 export PYTHONUNBUFFERED=1
 export _ROS_WHEELS_BOOTSTRAP_COMPLETE=1
@@ -81,21 +83,23 @@ print('  rclpy ok:', rclpy.get_rmw_implementation_identifier(), '; numba kernels
 n.destroy_node(); rclpy.shutdown()
 " || { say "import check failed"; exit 2; }
 
-# 2. Compile the numba kernels once (as `aerial_sim precompile` after a pip install).
-say "precompile"
-p0=$(date +%s.%N); $PY -m aerial_sim precompile 2>&1 | tail -3; p1=$(date +%s.%N)
+# 2. Compile the batched physics kernels once (`aerial_sim precompile` less the camera's: no camera here).
+say "precompile (batched physics only)"
+p0=$(date +%s.%N)
+$PY -c "from aerial_sim.cli.precompile import compile_batched_physics as c; c()" 2>&1 | tail -3
+p1=$(date +%s.%N)
 say "  precompile: $(awk -v a="$p0" -v b="$p1" 'BEGIN{printf "%.1f", b-a}') s wall"
 
 # 3. The benchmark: every worker count in one invocation, one after the other (results.json after each).
 say "bench batch: workers $WORKERS, $PER_WORKER runs per worker, warm, one process per graph"
 # shellcheck disable=SC2086
-timeout -s INT "$LIMIT_S" $PY "$HERE/proj/benchmarks/batch.py" --modes warm --layouts one --workers $WORKERS \
+timeout -s INT "$LIMIT_S" $PY "$PROJ/benchmarks/batch.py" --modes warm --layouts one --workers $WORKERS \
   --runs-per-worker "$PER_WORKER" --no-record --json "$OUTD/results.json" --keep "$WORK/out" 2>&1 | tr '\r' '\n' \
   | grep -v "^sweep:" | tee "$OUTD/bench.out"
 say "bench exit ${PIPESTATUS[0]}; load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # 4. The table again from results.json (also when the benchmark was stopped before its own table).
-$PY "$HERE/proj/benchmarks/batch.py" --summarise "$OUTD/results.json" | tee "$OUTD/summary.txt"
+$PY "$PROJ/benchmarks/batch.py" --summarise "$OUTD/results.json" | tee "$OUTD/summary.txt"
 
 # 5. What comes back: this log, the table, and the manifests and run logs (no bags, datasets or plots).
 tar -C "$WORK/out" -czf "$OUTD/batches.tar.gz" --exclude='bag' --exclude='log_bag' --exclude='dataset' --exclude='ros' \

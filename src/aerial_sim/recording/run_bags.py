@@ -50,7 +50,8 @@ class RunBags:
         # log lines (wall-clock content) go to a bag of their own.
         self.send_clock = SendClock() if deterministic else None
         log_selection = params.log_selection() if deterministic else None
-        self.log_wants = log_selection.wants if log_selection is not None else (lambda topic: False)
+        self._log_selection = log_selection
+        self._to_log: dict[str, bool] = {}  # topic -> into log_bag (log_selection's answer, kept: once a message)
         self.log_writer = BagWriter(run_dir / LOG_BAG, params.bag) if log_selection is not None else None
         self.wall_span = WallSpan()  # wall-clock span of the simulated one (real-time factor)
         self.header_first: dict[str, bool] = {}
@@ -64,6 +65,13 @@ class RunBags:
         self._log_stopped = False
         self.started = time.monotonic()
         self._last_progress = (self.started, self.writer.info())
+
+    def log_wants(self, topic: str) -> bool:
+        """Whether ``topic`` goes to ``log_bag`` (``log_topics``; asked once per topic, the patterns are globs)."""
+        wanted = self._to_log.get(topic)
+        if wanted is None:
+            wanted = self._to_log[topic] = self._log_selection is not None and self._log_selection.wants(topic)
+        return wanted
 
     # -- topics ---------------------------------------------------------------
     def add_topic(self, topic: str, msgtype: str, offered: list[dict], latched: bool, header_first: bool,
