@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 import time
 from dataclasses import dataclass
 
@@ -143,7 +144,6 @@ class CameraNode(Node):
         self.color_info_pub = self.create_publisher(CameraInfo, "camera/color/camera_info", qos) if p.publish_color else None
         self.camera_info = CameraInfo(**self.model.camera_info())
         subscribe_odometry(self, "ground_truth/odom", self.on_odom, qos, clock=InputStampClock(self))
-        warm_up_s = self._warm_up()  # DDS discovers the subscription meanwhile; nothing is taken before spinning
         self.class_names_pub = self.create_publisher(DiagnosticStatus, "camera/class_names", LATCHED_QOS)
         self.class_names_pub.publish(zero_padded_bytes(DiagnosticStatus(
             level=DiagnosticStatus.OK, name=f"{self.get_fully_qualified_name()}: class names",
@@ -152,6 +152,8 @@ class CameraNode(Node):
         self._next_frame_s = -math.inf
         self._last_stamp_s = -math.inf
         self._last_frame = None  # (position, orientation, stamp ns) of the last frame published
+        self._warmed = threading.Event()  # set once the warm-up frame is rendered (_warm_up)
+        threading.Thread(target=self._warm_up, name="camera-warm-up", daemon=True).start()
         self.get_logger().info(
             f"camera: scene '{self.scene.name}' ({self.model.caster.triangle_count} triangles), "
             f"{self.camera_params.width}x{self.camera_params.height} at {p.rate_hz:g} Hz sim time, "
@@ -159,25 +161,31 @@ class CameraNode(Node):
             + (f", plumb_bob D = {list(self.lens_params.distortion_d)}" if self.lens_params.distorted else "")
             + (f", colour noise {self.lens_params.color_noise_std:g} levels (seed {self.lens_params.noise_seed})"
                if self.lens_params.color_noise_std > 0 else "")
-            + f"; renderer warmed up in {warm_up_s:.2f} s of CPU"
         )
 
-    def _warm_up(self) -> float:
+    def _warm_up(self) -> None:
         """Render one frame of every image this node may publish, from a pose 20 m above the scene's origin looking
-        30 deg down, before the first odometry is taken; returns the CPU seconds it took.
+        30 deg down, in a thread of its own while the node spins (its parameter services answer meanwhile: the
+        recorder asks them for the stream rates, and gives up after 10 s); odometry is skipped until it is done.
 
         The renderer builds its rasteriser, the levels of detail and the sun's view of the shadow casters on its
-        first frame (2.2 s of CPU in the city): done when the first odometry came, it left the graph's first 3.5 s
-        of sim time without an image (doc/worlds.md). Each image is a function of the pose alone, so the frames
-        are the same as without it (test_world_camera.py)."""
+        first frame (2.2 s of CPU in the city): done on the first odometry, it left the city graph's first
+        3.5 s of sim time without an image (doc/worlds.md). Each image is a function of the pose alone, so the
+        frames are the same as without it (test_world_camera.py). In lockstep the physics node sends a state
+        skipped meanwhile again, as for any participant that has not answered it."""
         p = self.node_params
-        began = time.process_time()
-        pitch = math.radians(30.0) / 2.0
-        self.model.render((0.0, 0.0, 20.0), (math.cos(pitch), 0.0, math.sin(pitch), 0.0), depth=p.publish_depth,
-                          segmentation=p.publish_segmentation, color=p.publish_color,
-                          instance=p.publish_instance or p.publish_detections or p.publish_detections_2d,
-                          normals=p.publish_normals)
-        return time.process_time() - began
+        began = time.thread_time()
+        try:
+            pitch = math.radians(30.0) / 2.0
+            self.model.render((0.0, 0.0, 20.0), (math.cos(pitch), 0.0, math.sin(pitch), 0.0), depth=p.publish_depth,
+                              segmentation=p.publish_segmentation, color=p.publish_color,
+                              instance=p.publish_instance or p.publish_detections or p.publish_detections_2d,
+                              normals=p.publish_normals)
+            self.get_logger().info(f"renderer warmed up in {time.thread_time() - began:.2f} s of CPU")
+        except Exception as error:  # noqa: BLE001 - the first real frame meets it again, through the InputGuard
+            self.get_logger().error(f"warm-up frame failed: {type(error).__name__}: {error}")
+        finally:
+            self._warmed.set()
 
     def _camera_model(self):
         """The camera through the settings file's lens when it gives one (airsim_settings), else through
@@ -215,6 +223,8 @@ class CameraNode(Node):
         return camera_for(self.camera_params, self.lens_params, self.scene)
 
     def on_odom(self, odom: OdometryFields) -> None:
+        if not self._warmed.is_set():  # the warm-up frame is still rendering (_warm_up)
+            return
         stamp_s = odom.time_s
         if stamp_s == self._last_stamp_s and self._last_frame is not None and self._last_frame[2] == odom.stamp_ns:
             if self.node_params.lockstep:
