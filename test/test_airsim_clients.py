@@ -63,7 +63,8 @@ def test_hello_drone_flies_with_both_real_clients(clients, launch, ros_node):
     from aerial_sim.nodes.ros.stamps import from_stamp
 
     graph = launch("sim.launch.yaml", "mission:=none", "scene:=urban", "record:=false", "viewer:=false",
-                   "use_camera:=false", "use_depth_noise:=false", "airsim_port:=0", f"run_dir:={Path(ros_node.get_name())}")
+                   "use_camera:=false", "use_depth_noise:=false", "use_scene_markers:=false", "airsim_port:=0",
+                   f"run_dir:={Path(ros_node.get_name())}")
     odometry: dict[int, object] = {}
     # Best effort as the stream is offered, but deep: this process reads while it waits for the client's
     # script, in bursts on a busy machine, and a 5-deep history dropped the states the client had read.

@@ -196,7 +196,8 @@ def test_crashing_and_hanging_runs_are_retried_then_reported(tmp_path):
 
 
 def test_two_batches_at_once_get_distinct_domain_ids(tmp_path):
-    sweep = write_sweep(tmp_path, "one", {"seed": [0]})
+    # No dataset or plots: what is checked here is the runs' domains and bags (the four-run sweep checks those).
+    sweep = write_sweep(tmp_path, "one", {"seed": [0]}, run={"export": False, "plots": False})
     outs = [tmp_path / "a", tmp_path / "b"]
     batches = [subprocess.Popen(batch_command(sweep, out, "--workers", "1"), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, cwd=REPO) for out in outs]
@@ -256,7 +257,8 @@ def ray_cluster(tmp_path):
 
 
 def test_ray_cluster_gives_the_same_metrics_as_the_local_backend(ray_cluster, four_runs, tmp_path):
-    sweep = write_sweep(tmp_path, "two", {"vehicle": ["quad_x", "hexa_x"], "seed": [1]})
+    # The dataset is checked here (exported on the Ray worker), the plots by the four-run sweep: none drawn.
+    sweep = write_sweep(tmp_path, "two", {"vehicle": ["quad_x", "hexa_x"], "seed": [1]}, run={"plots": False})
     out = tmp_path / "ray_out"
     result = subprocess.run(batch_command(sweep, out, "--backend", "ray", "--address", ray_cluster), capture_output=True,
                             text=True, cwd=REPO, timeout=280, env=RAY_ENV)
