@@ -6,7 +6,7 @@ every camera stream at 30 Hz of sim time at a real-time factor >= 0.95 on 2 core
 Each run launches ``sim.launch.yaml scene:=city`` (the mission square_5m, the recorder, the web viewer, the
 AirSim server on a free port, shadows on: the scene's own lighting) in ``ROS_DOMAIN_ID`` (default 112), waits
 for the mission's "flying square" line, measures the CPU of every node process for ``--window`` s from /proc
-(utime + stime per wall second: cores), lets the mission land, and prints from the run's ``recording.txt`` the
+(utime + stime per wall second: cores; and per simulated second, from the graph's /clock over the window), lets the mission land, and prints from the run's ``recording.txt`` the
 real-time factor (simulated over wall time of the whole recording) and the rate of each camera stream per
 simulated second (its messages over the recording's simulated duration, as recording.txt's LOW figures count). With ``--checkout DIR`` (another checkout's tree, e.g. ``git archive`` of an older commit;
 its numba kernels compiled first with ``PYTHONPATH=DIR/src python -m aerial_sim precompile``) the runs
@@ -32,7 +32,7 @@ from _results import record, row
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "benchmarks")]
 
-from graph import cpu_seconds, node_processes  # noqa: E402
+from graph import clock_only_survey, cpu_seconds, node_processes  # noqa: E402
 
 CAMERA_TOPICS = ("camera/depth/image_ideal", "camera/segmentation/image_raw", "camera/color/image_raw",
                  "camera/depth/image_raw", "camera/depth/camera_info")
@@ -60,7 +60,7 @@ def fly(checkout: Path, window_s: float, domain: str) -> dict:
         nodes = node_processes(launcher.pid)
         before = {name: cpu_seconds(pid) for name, pid in nodes.items()}
         started = time.monotonic()
-        time.sleep(window_s)
+        _, window_rtf = clock_only_survey(window_s)  # sim s per wall s over the window, from /clock
         wall = time.monotonic() - started
         for name, pid in nodes.items():
             try:
@@ -85,8 +85,8 @@ def fly(checkout: Path, window_s: float, domain: str) -> dict:
         rates[topic] = round(int(count.group(1)) / duration_s, 1) if count else 0.0
         missed = re.search(r"(\d+) missed", line)
         rates[topic + " missed"] = int(missed.group(1)) if missed else 0
-    return {"cores": cores, "rtf": rtf, "rates": rates, "load_start": load_start, "load_mid": load_mid,
-            "run": run_dir}
+    return {"cores": cores, "window_rtf": window_rtf or float("nan"), "rtf": rtf, "rates": rates,
+            "load_start": load_start, "load_mid": load_mid, "run": run_dir}
 
 
 def main() -> int:
@@ -97,6 +97,7 @@ def main() -> int:
     parser.add_argument("--domain", default=os.environ.get("ROS_DOMAIN_ID", "112"))
     parser.add_argument("--no-record", action="store_true", help="leave doc/results/city_graph.json alone")
     options = parser.parse_args()
+    os.environ["ROS_DOMAIN_ID"] = options.domain  # this process reads the graph's /clock
     checkouts = ([("before", options.checkout.resolve())] if options.checkout else []) + [("this", REPO)]
     last = None
     for round_index in range(options.runs):
@@ -108,17 +109,22 @@ def main() -> int:
             print(f"[{round_index + 1}] {label} ({checkout}): load {result['load_start']:.1f} at start, "
                   f"{result['load_mid']:.1f} mid-flight; real-time factor {result['rtf']:.3f}; {rates}; "
                   f"ideal depth frames missed {missed}", flush=True)
-            print("    cores: " + ", ".join(f"{n} {c:.2f}" for n, c in sorted(result["cores"].items(),
-                                                                            key=lambda kv: -kv[1]))
-                  + f"; total {sum(result['cores'].values()):.2f}", flush=True)
+            order = sorted(result["cores"].items(), key=lambda kv: -kv[1])
+            w = result["window_rtf"]
+            print(f"    cores mid-flight (real-time factor {w:.3f} there): "
+                  + ", ".join(f"{n} {c:.2f}" for n, c in order) + f"; total {sum(result['cores'].values()):.2f}",
+                  flush=True)
+            print("    CPU s per simulated s: " + ", ".join(f"{n} {c / w:.2f}" for n, c in order)
+                  + f"; total {sum(result['cores'].values()) / w:.2f}", flush=True)
             if label == "this":
                 last = result
     rows = [row("real-time factor", last["rtf"], "sim s / wall s"),
             row("ideal depth frames missed", last["rates"]["camera/depth/image_ideal missed"], "frames"),
             *(row(f"/drone1/{t}", v, "Hz of sim time (messages / simulated duration)")
               for t, v in last["rates"].items() if not t.endswith("missed")),
-            *(row(f"{n} CPU mid-flight", round(c, 2), "cores") for n, c in sorted(last["cores"].items(),
-                                                                                  key=lambda kv: -kv[1])),
+            row("real-time factor mid-flight (the CPU window)", round(last["window_rtf"], 3), "sim s / wall s"),
+            *(row(f"{n} CPU mid-flight", round(c / last["window_rtf"], 2), "CPU s per simulated s")
+              for n, c in sorted(last["cores"].items(), key=lambda kv: -kv[1])),
             row("load average at start / mid-flight", f"{last['load_start']:.1f} / {last['load_mid']:.1f}")]
     if not options.no_record:
         record("city_graph", "The default graph in the city, flown (tools/dev.sh sim scene:=city)", rows,
