@@ -1,10 +1,12 @@
-"""Lockstep with every node on: two runs of the same mission and seed record the same bag (issues 11, 32).
+"""Lockstep with every node on: two runs of the same mission and seed record the same bag (issues 11, 32,
+34), one with a process per node, the other with the nodes in one process (``--compose``).
 
 Physics, IMU, barometer, magnetometer, GPS, camera, depth noise, lidar, rangefinder, scene markers, flight
 controller, mission and recorder, launched twice from ``sim.launch.yaml``, side by side. (A third run
 compared nothing the second does not: any difference between runs shows between two of them, and each
-already meets the other's load. test_container.py compares one more pair, a process per node against
-one process, test_warm_run.py a cold run against a warm one.)
+already meets the other's load. The composed run is the one test_container.py flew beside a process per
+node, with the batch's smaller graph: these nodes hold that one's. test_warm_run.py compares a cold run
+with a warm one.)
 """
 
 from __future__ import annotations
@@ -61,17 +63,22 @@ def landing_time(graph, run_dir) -> float:
     return float(landed.group(1))
 
 
-def test_two_lockstep_runs_with_every_node_record_identical_bags(launch, spare_domain, tmp_path):
+def test_two_lockstep_runs_one_composed_with_every_node_record_identical_bags(launch, spare_domain, tmp_path):
     from aerial_sim.recording.digest import EXCLUDED_TOPICS, _payloads_by_stamp
 
     runs = [tmp_path / f"run{index}" for index in range(2)]
     # Side by side, each in its own domain: each run also meets the other's load, as batch workers do.
     # The recorder as launched (record.launch.yaml's exclusions, nothing more): its default bag repeats.
     lighter = lighter_nodes(tmp_path)
-    graphs = [start_lockstep_flight(launch, MISSION, run, domain, "--params-file", lighter)
-              for run, domain in zip(runs, (None, spare_domain()))]
+    graphs = [start_lockstep_flight(launch, MISSION, run, domain, "--params-file", lighter, *extra)
+              for run, domain, extra in zip(runs, (None, spare_domain()), ((), ("--compose",)))]
     landed_at = [landing_time(graph, run) for graph, run in zip(graphs, runs)]
     assert landed_at[0] == landed_at[1]
+    # The second run's nodes in one process (the renderer-bound ones keep their own: doc/launch.md).
+    composed = graphs[1].output()
+    labels = {line.split("]", 1)[0] + "]" for line in composed.splitlines() if line.startswith("[")}
+    assert "[container]" in labels and not labels & {"[physics]", "[sensors]", "[recorder]", "[mission]"}, labels
+    assert "one process for imu, barometer, magnetometer, gps" in composed  # the sensors' own hosting, inside
     # The recorder takes part too: the clock never outran what it had written by more than the slack.
     assert "lockstep participant: /recorder/written@50" in graphs[0].output(), graphs[0].output()[-3000:]
     # The mission's track ends at the disarm's own stamp: the whole flight repeats, bit for bit, phase
