@@ -38,6 +38,7 @@ import numpy as np
 
 from aerial_sim.environment.environment import Environment
 from aerial_sim.physics import batch_kernels as kernels
+from aerial_sim.physics.broad_phase import ColliderIndex, collider_index
 from aerial_sim.physics.drag import DRAG_LAWS
 from aerial_sim.physics.batch_kernels import (
     ANCHOR_UP,
@@ -273,6 +274,7 @@ class BatchedBodies:
 
     def advance(self, steps: int, first_step: int, colliders: list, settings: tuple) -> None:
         """Advance every vehicle ``steps`` steps; ``first_step`` numbers the first (for record times)."""
+        colliders = collider_index(colliders)
         self._refresh_world_inputs(colliders)
         done = 0
         while done < steps:
@@ -280,18 +282,17 @@ class BatchedBodies:
             self._advance_window(window, first_step + done, colliders, settings)
             done += window
 
-    def _refresh_world_inputs(self, colliders: list) -> None:
+    def _refresh_world_inputs(self, colliders: ColliderIndex) -> None:
         """Collider bounds, wind and gravity, re-read when they change (and then every vehicle wakes)."""
         environment = self.environment
-        inputs = (tuple(colliders), environment.wind_enu_m_s, environment.home_altitude_m)
+        inputs = (colliders, environment.wind_enu_m_s, environment.home_altitude_m)
         if inputs == self._world_inputs:
             return
         self._world_inputs = inputs
         self._plan = None
         self.asleep[:] = False
         lows, highs = [], []
-        for collider in colliders:
-            bounds = getattr(collider, "bounds", None)
+        for _, bounds in colliders.pairs:
             low, high = bounds if bounds is not None else ((-np.inf,) * 3, (np.inf,) * 3)
             lows.append(low)
             highs.append(high)

@@ -43,6 +43,7 @@ from typing import Sequence
 
 from aerial_sim.environment.environment import Environment
 from aerial_sim.environment.gravity import STANDARD_GRAVITY_M_S2
+from aerial_sim.physics.broad_phase import collider_index
 from aerial_sim.physics.contact import Contact
 from aerial_sim.physics.drag import DRAG_LAWS, angular_drag_constants, rotor_drag_coefficients
 from aerial_sim.physics.forces import RotorArray
@@ -200,7 +201,7 @@ class RigidBody:
         colliders and the engine settings (air density is checked apart)."""
         rotors = self.rotors
         return (tuple(rotors.commands), rotors.constants, self.external_force, self.external_torque,
-                self.wind_enu_m_s or environment.wind_enu_m_s, environment.gravity_coefficients, tuple(colliders),
+                self.wind_enu_m_s or environment.wind_enu_m_s, environment.gravity_coefficients, collider_index(colliders),
                 settings, self.drag_law)
 
     def _still_resting(self, environment: Environment, colliders: list, settings: tuple) -> bool:
@@ -229,6 +230,7 @@ class RigidBody:
         steps would change nothing.
         """
         settings = (linear_drag_enabled, slop_m, bounce_speed_m_s)
+        colliders = collider_index(colliders)  # the broad phase: the colliders near the body, per grid square
         if self._rest is not None:
             if sleep and self._still_resting(environment, colliders, settings):
                 return
@@ -254,7 +256,7 @@ class RigidBody:
         density_at = environment.air_density
         g0, g1, g2 = environment.gravity_coefficients
         radius = self.bounding_radius
-        bounds = [(c, getattr(c, "bounds", None)) for c in colliders]
+        near = colliders.near
         rotors = self.rotors
         constants = rotors.constants
         commands = rotors.commands
@@ -380,7 +382,7 @@ class RigidBody:
             naz = (r20 * fx + r21 * fy + r22 * fz) * inv_mass - g
 
             contacts = None
-            for collider, box in bounds:
+            for collider, box in near(px, py, radius):
                 if box is not None:
                     low, high = box
                     if (pz - radius > high[2] or pz + radius < low[2] or px - radius > high[0]

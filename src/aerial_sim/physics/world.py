@@ -27,6 +27,7 @@ from aerial_sim.config import ParamsError, require, require_non_negative, requir
 from aerial_sim.environment.environment import Environment, EnvironmentParams
 from aerial_sim.environment.wind import WindField
 from aerial_sim.physics.battery import Battery, BatteryParams, rotor_shaft_power
+from aerial_sim.physics.broad_phase import ColliderIndex
 from aerial_sim.physics.contact import Collider, GroundPlane
 from aerial_sim.physics.drag import DRAG_LAWS
 from aerial_sim.physics.rigid_body import RigidBody
@@ -68,10 +69,14 @@ class PhysicsParams:
     #: Each vehicle's battery pack (physics/battery.py): its sagging voltage caps the rotors' speed and
     #: thrust, and the rotors' power drains it. None: an ideal supply (full thrust for ever).
     battery: BatteryParams | None = None
+    #: Edge (m) of the broad phase's grid cells (physics/broad_phase.py): a step tests only the colliders
+    #: whose bounds reach the cells under the body. 0: no grid, every collider each step (the same
+    #: contacts, slower in a big scene).
+    collider_cell_m: float = 4.0
 
     def __post_init__(self):
         require_positive(self, "rate_hz", "contact_slop_m")
-        require_non_negative(self, "rest_speed_m_s")
+        require_non_negative(self, "rest_speed_m_s", "collider_cell_m")
         require(self.stepping in ("auto", "scalar", "batched"), f"stepping must be auto, scalar or batched, got {self.stepping!r}")
         require(self.batched_min_vehicles >= 1, f"batched_min_vehicles must be >= 1, got {self.batched_min_vehicles!r}")
         require(self.drag_law in DRAG_LAWS, f"drag_law must be one of {', '.join(DRAG_LAWS)}, got {self.drag_law!r}")
@@ -99,6 +104,7 @@ class PhysicsWorld:
         self.environment = Environment(self.environment_params)
         self.ground = GroundPlane(self.params.ground_height_m)
         self.colliders: list[Collider] = [self.ground]
+        self._collider_index: ColliderIndex | None = None  # self.colliders with their grid (collider_set)
         self.bodies: dict[str, RigidBody] = {}
         self._placements: dict[str, tuple] = {}
         self._steps = 0
@@ -314,6 +320,16 @@ class PhysicsWorld:
         if not callable(getattr(collider, "contact", None)):
             raise TypeError(f"{collider!r} has no contact(position, orientation, half_extents) method")
         self.colliders.append(collider)
+        self._collider_index = None
+
+    def collider_set(self) -> ColliderIndex:
+        """:attr:`colliders` as the broad phase's :class:`~aerial_sim.physics.broad_phase.ColliderIndex`
+        (built again after :meth:`add_collider`, or when the list's length or ends changed)."""
+        index, colliders = self._collider_index, self.colliders
+        if (index is None or len(index) != len(colliders)
+                or (colliders and (index[0] is not colliders[0] or index[-1] is not colliders[-1]))):
+            index = self._collider_index = ColliderIndex(colliders, self.params.collider_cell_m)
+        return index
 
     def step(self, n_steps: int = 1) -> None:
         """Advance every vehicle ``n_steps`` steps of ``1 / rate_hz`` seconds."""
@@ -328,10 +344,11 @@ class PhysicsWorld:
         self._sample_wind()
         batch = self._ensure_batch()
         if batch is not None:
-            batch.advance(n_steps, self._steps, self.colliders, settings)
+            batch.advance(n_steps, self._steps, self.collider_set(), settings)
         else:
+            colliders = self.collider_set()
             for body in self.bodies.values():
-                body.advance(n_steps, self.environment, self.colliders, *settings)
+                body.advance(n_steps, self.environment, colliders, *settings)
         self._steps += n_steps
         if self.batteries:
             self._drain_batteries(n_steps * params.dt)
