@@ -20,6 +20,13 @@ The probe that counts every topic costs about half a core itself, which a 2-core
 from the graph: ``--probe clock`` reads only ``/clock`` (the real-time factor, as a user's run
 would see it; no rates, which lockstep makes exact anyway and each run's recording.txt reports).
 
+``--flight``: the graph exactly as ``tools/dev.sh sim`` starts it (the default mission, the AirSim
+server on), measured mid-flight: the window opens once ``/clock`` passes ``--after-sim-s`` (the
+vehicle has taken off) and reads ``/clock`` only; then the run is left to land and end by itself,
+and its ``recording.txt`` gives the whole run's real-time factor and the camera's rate per simulated
+second. The load average (``/proc/loadavg``) is printed before and after, since other work on the
+machine moves every figure. E.g. ``tools/dev.sh bench graph --flight --variants default --extra scene:=city``.
+
 Variants: default (everything on), no_viewer, no_recorder, no_camera, lockstep (everything on, in
 lockstep: the real-time factor is as fast as the slowest participant allows) and lockstep_no_camera
 (not run unless asked: ``--variants lockstep,lockstep_no_camera``); ``lockstep_strict`` and
@@ -134,17 +141,75 @@ def clock_only_survey(seconds: float) -> tuple[list, float | None]:
     return [], meter.speed()
 
 
+def wait_for_sim_time(sim_s: float, timeout_s: float) -> bool:
+    """Wait until ``/clock`` reads ``sim_s`` or more (False after ``timeout_s`` wall seconds)."""
+    import rclpy
+    from rclpy.node import Node
+    from rosgraph_msgs.msg import Clock
+
+    from aerial_sim.cdr import cdr_header_stamp_ns
+    from aerial_sim.nodes.ros.executors import make_executor
+    from aerial_sim.nodes.ros.qos import stream_qos
+
+    context = rclpy.context.Context()
+    rclpy.init(args=[], context=context)
+    node = Node(f"graph_bench_wait_{os.getpid()}", context=context, enable_rosout=False,
+                start_parameter_services=False)
+    latest = [0.0]
+
+    def on_clock(data: bytes) -> None:
+        stamp_ns = cdr_header_stamp_ns(data)
+        if stamp_ns is not None:
+            latest[0] = stamp_ns * 1e-9
+
+    node.create_subscription(Clock, "/clock", on_clock, stream_qos(False), raw=True)
+    executor = make_executor(context)
+    executor.add_node(node)
+    deadline = time.monotonic() + timeout_s
+    while latest[0] < sim_s and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.2)
+    executor.remove_node(node)
+    node.destroy_node()
+    rclpy.try_shutdown(context=context)
+    return latest[0] >= sim_s
+
+
+def load_average() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def recording_figures(run_dir: Path) -> dict:
+    """The whole run's real-time factor and camera colour rate (Hz of sim time) from its recording.txt."""
+    figures = {}
+    report = run_dir / "recording.txt"
+    if not report.exists():
+        return figures
+    for line in report.read_text().splitlines():
+        words = line.split()
+        if line.startswith("real-time factor:"):
+            figures["run_rtf"] = float(words[-1])
+        elif words and words[0].startswith("/drone1/camera/") and words[0].endswith("/image_raw") and "Hz" in words:
+            figures.setdefault("camera_hz", {})[words[0].split("/")[3]] = float(words[words.index("Hz") - 1])
+    return figures
+
+
 def measure_variant(args: list[str], warmup_s: float, seconds: float, probe: str = "all",
-                    skip: tuple[str, ...] = ()) -> dict:
+                    skip: tuple[str, ...] = (), flight_after_sim_s: float | None = None) -> dict:
     from aerial_sim.cli.topics import _survey
 
     run_dir = Path(tempfile.mkdtemp(prefix="graph_bench_"))
-    command = [sys.executable, "-m", "aerial_sim", "launch", "sim.launch.yaml", "mission:=none",
-               "airsim_api:=false", f"run_dir:={run_dir}", *args]
-    launcher = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)
+    graph = [] if flight_after_sim_s is not None else ["mission:=none", "airsim_api:=false"]
+    command = [sys.executable, "-m", "aerial_sim", "launch", "sim.launch.yaml", *graph, f"run_dir:={run_dir}", *args]
+    load_before = load_average()
+    log = open(run_dir / "launch.log", "wb")  # noqa: SIM115 - the launch writes it until it ends
+    launcher = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    log.close()
+    figures = {"run_dir": str(run_dir)}
     try:
-        time.sleep(warmup_s)
+        if flight_after_sim_s is None:
+            time.sleep(warmup_s)
+        elif not wait_for_sim_time(flight_after_sim_s, 600.0):
+            raise RuntimeError("the flight never reached its measuring window (no /clock for 600 s)")
         nodes = node_processes(launcher.pid)
         before = {name: cpu_seconds(pid) for name, pid in nodes.items()}
         probe_before = resource.getrusage(resource.RUSAGE_SELF)
@@ -163,9 +228,24 @@ def measure_variant(args: list[str], warmup_s: float, seconds: float, probe: str
         for row in rows:
             rate = row.meter.rate_hz() if row.meter is not None else None
             rates[row.name] = None if rate is None or not speed else rate / speed
-        return {"cores": cores, "probe": probe, "speed": speed, "rates": rates}
+        if flight_after_sim_s is not None:
+            try:
+                launcher.wait(timeout=600)  # the mission lands and the run ends by itself
+            except subprocess.TimeoutExpired:
+                pass
+            figures = recording_figures(run_dir)
+        return {"cores": cores, "probe": probe, "speed": speed, "rates": rates, "load": (load_before, load_average()),
+                **figures}
     finally:
-        os.killpg(launcher.pid, signal.SIGINT)
+        stop_launch(launcher)
+
+
+def stop_launch(launcher: subprocess.Popen) -> None:
+    if launcher.poll() is None:
+        try:
+            os.killpg(launcher.pid, signal.SIGINT)
+        except ProcessLookupError:
+            return
         try:
             launcher.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -186,6 +266,15 @@ def print_tables(results: dict[str, dict]) -> None:
     print(f"{'total':<18}" + "".join(f"{sum(results[n]['cores'].values()):>{width}.2f}" for n in names))
     print(f"{'(probe)':<18}" + "".join(f"{results[n]['probe']:>{width}.2f}" for n in names))
     print(f"{'real-time factor':<18}" + "".join(f"{results[n]['speed'] or 0:>{width}.2f}" for n in names))
+    print(f"{'load before':<18}" + "".join(f"{results[n]['load'][0]:>{width}}" for n in names))
+    print(f"{'load after':<18}" + "".join(f"{results[n]['load'][1]:>{width}}" for n in names))
+    if any("run_rtf" in r for r in results.values()):
+        print("\nWhole run (recording.txt)")
+        print(f"{'real-time factor':<18}" + "".join(f"{results[n].get('run_rtf', 0):>{width}.3f}" for n in names))
+        streams = sorted({s for r in results.values() for s in r.get("camera_hz", {})})
+        for stream in streams:
+            print(f"{'camera ' + stream:<18}" + "".join(
+                f"{results[n].get('camera_hz', {}).get(stream, 0):>{width}.2f}" for n in names))
     print("\nTopic rates (Hz of sim time; * = below 90 % of the configured rate)")
     topics = sorted(CONFIGURED_HZ)
     print(f"{'topic':<42}{'want':>6}" + "".join(f"{n:>{width}}" for n in names))
@@ -209,6 +298,10 @@ def main() -> int:
                         help="launch arguments added to every variant (e.g. lockstep_slack:=0.3)")
     parser.add_argument("--params-file", type=Path, metavar="FILE",
                         help="a node-parameters file for every variant (aerial_sim launch --params-file)")
+    parser.add_argument("--flight", action="store_true",
+                        help="the default mission and the AirSim server, measured mid-flight (see above)")
+    parser.add_argument("--after-sim-s", type=float, default=6.0,
+                        help="--flight: the window opens at this sim time (s)")
     parser.add_argument("--probe-all", action="store_true",
                         help=f"also probe the streams made only for a listener ({', '.join(ON_DEMAND)})")
     options = parser.parse_args()
@@ -222,8 +315,11 @@ def main() -> int:
               flush=True)
         skip = () if options.probe_all else ON_DEMAND
         args = [*VARIANTS[variant], *options.extra, *(["--params-file", str(options.params_file)] if options.params_file else [])]
-        results[variant] = measure_variant(args, options.warmup, options.seconds, options.probe, skip)
-    print(f"\nos: {os.cpu_count()} cores; sim.launch.yaml mission:=none airsim_api:=false scene:=urban")
+        results[variant] = measure_variant(args, options.warmup, options.seconds,
+                                           "clock" if options.flight else options.probe, skip,
+                                           options.after_sim_s if options.flight else None)
+    graph = "the default mission, measured mid-flight" if options.flight else "mission:=none airsim_api:=false"
+    print(f"\nos: {os.cpu_count()} cores; sim.launch.yaml {graph} {' '.join(options.extra) or 'scene:=urban'}")
     print_tables(results)
     return 0
 
