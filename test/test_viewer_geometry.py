@@ -82,6 +82,20 @@ def test_markers_and_point_clouds_convert_exactly():
         assert marker.header.frame_id == "map"
         if primitive.kind == "mesh":
             assert len(marker.points) == 3 * len(primitive.faces)
+    # What the node publishes, written from numpy: the typed markers' bytes with zero padding, also for a
+    # sphere and a cylinder turned and coloured, a name that is not ASCII, another frame and alpha.
+    from visualization_msgs.msg import MarkerArray
+
+    from aerial_sim.nodes.ros.zero_padding import zero_padded_bytes
+    from aerial_sim.viewer.marker_array import encode_marker_array
+    from aerial_sim.viewer.scene_view import Primitive
+
+    primitives += [Primitive(name="kugel_ü", kind="sphere", position=(1.5, -2.25, 3.0), orientation=(0.5, 0.5, -0.5, 0.5),
+                             size=(1.0, 2.0, 3.0), color=(7, 200, 255)),
+                   Primitive(name="c", kind="cylinder", position=(0.0, 0.0, 0.0), orientation=(1.0, 0.0, 0.0, 0.0),
+                             size=(0.5, 0.5, 2.0), color=(1, 2, 3))]
+    typed = MarkerArray(markers=[to_marker(p, i, "odom_x", 0.7) for i, p in enumerate(primitives)])
+    assert encode_marker_array(primitives, "odom_x", 0.7) == zero_padded_bytes(typed)
     points = np.random.default_rng(0).normal(size=(1000, 3)).astype(np.float32)
     cloud = deserialize_message(to_cloud(points, Header(frame_id="x")), PointCloud2)  # the bytes the node sends
     assert np.array_equal(cloud_xyz(cloud), points) and cloud.header.frame_id == "x"

@@ -2,7 +2,8 @@
 
 Reads the ``scene`` parameter (``config/scenes/<scene>.yaml`` or a path, the same
 parameter the physics and camera nodes take), converts it once with
-:func:`aerial_sim.viewer.scene_view.scene_primitives` and publishes it latched
+:func:`aerial_sim.viewer.scene_view.scene_primitives` into CDR bytes
+(:func:`aerial_sim.viewer.marker_array.encode_marker_array`) and publishes them latched
 (``LATCHED_QOS``) on ``scene_markers``, frame ``map``, so RViz started at any
 time gets it.
 """
@@ -21,7 +22,7 @@ from aerial_sim.nodes.ros.clocks import InputStampClock
 from aerial_sim.nodes.ros.parameters import declare_params
 from aerial_sim.nodes.ros.qos import LATCHED_QOS
 from aerial_sim.nodes.ros.run import run_node
-from aerial_sim.nodes.ros.zero_padding import zero_padded_bytes
+from aerial_sim.viewer.marker_array import encode_marker_array
 from aerial_sim.viewer.scene_view import Primitive, scene_primitives
 from aerial_sim.world.scene import load_scene
 
@@ -41,6 +42,8 @@ class SceneMarkersParams:
 
 
 def to_marker(primitive: Primitive, marker_id: int, frame_id: str, alpha: float) -> Marker:
+    """The typed marker of one primitive (the reference the published bytes,
+    :func:`~aerial_sim.viewer.marker_array.encode_marker_array`, equal; test_viewer_geometry)."""
     marker = Marker(ns=primitive.name, id=marker_id, type=MARKER_TYPES[primitive.kind], action=Marker.ADD)
     marker.header.frame_id = frame_id
     p, q = marker.pose.position, marker.pose.orientation
@@ -62,12 +65,10 @@ class SceneMarkers(Node):
         self.params = declare_params(self, SceneMarkersParams)
         scene = load_scene(self.params.scene)
         primitives = scene_primitives(scene, self.params.ground_size_m)
-        self.markers = MarkerArray(
-            markers=[to_marker(p, i, self.params.frame_id, self.params.alpha) for i, p in enumerate(primitives)]
-        )
         self.publisher = self.create_publisher(MarkerArray, "scene_markers", LATCHED_QOS)
-        # Zero padding: rclpy's bytes differ from process to process after each Marker.frame_locked (issue 32).
-        self.publisher.publish(zero_padded_bytes(self.markers))
+        # CDR bytes written from numpy, padding zero (issue 32): the typed message's 1.1 M Point objects
+        # for the city cost ~12 CPU s at start-up, beside the flight (issue 29); the same bytes.
+        self.publisher.publish(encode_marker_array(primitives, self.params.frame_id, self.params.alpha))
         InputStampClock(self)  # stamped 0 ("latest"): this node needs no /clock at all
         self.get_logger().info(f"scene '{scene.name}': {len(primitives)} markers on {self.publisher.topic_name}")
 
