@@ -14,7 +14,7 @@ import pytest
 import trimesh
 
 from aerial_sim.config import ParamsError
-from aerial_sim.world.assets import SurfacePart
+from aerial_sim.world.assets import SurfaceMaps, SurfacePart
 from aerial_sim.world.camera import CameraModel, CameraParams
 from aerial_sim.world.lod import levels_of
 from aerial_sim.world.scene import load_scene
@@ -89,6 +89,27 @@ def test_a_simplified_textured_plane_keeps_its_texture_coordinates():
     coarse = levels[-1].parts[0]
     assert len(coarse.triangles) < len(part.triangles) / 8
     np.testing.assert_allclose(coarse.uv, uv_of(coarse.triangles), atol=1e-5)
+
+
+def test_a_simplified_plane_with_only_an_occlusion_map_keeps_both_uv_sets():
+    """Issue 29: a part whose only texture is a normal/occlusion/emissive map (no base colour) keeps its uv and
+    TEXCOORD_1 on its coarse levels, so the far view samples the map as the near view does."""
+    n = 24
+    y, x = np.mgrid[0:n + 1, 0:n + 1] / n
+    vertices = np.stack([2 * x - 1, 2 * y - 1, np.zeros_like(x)], axis=-1).reshape(-1, 3)
+    index = np.arange((n + 1) ** 2).reshape(n + 1, n + 1)
+    a, b, c, d = index[:-1, :-1].ravel(), index[:-1, 1:].ravel(), index[1:, 1:].ravel(), index[1:, :-1].ravel()
+    faces = np.concatenate([np.stack([a, b, c], 1), np.stack([a, c, d], 1)])
+    triangles = np.asarray(trimesh.Trimesh(vertices, faces, process=False).triangles)
+    uv_of = lambda p: np.stack([(p[..., 0] + 1) / 2, (p[..., 1] + 1) / 2], axis=-1)  # noqa: E731
+    uv1_of = lambda p: np.stack([1 - (p[..., 0] + 1) / 2, 2 * (p[..., 1] + 1)], axis=-1)  # noqa: E731 mirrored
+    maps = SurfaceMaps(occlusion_texture=np.full((4, 4, 3), 64, np.uint8))
+    part = SurfacePart(triangles, uv_of(triangles).astype(np.float32), (200.0, 200.0, 200.0), None, maps=maps,
+                       uv1=uv1_of(triangles).astype(np.float32))
+    coarse = levels_of([part], min_triangles=256)[-1].parts[0]
+    assert len(coarse.triangles) < len(triangles) / 8 and coarse.maps is maps
+    np.testing.assert_allclose(coarse.uv, uv_of(coarse.triangles), atol=1e-5)
+    np.testing.assert_allclose(coarse.uv1, uv1_of(coarse.triangles), atol=1e-5)
 
 
 @pytest.mark.parametrize("distance", [2.0, 6.0, 12.0, 60.0])

@@ -145,7 +145,10 @@ def _part(vertices: np.ndarray, faces: np.ndarray, original: SurfacePart) -> Sur
     triangles = np.ascontiguousarray(vertices[faces])
     triangles = triangles[_areas(triangles) > 0]
     uv = uv1 = None
-    if original.uv is not None and (original.texture is not None or original.pbr_texture is not None) and len(triangles):
+    # Any sampled map (base colour, metallic-roughness, normal, occlusion, emissive) needs the uv sets it names.
+    sampled = original.texture is not None or original.pbr_texture is not None or \
+        (original.maps is not None and bool(original.maps.textures))
+    if original.uv is not None and sampled and len(triangles):
         uv = _transferred_uv(triangles, original, original.uv)
         if original.uv1 is not None:
             uv1 = _transferred_uv(triangles, original, original.uv1)
