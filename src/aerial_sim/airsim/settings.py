@@ -483,10 +483,10 @@ def _check_lens(d, sizes, where: str) -> None:
             raise SettingsError(f"{where} ({named}): {problem}")
 
 
-def camera_lens(settings: AirSimSettings, vehicle_name: str, camera_name: str = "front_center"):
-    """The plumb_bob D the settings give the graph's vehicle ``vehicle_name``'s camera ``camera_name`` (AirSim's
-    aliases ``0`` and ``""`` are front_center): that settings vehicle's (any case, or the only one) camera of that
-    name, else CameraDefaults'; None when neither gives a lens. With the key path it came from."""
+def _camera_value(settings: AirSimSettings, vehicle_name: str, camera_name: str, field: str, key: str):
+    """The ``field`` of the graph's vehicle ``vehicle_name``'s camera ``camera_name`` (AirSim's aliases ``0`` and
+    ``""`` are front_center): that settings vehicle's (any case, or the only one) camera of that name, else
+    CameraDefaults'; None when neither gives one. With the key path (ending in ``key``) it came from."""
     aliases = {"front_center": {"front_center", "0", ""}}.get(camera_name, {camera_name})
     vehicles = settings.vehicles
     vehicle = next((v for v in vehicles if v.name.lower() == vehicle_name.lower()), None)
@@ -494,31 +494,24 @@ def camera_lens(settings: AirSimSettings, vehicle_name: str, camera_name: str = 
         vehicle = vehicles[0]
     if vehicle is not None:
         for camera in vehicle.cameras:
-            if camera.name in aliases and camera.distortion_d is not None:
-                return camera.distortion_d, f"Vehicles/{vehicle.name}/Cameras/{camera.name}/DistortionParams"
+            if camera.name in aliases and getattr(camera, field) is not None:
+                return getattr(camera, field), f"Vehicles/{vehicle.name}/Cameras/{camera.name}/{key}"
     defaults = settings.camera_defaults
-    if defaults is not None and defaults.distortion_d is not None:
-        return defaults.distortion_d, "CameraDefaults/DistortionParams"
+    if defaults is not None and getattr(defaults, field) is not None:
+        return getattr(defaults, field), f"CameraDefaults/{key}"
     return None
+
+
+def camera_lens(settings: AirSimSettings, vehicle_name: str, camera_name: str = "front_center"):
+    """The plumb_bob D the settings' ``DistortionParams`` give the graph's vehicle's camera (see
+    ``_camera_value``), with the key path it came from; None when no camera gives a lens."""
+    return _camera_value(settings, vehicle_name, camera_name, "distortion_d", "DistortionParams")
 
 
 def camera_noise(settings: AirSimSettings, vehicle_name: str, camera_name: str = "front_center"):
-    """The colour noise std (8-bit levels) the settings' ``NoiseSettings`` give the graph's vehicle
-    ``vehicle_name``'s camera ``camera_name`` (found as :func:`camera_lens` finds a lens), with the key path it
-    came from; None when neither the camera nor CameraDefaults has NoiseSettings."""
-    aliases = {"front_center": {"front_center", "0", ""}}.get(camera_name, {camera_name})
-    vehicles = settings.vehicles
-    vehicle = next((v for v in vehicles if v.name.lower() == vehicle_name.lower()), None)
-    if vehicle is None and len(vehicles) == 1:
-        vehicle = vehicles[0]
-    if vehicle is not None:
-        for camera in vehicle.cameras:
-            if camera.name in aliases and camera.color_noise_std is not None:
-                return camera.color_noise_std, f"Vehicles/{vehicle.name}/Cameras/{camera.name}/NoiseSettings"
-    defaults = settings.camera_defaults
-    if defaults is not None and defaults.color_noise_std is not None:
-        return defaults.color_noise_std, "CameraDefaults/NoiseSettings"
-    return None
+    """The colour noise std (8-bit levels) the settings' ``NoiseSettings`` give the graph's vehicle's camera (see
+    ``_camera_value``), with the key path it came from; None when no camera has NoiseSettings."""
+    return _camera_value(settings, vehicle_name, camera_name, "color_noise_std", "NoiseSettings")
 
 
 def _sensors(spec: dict, warnings: list, where: str) -> tuple[SensorSetting, ...]:
