@@ -72,18 +72,22 @@ def test_levels_are_quarters_of_each_other_and_their_triangles_grow():
     assert len(levels_of([SurfacePart(np.asarray(sphere.triangles))], min_triangles=30000)) == 1  # too small
 
 
-def test_a_simplified_textured_plane_keeps_its_texture_coordinates():
-    """A finely tessellated textured quad simplifies to a few triangles whose uv are the original's affine map."""
-    n = 24
+def tessellated_square(n: int = 24) -> np.ndarray:
+    """The triangles of the square [-1, 1]^2 at z = 0, cut into n x n cells of two triangles each."""
     y, x = np.mgrid[0:n + 1, 0:n + 1] / n
     vertices = np.stack([2 * x - 1, 2 * y - 1, np.zeros_like(x)], axis=-1).reshape(-1, 3)
     index = np.arange((n + 1) ** 2).reshape(n + 1, n + 1)
     a, b, c, d = index[:-1, :-1].ravel(), index[:-1, 1:].ravel(), index[1:, 1:].ravel(), index[1:, :-1].ravel()
     faces = np.concatenate([np.stack([a, b, c], 1), np.stack([a, c, d], 1)])
-    grid = trimesh.Trimesh(vertices, faces, process=False)
+    return np.asarray(trimesh.Trimesh(vertices, faces, process=False).triangles)
+
+
+def test_a_simplified_textured_plane_keeps_its_texture_coordinates():
+    """A finely tessellated textured quad simplifies to a few triangles whose uv are the original's affine map."""
+    triangles = tessellated_square()
     uv_of = lambda p: np.stack([(p[..., 0] + 1) / 2 * 3.0, (p[..., 1] + 1) / 2 * 3.0], axis=-1)  # noqa: E731 repeats
     texture = np.zeros((8, 8, 3), np.uint8)
-    part = SurfacePart(np.asarray(grid.triangles), uv_of(np.asarray(grid.triangles)).astype(np.float32), None, texture)
+    part = SurfacePart(triangles, uv_of(triangles).astype(np.float32), None, texture)
     levels = levels_of([part], min_triangles=256)
     assert len(levels) >= 2
     coarse = levels[-1].parts[0]
@@ -94,13 +98,7 @@ def test_a_simplified_textured_plane_keeps_its_texture_coordinates():
 def test_a_simplified_plane_with_only_an_occlusion_map_keeps_both_uv_sets():
     """Issue 29: a part whose only texture is a normal/occlusion/emissive map (no base colour) keeps its uv and
     TEXCOORD_1 on its coarse levels, so the far view samples the map as the near view does."""
-    n = 24
-    y, x = np.mgrid[0:n + 1, 0:n + 1] / n
-    vertices = np.stack([2 * x - 1, 2 * y - 1, np.zeros_like(x)], axis=-1).reshape(-1, 3)
-    index = np.arange((n + 1) ** 2).reshape(n + 1, n + 1)
-    a, b, c, d = index[:-1, :-1].ravel(), index[:-1, 1:].ravel(), index[1:, 1:].ravel(), index[1:, :-1].ravel()
-    faces = np.concatenate([np.stack([a, b, c], 1), np.stack([a, c, d], 1)])
-    triangles = np.asarray(trimesh.Trimesh(vertices, faces, process=False).triangles)
+    triangles = tessellated_square()
     uv_of = lambda p: np.stack([(p[..., 0] + 1) / 2, (p[..., 1] + 1) / 2], axis=-1)  # noqa: E731
     uv1_of = lambda p: np.stack([1 - (p[..., 0] + 1) / 2, 2 * (p[..., 1] + 1)], axis=-1)  # noqa: E731 mirrored
     maps = SurfaceMaps(occlusion_texture=np.full((4, 4, 3), 64, np.uint8))
