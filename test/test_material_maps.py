@@ -62,6 +62,23 @@ def scene_of(tmp_path, objects: list[tuple[str, str, tuple]], lighting: str = "{
     return load_scene(str(tmp_path / "world.yaml"))
 
 
+def lit_from_above(tmp_path, objects: list[tuple[str, str, tuple]], size: tuple[int, int, float]):
+    """The objects under a slab at 8 m, with shadows, seen straight down from 4 m by a camera of (width, height,
+    hfov_deg) with ambient 0.3 and a high sun: the camera, its pose and its colour image (int), after checking
+    that the compiled kernel and the NumPy reference render it alike (to 1 level)."""
+    slab = "  - {name: slab, shape: box, size: [30, 30, 0.5], position: [0, 0, 8], segmentation_id: 9}\n"
+    scene_of(tmp_path, objects, lighting="{shadows: true}")
+    (tmp_path / "world.yaml").write_text((tmp_path / "world.yaml").read_text() + slab)
+    width, height, hfov_deg = size
+    params = CameraParams(**(DOWN | dict(width=width, height=height, hfov_deg=hfov_deg)), ambient=0.3,
+                          sun_direction_enu=(0.2, 0.1, 1.0))
+    camera = CameraModel(params, load_scene(str(tmp_path / "world.yaml")))
+    pose = ((0.0, 0.0, 4.0), LEVEL)
+    frames = [camera.render(*pose, reference=r).color.astype(int) for r in (False, True)]
+    assert np.abs(frames[0] - frames[1]).max() <= 1  # kernel and reference agree
+    return camera, pose, frames[0]
+
+
 @pytest.mark.parametrize("texel, sun", [
     ((191, 128, 238), (1.0, 0.0, 1.0)),  # tangent space (0.498, 0.004, 0.867): 30 deg toward +u; x 1.5: 41 deg
     ((128, 191, 238), (0.0, 1.0, 1.0)),  # toward +v, the map's +Y ("up" in the image)
@@ -108,18 +125,9 @@ def test_an_emissive_quad_is_lit_in_shadow_and_occlusion_dims_only_the_ambient_l
     occluded = write_gltf(tmp_path / "occluded", flat((0, 0, 0), 0.6), dict(occlusionTexture=solid((64, 64, 64))),
                           lambda m: m["occlusionTexture"].update(strength=0.5))
     plain = write_gltf(tmp_path / "plain", flat((0, 0, 0), 0.6), {})
-    slab = "  - {name: slab, shape: box, size: [30, 30, 0.5], position: [0, 0, 8], segmentation_id: 9}\n"
-    scene = scene_of(tmp_path, [("plain", plain, (0.0, 1.5, 1.0)), ("glow", emissive, (0.0, 0.0, 1.0)),
-                                ("dim", occluded, (0.0, -1.5, 1.0))], lighting="{shadows: true}")
-    (tmp_path / "world.yaml").write_text((tmp_path / "world.yaml").read_text() + slab)
-    scene = load_scene(str(tmp_path / "world.yaml"))
-    params = CameraParams(**(DOWN | dict(width=121, height=41, hfov_deg=90.0)), ambient=0.3,
-                          sun_direction_enu=(0.2, 0.1, 1.0))
-    camera = CameraModel(params, scene)
-    pose = ((0.0, 0.0, 4.0), LEVEL)
-    frames = [camera.render(*pose, reference=r).color.astype(int) for r in (False, True)]
-    assert np.abs(frames[0] - frames[1]).max() <= 1  # kernel and reference agree
-    image = frames[0]
+    objects = [("plain", plain, (0.0, 1.5, 1.0)), ("glow", emissive, (0.0, 0.0, 1.0)),
+               ("dim", occluded, (0.0, -1.5, 1.0))]
+    camera, pose, image = lit_from_above(tmp_path, objects, (121, 41, 90.0))
     ambient = 0.3 * np.array([200.0, 180.0, 160.0])
 
     def at(x: float, y: float = 0.0):
@@ -244,18 +252,8 @@ def test_maps_on_texcoord_1_are_sampled_where_the_second_uv_set_points(tmp_path)
                   lambda m: m["occlusionTexture"].update(strength=0.5, texCoord=1))
     add_attribute(textured, "TEXCOORD_1", [[u, 1.0 - v] for u, v in mirrored],
                   lambda m: m["pbrMetallicRoughness"]["baseColorTexture"].update(texCoord=1))
-    slab = "  - {name: slab, shape: box, size: [30, 30, 0.5], position: [0, 0, 8], segmentation_id: 9}\n"
-    scene_of(tmp_path, [("dim", occluded, (0.0, 0.8, 1.0)), ("paint", textured, (0.0, -0.8, 1.0))],
-             lighting="{shadows: true}")
-    (tmp_path / "world.yaml").write_text((tmp_path / "world.yaml").read_text() + slab)
-    scene = load_scene(str(tmp_path / "world.yaml"))
-    params = CameraParams(**(DOWN | dict(width=81, height=81, hfov_deg=60.0)), ambient=0.3,
-                          sun_direction_enu=(0.2, 0.1, 1.0))
-    camera = CameraModel(params, scene)
-    pose = ((0.0, 0.0, 4.0), LEVEL)
-    frames = [camera.render(*pose, reference=r).color.astype(int) for r in (False, True)]
-    assert np.abs(frames[0] - frames[1]).max() <= 1  # kernel and reference agree
-    image = frames[0]
+    objects = [("dim", occluded, (0.0, 0.8, 1.0)), ("paint", textured, (0.0, -0.8, 1.0))]
+    camera, pose, image = lit_from_above(tmp_path, objects, (81, 81, 60.0))
 
     def at(x: float, y: float):
         col, row = np.round(camera.project(np.array([x, y, 1.0]), *pose)[0]).astype(int)
