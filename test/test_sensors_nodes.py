@@ -260,14 +260,16 @@ def test_sensor_process_yields_the_cpu_in_lockstep_only(lockstep, environment, e
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, **environment})
     try:
         deadline = time.monotonic() + 30.0
-        line = ""
+        line, read = "", []
         while "one process for" not in line and time.monotonic() < deadline:  # logged once every node is built
             line = process.stdout.readline()
+            read.append(line)
         time.sleep(0.5)
         niceness = thread_niceness(process.pid)
     finally:
         process.terminate()
         output, _ = process.communicate(timeout=30)
+    output = "".join(read) + output  # the lines read while waiting for the nodes count too
     assert niceness and set(niceness) == {expected}, (niceness, output)
     if environment.get("AERIAL_SIM_BACKGROUND_NICE") == "high":
         assert output.count("'high' is not a niceness in 0..19") == 1, output
