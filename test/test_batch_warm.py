@@ -113,9 +113,10 @@ def test_a_run_killed_in_a_warm_graph_is_retried_on_a_new_graph_and_nothing_else
     batch = subprocess.Popen([sys.executable, "-m", "aerial_sim", "batch", str(sweep), "--out", str(out), "--workers", "1",
                               "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO)
     try:
-        # The second run's bag opens at its warm start: then its flight is under way; kill the physics node.
+        # The second run's log says "# warm start" once the graph is un-paused (its bag opens before the restart):
+        # then its flight is under way; kill the physics node.
         deadline = time.monotonic() + 200
-        while not list((out / "runs").glob("0001-*/bag/*.mcap")):
+        while not any("# warm start " in log.read_text() for log in (out / "runs").glob("0001-*/logs/attempt-1.log")):
             assert batch.poll() is None and time.monotonic() < deadline, batch.communicate()[0][-3000:]
             time.sleep(0.1)
         time.sleep(0.5)

@@ -13,6 +13,7 @@ import math
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -145,22 +146,35 @@ def test_mavproxy_connects_lists_and_sets_parameters_and_changes_mode(graph, tmp
     mavproxy = subprocess.Popen([str(Path(sys.executable).parent / "mavproxy.py"), f"--master=udpin:127.0.0.1:{gcs}",
                                  "--source-system=255"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
-    try:
-        for command, wait_s in (("", 3.0), ("param fetch", 5.0), ("param set MIS_TAKEOFF_ALT 6", 3.0),
-                                ("param show MIS_TAKEOFF_ALT", 0.5), ("long DO_SET_MODE 1 3 0", 1.5),
-                                ("long DO_SET_MODE 1 4 3", 1.5)):
-            mavproxy.stdin.write(command + "\n")
-            mavproxy.stdin.flush()
-            time.sleep(wait_s)
-        out, _ = mavproxy.communicate(timeout=20)  # closing its input ends MAVProxy
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(mavproxy.stdout.readline, "")), daemon=True)
+    reader.start()
+    try:  # each command once the one before has answered (a parameter set before the list arrived is refused)
+        for command, answer in (("", "Detected vehicle 1:1"), ("param fetch", r"Received \d+ parameters"),
+                                ("param set MIS_TAKEOFF_ALT 6", None), ("param show MIS_TAKEOFF_ALT", r"MIS_TAKEOFF_ALT\s+6\.0"),
+                                ("long DO_SET_MODE 1 3 0", "Mode POSCTL"), ("long DO_SET_MODE 1 4 3", "Mode LOITER")):
+            deadline, since = time.monotonic() + 30, len(lines)
+            answered = lambda: not answer or re.search(answer, "".join(lines[since:]))  # noqa: E731
+            while True:  # "param show" answers from MAVProxy's copy, which the vehicle's PARAM_VALUE updates: ask again
+                mavproxy.stdin.write(command + "\n")
+                mavproxy.stdin.flush()
+                asked = time.monotonic()
+                while not answered() and time.monotonic() < min(asked + 5, deadline):
+                    time.sleep(0.1)
+                if answered() or time.monotonic() >= deadline:
+                    break
+        mavproxy.stdin.close()  # closing its input ends MAVProxy
+        mavproxy.wait(timeout=20)
+        reader.join(timeout=5)
     finally:
         if mavproxy.poll() is None:
             mavproxy.kill()
+    out = "".join(lines)
     assert "Detected vehicle 1:1" in out, out[-3000:]
     count = int(re.search(r"Received (\d+) parameters", out).group(1))
     assert count >= 25
     assert re.search(r"MIS_TAKEOFF_ALT\s+6\.0", out), out[-3000:]
-    assert out.count("DO_SET_MODE: ACCEPTED") == 2 and "Mode POSCTL" in out
+    assert out.count("DO_SET_MODE: ACCEPTED") == 2 and "Mode POSCTL" in out, out[-3000:]
     assert "LOITER>" in out.split("Mode POSCTL")[-1]  # its prompt names the mode of the last HEARTBEAT: Hold again
     assert re.search(r"sysid 1: mode \w+ -> Position", graph.output()) and graph.alive()
 
