@@ -500,3 +500,30 @@ def test_the_next_runs_bags_record_the_same_topics_and_start_with_each_latched_t
     assert CONFIGURED_KEY in (tmp_path / "run1" / "bag" / "metadata.yaml").read_text()
     assert all((tmp_path / run / WALL_CLOCK_FILE).exists() for run in ("run0", "run1"))  # beside each bag
     assert [line.split(":")[0] for line in lines] == ["[recorder] bag closed"] * 2
+
+
+@pytest.mark.parametrize("compression", ["none", "zstd"])
+def test_appending_to_the_chunk_gives_the_mcap_librarys_file_byte_for_byte(tmp_path, compression):
+    """recording/mcap_append: a message appended in one struct pack makes the file the library's own
+    add_message makes (chunks cut by size, two channels, a log time that goes back, the summary)."""
+    import io
+
+    from mcap.writer import CompressionType, Writer
+
+    from aerial_sim.recording.mcap_append import chunk_appender
+
+    files = []
+    for fast in (False, True):
+        stream = io.BytesIO()
+        writer = Writer(stream, chunk_size=4096, compression=CompressionType[compression.upper()])
+        writer.start(profile="ros2", library="test")
+        schema = writer.register_schema("nav_msgs/msg/Odometry", "ros2msg", b"x")
+        channels = [writer.register_channel(f"/t{i}", "cdr", schema) for i in range(2)]
+        append = chunk_appender(writer) if fast else writer.add_message
+        assert append is not None
+        for k in range(400):
+            log_ns = 10_000_000 + k * 4_000_000 - (6_000_000 if k % 37 == 0 else 0)
+            append(channels[k % 2], log_ns, cdr_odometry(k * 0.004, 0.01 * k), log_ns + 7, k)
+        writer.finish()
+        files.append(stream.getvalue())
+    assert files[0] == files[1] and files[0].count(b"MCAP") >= 2

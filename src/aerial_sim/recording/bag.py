@@ -69,6 +69,7 @@ from typing import Any, BinaryIO, Callable, Literal, Mapping, Sequence
 import yaml
 
 from aerial_sim.config import ParamsError, require, require_non_negative, require_positive
+from aerial_sim.recording.mcap_append import chunk_appender
 from aerial_sim.recording.mcap_index import McapRepairError, needs_repair, repair_mcap
 from aerial_sim.recording.msgdefs import message_definition
 
@@ -179,7 +180,7 @@ class _Topic:
     sequence: int = 0  # messages accepted
     # Deterministic files: the log time last written and the payload digests written at it (re-sends).
     last_ns: int = -1
-    last_digests: set = field(default_factory=set)
+    last_messages: set = field(default_factory=set)
 
 
 @dataclass
@@ -324,13 +325,7 @@ class BagWriter:
             if topic not in self._channel_ids:
                 self._register(entry)
             size_before = self._stream.tell()
-            self._writer.add_message(
-                channel_id=self._channel_ids[topic],
-                log_time=log_time_ns,
-                data=data,
-                publish_time=publish_ns,
-                sequence=entry.sequence,
-            )
+            self._append(self._channel_ids[topic], log_time_ns, data, publish_ns, entry.sequence)
             entry.sequence += 1
             self._pending.append((entry, int(log_time_ns)))
             if self._stream.tell() != size_before:  # a chunk (with this message) went to the file
@@ -388,16 +383,13 @@ class BagWriter:
 
     def _is_resend(self, topic: str, data: bytes, log_ns: int) -> bool:
         """True for a stamped message already written at ``log_ns`` on ``topic`` (counted in :attr:`resends`)."""
-        import hashlib
-
         entry = self._topics[topic]
-        digest = hashlib.sha256(data).digest()
         if entry.last_ns != log_ns:
-            entry.last_ns, entry.last_digests = log_ns, set()
-        if digest in entry.last_digests:
+            entry.last_ns, entry.last_messages = log_ns, set()
+        if data in entry.last_messages:  # the bytes themselves: a set of one or two short messages
             self.resends += 1
             return True
-        entry.last_digests.add(digest)
+        entry.last_messages.add(bytes(data))
         return False
 
     def _cut_chunk(self, log_time_ns: int) -> None:
@@ -549,6 +541,7 @@ class BagWriter:
             self._stream, chunk_size=self.params.effective_chunk_size, compression=compression[self.params.compression]
         )
         self._writer.start(profile="ros2", library="aerial_sim recorder (mcap python)")
+        self._append = chunk_appender(self._writer) or self._writer.add_message
         self._schema_ids.clear()
         self._channel_ids.clear()
         if not self.deterministic:  # deterministic: each at its first message (module doc)
