@@ -210,7 +210,7 @@ class FlightSupervisor:
     def command_pose(self, time_s: float, position, yaw: float) -> None:
         """Go to and hold ``position`` (map, m) with heading ``yaw`` (rad)."""
         values = [*position, yaw]
-        if not all(math.isfinite(v) for v in values):
+        if not all(map(math.isfinite, values)):
             raise CommandRejected(f"cmd_pose refused: non-finite value in {values}")
         state = self._require_armed("cmd_pose")
         self._refuse_while_landing("cmd_pose")
@@ -226,7 +226,7 @@ class FlightSupervisor:
     def command_velocity(self, time_s: float, linear, yaw_rate: float, body_frame: bool = False) -> None:
         """Track velocity ``linear`` (m/s; ENU, or FLU by heading if ``body_frame``) and ``yaw_rate`` (rad/s)."""
         values = [*linear, yaw_rate]
-        if not all(math.isfinite(v) for v in values):
+        if not all(map(math.isfinite, values)):
             raise CommandRejected(f"cmd_vel refused: non-finite value in {values}")
         speed = math.sqrt(sum(float(v) ** 2 for v in linear))
         if speed > self.params.max_setpoint_speed_m_s:
@@ -284,7 +284,7 @@ class FlightSupervisor:
         if (altitude is None) == (throttle is None):
             raise CommandRejected(f"{what} refused: give an altitude or a throttle")
         vertical = altitude if altitude is not None else throttle
-        if not all(math.isfinite(v) for v in values + [vertical]):
+        if not all(map(math.isfinite, values + [vertical])):
             raise CommandRejected(f"{what} refused: non-finite value in {values + [vertical]}")
         if throttle is not None and not 0.0 <= throttle <= 1.0:
             raise CommandRejected(f"{what} refused: throttle {throttle:g} is outside [0, 1]")

@@ -216,7 +216,7 @@ class FlightControllerNode(Node):
         q = message.orientation
         w = message.angular_velocity
         orientation, rates = (q.w, q.x, q.y, q.z), (w.x, w.y, w.z)
-        if (message.orientation_covariance[0] == -1.0 or not all(math.isfinite(v) for v in orientation + rates)
+        if (message.orientation_covariance[0] == -1.0 or not all(map(math.isfinite, orientation + rates))
                 or not 0.5 < math.sqrt(sum(c * c for c in orientation)) < 1.5):
             self.get_logger().warning("imu/data has no usable orientation (unit quaternion) or rates; ignored", throttle_duration_sec=5)
             return

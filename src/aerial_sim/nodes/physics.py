@@ -427,10 +427,10 @@ class PhysicsNode(Node):
         A command or an output wakes this thread through the middleware (:meth:`_wait_for_lockstep_inputs`),
         and it takes both here; while a participant holds the clock it also looks every
         ``LockstepOutputs.POLL_S``."""
-        self._wait_for_lockstep_inputs(self._lockstep_wait_s)
+        ready = self._wait_for_lockstep_inputs(self._lockstep_wait_s)
         self.command_arrived.clear()  # before looking: whatever arrives from now on wakes the next wait
-        self._take_commands()
-        self.lockstep_outputs.take_arrived()
+        self._take_commands(ready)
+        self.lockstep_outputs.take_arrived(ready)
         with self.inputs_lock:
             commands = all(v.pending_controls is not None for v in self.vehicles)
         if not commands:
@@ -446,11 +446,15 @@ class PhysicsNode(Node):
         self._lockstep_wait_s = LockstepOutputs.POLL_S if held else 0.05
         return not held and not self._stop.is_set()
 
-    def _wait_for_lockstep_inputs(self, timeout_s: float) -> None:
+    def _wait_for_lockstep_inputs(self, timeout_s: float) -> set[int] | None:
         """Block until a motor command or a participant's output is waiting, or anything else wakes
         the simulation (:class:`Wakeup`), at most ``timeout_s``. The middleware wakes this thread
         directly: no executor callback and no handing over between threads on the critical path of
-        every period (physics publishes, the controller answers, physics steps)."""
+        every period (physics publishes, the controller answers, physics steps).
+
+        Returns the subscriptions (``handle.pointer``) that hold a message, so only those are taken
+        from (some ten empty takes a period otherwise); None where the middleware could not say (take
+        from all). One that receives after the wait is taken after the next, which returns at once."""
         outputs = len(self.lockstep_outputs.taken)
         if self._wait_set is None or self._wait_set[0] != outputs:  # a participant's topic joined
             handles = [v.command_subscription.handle for v in self.vehicles]
@@ -465,16 +469,21 @@ class PhysicsNode(Node):
                 wait_set.add_subscription(handle)
             wait_set.add_guard_condition(self.command_arrived.guard)
             wait_set.wait(int(timeout_s * 1e9))
+            return set(wait_set.get_ready_entities("subscription"))
         except Exception:  # noqa: BLE001 - the context is going away: the loop's own checks end it
             time.sleep(min(timeout_s, 0.01))
+            return None
 
-    def _take_commands(self) -> None:
+    def _take_commands(self, ready: set[int] | None = None) -> None:
         """Lockstep: hand every motor command waiting to its vehicle (simulation thread). A message
-        that is no Float64MultiArray, or an unusable row, is dropped with one line, as InputGuard would."""
+        that is no Float64MultiArray, or an unusable row, is dropped with one line, as InputGuard would.
+        ``ready``: only these subscriptions (``handle.pointer``) hold messages (None: try every one)."""
         readers = [(v.command_subscription, v.on_motor_commands) for v in self.vehicles]
         if self.swarm.commands_subscription is not None:
             readers.append((self.swarm.commands_subscription, self.swarm.on_commands))
         for subscription, handle in readers:
+            if ready is not None and subscription.handle.pointer not in ready:
+                continue
             while (data := take_raw(subscription)) is not None:
                 try:
                     handle(data)
@@ -602,7 +611,7 @@ class PhysicsNode(Node):
         winds = None
         for vehicle in vehicles:
             truth = truths[vehicle.name]
-            if not all(math.isfinite(v) for v in (*truth.position, *truth.velocity_world, *truth.orientation)):
+            if not all(map(math.isfinite, (*truth.position, *truth.velocity_world, *truth.orientation))):
                 raise SimulationDiverged(f"{vehicle.name}: state is no longer finite (position {truth.position})")
             readers = vehicle.readers()
             odom_read, imu_read, rotors_read = (True, True, True) if every else readers[:3]

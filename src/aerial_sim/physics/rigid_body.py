@@ -119,7 +119,7 @@ class RigidBody:
     def set_external_wrench(self, force_body: Sequence[float], torque_body: Sequence[float]) -> None:
         force = tuple(float(v) for v in force_body)
         torque = tuple(float(v) for v in torque_body)
-        if len(force) != 3 or len(torque) != 3 or not all(math.isfinite(v) for v in force + torque):
+        if len(force) != 3 or len(torque) != 3 or not all(map(math.isfinite, force + torque)):
             raise ValueError(f"external wrench needs finite 3-vectors, got {force_body!r}, {torque_body!r}")
         self.external_force = force
         self.external_torque = torque

@@ -75,7 +75,7 @@ def quat_normalize(q: Quaternion) -> Quaternion:
     length = math.sqrt(w * w + x * x + y * y + z * z)
     if not 0.0 < length < math.inf:
         scale = max(abs(w), abs(x), abs(y), abs(z))
-        if not (0.0 < scale < math.inf and all(math.isfinite(c) for c in q)):
+        if not (0.0 < scale < math.inf and all(map(math.isfinite, q))):
             raise ValueError(f"cannot normalise quaternion {q!r}")
         w, x, y, z = w / scale, x / scale, y / scale, z / scale
         length = math.sqrt(w * w + x * x + y * y + z * z)

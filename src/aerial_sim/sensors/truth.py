@@ -108,7 +108,7 @@ def truth_from_odometry(msg: Any) -> TruthSample | None:
     """
     odom = msg if isinstance(msg, OdometryFields) else OdometryFields.from_message(msg)
     values = odom.position + odom.orientation_wxyz + odom.linear_velocity + odom.angular_velocity
-    if not all(math.isfinite(x) for x in values) or sum(x * x for x in values[3:7]) < MIN_QUATERNION_NORM2:
+    if not all(map(math.isfinite, values)) or sum(x * x for x in values[3:7]) < MIN_QUATERNION_NORM2:
         return None
     if (math.hypot(*values[0:3]) > MAX_TRUTH_POSITION_M or math.hypot(*values[7:10]) > MAX_TRUTH_SPEED_M_S
             or math.hypot(*values[10:13]) > MAX_TRUTH_RATE_RAD_S):

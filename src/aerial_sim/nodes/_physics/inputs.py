@@ -164,7 +164,7 @@ class VehicleChannel:
 
 def wrench_problem(force, torque, params: PhysicsNodeParams) -> str | None:
     """Why an external wrench is unusable (NaN/inf, or above the node's caps), or None when it is valid."""
-    if not all(math.isfinite(v) for v in (*force, *torque)):
+    if not all(map(math.isfinite, (*force, *torque))):
         return "NaN/inf"
     if math.hypot(*force) > params.max_external_force_n:
         return f"|force| {math.hypot(*force):.3g} N > max_external_force_n {params.max_external_force_n:g} N"

@@ -284,9 +284,12 @@ class LockstepOutputs:
         self.taken[topic] = subscription
         return subscription
 
-    def take_arrived(self) -> None:
-        """Observe the stamp of every participant output that has arrived (simulation thread)."""
+    def take_arrived(self, ready: set[int] | None = None) -> None:
+        """Observe the stamp of every participant output that has arrived (simulation thread); ``ready``:
+        only these subscriptions (``handle.pointer``) hold messages (None: try every one)."""
         for topic, subscription in list(self.taken.items()):
+            if ready is not None and subscription.handle.pointer not in ready:
+                continue
             while (cdr := take_raw(subscription)) is not None:
                 stamp_ns = cdr_header_stamp_ns(cdr)
                 if stamp_ns is None:

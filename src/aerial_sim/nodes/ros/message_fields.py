@@ -12,4 +12,4 @@ def diagonal_covariance(variance: float) -> tuple[float, ...]:
 
 def is_finite_sequence(values) -> bool:
     """True when every element of ``values`` is a finite float."""
-    return all(math.isfinite(v) for v in values)
+    return all(map(math.isfinite, values))
