@@ -49,8 +49,9 @@ def run_end_ns(run_dir: Path) -> int | None:
 def bag_report(run_dir: Path, export: bool, plots: bool = True) -> dict:
     """The run's bag report; the summary, the digest and the export share one read of the bag."""
     from aerial_sim.recording.digest import ContentCollector
-    from aerial_sim.recording.reader import find_bag, read_once
+    from aerial_sim.recording.reader import find_bag
     from aerial_sim.recording.summary import SummaryCollector
+    from aerial_sim.recording.topic_reader import read_by_topic
 
     bag = find_bag(run_dir)
     summarizer, digester = SummaryCollector(bag), ContentCollector(until_ns=run_end_ns(run_dir))
@@ -61,7 +62,7 @@ def bag_report(run_dir: Path, export: bool, plots: bool = True) -> dict:
         exporter = ExportCollector(bag, run_dir / DATASET_DIR)
         consumers.append(exporter)
     try:
-        read_once(bag, consumers)
+        read_by_topic(bag, consumers)
     finally:
         if export:
             exporter.close()

@@ -308,6 +308,16 @@ class _CsvSink:
         self._writer.writerow(values if len(self._columns) > 1 else (values,))
         self.rows += 1
 
+    def write_columns(self, columns: list[str], values: list[list]) -> None:
+        """The header (a new file's) and one row per index of ``values`` (a list per column): :meth:`write` at once."""
+        if self._columns is None:
+            self._columns = list(columns)
+            self._writer.writerow(self._columns)
+        if list(columns) != self._columns:
+            raise ValueError("write_columns: other columns than the file's")
+        self._writer.writerows(zip(*values))
+        self.rows += len(values[0]) if values else 0
+
     def close(self) -> None:
         self._file.close()
 
@@ -347,8 +357,38 @@ class ExportCollector:
     def begin(self, reader) -> None:
         from tqdm import tqdm
 
+        self.reader = reader
         self.types = {c.topic: c.msgtype for c in reader.connections}
         self.bar = tqdm(total=reader.message_count, unit="msg", desc="export", disable=not self.progress)
+
+    def messages_of(self, connection, times_ns: list[int], payloads: list[bytes]) -> bool:
+        """A topic's sensor CSV written whole from its columns (:func:`aerial_sim.recording.cdr_columns.topic_columns`,
+        :mod:`aerial_sim.recording.topic_reader`); False (nothing written): its messages come one by one to
+        :meth:`message` (images, clouds, camera info, class names, a topic whose layout varies)."""
+        from aerial_sim.recording.cdr_columns import topic_columns
+
+        topic, msgtype = connection.topic, connection.msgtype
+        if msgtype in (IMAGE, POINT_CLOUD, CAMERA_INFO, CLASS_NAMES) or topic in self.sinks or not payloads:
+            return False
+        typestore = self.reader.typestore
+        found = topic_columns(typestore.fielddefs, msgtype, payloads, MAX_ARRAY_COLUMNS,
+                              lambda raw: flatten_message(typestore.deserialize_cdr(raw, msgtype)))
+        if found is None:
+            return False
+        keys, columns = found
+        if any(name == "header" for name, _ in typestore.fielddefs[msgtype][1]):
+            seconds, nanoseconds = columns[keys.index("header.stamp.sec")], columns[keys.index("header.stamp.nanosec")]
+            stamps = (np.asarray(seconds, dtype=np.int64) * 1_000_000_000 + np.asarray(nanoseconds, dtype=np.int64)).tolist()
+        else:
+            stamps = list(times_ns)
+        if msgtype == ODOMETRY:
+            pose = [columns[keys.index(f"pose.pose.{part}")] for part in
+                    ("position.x", "position.y", "position.z", "orientation.w", "orientation.x", "orientation.y", "orientation.z")]
+            self.odometry.setdefault(topic, []).extend(zip(stamps, zip(*pose)))
+        sink = self.sinks[topic] = _CsvSink(self.out_dir / "sensors" / topic_path(topic).with_suffix(".csv"))
+        sink.write_columns(["bag_time_ns", "stamp_ns", *keys], [times_ns, stamps, *columns])
+        self.bar.update(len(payloads))
+        return True
 
     def message(self, connection, t_ns: int, raw, decode) -> None:
         self.bar.update(1)
