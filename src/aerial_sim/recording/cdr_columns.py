@@ -182,4 +182,23 @@ def topic_columns(fielddefs: dict, msgtype: str, payloads: Sequence[bytes], max_
     return keys, columns
 
 
-__all__ = ["topic_columns", "PRIMITIVES"]
+
+_STAMPS = {order: np.dtype({"names": ["sec", "nanosec"], "formats": [order + "i4", order + "u4"], "offsets": [4, 8],
+                            "itemsize": 12}) for order in "<>"}
+
+
+def header_stamps_ns(payloads: Sequence[bytes]) -> list[int] | None:
+    """:func:`aerial_sim.cdr.cdr_header_stamp_ns` of every payload at once (the low bit of the encapsulation's
+    second byte giving each one's byte order, as there); None when one is shorter than a stamp."""
+    if any(len(p) < ENCAPSULATION + 8 for p in payloads):
+        return None
+    heads = b"".join(p[: ENCAPSULATION + 8] for p in payloads)
+    little = (np.frombuffer(heads, np.uint8)[1::12] & 1).astype(bool)
+    stamps = []
+    for order, chosen in (("<", little), (">", ~little)):
+        table = np.frombuffer(heads, _STAMPS[order])
+        stamps.append(table["sec"].astype(np.int64) * 1_000_000_000 + table["nanosec"].astype(np.int64))
+    return np.where(little, stamps[0], stamps[1]).tolist()
+
+
+__all__ = ["header_stamps_ns", "topic_columns", "PRIMITIVES"]

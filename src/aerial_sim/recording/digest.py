@@ -125,6 +125,36 @@ class ContentCollector:
                 self.hashes.setdefault(connection.topic, set())
                 self.counts.setdefault(connection.topic, 0)
 
+    def messages_of(self, connection, times_ns: list[int], payloads: list[bytes]) -> bool:
+        """A topic's messages at once (:mod:`aerial_sim.recording.topic_reader`), as :meth:`message` takes each one, the
+        stamps read with :func:`~aerial_sim.recording.cdr_columns.header_stamps_ns`; False (nothing taken) for the
+        types whose bytes are re-serialized or whose stamp is an element's, and for a payload shorter than a stamp."""
+        from aerial_sim.recording.cdr_columns import header_stamps_ns
+
+        topic, msgtype = connection.topic, connection.msgtype
+        if topic in self.exclude:
+            return True
+        if msgtype in UNZEROED_PADDING_TYPES or msgtype in FIRST_ELEMENT_STAMPED_TYPES:
+            return False
+        cut = self.until_ns is not None and self.stamped.get(topic)
+        periodic = msgtype in PERIODIC_TYPES
+        stamps = header_stamps_ns(payloads) if cut or periodic else None
+        if (cut or periodic) and stamps is None:
+            return False
+        if self.until_ns is not None and not cut and payloads:
+            self.unstamped.add(topic)
+        until = self.until_ns if cut else None
+        hashes, sha256, kept = self.hashes[topic], hashlib.sha256, []
+        for index, data in enumerate(payloads):
+            if until is not None and stamps[index] > until:
+                continue  # after the end of the run (module doc)
+            hashes.add(sha256(data).digest())
+            kept.append(index)
+        self.counts[topic] += len(kept)
+        if periodic:
+            self.stamps.setdefault(topic, []).extend(stamps[i] for i in kept)
+        return True
+
     def message(self, connection, t_ns: int, raw, decode) -> None:
         topic = connection.topic
         if topic in self.exclude:
