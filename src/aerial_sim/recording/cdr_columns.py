@@ -171,15 +171,32 @@ def topic_columns(fielddefs: dict, msgtype: str, payloads: Sequence[bytes], max_
                           "offsets": [offset for _, (offset, _) in numeric], "itemsize": size})
         table = np.frombuffer(blob, dtype)
         for index, (key, _) in enumerate(numeric):
-            values[key] = table[f"c{index}"].tolist()
+            values[key] = table[f"c{index}"]
     count = len(payloads)
     keys = [key for key, _, _ in layout.columns]
     columns = [values[key] if is_number else [spec] * count for key, spec, is_number in layout.columns]
     for row in {0, count - 1}:
         reference = flatten(payloads[row])
-        if list(reference) != keys or [str(v) for v in reference.values()] != [str(c[row]) for c in columns]:
+        if list(reference) != keys or [str(v) for v in reference.values()] != [str(c[row].item() if isinstance(c, np.ndarray) else c[row]) for c in columns]:
             return None
     return keys, columns
+
+
+def column_text(column: np.ndarray | list) -> list[str]:
+    """A column of :func:`topic_columns` as text, as the ``csv`` module writes each value (``repr`` of a float,
+    ``str`` of the rest); where few distinct values repeat (a covariance's zeros) each is written once (told
+    apart by its bits: -0.0 stays -0.0)."""
+    if isinstance(column, list):
+        return [value if isinstance(value, str) else repr(value) if isinstance(value, float) else str(value)
+                for value in column]
+    if column.dtype.kind != "f":
+        return list(map(str, column.tolist()))
+    if len(column) >= 8:
+        unique, first, inverse = np.unique(column.view(f"u{column.itemsize}"), return_index=True, return_inverse=True)
+        if len(unique) * 4 <= len(column):
+            texts = list(map(repr, column[first].tolist()))
+            return [texts[i] for i in inverse.tolist()]
+    return list(map(repr, column.tolist()))
 
 
 
@@ -201,4 +218,4 @@ def header_stamps_ns(payloads: Sequence[bytes]) -> list[int] | None:
     return np.where(little, stamps[0], stamps[1]).tolist()
 
 
-__all__ = ["header_stamps_ns", "topic_columns", "PRIMITIVES"]
+__all__ = ["column_text", "header_stamps_ns", "topic_columns", "PRIMITIVES"]

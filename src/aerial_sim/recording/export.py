@@ -285,6 +285,10 @@ def _pose_topic_for(topic: str, odometry_topics: list[str]) -> str | None:
     return max(odometry_topics, key=score) if odometry_topics else None
 
 
+#: Characters that make ``csv`` quote a cell (the delimiter, the quote, the line terminator's).
+_CSV_SPECIAL = frozenset(',"\r\n')
+
+
 class _CsvSink:
     """One CSV file per topic, columns fixed by the first row (later rows: missing columns empty, extra ones left out)."""
 
@@ -308,15 +312,20 @@ class _CsvSink:
         self._writer.writerow(values if len(self._columns) > 1 else (values,))
         self.rows += 1
 
-    def write_columns(self, columns: list[str], values: list[list]) -> None:
-        """The header (a new file's) and one row per index of ``values`` (a list per column): :meth:`write` at once."""
+    def write_columns(self, columns: list[str], texts: list[list[str]], plain: bool) -> None:
+        """The header (a new file's) and one row per index of ``texts`` (a list of cell texts per column, as ``csv``
+        writes each value): :meth:`write` of every row at once. ``plain``: no cell needs quoting (no delimiter,
+        quote or line break in it), so the rows are joined here."""
         if self._columns is None:
             self._columns = list(columns)
             self._writer.writerow(self._columns)
-        if list(columns) != self._columns:
+        if list(columns) != self._columns or len(columns) < 2:
             raise ValueError("write_columns: other columns than the file's")
-        self._writer.writerows(zip(*values))
-        self.rows += len(values[0]) if values else 0
+        if plain:
+            self._file.write("".join(",".join(row) + "\r\n" for row in zip(*texts)))
+        else:
+            self._writer.writerows(zip(*texts))
+        self.rows += len(texts[0])
 
     def close(self) -> None:
         self._file.close()
@@ -365,7 +374,7 @@ class ExportCollector:
         """A topic's sensor CSV written whole from its columns (:func:`aerial_sim.recording.cdr_columns.topic_columns`,
         :mod:`aerial_sim.recording.topic_reader`); False (nothing written): its messages come one by one to
         :meth:`message` (images, clouds, camera info, class names, a topic whose layout varies)."""
-        from aerial_sim.recording.cdr_columns import topic_columns
+        from aerial_sim.recording.cdr_columns import column_text, topic_columns
 
         topic, msgtype = connection.topic, connection.msgtype
         if msgtype in (IMAGE, POINT_CLOUD, CAMERA_INFO, CLASS_NAMES) or topic in self.sinks or not payloads:
@@ -378,15 +387,17 @@ class ExportCollector:
         keys, columns = found
         if any(name == "header" for name, _ in typestore.fielddefs[msgtype][1]):
             seconds, nanoseconds = columns[keys.index("header.stamp.sec")], columns[keys.index("header.stamp.nanosec")]
-            stamps = (np.asarray(seconds, dtype=np.int64) * 1_000_000_000 + np.asarray(nanoseconds, dtype=np.int64)).tolist()
+            stamps = (seconds.astype(np.int64) * 1_000_000_000 + nanoseconds.astype(np.int64)).tolist()
         else:
             stamps = list(times_ns)
         if msgtype == ODOMETRY:
-            pose = [columns[keys.index(f"pose.pose.{part}")] for part in
+            pose = [columns[keys.index(f"pose.pose.{part}")].tolist() for part in
                     ("position.x", "position.y", "position.z", "orientation.w", "orientation.x", "orientation.y", "orientation.z")]
             self.odometry.setdefault(topic, []).extend(zip(stamps, zip(*pose)))
         sink = self.sinks[topic] = _CsvSink(self.out_dir / "sensors" / topic_path(topic).with_suffix(".csv"))
-        sink.write_columns(["bag_time_ns", "stamp_ns", *keys], [times_ns, stamps, *columns])
+        plain = not any(isinstance(c, list) and isinstance(c[0], str) and _CSV_SPECIAL.intersection(c[0]) for c in columns)
+        texts = [list(map(str, times_ns)), list(map(str, stamps)), *map(column_text, columns)]
+        sink.write_columns(["bag_time_ns", "stamp_ns", *keys], texts, plain)
         self.bar.update(len(payloads))
         return True
 
