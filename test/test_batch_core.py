@@ -479,3 +479,73 @@ def test_the_kept_post_processor_serves_runs_in_one_process_and_survives_a_bad_b
     finally:
         processor.close()
     assert processor.process is None or processor.process.returncode is not None
+
+
+def test_post_processing_read_topic_by_topic_gives_the_report_and_dataset_of_the_message_by_message_read(tmp_path, monkeypatch):
+    """The batch's post-processing reads the bag from its MCAP file a topic at a time and exports fixed-layout topics
+    from NumPy columns (aerial_sim.recording.topic_reader, cdr_columns): its report, recording.txt and every dataset
+    file must be those of rosbags' read_once, message by message, byte for byte, including a topic whose layout
+    changes, constants, a cell that csv must quote, a type re-serialized for its digest, ties in log time and a
+    message received out of order."""
+    import filecmp
+    import shutil
+
+    from builtin_interfaces.msg import Time
+    from geometry_msgs.msg import Quaternion
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import Imu, NavSatFix
+    from std_msgs.msg import Float64MultiArray, String
+    from test_record_bag import cdr_odometry
+    from visualization_msgs.msg import Marker, MarkerArray
+
+    import aerial_sim.recording.topic_reader as topic_reader
+    from aerial_sim.batch.postprocess import bag_report
+    from aerial_sim.cdr import encode_joint_state
+    from aerial_sim.recording.reader import read_once
+
+    def cdr(message) -> bytes:
+        return bytes(serialize_message(message))
+
+    def stamp(k: int) -> Time:
+        return Time(sec=k // 100, nanosec=(k % 100) * 10_000_000)
+
+    run = tmp_path / "a"
+    topics = {"/drone1/ground_truth/odom": "nav_msgs/msg/Odometry", "/drone1/imu/data": "sensor_msgs/msg/Imu",
+              "/drone1/gps/fix": "sensor_msgs/msg/NavSatFix", "/drone1/rotors": "sensor_msgs/msg/JointState",
+              "/drone1/motor_commands": "std_msgs/msg/Float64MultiArray", "/note": "std_msgs/msg/String",
+              "/markers": "visualization_msgs/msg/MarkerArray"}
+    with BagWriter(run / "bag") as writer:
+        for topic, msgtype in topics.items():
+            writer.add_topic(topic, msgtype)
+        for k in range(60):
+            t_ns = k * 10_000_000
+            writer.write("/drone1/ground_truth/odom", cdr_odometry(0.01 * k, 0.1 * k), t_ns)
+            imu = Imu(orientation=Quaternion(w=1.0, x=-0.0, y=float("nan") if k == 7 else 0.0, z=1e-300 * k))
+            imu.header.stamp, imu.header.frame_id = stamp(k), "drone1/imu_link"
+            imu.linear_acceleration.z = 9.81 + 1e-3 * k
+            writer.write("/drone1/imu/data", cdr(imu), t_ns)
+            fix = NavSatFix(latitude=47.6 + 1e-7 * k, longitude=-122.3, altitude=10.0)
+            fix.header.stamp, fix.header.frame_id = stamp(k), "drone1/gps_link"
+            writer.write("/drone1/gps/fix", cdr(fix), t_ns)
+            names = ["rotor_0", "rotor_1"] if k < 30 else ["rotor_0", "rotor_1", "rotor_2"]  # the layout changes
+            rotors = encode_joint_state(t_ns, "", names, [], [100.0 + k] * len(names), [])  # rclpy's adds bytes
+            writer.write("/drone1/rotors", rotors, t_ns)
+            writer.write("/drone1/motor_commands", cdr(Float64MultiArray(data=[0.5, 0.25 * k, 1.0, 2.0])), t_ns)
+            writer.write("/drone1/motor_commands", cdr(Float64MultiArray(data=[0.5, 0.25 * k, 1.0, 3.0])), t_ns)  # a tie
+        writer.write("/note", cdr(String(data='a, "quoted" note')), 5_000_000)  # received out of log-time order
+        markers = MarkerArray(markers=[Marker(id=1, frame_locked=True)])
+        markers.markers[0].header.stamp = stamp(3)
+        writer.write("/markers", cdr(markers), 30_000_000)
+    (run / "track.csv").write_text("time_s,x_m\n" + "".join(f"{0.01 * k:.6f},0\n" for k in range(50)))
+    shutil.copytree(run, tmp_path / "b")
+    fast = bag_report(run, export=True, plots=False)
+    monkeypatch.setattr(topic_reader, "read_by_topic", lambda path, consumers: read_once(path, consumers))
+    reference = bag_report(tmp_path / "b", export=True, plots=False)
+    assert fast == reference and fast["topics"]["/drone1/rotors"]["count"] == 50  # the run ends at 0.49 s
+    assert (run / "recording.txt").read_text().replace(str(run), "") == \
+        (tmp_path / "b" / "recording.txt").read_text().replace(str(tmp_path / "b"), "")
+    sensors = [p.relative_to(run / "dataset") for p in (run / "dataset").rglob("*.csv")]
+    assert len(sensors) == len(topics)
+    match, mismatch, errors = filecmp.cmpfiles(run / "dataset", tmp_path / "b" / "dataset", sensors, shallow=False)
+    assert not mismatch and not errors and len(match) == len(topics)
+    assert '"a, ""quoted"" note"' in (run / "dataset" / "sensors" / "note.csv").read_text()
