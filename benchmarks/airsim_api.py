@@ -61,7 +61,7 @@ def server_share() -> dict:
     """Per-call cost of the server alone: the API method and the reply's encoding (no socket, no client)."""
     from aerial_sim.airsim.api import AirSimApi
     from aerial_sim.airsim.graph import KinematicsReading, SimClock
-    from aerial_sim.airsim.images import CameraRig
+    from aerial_sim.airsim.camera_rig import CameraRig
     from aerial_sim.airsim.rpc import ContainsPrepacked, encode_response
     from aerial_sim.vehicles.multirotor import load_vehicle
     from aerial_sim.world.camera import CameraParams

@@ -17,7 +17,8 @@ import pytest
 from PIL import Image
 
 from aerial_sim.airsim.api import AirSimApi
-from aerial_sim.airsim.images import NO_RETURN_DEPTH_M, CameraRig
+from aerial_sim.airsim.camera_rig import CameraRig
+from aerial_sim.airsim.image_types import NO_RETURN_DEPTH_M
 from aerial_sim.airsim.rpc import RpcError, encode_response
 from aerial_sim.airsim.sensors import NamedSensors
 from aerial_sim.airsim.settings import parse_settings
@@ -453,7 +454,7 @@ def test_images_of_every_supported_type_decode_as_an_airsim_client_would():
         ground_normals = normals[1:-1, 1:-1][inside].astype(int)
         assert len(ground_normals) > 100 and np.all(np.abs(ground_normals - [128, 128, 0]) <= 3)
         # The depth-gradient fallback (a renderer without hit normals) agrees inside the ground.
-        from aerial_sim.airsim.images import normals_to_rgb, surface_normals
+        from aerial_sim.airsim.image_types import normals_to_rgb, surface_normals
 
         fallback = normals_to_rgb(surface_normals(np.where(ground, planar, np.inf), 32.0, 32.0, 31.5, 23.5))
         assert np.all(np.abs(fallback[1:-1, 1:-1][inside].astype(int) - [128, 128, 0]) <= 3)
@@ -618,7 +619,7 @@ def test_the_images_follow_the_cameras_plumb_bob_lens_and_the_distortion_calls_r
     planar depth is h / y of the ideal ray the lens bends onto it (x_d = distort(x), plumb_bob); AirSim's
     simGetDistortionParams answers [K1, K2, K3, P1, P2], simSetDistortionParam changes one coefficient (the
     images follow), and an unknown name or a lens too strong for the image is one RPC error, the lens kept."""
-    from aerial_sim.airsim.images import DEPTH_PLANAR
+    from aerial_sim.airsim.image_types import DEPTH_PLANAR
     from aerial_sim.world.lens import LensParams, distort, undistort
 
     d = (-0.08, 0.01, 0.001, -0.002, 0.002)  # k1 k2 p1 p2 k3

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from aerial_sim.airsim.api import AirSimApi
-from aerial_sim.airsim.images import CameraRig
+from aerial_sim.airsim.camera_rig import CameraRig
 from aerial_sim.airsim.rpc import MsgpackRpcServer
 from aerial_sim.airsim.settings import parse_settings
 from aerial_sim.world.camera import CameraParams

@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from aerial_sim.airsim.api import AirSimApi
-from aerial_sim.airsim.images import CameraRig
+from aerial_sim.airsim.camera_rig import CameraRig
 from aerial_sim.airsim.rpc import MsgpackRpcServer
 from aerial_sim.airsim.settings import parse_settings
 from aerial_sim.world.camera import CameraParams

@@ -100,7 +100,7 @@ def test_settings_cameras_render_with_their_names_mounts_and_resolutions():
     """high_res_camera.py / external_camera.py: named vehicle cameras and an external camera fixed in the world."""
     import numpy as np
 
-    from aerial_sim.airsim.images import EXTERNAL, EXTERNAL_POSE, CameraRig
+    from aerial_sim.airsim.camera_rig import EXTERNAL, EXTERNAL_POSE, CameraRig
     from aerial_sim.airsim.wire import RpcFault
     from aerial_sim.world.camera import CameraParams
     from aerial_sim.world.scene import load_scene
@@ -248,7 +248,7 @@ def test_a_settings_lens_is_the_servers_camera_lens_and_the_camera_nodes():
     """DistortionParams of a vehicle camera, and CameraDefaults' for the others: the server renders through
     them (simGetDistortionParams answers them until simSetDistortionParam changes one) and the camera node's
     front_center camera sees the same image as the server's front_center."""
-    from aerial_sim.airsim.images import CameraRig
+    from aerial_sim.airsim.camera_rig import CameraRig
     from aerial_sim.airsim.settings import camera_lens
     from aerial_sim.world.camera import CameraParams
     from aerial_sim.world.lens import LensParams, camera_for
@@ -332,7 +332,7 @@ def test_noise_settings_make_the_colour_noise_the_model_predicts_and_one_seed_re
     clipping at 0 and 255 leaves alone; the same noise_seed and stamp give the same bytes, another seed others."""
     import numpy as np
 
-    from aerial_sim.airsim.images import CameraRig
+    from aerial_sim.airsim.camera_rig import CameraRig
     from aerial_sim.airsim.settings import camera_noise
     from aerial_sim.world.camera import CameraParams
     from aerial_sim.world.lens import LensParams

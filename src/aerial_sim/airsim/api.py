@@ -43,7 +43,7 @@ from aerial_sim.airsim.api_sensors import SensorMethods, stamp_ns
 from aerial_sim.airsim.api_simulation import SimulationMethods
 from aerial_sim.airsim.flight import GuidanceParams
 from aerial_sim.airsim.graph import Graph, VehicleLink
-from aerial_sim.airsim.images import CameraRig
+from aerial_sim.airsim.camera_rig import CameraRig
 from aerial_sim.airsim.ned import world_to_enu
 from aerial_sim.airsim.settings import AirSimSettings
 from aerial_sim.airsim.rpc import RpcError

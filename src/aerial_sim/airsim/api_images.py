@@ -10,7 +10,7 @@ import asyncio
 from aerial_sim.airsim import wire
 from aerial_sim.airsim.api_sensors import stamp_ns
 from aerial_sim.airsim.detections import DetectionFilters, detection_infos, image_type_of
-from aerial_sim.airsim.images import EXTERNAL, EXTERNAL_POSE, CameraRig
+from aerial_sim.airsim.camera_rig import EXTERNAL, EXTERNAL_POSE, CameraRig
 from aerial_sim.airsim.rpc import ContainsPrepacked
 from aerial_sim.airsim.wire import RpcFault
 

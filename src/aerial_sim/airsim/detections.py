@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from aerial_sim.airsim import wire
+from aerial_sim.airsim.image_types import IMAGE_TYPE_NAMES
 from aerial_sim.airsim.wire import RpcFault
 from aerial_sim.control.geometry import matrix_to_quat
 from aerial_sim.environment.geodesy import HomePoint, enu_to_geodetic
@@ -76,8 +77,6 @@ class DetectionFilters:
 
 def image_type_of(value) -> int:
     """An AirSim ImageType (0-11) from the wire, or a fault naming the value."""
-    from aerial_sim.airsim.images import IMAGE_TYPE_NAMES
-
     kind = wire.integer(value, "image_type")
     if kind not in IMAGE_TYPE_NAMES:
         raise RpcFault(f"image_type must be an AirSim ImageType 0..{max(IMAGE_TYPE_NAMES)}, got {kind}")
@@ -85,7 +84,7 @@ def image_type_of(value) -> int:
 
 
 def detection_infos(camera, rule: DetectionFilter, position, orientation, home: HomePoint) -> list[dict]:
-    """DetectionInfo maps (module docstring) for ``camera`` (a :class:`~aerial_sim.airsim.images.Camera`) at
+    """DetectionInfo maps (module docstring) for ``camera`` (a :class:`~aerial_sim.airsim.camera_rig.Camera`) at
     this vehicle pose (ENU position, w-x-y-z orientation)."""
     if not rule.patterns:
         return []

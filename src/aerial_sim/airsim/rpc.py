@@ -34,6 +34,7 @@ import logging
 from typing import Any, Awaitable, Callable
 
 import msgpack
+import numpy as np
 
 REQUEST, RESPONSE, NOTIFY = 0, 1, 2
 
@@ -52,6 +53,16 @@ class Prepacked:
 
     def __init__(self, data: bytes):
         self.data = data
+
+
+def pack_float32_array(values: np.ndarray) -> Prepacked:
+    """A msgpack array of float32 (what the C++ server sends for vector<float>, ImageResponse's
+    ``image_data_float``), packed by NumPy in one pass instead of one ``packer.pack`` per pixel."""
+    flat = np.ascontiguousarray(values, dtype=np.float32).ravel()
+    body = np.empty(flat.size, dtype=[("tag", "u1"), ("value", ">f4")])
+    body["tag"] = 0xCA
+    body["value"] = flat
+    return Prepacked(b"\xdd" + flat.size.to_bytes(4, "big") + body.tobytes())
 
 
 def pack_value(value: Any, packer: msgpack.Packer) -> bytes:

@@ -66,7 +66,7 @@ from aerial_sim.airsim.graph import (
     ServiceAnswer,
     SimClock,
 )
-from aerial_sim.airsim.images import CameraRig
+from aerial_sim.airsim.camera_rig import CameraRig
 from aerial_sim.airsim.rpc import MsgpackRpcServer
 from aerial_sim.airsim.sensors import NamedSensors
 from aerial_sim.airsim.settings import usable_settings
