@@ -96,7 +96,37 @@ def measure(sweep_path: Path, out: Path, workers: int, mode: str) -> dict:
         "overhead_s": [float(e["overhead_s"]) for e in entries if e.get("overhead_s") is not None],
         "rtf": [float(r["real_time_factor"]) for r in rows if r["real_time_factor"]],
         "postprocess_s": [float(e.get("postprocess_s") or 0.0) for e in entries],
+        "split": [run_split(e) for e in entries],
+        # what no run's entry holds: the graphs' stops after their last runs, the kept post-processors' ends
+        "stop_cpu_s": max(outcome.cpu_s - sum(float(e.get("cpu_s") or 0.0) for e in entries), 0.0),
     }
+
+
+def run_split(entry: dict) -> dict:
+    """Where one run's CPU s went: flight (un-pause or lockstep start to landing), post-processing (a warm run's
+    kept process; a cold run's is not split out of its cpu_s: None), and the rest (a warm run: its warm start and
+    landing, the first run of a graph its launch's start-up; a cold run: start-up, stop and post-processing)."""
+    flight = float(entry.get("flight_cpu_s") or 0.0)
+    post = entry.get("postprocess_cpu_s")
+    rest = float(entry.get("cpu_s") or 0.0) - flight - float(post or 0.0)
+    return {"run": entry["run_id"], "sim_s": float(entry.get("sim_s") or 0.0), "flight": flight,
+            "post": None if post is None else float(post), "rest": rest, "warm": bool(entry.get("warm"))}
+
+
+def print_split(results: list[dict]) -> None:
+    """Per run of each configuration: CPU s in flight, post-processing, the rest; then the stops no run holds."""
+    for r in results:
+        if not r.get("split"):
+            continue
+        print(f"\n{r['mode']}, {r['workers']} worker(s): CPU s per run (per simulated s)")
+        print(f"{'run':>15} {'sim s':>6} {'flight':>13} {'post-proc.':>13} {'start/warm':>13}")
+        for s in r["split"]:
+            per = lambda v: f"{v:6.2f} ({v / s['sim_s']:.3f})" if v is not None and s["sim_s"] else "      -      "  # noqa: E731
+            rest_label = per(s["rest"]) + (" warm" if s["warm"] else " first" if s["post"] is not None else " all else")
+            print(f"{s['run']:>15} {s['sim_s']:>6.2f} {per(s['flight']):>13} {per(s['post']):>13} {rest_label}")
+        sim = sum(s["sim_s"] for s in r["split"])
+        print(f"{'stops':>15} {'':>6} graphs' stops and kept processes' ends: {r.get('stop_cpu_s', 0.0):.2f} CPU s"
+              + (f" ({r.get('stop_cpu_s', 0.0) / sim:.3f} per sim s)" if sim else ""))
 
 
 def measure_before(checkout: Path, root: Path, runs: int, options, workers: int, mode: str, layout: str) -> dict:
@@ -193,6 +223,7 @@ def main() -> int:
               f"load average {document.get('load', float('nan')):.1f} at the last configuration's end")
         print_table(document["results"])
         print_ratios(document["results"])
+        print_split(document["results"])
         return 0
 
     count = f"{options.runs}" if options.runs_per_worker is None else f"{options.runs_per_worker} per worker:"
@@ -220,6 +251,7 @@ def main() -> int:
     print(f"\nsweep: {what}; {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at the end")
     rows = print_table(results)
     print_ratios(results)
+    print_split(results)
     if not options.no_record:
         command = "tools/dev.sh bench batch" + " ".join(
             [""] + [f"--runs {options.runs}"] * (options.runs != 6 and options.runs_per_worker is None)
