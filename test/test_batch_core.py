@@ -539,6 +539,9 @@ def test_post_processing_read_topic_by_topic_gives_the_report_and_dataset_of_the
     (run / "track.csv").write_text("time_s,x_m\n" + "".join(f"{0.01 * k:.6f},0\n" for k in range(50)))
     shutil.copytree(run, tmp_path / "b")
     fast = bag_report(run, export=True, plots=False)
+    assert topic_reader.read_by_topic(run, [])
+    monkeypatch.setattr(topic_reader, "MAX_BYTES_HELD", 1000)
+    assert not topic_reader.read_by_topic(run, [])  # too big to hold in memory (a camera run's): streamed by read_once
     monkeypatch.setattr(topic_reader, "read_by_topic", lambda path, consumers: read_once(path, consumers))
     reference = bag_report(tmp_path / "b", export=True, plots=False)
     assert fast == reference and fast["topics"]["/drone1/rotors"]["count"] == 50  # the run ends at 0.49 s

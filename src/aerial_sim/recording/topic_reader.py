@@ -14,7 +14,8 @@ topics in the order of their first message. A consumer may take a topic whole:
 ``rosbags`` type store built from the bag's own schemas.
 
 Only what this reads the same as ``read_once`` is read here: a bag of one indexed MCAP file whose
-chunks are all listed in its summary. Any other bag (split into several files, no summary, a
+chunks are all listed in its summary, of at most :data:`MAX_BYTES_HELD` uncompressed (its messages are
+held in memory while they are handed out: a camera run's bag is streamed as before). Any other bag (split into several files, no summary, a
 recorder killed before the index: :func:`~aerial_sim.recording.mcap_index.needs_repair`) goes to
 ``read_once`` (which recovers it first); :func:`read_by_topic` says which it used.
 """
@@ -31,6 +32,8 @@ import numpy as np
 from aerial_sim.recording.mcap_index import OP_CHUNK, OP_MESSAGE, needs_repair
 from aerial_sim.recording.reader import find_bag, read_once
 
+#: Largest bag (uncompressed chunks) read whole into memory; a larger one (a camera's) is streamed by ``read_once``.
+MAX_BYTES_HELD = 256 * 1024 * 1024
 #: Type stores kept for the next bag with the same schemas (a kept post-processing process reads many).
 TYPESTORES_KEPT = 8
 _TYPESTORES: dict[tuple, object] = {}
@@ -138,6 +141,8 @@ def _load(path: Path):
         except (McapError, ValueError, struct.error):
             return None
         if summary is None or not summary.chunk_indexes or any(c.message_encoding != "cdr" for c in summary.channels.values()):
+            return None
+        if sum(c.uncompressed_size for c in summary.chunk_indexes) > MAX_BYTES_HELD:
             return None
         connections = {}
         for channel in summary.channels.values():
