@@ -79,7 +79,9 @@ def test_decoders_name_the_argument_that_is_wrong():
 
 
 def test_image_requests_accept_pre_1_2_camera_numbers_and_both_defaults():
-    assert wire.parse_image_request({"camera_name": 0, "image_type": 1}, "r") == ("0", 1, False, True)
+    assert wire.parse_image_request({"camera_name": 0, "image_type": 1}, "r") == ("0", 1, False, True, False)
+    # cosysairsim's requests carry annotation_name: its raw images are RGB where AirSim's are BGR.
+    assert wire.parse_image_request({"camera_name": "0", "image_type": 0, "annotation_name": ""}, "r").rgb
 
 
 # -- transport --------------------------------------------------------------------------------------

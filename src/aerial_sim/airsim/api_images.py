@@ -27,9 +27,11 @@ class ImageMethods:
         return ContainsPrepacked(await self._render(vehicle_name, parsed, _external(external)))
 
     async def rpc_simGetImage(self, camera_name, image_type, vehicle_name="", external=False):
-        request = (wire.text(str(camera_name) if isinstance(camera_name, int) else camera_name, "camera_name"),
-                   wire.integer(image_type, "image_type"), False, True)
+        request = wire.ImageRequest(wire.text(str(camera_name) if isinstance(camera_name, int) else camera_name,
+                                              "camera_name"), wire.integer(image_type, "image_type"), False, True)
         (response,) = await self._render(vehicle_name, [request], _external(external))
+        if response["message"]:  # a type not rendered here: simGetImage has no message to carry it, so an error
+            raise RpcFault(response["message"])
         return response["image_data_uint8"]
 
     def _camera_frame(self, vehicle_name, external: bool) -> tuple[str, tuple, tuple, float]:

@@ -35,9 +35,9 @@ An unknown camera name fails the whole request list (AirSim throws); a request f
 image type not rendered here is answered, for that request only, with an empty image
 (width and height 0, no bytes) whose ``message`` says why, as AirSim answers an image it
 cannot capture; the other requests of the list are answered as usual. Each response
-echoes the request's camera name, type and ``pixels_as_float`` (``compress``: true when
-its bytes are a PNG) and carries the camera's pose (NED) and the render's time stamp
-(ns of sim time).
+echoes the request's camera name, type, ``pixels_as_float`` and ``compress`` (as AirSim's
+``UnrealImageCapture``: a float image says ``compress`` if it was asked, and carries
+floats) and carries the camera's pose (NED) and the render's time stamp (ns of sim time).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from aerial_sim.airsim.image_types import DEPTH_TYPES, FLOW_TYPES, INFRARED, SCE
 from aerial_sim.airsim.ned import body_to_flu, orientation_to_ned, quaternion_to_euler, world_to_ned
 from aerial_sim.airsim.png import encode_png
 from aerial_sim.airsim.rpc import pack_float32_array
-from aerial_sim.airsim.wire import RpcFault, quaternionr, vector3r
+from aerial_sim.airsim.wire import ImageRequest, RpcFault, quaternionr, vector3r
 from aerial_sim.config import ParamsError
 from aerial_sim.control.geometry import matrix_to_quat
 from aerial_sim.world.camera import CameraModel, CameraParams
@@ -341,12 +341,14 @@ class CameraRig:
             model.set_surface_segmentation_id(surface, object_id)
 
     # -- rendering -------------------------------------------------------------------------
-    def render(self, vehicle: str, requests: Sequence[tuple[str, int, bool, bool]], position, orientation,
+    def render(self, vehicle: str, requests: Sequence[ImageRequest | tuple], position, orientation,
                stamp_ns: int) -> list[dict]:
-        """ImageResponse maps for ``requests`` = [(camera_name, image_type, pixels_as_float, compress)].
+        """ImageResponse maps for ``requests``, each an :class:`~aerial_sim.airsim.wire.ImageRequest` or its
+        tuple (camera_name, image_type, pixels_as_float, compress[, rgb]).
 
         An unknown camera name fails the whole list (AirSim throws); an image type not rendered here
         gets an empty image for that request only (module docstring)."""
+        requests = [ImageRequest(*r) for r in requests]
         frames = {}
         # One render per camera, and one more per image type that its CaptureSettings size differently.
         variant = {(r[0], r[1]): r[1] if self._capture(vehicle, self.canonical(r[0], vehicle), r[1]) else None
@@ -373,51 +375,48 @@ class CameraRig:
             self._previous_pose[(vehicle, camera.name) + ((kind_key,) if kind_key is not None else ())] = (
                 tuple(position), tuple(orientation))
         responses = []
-        for name, kind, as_float, compress in requests:
-            frame = frames[(name, variant[(name, kind)])]
-            if kind in SUPPORTED_TYPES:
-                responses.append(self._response(frame, name, kind, as_float, compress, position, orientation,
-                                                stamp_ns))
+        for request in requests:
+            frame = frames[(request.camera_name, variant[request[:2]])]
+            if request.image_type in SUPPORTED_TYPES:
+                responses.append(self._response(frame, request, position, orientation, stamp_ns))
             else:
-                responses.append(self._empty_response(frame[0], name, kind, as_float, compress, position,
-                                                      orientation, stamp_ns))
+                responses.append(self._response_map(frame[0], request, position, orientation, stamp_ns, b"", [],
+                                                    0, 0, refusal(request.image_type)))
         return responses
 
-    def _empty_response(self, camera, camera_name, image_type, as_float, compress, position, orientation, stamp_ns):
-        return self._response_map(camera, camera_name, image_type, as_float, compress, position, orientation,
-                                  stamp_ns, b"", [], 0, 0, refusal(image_type))
-
-    def _response(self, rendered, camera_name, image_type, as_float, compress, position, orientation, stamp_ns):
+    def _response(self, rendered, request: ImageRequest, position, orientation, stamp_ns):
         camera, frame, flow = rendered
         height, width = camera.model.params.height, camera.model.params.width
         color = (color_noise(frame.color, camera.noise_std, self.lens.noise_seed, stamp_ns)
-                 if image_type == SCENE else None)
-        floats, pixels = encode(image_type, frame, flow, color, camera.model, camera.planar_factor, as_float, compress)
+                 if request.image_type == SCENE else None)
+        floats, pixels = encode(request.image_type, frame, flow, color, camera.model, camera.planar_factor,
+                                request.pixels_as_float, rgb=request.compress or request.rgb)
         if floats is not None:
             data_uint8, data_float = b"", pack_float32_array(floats)
         else:
-            data_uint8 = encode_png(pixels.tobytes(), width, height) if compress else pixels.tobytes()
+            data_uint8 = encode_png(pixels.tobytes(), width, height) if request.compress else pixels.tobytes()
             data_float = []
-        return self._response_map(camera, camera_name, image_type, as_float, compress and floats is None, position,
-                                  orientation, stamp_ns, data_uint8, data_float, width, height, "")
+        return self._response_map(camera, request, position, orientation, stamp_ns, data_uint8, data_float,
+                                  width, height, "")
 
-    def _response_map(self, camera, camera_name, image_type, as_float, compress, position, orientation, stamp_ns,
-                      data_uint8, data_float, width, height, message) -> dict:
-        """An ImageResponse (AIRSIM_API.md: exactly its keys, in its order)."""
+    def _response_map(self, camera, request: ImageRequest, position, orientation, stamp_ns, data_uint8, data_float,
+                      width, height, message) -> dict:
+        """An ImageResponse (AIRSIM_API.md: exactly its keys, in its order); the request's flags echoed, as
+        AirSim's UnrealImageCapture does."""
         cam_position, cam_orientation = self.camera_pose(camera, position, orientation)
         return {
             "image_data_uint8": data_uint8,
             "image_data_float": data_float,
             "camera_position": vector3r(cam_position),
-            "camera_name": camera_name,
+            "camera_name": request.camera_name,
             "camera_orientation": quaternionr(cam_orientation),
             "time_stamp": int(stamp_ns),
             "message": message,
-            "pixels_as_float": bool(as_float),
-            "compress": bool(compress),
+            "pixels_as_float": bool(request.pixels_as_float),
+            "compress": bool(request.compress),
             "width": int(width),
             "height": int(height),
-            "image_type": int(image_type),
+            "image_type": int(request.image_type),
         }
 
     def camera_pose(self, camera: Camera, position, orientation):

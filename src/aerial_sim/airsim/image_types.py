@@ -3,10 +3,13 @@
 
 A request's ``pixels_as_float`` picks floats over bytes, as AirSim's ``RenderRequest`` does:
 with it the response carries ``image_data_float`` (one value a pixel, row-major; OpticalFlow
-two) and no bytes; without it ``image_data_uint8`` holds H x W x 3 uint8, a PNG file when
-``compress`` (:mod:`aerial_sim.airsim.png`) and else the raw pixels in **BGR** order (what
-AirSim's uncompressed images hold: its examples save them with ``cv2.imwrite``). A PNG is an
-ordinary RGB PNG. ``compress`` has no effect on floats.
+two, SurfaceNormals three) and no bytes, whatever ``compress`` says; without it
+``image_data_uint8`` holds H x W x 3 uint8, a PNG file when ``compress``
+(:mod:`aerial_sim.airsim.png`, an ordinary RGB PNG) and else the raw pixels in **BGR** order
+for an ``airsim`` client (what AirSim's ``RenderRequest`` writes: its examples save them with
+``cv2.imwrite``) and in **RGB** order for a ``cosysairsim`` client (what Cosys-AirSim's
+writes, and its docs read with ``Image.fromarray(..., 'RGB')``), told apart by the
+``annotation_name`` only cosysairsim's ImageRequest carries.
 
 - Scene (0): colour. As floats, the mean of the three channels (0-255).
 - DepthPlanar (1), DepthPerspective (2): metres as floats (optical z, or distance along the
@@ -24,6 +27,8 @@ ordinary RGB PNG. ``compress`` has no effect on floats.
   (:func:`hit_normals`; or, from a renderer without them, :func:`surface_normals` from the
   gradients of the depth image), turned toward the camera, in the camera frame AirSim uses
   (x forward, y right, z down), as colour ``(n + 1) / 2 * 255``; black where nothing is hit.
+  As floats, the unit normal itself, H x W x 3 values interleaved (x, y, z; zero where nothing
+  is hit): reshape with ``(height, width, 3)``.
 - Infrared (7): AirSim's, each object's segmentation id (0-255) as its grey level
   (``simSetSegmentationObjectID`` sets it); as floats, that level.
 - OpticalFlow (8): the motion of each pixel since the camera's previous image request, in
@@ -70,9 +75,9 @@ def refusal(image_type: int) -> str:
 
 
 def encode(image_type: int, frame, flow: np.ndarray | None, color: np.ndarray | None, model,
-           planar_factor: np.ndarray, as_float: bool, compress: bool) -> tuple[np.ndarray | None, np.ndarray | None]:
+           planar_factor: np.ndarray, as_float: bool, rgb: bool) -> tuple[np.ndarray | None, np.ndarray | None]:
     """(floats, pixels) of one image (module docstring): floats when ``as_float`` (else None), else the
-    H x W x 3 uint8 pixels, RGB when ``compress`` (for the PNG) and BGR when not.
+    H x W x 3 uint8 pixels, in RGB order when ``rgb`` (a PNG, or a cosysairsim client) and BGR when not.
 
     ``frame``: the camera's :class:`~aerial_sim.world.camera.CameraFrame` (REP-117 depth along the ray,
     segmentation ids, hit normals); ``flow``: (H, W, 2) pixels since the previous request (flow types);
@@ -81,7 +86,7 @@ def encode(image_type: int, frame, flow: np.ndarray | None, color: np.ndarray | 
     if image_type == SCENE:
         if as_float:
             return color.astype(np.float32).mean(axis=2), None
-        return None, color if compress else color[:, :, ::-1]  # BGR: tobytes copies it once
+        return None, color if rgb else color[:, :, ::-1]  # BGR: tobytes copies it once
     if image_type in (DEPTH_PLANAR, DEPTH_PERSPECTIVE):
         depth = frame.depth * planar_factor if image_type == DEPTH_PLANAR else frame.depth
         return (airsim_depth(depth), None) if as_float else (None, depth_vis(depth))
@@ -102,20 +107,22 @@ def encode(image_type: int, frame, flow: np.ndarray | None, color: np.ndarray | 
             normals = hit_normals(frame.normals, planar, model.optical_rays())
         else:
             normals = surface_normals(planar, model.fx, model.fy, model.cx, model.cy)
-        rgb = normals_to_rgb(normals)
-        return None, rgb if compress else rgb[:, :, ::-1]
+        if as_float:
+            return normals, None  # (H, W, 3): interleaved x, y, z
+        colour = normals_to_rgb(normals)
+        return None, colour if rgb else colour[:, :, ::-1]
     if image_type == OPTICAL_FLOW and as_float:
         return flow, None  # (H, W, 2): interleaved u, v
     if image_type in FLOW_TYPES:
         if as_float:
             return np.hypot(flow[:, :, 0], flow[:, :, 1]), None
-        rgb = flow_to_rgb(flow)
-        return None, rgb if compress else rgb[:, :, ::-1]
+        colour = flow_to_rgb(flow)
+        return None, colour if rgb else colour[:, :, ::-1]
     if image_type == SEGMENTATION:
         if as_float:
             return frame.segmentation.astype(np.float32), None
-        rgb, bgr = _palette_items()
-        return None, np.take(rgb if compress else bgr, frame.segmentation)
+        rgb_items, bgr_items = _palette_items()
+        return None, np.take(rgb_items if rgb else bgr_items, frame.segmentation)
     raise ValueError(f"image type {image_type} is not rendered here")
 
 

@@ -10,7 +10,7 @@ here; :mod:`aerial_sim.airsim.ned` converts at the boundary.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 
 class RpcFault(Exception):
@@ -161,17 +161,29 @@ def parse_yaw_mode(value: Any, what: str = "yaw_mode") -> tuple[bool, float]:
     return flag(fields.get("is_rate", True), f"{what}.is_rate"), number(fields.get("yaw_or_rate", 0.0), f"{what}.yaw_or_rate")
 
 
-def parse_image_request(value: Any, what: str) -> tuple[str, int, bool, bool]:
-    """(camera_name, image_type, pixels_as_float, compress) of an ImageRequest map."""
+class ImageRequest(NamedTuple):
+    """One ImageRequest of ``simGetImages``. ``rgb``: the client is cosysairsim (its requests carry
+    ``annotation_name``), whose server sends uncompressed bytes in RGB order where AirSim's sends BGR."""
+
+    camera_name: str
+    image_type: int
+    pixels_as_float: bool = False
+    compress: bool = True
+    rgb: bool = False
+
+
+def parse_image_request(value: Any, what: str) -> ImageRequest:
+    """The :class:`ImageRequest` of an ImageRequest map."""
     fields = mapping(value, what)
     camera = fields.get("camera_name", "0")
     if isinstance(camera, int) and not isinstance(camera, bool):
         camera = str(camera)  # pre-1.2 clients sent camera numbers
-    return (
+    return ImageRequest(
         text(camera, f"{what}.camera_name"),
         integer(fields.get("image_type", 0), f"{what}.image_type"),
         flag(fields.get("pixels_as_float", False), f"{what}.pixels_as_float"),
         flag(fields.get("compress", True), f"{what}.compress"),
+        "annotation_name" in fields,
     )
 
 
