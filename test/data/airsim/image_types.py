@@ -6,24 +6,12 @@ AirSim client (issue 29), run against a server.
 Prints one JSON line per result the test checks, then {"step": "done"}.
 """
 
-import json
 import sys
+
+from client_script import error_of, say
 
 module, port = sys.argv[1], int(sys.argv[2])
 airsim = __import__(module)
-
-
-def say(step, **values):
-    print(json.dumps({"step": step, **values}), flush=True)
-
-
-def error_of(call):
-    try:
-        call()
-    except Exception as error:  # the client raises the server's message (a msgpackrpc RPCError)
-        return str(error)
-    return None
-
 
 client = airsim.VehicleClient(port=port)
 client.confirmConnection()

@@ -5,29 +5,18 @@
 Prints one JSON line per result the test checks, then {"step": "done"}.
 """
 
-import json
 import sys
+
+from client_script import error_of, say
 
 module, port = sys.argv[1], int(sys.argv[2])
 airsim = __import__(module)
-
-
-def say(step, **values):
-    print(json.dumps({"step": step, **values}), flush=True)
 
 
 def boxes(detections):
     return sorted([d.name, [d.box2D.min.x_val, d.box2D.min.y_val, d.box2D.max.x_val, d.box2D.max.y_val],
                    [d.box3D.min.x_val, d.box3D.max.x_val], d.relative_pose.position.x_val, d.geo_point.latitude]
                   for d in detections)
-
-
-def error_of(call):
-    try:
-        call()
-    except Exception as error:  # the client raises the server's message (a msgpackrpc RPCError)
-        return str(error)
-    return None
 
 
 client = airsim.VehicleClient(port=port)
