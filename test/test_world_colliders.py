@@ -121,3 +121,35 @@ def test_vehicle_dropped_on_a_box_bounces_and_comes_to_rest_on_top(tmp_path):
     assert after / before == pytest.approx(vehicle.restitution, abs=0.05)
     assert z[-1] == pytest.approx(resting_z, abs=0.005)
     assert np.abs(samples[-1][1]).max() < 0.01
+
+
+def test_instances_of_one_mesh_file_collide_as_the_hull_of_their_own_placed_triangles(tmp_path):
+    """The hull is built once per file and placed per instance (issue 29: the city's 1 800 props): each
+    instance must answer exactly what a hull built from its own world-frame triangles answers."""
+    import fcl
+
+    from aerial_sim.physics.fcl_contact import FclCollider
+    from aerial_sim.world.colliders import convex_hull
+    from aerial_sim.world.object_meshes import merged_surface, object_parts
+
+    car = load_scene("urban").base_dir / "city" / "car_red.glb"
+    scene = scene_from(tmp_path, f"""
+        - {{name: car_a, shape: mesh, file: {car}, position: [0, 0, 0], segmentation_id: 2}}
+        - {{name: car_b, shape: mesh, file: {car}, scale: 1.7, position: [30.5, -12.25, 3], orientation: [0.8924, 0.0784, 0.0358, 0.4427], segmentation_id: 2}}
+    """)
+    rng = np.random.default_rng(1)
+    for obj, collider in zip(scene.objects, scene_colliders(scene)):
+        vertices, _ = merged_surface(np.concatenate([p.triangles for p in object_parts(obj, scene)]))
+        points, faces = convex_hull(vertices)
+        own = FclCollider(obj.name, fcl.Convex(points, len(faces), np.hstack([np.full((len(faces), 1), 3), faces]).ravel()),
+                          np.eye(3), np.zeros(3), np.array([points.min(0), points.max(0)]))
+        assert collider.bounds == own.bounds
+        low, high = np.array(own.bounds)
+        touching = 0
+        for _ in range(40):
+            q = rng.normal(size=4)
+            pose = (tuple(low + (high - low) * rng.uniform(-0.1, 1.1, 3)), tuple(q / np.linalg.norm(q)), BODY_HALF)
+            placed, reference = collider.contact(*pose), own.contact(*pose)
+            assert placed == reference
+            touching += placed is not None
+        assert touching > 10

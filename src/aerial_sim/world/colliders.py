@@ -25,7 +25,7 @@ import fcl
 import numpy as np
 
 from aerial_sim.physics.fcl_contact import FclCollider
-from aerial_sim.world.object_meshes import object_mesh
+from aerial_sim.world.object_meshes import mesh_file_surface, object_mesh, object_surface, object_transform
 from aerial_sim.world.rotations import quaternion_to_matrix
 from aerial_sim.world.scene import Scene, SceneObject
 from aerial_sim.world.terrain import TerrainCollider
@@ -47,12 +47,12 @@ def ground_height_below(scene: Scene, default: float = 0.0) -> float:
 
 def collider_for(obj: SceneObject, scene: Scene) -> FclCollider:
     """Build the collider of one scene object (in its world pose)."""
-    mesh = object_mesh(obj, scene)  # world frame: gives the bounds (and the hull of a mesh object)
     if obj.shape == "mesh":
-        points, hull_faces = convex_hull(np.asarray(mesh.vertices, float))
+        points, hull_faces = placed_hull(obj, scene)
         faces = np.hstack([np.full((len(hull_faces), 1), 3), hull_faces]).ravel()
         geometry = fcl.Convex(points, len(hull_faces), faces)
-        return FclCollider(obj.name, geometry, np.eye(3), np.zeros(3), mesh.bounds)
+        return FclCollider(obj.name, geometry, np.eye(3), np.zeros(3), np.array([points.min(0), points.max(0)]))
+    mesh = object_mesh(obj, scene)  # world frame: gives the bounds
     if obj.shape == "box":
         geometry = fcl.Box(*obj.size)
     elif obj.shape == "cylinder":
@@ -61,6 +61,38 @@ def collider_for(obj: SceneObject, scene: Scene) -> FclCollider:
         geometry = fcl.Sphere(obj.radius)
     return FclCollider(obj.name, geometry, quaternion_to_matrix(obj.quaternion), np.asarray(obj.position, float),
                        mesh.bounds)
+
+
+def placed_hull(obj: SceneObject, scene: Scene) -> tuple[np.ndarray, np.ndarray]:
+    """(world vertices, outward triangles) of a mesh object's convex hull.
+
+    The hull is built once per mesh file, in the file's frame (Qhull), and each instance places its
+    vertices by the object's pose and scale (a rotation and a positive uniform scale keep a hull a hull and
+    its winding outward): the city's 1 800 props share 17 files (issue 29). The hull's vertices are the
+    placed file vertices themselves (the same product as the object's triangles), so its extreme points
+    are the object's bounds. A flat mesh (no inside, :func:`convex_hull` thickens it along its normal) is
+    built per instance in the world frame, as before.
+    """
+    vertices, _ = mesh_file_surface(obj, scene)
+    hulls = scene.cache.setdefault("mesh_file_hulls", {})
+    path = scene.mesh_path(obj)
+    if path not in hulls:
+        hulls[path] = None if _is_flat(vertices) else _hull_indices(vertices)
+    if hulls[path] is None:
+        return convex_hull(object_surface(obj, scene)[0])
+    return object_surface(obj, scene)[0], hulls[path]
+
+
+def _is_flat(points: np.ndarray) -> bool:
+    if len(points) < 4:
+        return True
+    _, singular, _ = np.linalg.svd(points - points.mean(axis=0), full_matrices=False)
+    return bool(singular[-1] <= 1e-9 * max(singular[0], 1e-12))
+
+
+def _hull_indices(points: np.ndarray) -> np.ndarray:
+    """Outward triangles of the convex hull of ``points``, indexing ``points``."""
+    return convex_hull(points)[1]
 
 
 #: Half thickness (m) given to a flat mesh (a sign, a poster) so that its hull has an inside.

@@ -1,0 +1,90 @@
+"""CPU time a node spends turning a loaded scene into what it keeps (issue 29: the city graph's start-up).
+
+    tools/dev.sh bench scene_startup [--scene city] [--rounds 3] [--checkout DIR]
+
+Each round, in a fresh process: ``load_scene`` (every node that takes ``scene`` pays it), then the physics
+node's colliders (``scene_colliders``: one FCL convex hull per mesh object) and the scene markers node's
+message (``scene_primitives`` + ``encode_marker_array``), CPU seconds of the process
+(``time.process_time``), and a digest of the marker bytes and of the colliders' contacts at seeded probe
+poses (so before and after are seen to answer the same). With ``--checkout DIR`` (another checkout's
+tree, e.g. ``git archive`` of an older commit) the rounds alternate between DIR's code and this one's,
+so both share the machine's load. Prints the best round of each; records this checkout's in
+doc/results/scene_startup.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from _results import record, row
+
+REPO = Path(__file__).resolve().parents[1]
+
+PROBE = r"""
+import hashlib, json, sys, time
+import numpy as np
+from aerial_sim.world.scene import load_scene
+from aerial_sim.world.colliders import scene_colliders
+from aerial_sim.viewer.scene_view import scene_primitives
+from aerial_sim.viewer.marker_array import encode_marker_array
+t0 = time.process_time(); scene = load_scene(sys.argv[1]); t1 = time.process_time()
+colliders = scene_colliders(scene); t2 = time.process_time()
+markers = bytes(encode_marker_array(scene_primitives(scene), "map", 1.0)); t3 = time.process_time()
+rng, contacts = np.random.default_rng(0), hashlib.sha256()
+for collider in colliders:
+    if type(collider).__name__ != "FclCollider":
+        continue
+    low, high = np.array(collider.bounds)
+    contacts.update(repr(collider.bounds).encode())
+    for _ in range(4):
+        q = rng.normal(size=4)
+        c = collider.contact(tuple(low + (high - low) * rng.uniform(-0.1, 1.1, 3)), tuple(q / np.linalg.norm(q)),
+                             (0.3, 0.3, 0.1))
+        contacts.update(repr(None if c is None else (c.point, c.normal, c.depth_m, c.patch_radius_m)).encode())
+print(json.dumps({"load_scene": t1 - t0, "colliders": t2 - t1, "markers": t3 - t2, "n_colliders": len(colliders),
+                  "marker_bytes": len(markers), "markers_sha": hashlib.sha256(markers).hexdigest()[:16],
+                  "contacts_sha": contacts.hexdigest()[:16]}))
+"""
+
+
+def one_round(checkout: Path, scene: str) -> dict:
+    env = dict(os.environ, AERIAL_SIM_SHARE=str(REPO), PYTHONPATH=str(checkout / "src"))
+    out = subprocess.run([sys.executable, "-c", PROBE, scene], env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scene", default="city")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--checkout", type=Path, help="another checkout's tree, alternated with this one")
+    parser.add_argument("--no-record", action="store_true")
+    args = parser.parse_args()
+    trees = ([("before", args.checkout.resolve())] if args.checkout else []) + [("this", REPO)]
+    results: dict[str, list[dict]] = {label: [] for label, _ in trees}
+    for _ in range(args.rounds):
+        for label, tree in trees:
+            results[label].append(one_round(tree, args.scene))
+            print(f"{label}: {results[label][-1]}  load {os.getloadavg()[0]:.1f}", flush=True)
+    for label, runs in results.items():
+        best = {key: min(run[key] for run in runs) for key in ("load_scene", "colliders", "markers")}
+        print(f"{label} ({args.scene}, best of {len(runs)}): load_scene {best['load_scene']:.2f} s, colliders "
+              f"{best['colliders']:.2f} s ({runs[0]['n_colliders']}), markers {best['markers']:.2f} s "
+              f"({runs[0]['marker_bytes']} bytes, sha {runs[0]['markers_sha']}), contacts sha {runs[0]['contacts_sha']}")
+    runs = results["this"]
+    record("scene_startup", f"CPU s to build the {args.scene} scene's colliders and markers", [
+        row("load_scene", round(min(r["load_scene"] for r in runs), 2), "CPU s"),
+        row("physics colliders (scene_colliders)", round(min(r["colliders"] for r in runs), 2), "CPU s",
+            f"{runs[0]['n_colliders']} colliders"),
+        row("scene markers (scene_primitives + encode_marker_array)", round(min(r["markers"] for r in runs), 2),
+            "CPU s", f"{runs[0]['marker_bytes']} bytes"),
+    ], command=f"tools/dev.sh bench scene_startup --scene {args.scene}")
+
+
+if __name__ == "__main__":
+    main()
