@@ -200,6 +200,14 @@ def test_domain_range_parsing():
             parse_domain_range(bad)
 
 
+def test_a_domain_range_above_101_is_used_with_one_warning_line_saying_why(capsys):
+    assert parse_domain_range("60-101") == range(60, 102) and capsys.readouterr().err == ""
+    assert parse_domain_range("180-185") == range(180, 186)
+    assert parse_domain_range("180-185") == range(180, 186)  # said once, not at every lease
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and "AERIAL_SIM_DOMAIN_RANGE=180-185" in lines[0] and "ephemeral port range" in lines[0]
+
+
 def test_held_ids_are_never_handed_out_twice_and_free_again_on_release(tmp_path):
     pool = DomainPool(range(60, 63), tmp_path, in_use=lambda d: False)
     leases = [pool.acquire(timeout_s=0) for _ in range(3)]

@@ -9,7 +9,8 @@ started by a batch) is skipped too.
 
 - Range: ``AERIAL_SIM_DOMAIN_RANGE`` (``60-79``, or one id), default 1-101.
   With Fast DDS a domain d uses UDP ports 7400 + 250·d ... + 249, so ids above
-  101 collide with the ephemeral port range on Linux (ROS 2 docs, "The ROS_DOMAIN_ID");
+  101 collide with the ephemeral port range on Linux (ROS 2 docs, "The ROS_DOMAIN_ID"): a range
+  reaching above it is used, with one warning line per process saying so;
   232 is the largest valid id.
 - Lock directory: ``AERIAL_SIM_LOCK_DIR``, else ``$XDG_RUNTIME_DIR/aerial_sim/domains``,
   else ``/tmp/aerial_sim-<uid>/domains`` (per user, on the local disk: flock
@@ -21,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import os
 import random
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -30,6 +32,10 @@ RANGE_ENV = "AERIAL_SIM_DOMAIN_RANGE"
 LOCK_DIR_ENV = "AERIAL_SIM_LOCK_DIR"
 DEFAULT_RANGE = range(1, 102)
 MAX_DOMAIN_ID = 232
+#: The largest id whose Fast DDS ports (7400 + 250·id + 10 + 2·participant) stay below Linux's ephemeral range
+#: (32768-60999 by default; ROS 2 docs, "The ROS_DOMAIN_ID").
+SAFE_MAX_DOMAIN_ID = 101
+_warned_ranges: set[str] = set()
 #: RTPS port mapping (OMG DDSI-RTPS 9.6.1.1): PB + DG·domain, DG = 250 ports per domain.
 PORT_BASE, DOMAIN_GAIN = 7400, 250
 
@@ -54,6 +60,11 @@ def parse_domain_range(text: str | None) -> range:
         raise DomainRangeError(f"{RANGE_ENV}={text!r}: expected LOW-HIGH, e.g. 60-79") from error
     if not 0 <= low <= high <= MAX_DOMAIN_ID:
         raise DomainRangeError(f"{RANGE_ENV}={text!r}: expected 0 <= LOW <= HIGH <= {MAX_DOMAIN_ID}")
+    if high > SAFE_MAX_DOMAIN_ID and text not in _warned_ranges:  # allowed, but said once per process
+        _warned_ranges.add(text)
+        print(f"warning: {RANGE_ENV}={text}: domain ids above {SAFE_MAX_DOMAIN_ID} put DDS's UDP ports "
+              f"(7400 + 250·id and up) into Linux's ephemeral port range (32768-60999), where any program's outgoing "
+              f"socket may already hold them: keep the range within 0-{SAFE_MAX_DOMAIN_ID}", file=sys.stderr)
     return range(low, high + 1)
 
 
