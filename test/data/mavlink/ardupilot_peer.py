@@ -3,9 +3,10 @@
 for the newline-terminated JSON state, parsing the keys ArduPilot reads. Its "flight code" is aerial_sim's
 own cascaded controller (on the NED/FRD state converted back), holding 2 m above the start.
 
-    python ardupilot_peer.py PORT SECONDS [--delay S] [--steps N]    -> one JSON line with what it saw
+    python ardupilot_peer.py PORT SECONDS [--delay S] [--steps N] [--sim-seconds S]   -> one JSON line with what it saw
 
-``--delay`` makes it a slow ArduPilot (S wall seconds over every step); ``--steps`` stops after N
+SECONDS is the longest it runs (wall clock); ``--sim-seconds`` stops it once S seconds of simulation time
+have passed since its first state. ``--delay`` makes it a slow ArduPilot (S wall seconds over every step); ``--steps`` stops after N
 answered frames and adds the timestamps of the states it got.
 """
 
@@ -21,14 +22,15 @@ from aerial_sim.vehicles.multirotor import load_vehicle
 from peer_cli import peer_arguments
 
 
-def main(port: int, seconds: float, delay_s: float = 0.0, steps: int = 0) -> None:
+def main(port: int, seconds: float, delay_s: float = 0.0, steps: int = 0, sim_seconds: float = 0.0) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.settimeout(1.0)
     controller = CascadedController(ControllerParams(), load_vehicle("quad_x"))
     pwm, frame, states, start, target = [1000] * 4, 0, [], None, None
     last_time = None
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and not (steps and len(states) >= steps):
+    while (time.monotonic() < deadline and not (steps and len(states) >= steps)
+           and not (sim_seconds and states and states[-1][0] - states[0][0] >= sim_seconds)):
         frame += 1
         sock.sendto(encode_servo_packet(400, frame, pwm), ("127.0.0.1", port))
         try:
@@ -60,4 +62,4 @@ def main(port: int, seconds: float, delay_s: float = 0.0, steps: int = 0) -> Non
 
 if __name__ == "__main__":
     parsed = peer_arguments()
-    main(parsed.port, parsed.seconds, parsed.delay, parsed.steps)
+    main(parsed.port, parsed.seconds, parsed.delay, parsed.steps, parsed.sim_seconds)
