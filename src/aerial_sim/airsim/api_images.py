@@ -49,7 +49,11 @@ class ImageMethods:
         key, position, orientation, time_s = self._camera_frame(vehicle_name, external)
         if not requests:
             return []
-        job = lambda: cameras.render(key, requests, position, orientation, stamp_ns(time_s))  # noqa: E731
+        return await self._on_render_thread(lambda: cameras.render(key, requests, position, orientation,
+                                                                   stamp_ns(time_s)))
+
+    async def _on_render_thread(self, job):
+        """``job()`` on the render executor (rendering holds no event-loop time), or here without one."""
         if self.render_executor is None:
             return job()
         return await asyncio.get_running_loop().run_in_executor(self.render_executor, job)
@@ -88,10 +92,8 @@ class ImageMethods:
             return []
         rig, (vehicle, position, orientation, _) = self._cameras(), self._camera_frame(vehicle_name, _external(external))
         camera = rig.camera(vehicle, key[1])
-        job = lambda: detection_infos(camera, rule, position, orientation, self.params.home)  # noqa: E731
-        if self.render_executor is None:
-            return job()
-        return await asyncio.get_running_loop().run_in_executor(self.render_executor, job)
+        return await self._on_render_thread(lambda: detection_infos(camera, rule, position, orientation,
+                                                                    self.params.home))
 
     def _cameras(self) -> CameraRig:
         if self.cameras is None:
@@ -118,11 +120,9 @@ class ImageMethods:
     async def rpc_simSetDistortionParam(self, camera_name, param_name, value, vehicle_name="", external=False):
         key = self._camera_frame(vehicle_name, _external(external))[0]
         rig = self._cameras()
-        job = lambda: rig.set_distortion_param(key, wire.text(camera_name, "camera_name"),  # noqa: E731
-                                               wire.text(param_name, "param_name"), wire.number(value, "value"))
-        if self.render_executor is None:
-            return job()
-        return await asyncio.get_running_loop().run_in_executor(self.render_executor, job)
+        return await self._on_render_thread(lambda: rig.set_distortion_param(
+            key, wire.text(camera_name, "camera_name"), wire.text(param_name, "param_name"),
+            wire.number(value, "value")))
 
 
 def _external(value) -> bool:

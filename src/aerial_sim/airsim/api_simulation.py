@@ -76,10 +76,7 @@ class SimulationMethods:
         if any(math.isnan(c) for c in orientation_ned):
             orientation = state.orientation
         else:
-            try:
-                orientation = orientation_to_enu(quat_normalize(orientation_ned))
-            except ValueError:
-                raise RpcFault("pose.orientation is a zero quaternion") from None
+            orientation = _orientation_enu(orientation_ned)
         before = link.pose_set
         link.teleport(position, orientation)
         if self.computer_vision:
@@ -130,10 +127,7 @@ class SimulationMethods:
             raise RpcFault("simAddVehicle: SimMode ComputerVision adds no flying vehicles")
         config = self._vehicle_config(kind)
         position_ned, orientation_ned = wire.parse_pose(pose, "pose", allow_nan=False)
-        try:
-            orientation = orientation_to_enu(quat_normalize(orientation_ned))
-        except ValueError:
-            raise RpcFault("pose.orientation is a zero quaternion") from None
+        orientation = _orientation_enu(orientation_ned)
         try:
             spawn = VehicleSpawn(name, config, tuple(world_to_enu(position_ned)), yaw_of(orientation))
         except ParamsError as error:
@@ -340,3 +334,11 @@ class SimulationMethods:
     async def rpc_simPlotTransformsWithNames(self, poses, names, tf_scale=5.0, tf_thickness=5.0, text_scale=10.0,
                                              text_color_rgba=None, duration=-1.0):
         await self.rpc_simPlotPoints(poses)
+
+
+def _orientation_enu(orientation_ned) -> tuple[float, float, float, float]:
+    """A wire pose's orientation (FRD -> NED) as the graph's (FLU -> ENU); a zero quaternion is a fault."""
+    try:
+        return orientation_to_enu(quat_normalize(orientation_ned))
+    except ValueError:
+        raise RpcFault("pose.orientation is a zero quaternion") from None

@@ -421,10 +421,7 @@ class CameraRig:
 
     def camera_pose(self, camera: Camera, position, orientation):
         """(NED position, NED/FRD attitude) of the camera link (x forward) for a vehicle ENU pose."""
-        model = camera.model
-        R_world_base = quaternion_to_matrix(orientation)
-        origin = np.asarray(position, float) + R_world_base @ model.t_base_camera
-        R_world_link = R_world_base @ rpy_to_matrix(*np.radians(model.params.mount_rpy_deg))
+        origin, R_world_link = camera_link(camera.model, position, orientation)
         return world_to_ned(origin), orientation_to_ned(matrix_to_quat(R_world_link))
 
     def camera_info(self, vehicle: str, camera_name: str, position, orientation) -> dict:
@@ -440,3 +437,11 @@ class CameraRig:
                   [0.0, 0.0, -1.0, 0.0]]
         return {"pose": {"position": vector3r(cam_position), "orientation": quaternionr(cam_orientation)},
                 "fov": float(p.hfov_deg), "proj_mat": {"matrix": matrix}}
+
+
+def camera_link(model: CameraModel | LensCamera, position, orientation) -> tuple[np.ndarray, np.ndarray]:
+    """(ENU origin, rotation link -> world) of a camera's link frame (FLU: x forward, y left, z up) on its
+    mount, for the vehicle's ENU pose (position, w-x-y-z orientation)."""
+    R_world_base = quaternion_to_matrix(orientation)
+    origin = np.asarray(position, float) + R_world_base @ model.t_base_camera
+    return origin, R_world_base @ rpy_to_matrix(*np.radians(model.params.mount_rpy_deg))

@@ -25,12 +25,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from aerial_sim.airsim import wire
+from aerial_sim.airsim.camera_rig import camera_link
 from aerial_sim.airsim.image_types import IMAGE_TYPE_NAMES
 from aerial_sim.airsim.wire import RpcFault
 from aerial_sim.control.geometry import matrix_to_quat
 from aerial_sim.environment.geodesy import HomePoint, enu_to_geodetic
 from aerial_sim.world.labels import boxes_3d, detections_2d
-from aerial_sim.world.rotations import quaternion_to_matrix, rpy_to_matrix
+from aerial_sim.world.rotations import quaternion_to_matrix
 
 #: AirSim's default detection radius (DetectionComponent: 20000 cm).
 DEFAULT_RADIUS_CM = 20000.0
@@ -91,9 +92,7 @@ def detection_infos(camera, rule: DetectionFilter, position, orientation, home: 
     model = camera.model
     scene = model.scene
     frame = model.render(position, orientation, depth=False, segmentation=False, color=False, instance=True)
-    R_world_base = quaternion_to_matrix(orientation)
-    origin = np.asarray(position, float) + R_world_base @ model.t_base_camera
-    R_world_link = R_world_base @ rpy_to_matrix(*np.radians(model.params.mount_rpy_deg))
+    origin, R_world_link = camera_link(model, position, orientation)
     to_frd = FLU_TO_FRD @ R_world_link.T  # world vector -> camera FRD
     boxes = boxes_3d(scene)
     signs = np.array([(x, y, z) for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)

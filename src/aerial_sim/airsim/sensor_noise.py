@@ -75,12 +75,9 @@ def sensor_parameters(kind: str, airsim_params: dict) -> dict[str, Any]:
 
 def vehicle_sensor_parameters(settings, vehicle_name: str, kind: str) -> dict[str, Any]:
     """What ``settings`` (:class:`~aerial_sim.airsim.settings.AirSimSettings`) set for the ``kind`` sensor of the
-    graph's vehicle ``vehicle_name``: the settings vehicle of that name (any case), or the only one; its first
+    graph's vehicle ``vehicle_name`` (:meth:`~aerial_sim.airsim.settings.AirSimSettings.vehicle_for`): its first
     enabled sensor of that kind. Empty when none applies."""
-    vehicles = settings.vehicles
-    vehicle = next((v for v in vehicles if v.name.lower() == vehicle_name.lower()), None)
-    if vehicle is None and len(vehicles) == 1:
-        vehicle = vehicles[0]
+    vehicle = settings.vehicle_for(vehicle_name)
     if vehicle is None:
         return {}
     sensor = next((s for s in vehicle.sensors if s.kind == kind and s.enabled), None)

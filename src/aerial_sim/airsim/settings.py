@@ -143,6 +143,14 @@ class AirSimSettings:
     def vehicle_names(self) -> tuple[str, ...]:
         return tuple(v.name for v in self.vehicles)
 
+    def vehicle_for(self, vehicle_name: str) -> VehicleSetting | None:
+        """The settings vehicle that configures the graph's vehicle ``vehicle_name``: the one of that name
+        (any case), else the only one; None when neither applies."""
+        vehicle = next((v for v in self.vehicles if v.name.lower() == vehicle_name.lower()), None)
+        if vehicle is None and len(self.vehicles) == 1:
+            return self.vehicles[0]
+        return vehicle
+
 
 # -- the schema of the keys mapped (types and values; unknown keys are warnings, not errors) ----------------
 
@@ -488,10 +496,7 @@ def _camera_value(settings: AirSimSettings, vehicle_name: str, camera_name: str,
     ``""`` are front_center): that settings vehicle's (any case, or the only one) camera of that name, else
     CameraDefaults'; None when neither gives one. With the key path (ending in ``key``) it came from."""
     aliases = {"front_center": {"front_center", "0", ""}}.get(camera_name, {camera_name})
-    vehicles = settings.vehicles
-    vehicle = next((v for v in vehicles if v.name.lower() == vehicle_name.lower()), None)
-    if vehicle is None and len(vehicles) == 1:
-        vehicle = vehicles[0]
+    vehicle = settings.vehicle_for(vehicle_name)
     if vehicle is not None:
         for camera in vehicle.cameras:
             if camera.name in aliases and getattr(camera, field) is not None:
