@@ -166,6 +166,9 @@ def test_every_image_type_reaches_a_real_client_in_each_float_and_compress_combi
         assert len(np.unique(png.reshape(-1, 3), axis=0)) > 2, IMAGE_TYPE_NAMES[kind]  # not a blank image
         # Uncompressed: AirSim's RenderRequest writes B, G, R; Cosys-AirSim's R, G, B. The PNG is RGB for both.
         assert np.array_equal(raw if module == "cosysairsim" else raw[:, :, ::-1], png), (module, kind)
+    # Scene as floats: AirSim's red channel of the colour image, normalised to [0, 1].
+    scene = np.array(images[(SCENE, True, False)]["floats"], np.float32).reshape(height, width)
+    assert np.allclose(scene, pixels(SCENE, True)[:, :, 0] / 255.0, atol=1e-6)
     # SurfaceNormals as floats: the unit normals (x forward, y right, z down) whose colour the image shows.
     normals = np.array(images[(SURFACE_NORMALS, True, False)]["floats"], np.float32).reshape(height, width, 3)
     hit = normals.any(axis=2)

@@ -11,7 +11,8 @@ for an ``airsim`` client (what AirSim's ``RenderRequest`` writes: its examples s
 writes, and its docs read with ``Image.fromarray(..., 'RGB')``), told apart by the
 ``annotation_name`` only cosysairsim's ImageRequest carries.
 
-- Scene (0): colour. As floats, the mean of the three channels (0-255).
+- Scene (0): colour. As floats, AirSim's: the red channel in [0, 1] (its ``RenderRequest``
+  reads the R of each pixel of the 8-bit render target as a normalised float).
 - DepthPlanar (1), DepthPerspective (2): metres as floats (optical z, or distance along the
   ray); no return -> ``NO_RETURN_DEPTH_M``, nearer than the minimum range -> 0. As bytes,
   the DepthVis grey image.
@@ -22,7 +23,8 @@ writes, and its docs read with ``Image.fromarray(..., 'RGB')``), told apart by t
   ``fx * baseline / (z * width)``, in [0, 1] (0 where nothing is hit); as floats (what
   AirSim's docs advise) or grey bytes (1 = white).
 - Segmentation (5): one colour per segmentation id (:func:`segmentation_palette`);
-  ``pixels_as_float`` gives the ids themselves.
+  ``pixels_as_float`` gives the ids themselves (AirSim: the red of the colour / 255, which
+  names no object; the ids are the ground truth a user wants).
 - SurfaceNormals (6): the surface normal of each pixel, the renderer's hit normal
   (:func:`hit_normals`; or, from a renderer without them, :func:`surface_normals` from the
   gradients of the depth image), turned toward the camera, in the camera frame AirSim uses
@@ -84,8 +86,8 @@ def encode(image_type: int, frame, flow: np.ndarray | None, color: np.ndarray | 
     ``color``: the Scene colour, its noise applied; ``model``: the camera (its intrinsics and rays);
     ``planar_factor``: optical z per metre along each pixel's ray."""
     if image_type == SCENE:
-        if as_float:
-            return color.astype(np.float32).mean(axis=2), None
+        if as_float:  # AirSim's: the red channel of its 8-bit target read as unsigned-normalised floats
+            return color[:, :, 0].astype(np.float32) / np.float32(255.0), None
         return None, color if rgb else color[:, :, ::-1]  # BGR: tobytes copies it once
     if image_type in (DEPTH_PLANAR, DEPTH_PERSPECTIVE):
         depth = frame.depth * planar_factor if image_type == DEPTH_PLANAR else frame.depth
