@@ -1,6 +1,7 @@
 """Where a batch run's CPU goes: per process and per phase (start-up, flight, stop, post-processing).
 
-    tools/dev.sh bench batch_cpu [--runs 1] [--before DIR] [--processes] [--mission hop_1m] [--no-plots] [--no-record]
+    tools/dev.sh bench batch_cpu [--runs 1] [--before DIR] [--processes] [--threads] [--nodes] [--mission hop_1m]
+                                 [--no-plots] [--no-record]
 
 Runs the smoke sweep's graph (empty scene, no camera, IMU + barometer + magnetometer + GPS,
 controller, mission, recorder, export) ``--runs`` times, one run at a time, with
@@ -23,7 +24,10 @@ A process's CPU in its last 0.2 s before it exits is not seen by ``/proc``; the 
 same invocation, its runs alternating with this checkout's (its ``src`` first on ``PYTHONPATH``,
 which every process of its runs inherits), so both see the same machine load; the table then
 gives both and their ratio. ``--processes``: this checkout's runs also with a process per node
-(``run.compose: false``), alternating with the others.
+(``run.compose: false``), alternating with the others. ``--threads``: the flight's CPU per thread (the
+physics loop and the recorder's taker are named; the executor thread keeps the process's name).
+``--nodes``: each node's callback CPU (``AERIAL_SIM_CALLBACK_CPU``, :mod:`aerial_sim.nodes.ros.callback_cpu`),
+which splits the executor thread a container shares among its nodes.
 """
 
 from __future__ import annotations
@@ -151,13 +155,17 @@ class Sampler:
             self.thread_last[key] = cpu
 
 
-def measure(src: Path, mission: str, seed: int, root: Path, plots: bool = True, compose: bool | None = None) -> dict:
-    """One run of the sweep with ``src`` first on PYTHONPATH; its CPU per process and phase."""
+def measure(src: Path, mission: str, seed: int, root: Path, plots: bool = True, compose: bool | None = None,
+            nodes: bool = False) -> dict:
+    """One run of the sweep with ``src`` first on PYTHONPATH; its CPU per process and phase (``nodes``:
+    and per node, the CPU of its callbacks, ``AERIAL_SIM_CALLBACK_CPU``)."""
     folder = root / f"{src.parent.name}-{seed}-{time.monotonic_ns()}"
     folder.mkdir(parents=True)
     sweep = write_sweep(folder, mission, seed, plots, compose)
     out = folder / "out"
-    environment = dict(os.environ, PYTHONPATH=str(src), AERIAL_SIM_SHARE=str(src.parent))
+    callbacks = folder / "callback_cpu.jsonl"
+    environment = dict(os.environ, PYTHONPATH=str(src), AERIAL_SIM_SHARE=str(src.parent),
+                       **({"AERIAL_SIM_CALLBACK_CPU": str(callbacks)} if nodes else {}))
     sampler = Sampler(str(out), out)
     sampler.thread.start()
     began = time.monotonic()
@@ -170,7 +178,13 @@ def measure(src: Path, mission: str, seed: int, root: Path, plots: bool = True, 
     if result.returncode != 0 or not entries or entries[0].get("status") != "ok":
         raise SystemExit(f"run failed ({result.returncode}): {result.stdout[-2000:]}{result.stderr[-2000:]}")
     entry = entries[0]
+    per_node: dict[str, float] = defaultdict(float)
+    if callbacks.exists():
+        for line in callbacks.read_text().splitlines():
+            for name, figures in json.loads(line)["nodes"].items():
+                per_node[name] += figures["cpu_s"]
     return {"spent": {k: dict(v) for k, v in sampler.spent.items()}, "threads": {k: dict(v) for k, v in sampler.threads.items()},
+            "callbacks": dict(per_node),
             "cpu_s": entry["cpu_s"], "flight_cpu_s": entry["flight_cpu_s"], "sim_s": entry["sim_s"],
             "wall_s": wall, "launch_wall_s": entry["wall_s"], "postprocess_s": entry["postprocess_s"]}
 
@@ -206,6 +220,25 @@ def print_table(label: str, summary: dict) -> None:
     print(f"batch's own figures (wait4): {summary['cpu_per_sim_s']:.3f} all in, {summary['flight_per_sim_s']:.3f} in flight")
 
 
+def callbacks_per_sim_s(runs: list[dict]) -> dict[str, float]:
+    """Each node's callback CPU per simulated second, the mean over ``runs``."""
+    spent: dict[str, float] = defaultdict(float)
+    for run in runs:
+        for name, cpu in run["callbacks"].items():
+            spent[name] += cpu / run["sim_s"] / len(runs)
+    return dict(spent)
+
+
+def threads_per_sim_s(runs: list[dict]) -> dict[str, float]:
+    """Each thread's flight CPU per simulated second (``process: thread``), the mean over ``runs``."""
+    spent: dict[str, float] = defaultdict(float)
+    for run in runs:
+        for name, threads in run["threads"].items():
+            for thread, cpu in threads.items():
+                spent[f"{name}: {thread}"] += cpu / run["sim_s"] / len(runs)
+    return dict(spent)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=1, help="runs per checkout (seeds 0..runs-1)")
@@ -214,6 +247,8 @@ def main() -> int:
     parser.add_argument("--processes", action="store_true",
                         help="this checkout's runs also with a process per node (run.compose: false), side by side")
     parser.add_argument("--threads", action="store_true", help="also print the flight's CPU per thread")
+    parser.add_argument("--nodes", action="store_true",
+                        help="also print each node's callback CPU (AERIAL_SIM_CALLBACK_CPU; the whole run, start-up and stop included)")
     parser.add_argument("--no-plots", action="store_true", help="this checkout's runs without their PNG plots (run.plots: false)")
     parser.add_argument("--no-record", action="store_true", help="do not write doc/results/batch_cpu.json")
     options = parser.parse_args()
@@ -230,7 +265,7 @@ def main() -> int:
             for label, src in checkouts.items():
                 print(f"{label}: run {seed + 1}/{options.runs}...", flush=True)
                 runs[label].append(measure(src, options.mission, seed, Path(tmp), plots=label != "this" or not options.no_plots,
-                                           compose=layouts.get(label)))
+                                           compose=layouts.get(label), nodes=options.nodes))
     summaries = {label: summarise(r) for label, r in runs.items()}
     for label, summary in summaries.items():
         print_table(f"{label} ({checkouts[label].parent})", summary)
@@ -239,6 +274,13 @@ def main() -> int:
             for name, threads in runs[label][-1]["threads"].items():
                 busy = ", ".join(f"{t} {c / runs[label][-1]['sim_s']:.3f}" for t, c in sorted(threads.items(), key=lambda i: -i[1]) if c > 0)
                 print(f"  {name}: {busy}")
+        if options.nodes:
+            spent = callbacks_per_sim_s(runs[label])
+            print("callback CPU per node (s per simulated s; each callback with what it publishes):"
+                  + ("" if spent else " none reported (a checkout from before AERIAL_SIM_CALLBACK_CPU)"))
+            for name, cpu in sorted(spent.items(), key=lambda i: -i[1]):
+                if cpu >= 0.0005:
+                    print(f"  {name:>28} {cpu:.3f}")
     rows = []
     for label, summary in summaries.items():
         phase_totals = {p: sum(row.get(p, 0.0) for row in summary["table"].values()) for p in PHASES}
@@ -250,6 +292,15 @@ def main() -> int:
             row = summary["table"][name]
             rows.append(_results.row(f"{label}: {name}", round(sum(row.values()), 3), "CPU s per sim s",
                                      ", ".join(f"{p} {row.get(p, 0.0):.3f}" for p in PHASES if row.get(p))))
+        if options.threads:
+            for name, cpu in sorted(threads_per_sim_s(runs[label]).items(), key=lambda i: -i[1]):
+                if cpu >= 0.005:
+                    rows.append(_results.row(f"{label}: thread {name}", round(cpu, 3), "CPU s per sim s", "in flight"))
+        if options.nodes:
+            for name, cpu in sorted(callbacks_per_sim_s(runs[label]).items(), key=lambda i: -i[1]):
+                if cpu >= 0.0005:
+                    rows.append(_results.row(f"{label}: callbacks of {name}", round(cpu, 3), "CPU s per sim s",
+                                             "AERIAL_SIM_CALLBACK_CPU, the whole run"))
     if "this, a process per node" in summaries:
         base = summaries["this, a process per node"]
         for what in ("cpu_per_sim_s", "flight_per_sim_s"):
@@ -264,7 +315,8 @@ def main() -> int:
         rows.append(_results.row("all in, now / before", round(ratio, 3), "ratio", "measured side by side, runs alternating"))
     if not options.no_record:
         command = ("tools/dev.sh bench batch_cpu" + (f" --runs {options.runs}" if options.runs != 1 else "")
-                   + (" --processes" if options.processes else "") + (" --threads" if options.threads else ""))
+                   + (" --processes" if options.processes else "") + (" --threads" if options.threads else "")
+                   + (" --nodes" if options.nodes else ""))
         if options.before is not None:
             command += " --before <checkout of the earlier commit>"
         _results.record("batch_cpu", f"CPU of one batch run ({options.mission}, empty scene, no camera) by process and phase",

@@ -143,6 +143,42 @@ def test_input_guard_skips_a_timer_tick_that_raises_and_the_timer_goes_on(ros_no
                          "tick skipped", "a malformed cloud")]
 
 
+@requires_ros
+def test_callback_cpu_adds_up_each_nodes_callbacks_and_reports_them_when_asked(ros_node, tmp_path, monkeypatch):
+    """AERIAL_SIM_CALLBACK_CPU (benchmarks/batch_cpu.py --nodes): a guarded callback's CPU time counts for its
+    node, a refused message too, and the process's figures go to the file as one JSON line; a file that cannot
+    be written is one line, not a crash."""
+    import json
+
+    from std_msgs.msg import Float64
+
+    from aerial_sim.nodes.ros import callback_cpu
+    from aerial_sim.nodes.ros.input_guard import InputGuard
+    from aerial_sim.nodes.ros.qos import COMMAND_QOS
+
+    report = tmp_path / "callback_cpu.jsonl"
+    monkeypatch.setenv(callback_cpu.VARIABLE, str(report))
+    monkeypatch.setattr(callback_cpu, "_SPENT", {})
+
+    def busy(message):
+        deadline = time.thread_time() + 0.02
+        while time.thread_time() < deadline:
+            pass
+        if message.data < 0:
+            raise ValueError("negative")
+
+    subscription = ros_node.create_subscription(Float64, "/busy", busy, COMMAND_QOS)
+    guard = InputGuard(ros_node)
+    guard.report = lambda *args, **kwargs: None
+    for value in (1.0, -1.0, 2.0):
+        subscription.callback(Float64(data=value))
+    callback_cpu.write_report()
+    figures = json.loads(report.read_text())["nodes"][ros_node.get_fully_qualified_name()]
+    assert figures["calls"] == 3 and 0.06 <= figures["cpu_s"] < 1.0
+    monkeypatch.setenv(callback_cpu.VARIABLE, str(tmp_path / "missing" / "x.jsonl"))
+    callback_cpu.write_report()  # one warning line on stderr
+
+
 # --------------------------------------------------------------------------- the running graph
 
 

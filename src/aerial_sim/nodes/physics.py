@@ -87,6 +87,7 @@ from aerial_sim.config import ParamsError
 from aerial_sim.physics.world import RunControl
 from aerial_sim.vehicles.multirotor import load_vehicle
 from aerial_sim.vehicles.spawn import VehicleSpawn
+from aerial_sim.nodes.ros import process
 from aerial_sim.nodes.ros.frames import make_tf_broadcaster
 from aerial_sim.nodes.ros.parameters import declare_params, reread_params
 from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
@@ -307,6 +308,7 @@ class PhysicsNode(Node):
 
     def _run(self) -> None:
         """Thread body: simulate until stopped; a crash ends the node with exit code 1."""
+        process.name_os_thread()
         try:
             self._simulate()
         except Exception as error:  # noqa: BLE001 - any failure must end the node visibly

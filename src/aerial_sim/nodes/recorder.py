@@ -69,6 +69,7 @@ from aerial_sim.nodes._recorder.lockstep import RecorderLockstep
 from aerial_sim.nodes._recorder.rates import ConfiguredRates
 from aerial_sim.nodes._recorder.subscriptions import (hand_back_loss_handlers, matching_qos, message_class,
                                                       policy_name, subscribe_raw)
+from aerial_sim.nodes.ros import process
 from aerial_sim.nodes.ros.clocks import InputStampClock
 from aerial_sim.nodes.ros.parameters import declare_params, run_folder_parameter
 from aerial_sim.nodes.ros.services import serve
@@ -184,6 +185,7 @@ class Recorder(Node):
         what has arrived. It sleeps on the middleware while nothing arrives (:class:`ArrivalWait`: no
         round every ``take_period_s`` of a paused or settling graph), and a round takes only from the
         topics that hold messages (a few of some 20 each physics period)."""
+        process.name_os_thread()
         while not self._stop_taking.is_set():
             with self._lock:
                 subscriptions = list(self._recorded.values())

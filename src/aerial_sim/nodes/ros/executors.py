@@ -10,7 +10,7 @@ import rclpy.executors
 import rclpy.task
 from rclpy.node import Node
 
-from aerial_sim.nodes.ros import process
+from aerial_sim.nodes.ros import callback_cpu, process
 from aerial_sim.nodes.ros.input_guard import InputGuard
 
 
@@ -35,6 +35,7 @@ def spin_until_stopped(nodes: list[Node], drain_s: float = 0.0) -> None:
         executor.spin_until_future_complete(never, timeout_sec=min(left, 0.1))
     for node in nodes:
         executor.remove_node(node)
+    callback_cpu.write_report()
 
 
 #: Lockstep: the niceness of a process whose outputs the clock awaits with slack (environment

@@ -8,7 +8,7 @@ import time
 
 from rclpy.node import Node
 
-from aerial_sim.nodes.ros import process
+from aerial_sim.nodes.ros import callback_cpu, process
 
 
 class InputGuard:
@@ -30,6 +30,9 @@ class InputGuard:
         self._dropped: dict[str, int] = {}
         self._reported_at: dict[str, float] = {}
         self._guarded_key: tuple = (0, None, 0)
+        # AERIAL_SIM_CALLBACK_CPU set: each callback's CPU time is added up per node (callback_cpu).
+        self._cpu = callback_cpu.account(node.get_fully_qualified_name())
+        self._call_timed = self._call if self._cpu is None else callback_cpu.timed(self._cpu, self._call)
         self.guard_all()
         for factory in ("create_subscription", "create_service", "create_timer"):
             # What the node creates from now on (the recorder subscribes as topics appear) is
@@ -67,29 +70,31 @@ class InputGuard:
 
     def _guarded(self, callback, topic: str, type_name: str, callback_type: str):
         # Keep the callback's arity: rclpy passes the message info only to two-argument callbacks.
+        call = self._call_timed
         if callback_type == "WithMessageInfo":
             def guarded(message, info):
-                return self._call(callback, topic, type_name, None, message, info)
+                return call(callback, topic, type_name, None, message, info)
         else:
             def guarded(message):
-                return self._call(callback, topic, type_name, None, message)
+                return call(callback, topic, type_name, None, message)
         guarded.input_guard = self
         return guarded
 
     def _guarded_service(self, callback, name: str):
         def guarded(request, response):
-            answer = self._call(callback, name, type(request).__name__, response, request, response)
+            answer = self._call_timed(callback, name, type(request).__name__, response, request, response)
             return response if answer is None else answer
         guarded.input_guard = self
         return guarded
 
     def _guarded_timer(self, callback):
         name = f"timer {getattr(callback, '__qualname__', type(callback).__name__)}"
+        call = callback if self._cpu is None else callback_cpu.timed(self._cpu, callback)
 
         @functools.wraps(callback)  # keeps its signature: rclpy passes TimerInfo to callbacks that ask for it
         def guarded(*args, **kwargs):
             try:
-                return callback(*args, **kwargs)
+                return call(*args, **kwargs)
             except Exception as error:  # noqa: BLE001 - as for a message: the node goes on
                 if process.stop_requested() or not self.node.context.ok():
                     raise
