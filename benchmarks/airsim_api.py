@@ -60,7 +60,7 @@ print(json.dumps({"state": rate(client.getMultirotorState, 3.0),
 def server_share() -> dict:
     """Per-call cost of the server alone: the API method and the reply's encoding (no socket, no client)."""
     from aerial_sim.airsim.api import AirSimApi
-    from aerial_sim.airsim.graph import KinematicsReading, SimClock
+    from aerial_sim.airsim.graph import KinematicsReading, ServiceAnswer, SimClock
     from aerial_sim.airsim.camera_rig import CameraRig
     from aerial_sim.airsim.rpc import ContainsPrepacked, encode_response
     from aerial_sim.vehicles.multirotor import load_vehicle
@@ -71,6 +71,9 @@ def server_share() -> dict:
     class Link:
         name, vehicle, controller_mode = "drone1", load_vehicle("quad_x"), "hold"
         kinematics = KinematicsReading(1.0, (0.0, 0.0, 2.0), (1.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
+
+        async def arm(self, arm):  # AirSim starts vehicles armed: the API arms each at its first call
+            return ServiceAnswer(True, "")
 
     class Graph:
         vehicles, clock, paused = {"drone1": Link()}, SimClock(), False
