@@ -124,6 +124,12 @@ def print_split(results: list[dict]) -> None:
             per = lambda v: f"{v:6.2f} ({v / s['sim_s']:.3f})" if v is not None and s["sim_s"] else "      -      "  # noqa: E731
             rest_label = per(s["rest"]) + (" warm" if s["warm"] else " first" if s["post"] is not None else " all else")
             print(f"{s['run']:>15} {s['sim_s']:>6.2f} {per(s['flight']):>13} {per(s['post']):>13} {rest_label}")
+        later = [s for s in r["split"] if s["warm"] and s["sim_s"]]
+        if later:  # what each run costs once its graph is up: a long batch's figure, start-ups shared by many runs
+            later_sim = sum(s["sim_s"] for s in later)
+            share = {k: sum(float(s[k] or 0.0) for s in later) / later_sim for k in ("flight", "post", "rest")}
+            print(f"{'warm runs':>15} {'':>6} all in {sum(share.values()):.3f} per sim s: flight {share['flight']:.3f}, "
+                  f"post-processing {share['post']:.3f}, warm start {share['rest']:.3f}")
         sim = sum(s["sim_s"] for s in r["split"])
         print(f"{'stops':>15} {'':>6} graphs' stops and kept processes' ends: {r.get('stop_cpu_s', 0.0):.2f} CPU s"
               + (f" ({r.get('stop_cpu_s', 0.0) / sim:.3f} per sim s)" if sim else ""))
