@@ -8,6 +8,7 @@ import base64
 import json
 import math
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -282,5 +283,68 @@ def test_maps_on_texcoord_1_are_sampled_where_the_second_uv_set_points(tmp_path)
 def test_a_bad_tangent_or_texcoord_is_one_error_naming_the_file_and_material(tmp_path, name, values, edit, message):
     path = write_gltf(tmp_path / "bad", flat((0, 0, 0)), dict(normalTexture=solid((128, 128, 255))))
     add_attribute(path, name, values, edit)
+    with pytest.raises(ParamsError, match=message):
+        scene_of(tmp_path, [("quad", path, (0, 0, 1))])
+
+
+def transform_edit(transform: dict):
+    """An ``edit`` that puts ``KHR_texture_transform`` = ``transform`` on the base colour texture."""
+    return lambda m: m["pbrMetallicRoughness"]["baseColorTexture"].setdefault("extensions", {}).update(
+        KHR_texture_transform=transform)
+
+
+def test_khr_texture_transform_moves_the_texture_to_the_uvs_it_names(tmp_path):
+    """offset (0.5, 0) and scale 0.5 put the quad's whole unit square on the texture's top-right quadrant (glTF's
+    uv, v down: u' = 0.5 + 0.5 u, v' = 0.5 v), so the quad is that quadrant's green where the untransformed one
+    shows all four; rotation pi/2 with texCoord 0 turns the coordinates to u' = -v, v' = u (the extension's
+    translation x rotation x scale)."""
+    from aerial_sim.world.assets import load_asset
+
+    quadrants = np.zeros((4, 4, 3), np.uint8)
+    quadrants[:2, :2], quadrants[:2, 2:] = (220, 30, 30), (30, 200, 40)  # top row: red, green
+    quadrants[2:, :2], quadrants[2:, 2:] = (40, 60, 230), (240, 240, 240)
+    moved = write_gltf(tmp_path / "moved", flat((0, 0, 0), 0.6), dict(baseColorTexture=Image.fromarray(quadrants)),
+                       transform_edit({"offset": [0.5, 0.0], "scale": [0.5, 0.5]}))
+    turned = write_gltf(tmp_path / "turned", flat((0, 0, 0), 0.6), dict(baseColorTexture=Image.fromarray(quadrants)),
+                        transform_edit({"rotation": math.pi / 2, "texCoord": 0}))
+    green = write_gltf(tmp_path / "green", flat((0, 0, 0), 0.6), dict(baseColorTexture=solid((30, 200, 40))))
+    whole = write_gltf(tmp_path / "whole", flat((0, 0, 0), 0.6), dict(baseColorTexture=Image.fromarray(quadrants)))
+    plain = load_asset(whole, "test")[0].uv.astype(float)  # trimesh's uv (v up) of each corner
+    u, v = plain[..., 0], plain[..., 1]
+    np.testing.assert_allclose(load_asset(moved, "test")[0].uv, np.stack([0.5 + 0.5 * u, 0.5 + 0.5 * v], -1),
+                               atol=1e-6)
+    np.testing.assert_allclose(load_asset(turned, "test")[0].uv, np.stack([v - 1.0, 1.0 - u], -1), atol=1e-6)
+
+    def image_of(path: str):
+        folder = tmp_path / f"scene_{Path(path).parent.name}"
+        folder.mkdir()
+        scene = scene_of(folder, [("quad", path, (0.0, 0.0, 1.0))])
+        camera = CameraModel(CameraParams(**DOWN, ambient=0.3, sun_direction_enu=(0.2, 0.1, 1.0)), scene)
+        return camera, camera.render((0.0, 0.0, 4.0), LEVEL).color.astype(int)
+
+    camera, moved_image = image_of(moved)
+    _, green_image = image_of(green)
+    _, whole_image = image_of(whole)
+    for x in (-0.25, 0.0, 0.25):
+        for y in (-0.25, 0.0, 0.25):
+            col, row = np.round(camera.project(np.array([x, y, 1.0]), (0.0, 0.0, 4.0), LEVEL)[0]).astype(int)
+            assert np.abs(moved_image[row, col] - green_image[row, col]).max() <= 1, (x, y)
+    corners = [whole_image[tuple(np.round(camera.project(np.array([x, y, 1.0]), (0.0, 0.0, 4.0), LEVEL)[0][::-1])
+                                 .astype(int))] for x, y in ((-0.4, 0.4), (0.4, 0.4), (-0.4, -0.4), (0.4, -0.4))]
+    assert len({tuple(c) for c in corners}) == 4  # untransformed: four different quadrants
+
+
+@pytest.mark.parametrize("transform, message", [
+    ({"offset": [0.5, "x"]}, r"quad\.gltf: material 'm' baseColorTexture KHR_texture_transform\.offset: must be 2 "
+                             r"finite numbers"),
+    ({"scale": [2.0]}, r"quad\.gltf: material 'm' baseColorTexture KHR_texture_transform\.scale: must be 2 finite"),
+    ({"rotation": "quarter"}, r"quad\.gltf: material 'm' baseColorTexture KHR_texture_transform\.rotation: must be a "
+                              r"finite number"),
+    ({"texCoord": 3}, r"quad\.gltf: material 'm' baseColorTexture: KHR_texture_transform\.texCoord must be 0 or 1"),
+    ("sideways", r"quad\.gltf: material 'm' baseColorTexture KHR_texture_transform: must be an object"),
+])
+def test_a_bad_texture_transform_is_one_error_naming_the_file_material_and_key(tmp_path, transform, message):
+    path = write_gltf(tmp_path / "bad", flat((0, 0, 0)), dict(baseColorTexture=solid((30, 200, 40))),
+                      transform_edit(transform))
     with pytest.raises(ParamsError, match=message):
         scene_of(tmp_path, [("quad", path, (0, 0, 1))])

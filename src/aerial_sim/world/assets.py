@@ -170,6 +170,10 @@ def _part_of(mesh: trimesh.Trimesh, path: Path, where: str, document: dict | Non
         corner_uv1 = _vertex_attribute(mesh, "TEXCOORD_1", 2, path, where, _label_of(material, document))
         corner_uv1[:, 1] = 1.0 - corner_uv1[:, 1]  # glTF's top-left origin -> trimesh's bottom-left, as for uv
         corner_uv1 = corner_uv1.astype(np.float32)[mesh.faces]
+    transforms = _texture_transforms(material, document, path, where) if document is not None else {}
+    if any(bit in transforms for bit in used):
+        corner_uv, corner_uv1, uv_sets = _transformed_uv(used, sets, transforms, corner_uv, corner_uv1, path, where,
+                                                         _label_of(material, document))
     tangents = None
     if maps is not None and maps.normal_texture is not None and _CUSTOM + "TANGENT" in mesh.vertex_attributes:
         label = _label_of(material, document)
@@ -254,11 +258,92 @@ def _texture_sets(material, document: dict, path: Path, where: str) -> dict[int,
             entry = entry.get(step) if isinstance(entry, dict) else None
         if isinstance(entry, dict):
             value = entry.get("texCoord", 0)
+            where_set = "texCoord"
+            transform = (entry.get("extensions") or {}).get(TEXTURE_TRANSFORM) if isinstance(
+                entry.get("extensions"), dict) else None
+            if isinstance(transform, dict) and "texCoord" in transform:  # the extension's texCoord overrides
+                value, where_set = transform["texCoord"], f"{TEXTURE_TRANSFORM}.texCoord"
             if value not in (0, 1) or isinstance(value, bool):
                 raise ParamsError(f"{where}: {path.name}: {_label_of(material, document)} {key.split('/')[-1]}: "
-                                  f"texCoord must be 0 or 1 (TEXCOORD_0, TEXCOORD_1), got {value!r}")
+                                  f"{where_set} must be 0 or 1 (TEXCOORD_0, TEXCOORD_1), got {value!r}")
             sets[bit] = int(value)
     return sets
+
+
+#: The glTF extension that moves, turns and scales a texture's coordinates (on a textureInfo).
+TEXTURE_TRANSFORM = "KHR_texture_transform"
+
+
+def _texture_transforms(material, document: dict, path: Path, where: str) -> dict[int, np.ndarray]:
+    """The ``KHR_texture_transform`` of each texture of a loaded glTF material that has one, by its bit
+    (UV1_BASE ...), as the 2 x 3 affine matrix of glTF's texture coordinates (origin top-left, v down):
+    uv' = offset + R(rotation) (scale * uv), R = [[cos, -sin], [sin, cos]] (the extension's
+    ``translation * rotation * scale``, Khronos KHR_texture_transform). ParamsError naming the file, material,
+    texture and key for a value that is not finite numbers of the right count."""
+    name = getattr(material, "name", None) or ""
+    if not name.startswith(_MATERIAL_TAG):
+        return {}
+    spec = document["materials"][int(name[len(_MATERIAL_TAG):])]
+    label = _label_of(material, document)
+    transforms = {}
+    for bit, (key, _) in zip((UV1_BASE, UV1_PBR, UV1_NORMAL, UV1_OCCLUSION, UV1_EMISSIVE), _MATERIAL_TEXTURES):
+        entry = spec
+        for step in key.split("/"):
+            entry = entry.get(step) if isinstance(entry, dict) else None
+        extensions = entry.get("extensions") if isinstance(entry, dict) else None
+        transform = extensions.get(TEXTURE_TRANSFORM) if isinstance(extensions, dict) else None
+        if transform is None:
+            continue
+        texture = f"{where}: {path.name}: {label} {key.split('/')[-1]} {TEXTURE_TRANSFORM}"
+        if not isinstance(transform, dict):
+            raise ParamsError(f"{texture}: must be an object, got {transform!r}")
+
+        def numbers(field: str, default: list[float], count: int) -> np.ndarray:
+            value = transform.get(field, default)
+            values = value if isinstance(value, (list, tuple)) else [value]
+            ok = len(values) == count and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                              and math.isfinite(v) for v in values)
+            if not ok:
+                what = f"{count} finite numbers" if count > 1 else "a finite number"
+                raise ParamsError(f"{texture}.{field}: must be {what}, got {value!r}")
+            return np.asarray(values, np.float64)
+
+        offset, (rotation,), scale = numbers("offset", [0.0, 0.0], 2), numbers("rotation", 0.0, 1), \
+            numbers("scale", [1.0, 1.0], 2)
+        cos, sin = math.cos(rotation), math.sin(rotation)
+        transforms[bit] = np.array([[cos * scale[0], -sin * scale[1], offset[0]],
+                                    [sin * scale[0], cos * scale[1], offset[1]]])
+    return transforms
+
+
+def _transformed_uv(used: set[int], sets: dict[int, int], transforms: dict[int, np.ndarray], corner_uv, corner_uv1,
+                    path: Path, where: str, label: str):
+    """(corner uv, corner uv1, uv_sets) once each texture's ``KHR_texture_transform`` is applied to the set it
+    samples. A part carries two coordinate sets: the textures' (set, transform) pairs fill them, the base
+    colour's first; a material whose textures need more than two is refused (one error naming the file)."""
+    mappings: dict[int, tuple] = {}
+    for bit in sorted(used):
+        matrix = transforms.get(bit)
+        mappings[bit] = (sets.get(bit, 0), None if matrix is None else matrix.tobytes())
+    distinct = list(dict.fromkeys(mappings.values()))
+    if len(distinct) > 2:
+        raise ParamsError(f"{where}: {path.name}: {label}: its textures use {len(distinct)} different texture "
+                          f"coordinates (texCoord with {TEXTURE_TRANSFORM}); at most 2 per material are supported")
+    raw = {0: corner_uv, 1: corner_uv1}
+
+    def mapped(mapping: tuple) -> np.ndarray:
+        coords = raw[mapping[0]]
+        if mapping[1] is None:
+            return coords
+        matrix = np.frombuffer(mapping[1]).reshape(2, 3)
+        gltf = np.stack([coords[..., 0], 1.0 - coords[..., 1]], axis=-1).astype(np.float64)  # v down, as glTF's
+        moved = gltf @ matrix[:, :2].T + matrix[:, 2]
+        return np.stack([moved[..., 0], 1.0 - moved[..., 1]], axis=-1).astype(np.float32)
+
+    first = mapped(distinct[0])
+    second = mapped(distinct[1]) if len(distinct) > 1 else None
+    uv_sets = sum(bit for bit, mapping in mappings.items() if len(distinct) > 1 and mapping == distinct[1])
+    return first, second, uv_sets
 
 
 #: Put before each glTF material's index in its name while trimesh loads the file (:func:`_tagged_gltf`).
