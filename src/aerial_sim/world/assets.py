@@ -17,7 +17,9 @@ their corners and the material's base colour and base-colour texture:
   Each texture is sampled at the set its ``texCoord`` names, TEXCOORD_0 (the default) or TEXCOORD_1
   (:attr:`SurfacePart.uv_sets`); a normal map is read in the frame of the primitive's TANGENT attribute where
   the file gives one (xyz the tangent, w the sign of the bitangent B = w (N x T), spec sec. 3.7.2.1;
-  :attr:`SurfacePart.tangents`), else in the per-face frame of the texture coordinates. Other
+  :attr:`SurfacePart.tangents`), else in the per-face frame of the texture coordinates. A texture's
+  ``KHR_texture_transform`` (offset, rotation, scale, texCoord override) moves the coordinates it samples
+  (:func:`_texture_transforms`; at most two distinct mappings per material). Other
   ``KHR_materials_*`` extensions are ignored. trimesh drops the scale and strengths, reads no TEXCOORD_1 and
   no TANGENT, so these are read from the file's own JSON (each material found by a tag put in its name for the
   load; TEXCOORD_1, TANGENT and the untransformed POSITION handed through trimesh as custom attributes).
