@@ -41,11 +41,11 @@ ensure_venv() {
   echo "[aerial_sim] environment ready." >&2
 }
 
-# numba kernels compiled once per change of their sources (size and mtime, which numba's own cache
-# index checks too), so a fresh clone's first launch does not spend its first 20-80 s compiling.
+# numba kernels (every module with an @njit) compiled once per change of their sources (size and mtime,
+# which numba's own cache index checks too), so a fresh clone's first launch does not spend its first 20-80 s compiling.
 ensure_compiled() {
   local compiled_stamp="$venv/.kernels.stamp" wanted
-  wanted="$(cd "$repo" && find src/aerial_sim -name '*kernels.py' -printf '%p %s %T@\n' | sort | sha256sum | cut -d' ' -f1)"
+  wanted="$(cd "$repo" && grep -rl --include='*.py' '@njit' src/aerial_sim | xargs stat -c '%n %s %Y' | sort | sha256sum | cut -d' ' -f1)"
   [[ -f "$compiled_stamp" && "$(cat "$compiled_stamp")" == "$wanted" ]] && return
   echo "[aerial_sim] compiling the numba kernels (once per change of their sources, about 20 s)..." >&2
   "$venv/bin/python" -m aerial_sim precompile >&2 && echo "$wanted" > "$compiled_stamp"

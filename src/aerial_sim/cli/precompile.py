@@ -32,11 +32,17 @@ def compile_batched_physics() -> None:
 
 
 def compile_camera() -> None:
-    """The camera's rasteriser, shading and shadow kernels and the ray caster's hit merge."""
-    from aerial_sim.world import raster_kernels, render_kernels, shadow_kernels
+    """The camera's rasteriser, shading and shadow kernels and the ray caster's hit merge; the shading in each
+    of its four versions (with and without glTF normal/occlusion/emissive maps, with and without textures on
+    TEXCOORD_1) and the maps' per-pixel loop, which a scene with such textures would otherwise compile at
+    its camera's start (about 20 s on 2 cores)."""
+    from aerial_sim.world import material_maps, raster_kernels, render_kernels, shadow_kernels
 
     raster_kernels.warm_up()
     render_kernels.warm_up(shading=True)
+    render_kernels.warm_up(shading=True, uv_sets=True)
+    material_maps.warm_up(uv_sets=False)
+    material_maps.warm_up(uv_sets=True)
     shadow_kernels.warm_up()
 
 
