@@ -72,7 +72,7 @@ def test_signal_mid_run_closes_a_valid_split_bag(tmp_path, sig):
     assert code == 0, log
     info = yaml.safe_load((run_dir / "bag" / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
     files = info["relative_file_paths"]
-    assert len(files) >= 3 and files[:2] == ["bag_0.mcap", "bag_1.mcap"], files
+    assert len(files) >= 3 and files[:2] == ["bag_0.mcap", "bag_1.mcap"], (files, log)  # the log says what was missed
     for name in files:
         size = (run_dir / "bag" / name).stat().st_size
         assert size <= 300000 + 100000, f"{name} is {size} bytes"  # split near the limit (+ one chunk's index)
@@ -80,7 +80,7 @@ def test_signal_mid_run_closes_a_valid_split_bag(tmp_path, sig):
     recorded = {t["topic_metadata"]["name"]: t["message_count"] for t in info["topics_with_message_count"]}
     assert counts == {topic: n for topic, n in recorded.items() if n}
     # About 2.5 s of the 4 s flight: stopped in the middle, not at the end.
-    assert 250 * 1.5 < counts["/drone1/ground_truth/odom"] < 250 * 3.5
+    assert 250 * 1.5 < counts.get("/drone1/ground_truth/odom", 0) < 250 * 3.5, (counts, log)
     assert (run_dir / "recording.txt").is_file() and (run_dir / "trajectory.png").is_file()
 
 
@@ -92,5 +92,5 @@ def test_killed_recorder_leaves_a_recoverable_bag(tmp_path):
     assert record_main(["--recover", str(run_dir)]) == 0
     counts = read_counts(run_dir / "bag")
     # Flushed at least once a second: at most about 1 s of the 3 s before the kill is lost.
-    assert counts["/drone1/ground_truth/odom"] > 250 * 1.5, (counts, log)
-    assert counts["/drone1/camera/depth/image_raw"] > 30 * 1.5
+    assert counts.get("/drone1/ground_truth/odom", 0) > 250 * 1.5, (counts, log)
+    assert counts.get("/drone1/camera/depth/image_raw", 0) > 30 * 1.5, (counts, log)
