@@ -201,7 +201,10 @@ def test_garbage_wrong_ids_and_bad_requests_leave_the_node_answering(graph):
     m.mav.mission_item_int_send(1, 1, request.seq, 6, 31337, 0, 1, 0, 0, 0, 0, 0, 0, 5.0, 0)  # no such command
     result = m.recv_match(type="MISSION_ACK", blocking=True, timeout=10)
     assert result.type == mavutil.mavlink.MAV_MISSION_UNSUPPORTED
-    time.sleep(1.0)
+    refusals = ("malformed MAVLink frame dropped", "for system 42 ignored", "command 31337 is not supported")
+    deadline = time.monotonic() + 20  # the node's log lines, not a fixed wait (slower under load)
+    while not all(refusal in graph.output() for refusal in refusals) and time.monotonic() < deadline:
+        time.sleep(0.1)
     out = graph.output()
     assert "malformed MAVLink frame dropped" in out and "for system 42 ignored" in out
     assert "command 31337 is not supported" in out
