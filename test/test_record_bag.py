@@ -467,6 +467,34 @@ def test_deterministic_bags_are_byte_identical_whatever_the_arrival_order(tmp_pa
     assert sum(topic == commands for topic, _ in read) == 60
 
 
+def test_first_difference_names_the_record_and_the_field_where_two_bags_part(tmp_path):
+    """test_lockstep_graph's failure message: where two bags that should be identical first differ (the
+    metadata field, or the chunk, message, topic, sequence and byte), not only that their hashes do."""
+    from aerial_sim.recording.bag_compare import first_difference
+
+    odom, commands = "/drone1/ground_truth/odom", "/drone1/motor_commands"
+    reliable = [("reliable", "volatile", "keep_last", 10)]
+
+    def messages(x_at_100: float, commands_at: int):
+        odometry = [(odom, cdr_odometry(k * 0.004, x_at_100 if k == 100 else 0.0), k * 4_000_000, k * 4_000_000)
+                    for k in range(200)]
+        return odometry + [(commands, bytes([0, 1, 0, 0]) + bytes(12), None, commands_at)]
+
+    for name, arrivals in (("same", messages(0.0, 400_000_000)), ("data", messages(1.0, 400_000_000)),
+                           ("logged", messages(0.0, 404_000_000)), ("base", messages(0.0, 400_000_000))):
+        _deterministic_bag(tmp_path / name / "bag", sorted(arrivals, key=lambda m: m[3]), [(odom, reliable), (commands, reliable)])
+    base = tmp_path / "base" / "bag"
+    assert first_difference(base, tmp_path / "same" / "bag") is None
+    data = first_difference(base, tmp_path / "data" / "bag")
+    assert data.startswith("bag_") and f"{odom} seq 100 log 400000000" in data and "first differing at byte" in data, data
+    logged = first_difference(base, tmp_path / "logged" / "bag")
+    assert "message_end_time 400000000 vs 404000000" in logged and "Float64MultiArray vs Message" in logged, logged
+    metadata = (tmp_path / "same" / "bag" / "metadata.yaml")
+    metadata.write_text(metadata.read_text().replace("writer: aerial_sim", "writer: another"))
+    assert first_difference(base, tmp_path / "same" / "bag") == (
+        "metadata.yaml: /rosbag2_bagfile_information/custom_data/writer: 'aerial_sim' vs 'another'")
+
+
 def test_the_next_runs_bags_record_the_same_topics_and_start_with_each_latched_topics_last_message(tmp_path):
     """RunBags.take_over (a warm run's new bag, /recorder/new_bag): the topics go on, a latched topic's last
     message comes first (what a new subscriber would get), the configured rates carry over, and each bag
