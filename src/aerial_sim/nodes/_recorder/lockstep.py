@@ -82,6 +82,11 @@ class RecorderLockstep:
         own = self.participant.topic
         missing = sorted(t for t in self.topics if t != own and selection.wants(t)
                          and (t not in recorded or recorded[t].get_publisher_count() == 0))
+        # Every recorded topic's subscription matched with every publisher the graph shows for it: a
+        # reader that DDS has not matched yet misses what is sent before the match (a loaded machine:
+        # the first 16 motor commands of a run, and t = 0 range and lidar messages arriving late).
+        missing += sorted(t for t, subscription in recorded.items() if t != own and t not in missing
+                          and subscription.get_publisher_count() < self.node.count_publishers(t))
         waited = time.monotonic() - self._holding_since
         if (self._quiet_rounds < 1 or missing) and waited < LOCKSTEP_HOLD_MAX_S:
             return
