@@ -172,7 +172,17 @@ class Recorder(Node):
     def _on_lost(self, topic: str, info) -> None:
         with self._lock:
             self._lost[topic] = int(info.total_count) - self._lost_before.get(topic, 0)  # this bag's
-            self.bags.writer.custom_data[LOST_KEY] = encode_table(self._lost)
+            self._store_lost()
+
+    def _store_lost(self) -> None:
+        """The losses in ``custom_data``: a log topic's (``log_topics``: /rosout, the lockstep announcements)
+        in the log bag's, beside its messages. A deterministic bag holds nothing that timing chose, and a
+        /rosout line lost on a loaded machine had put ``lost_messages`` into one of two identical runs' bags."""
+        log_writer = self.bags.log_writer
+        for writer, lost in ((self.bags.writer, {t: n for t, n in self._lost.items() if not self.bags.log_wants(t)}),
+                             (log_writer, {t: n for t, n in self._lost.items() if self.bags.log_wants(t)})):
+            if writer is not None and lost:
+                writer.custom_data[LOST_KEY] = encode_table(lost)
 
     def _set_configured(self, topic: str, rate_hz: float) -> None:
         with self._lock:
@@ -281,7 +291,9 @@ class Recorder(Node):
             for topic, lost in self._lost.items():  # transport losses count from 0 in each bag
                 self._lost_before[topic] = self._lost_before.get(topic, 0) + lost
             self._lost.clear()
-            bags.writer.custom_data.pop(LOST_KEY, None)
+            for writer in (bags.writer, bags.log_writer):
+                if writer is not None:
+                    writer.custom_data.pop(LOST_KEY, None)
             self.bags = bags
         self.get_logger().info(f"recording to {bags.writer.path} (new bag: opened in {opened - began:.3f} s, the last "
                                f"closed in {closed - opened:.3f} s, {time.monotonic() - began:.3f} s in all)")
