@@ -66,7 +66,7 @@ from aerial_sim.recording.rates import CONFIGURED_KEY, LOST_KEY, RATED_TYPES, en
 from aerial_sim.recording.recorder import RecorderParams, has_header
 from aerial_sim.recording.run_bags import RunBags
 from aerial_sim.nodes._recorder.lockstep import RecorderLockstep
-from aerial_sim.nodes._recorder.rates import ConfiguredRates
+from aerial_sim.nodes._recorder.rates import LOCKSTEP_PARAMETER_TRIES, PARAMETER_TRIES, ConfiguredRates
 from aerial_sim.nodes._recorder.subscriptions import (hand_back_loss_handlers, matching_qos, message_class,
                                                       policy_name, subscribe_raw)
 from aerial_sim.nodes.ros import process
@@ -93,7 +93,8 @@ class Recorder(Node):
         self._configured: dict[str, float] = {}  # topic -> configured rate (Hz of sim time)
         self._lost: dict[str, int] = {}  # topic -> messages lost while this bag recorded
         self._lost_before: dict[str, int] = {}  # topic -> the middleware's total count when this bag opened
-        self.rates = ConfiguredRates(self, parse_rate_table(self.params.expected_rates), self._set_configured)
+        self.rates = ConfiguredRates(self, parse_rate_table(self.params.expected_rates), self._set_configured,
+                                     LOCKSTEP_PARAMETER_TRIES if self.params.lockstep else PARAMETER_TRIES)
         # Recording /clock anyway: its messages set this node's sim time (receive stamps), instead of
         # a second /clock subscription of rclpy's own (a 250 Hz callback, 0.07-0.09 core here).
         self.sim_clock = InputStampClock(self) if self.selection.wants("/clock") else None

@@ -13,6 +13,10 @@ from aerial_sim.recording.rates import (QUERIED_PARAMETERS, agreed_rate, configu
 
 #: Discovery rounds a publisher's parameter service is waited for before its rates are given up.
 PARAMETER_TRIES = 20
+#: The same for a lockstep recorder (2 min of 0.5 s rounds): its bag's ``configured_rates_hz`` must not
+#: depend on how soon a loaded machine answered (one run's sensors process took 11 s to start, past 20
+#: rounds, and one of two identical runs' bags had no rate for its streams).
+LOCKSTEP_PARAMETER_TRIES = 240
 
 
 def node_path(namespace: str, name: str) -> str:
@@ -27,8 +31,9 @@ class ConfiguredRates:
     executor callbacks; ``found(topic, rate_hz)`` is called once per stream whose rate is known.
     """
 
-    def __init__(self, node: Node, expected_rates, found: Callable[[str, float], None]):
+    def __init__(self, node: Node, expected_rates, found: Callable[[str, float], None], tries: int = PARAMETER_TRIES):
         self.node = node
+        self.tries = tries  # discovery rounds a publisher is asked before its rates are given up
         self.expected_rates = expected_rates
         self.found = found
         self._rate_publishers: dict[str, set[str]] = {}  # topic -> publisher nodes not yet resolved
@@ -47,7 +52,7 @@ class ConfiguredRates:
         nodes = {node_path(info.node_namespace, info.node_name) for info in publishers}
         nodes.discard(self.node.get_fully_qualified_name())
         if any(name.endswith("_NODE_NAME_UNKNOWN_") for name in nodes):  # not discovered yet: next round
-            tries = self._unnamed_publishers.get(topic, PARAMETER_TRIES) - 1
+            tries = self._unnamed_publishers.get(topic, self.tries) - 1
             if tries > 0:
                 self._unnamed_publishers[topic] = tries
             else:
@@ -60,7 +65,7 @@ class ConfiguredRates:
         for name in nodes:
             if name not in self._node_parameters and name not in self._parameter_clients:
                 client = self.node.create_client(GetParameters, f"{name}/get_parameters")
-                self._parameter_clients[name] = [client, PARAMETER_TRIES]
+                self._parameter_clients[name] = [client, self.tries]
         self._resolve()
 
     def ask(self) -> None:
