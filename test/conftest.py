@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -48,6 +49,9 @@ os.environ.setdefault("AERIAL_SIM_DOMAIN_RANGE", "51-101")  # batch runs never s
 os.environ.setdefault("AERIAL_SIM_LOCKSTEP_KEY", os.urandom(16).hex())
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("AERIAL_SIM_SHARE", str(REPO))
+# Scenes loaded by tests (and the graphs they launch) are cached outside the user's home
+# (aerial_sim.world.scene_cache), shared by the runs of this machine.
+os.environ.setdefault("AERIAL_SIM_SCENE_CACHE", os.path.join(tempfile.gettempdir(), f"aerial_sim_test_scenes_{os.getuid()}"))
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH", "")) if p)
 os.environ["PYTHONUNBUFFERED"] = "1"
 if str(SRC) not in sys.path:

@@ -51,10 +51,14 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import trimesh
 
 from aerial_sim.config import ParamsError
+
+if TYPE_CHECKING:  # imported where a file is read: a scene from the cache needs no trimesh (1-2 s of import)
+    import trimesh
 
 #: File suffixes read as meshes.
 MESH_SUFFIXES = (".obj", ".stl", ".ply", ".off", ".gltf", ".glb")
@@ -119,6 +123,8 @@ def load_asset(path: Path, where: str, gltf_y_up: bool = True) -> list[SurfacePa
     suffix = path.suffix.lower()
     if suffix not in MESH_SUFFIXES:
         raise ParamsError(f"{where}: {path.name}: not a mesh file (known: {', '.join(MESH_SUFFIXES)})")
+    import trimesh
+
     if suffix == ".obj":
         _check_mtl_textures(path, where)
     if suffix == ".gltf":
@@ -146,6 +152,8 @@ def load_asset(path: Path, where: str, gltf_y_up: bool = True) -> list[SurfacePa
 
 
 def _part_of(mesh: trimesh.Trimesh, path: Path, where: str, document: dict | None = None) -> SurfacePart:
+    import trimesh
+
     triangles = np.asarray(mesh.triangles, np.float64)
     visual = mesh.visual
     if getattr(visual, "kind", None) != "texture":
@@ -462,6 +470,8 @@ def _image_of(document: dict, texture_info: dict) -> str:
 
 def _material_color_and_image(material):
     """(base colour 0-255 or None, PIL image or None) of a trimesh PBR or simple material."""
+    import trimesh
+
     if material is None:
         return None, None
     if isinstance(material, trimesh.visual.material.PBRMaterial):
@@ -474,6 +484,34 @@ def _material_color_and_image(material):
     image = getattr(material, "image", None)
     color = None if diffuse is None else tuple(float(c) for c in np.asarray(diffuse, float)[:3])
     return color, image
+
+
+def asset_files(path: Path) -> list[Path]:
+    """The files a mesh file names that exist (a .gltf's or .glb's external buffers and images, an OBJ's MTL
+    libraries and the texture maps they name): what loading it reads beside it (the scene cache's key)."""
+    path = Path(path)
+    named: list[Path] = []
+    suffix = path.suffix.lower()
+    try:
+        if suffix in (".gltf", ".glb"):
+            document, _ = _tagged_gltf(path)
+            for key in ("buffers", "images"):
+                for entry in document.get(key) or []:
+                    uri = entry.get("uri") if isinstance(entry, dict) else None
+                    if isinstance(uri, str) and uri and not uri.startswith("data:"):
+                        named.append(path.parent / uri)
+        elif suffix == ".obj":
+            text = path.read_text(errors="replace")
+            for library in re.findall(r"^\s*mtllib\s+(.+?)\s*$", text, re.MULTILINE):
+                mtl = path.parent / library
+                named.append(mtl)
+                if mtl.is_file():
+                    named += [mtl.parent / texture for texture in re.findall(
+                        r"^\s*(?:map_\w+|bump|disp|decal|refl)\s+(?:-\S+\s+\S+\s+)*(.+?)\s*$",
+                        mtl.read_text(errors="replace"), re.MULTILINE)]
+    except (OSError, ValueError):
+        pass
+    return [file for file in named if file.is_file()]
 
 
 def _check_mtl_textures(path: Path, where: str) -> None:

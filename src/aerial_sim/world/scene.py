@@ -71,13 +71,13 @@ import numpy as np
 import yaml
 
 from aerial_sim.config import ParamsError, params_from_mapping, require
-from aerial_sim.paths import resolve_config
-from aerial_sim.world.assets import load_asset
+from aerial_sim.paths import config_path, resolve_config
+from aerial_sim.world.assets import asset_files, load_asset
 from aerial_sim.world.errors import located
 from aerial_sim.world.lighting import LightingParams
 from aerial_sim.world.lod import LodParams
 from aerial_sim.world.materials import DEFAULT_MATERIAL, Material, load_materials
-from aerial_sim.world.terrain import Terrain, TerrainParams, load_terrain
+from aerial_sim.world.terrain import Terrain, TerrainParams, load_terrain, terrain_files
 
 #: ``file`` of an object made from an OpenStreetMap building (its triangles are built, not read).
 OSM_FILE_PREFIX = "osm:"
@@ -239,16 +239,32 @@ class Scene:
         return f"Scene({self.name!r}, {len(self.objects)} objects)"
 
 
-def load_scene(name_or_path: str | Path, materials_path: str | Path | None = None, home=None) -> Scene:
+def load_scene(name_or_path: str | Path, materials_path: str | Path | None = None, home=None,
+               cache: bool | None = None) -> Scene:
     """Load ``config/scenes/<name>.yaml`` (or a path) into a :class:`Scene`.
 
     ``home`` (a :class:`~aerial_sim.environment.geodesy.HomePoint`; default AirSim's) places a
     GeoTIFF terrain and the sun of ``lighting.time_of_day``.
 
+    A scene loaded once is kept in the user's cache folder and mapped in by later loads, in this process or
+    any other, until one of its files or the code changes (:mod:`aerial_sim.world.scene_cache`); ``cache``
+    False loads it from its files (None: as ``AERIAL_SIM_SCENE_CACHE`` says).
+
     Every error is a :class:`ParamsError` naming the file, object and field,
     e.g. ``urban.yaml: objects[2] 'pole_1'.radius: must be > 0, got -1.0``.
     """
+    from aerial_sim.environment.geodesy import HomePoint
+    from aerial_sim.world.scene_cache import cached_scene
+
     path = resolve_config(str(name_or_path), "scenes")
+    home = home or HomePoint()
+    return cached_scene(path, materials_path, home,
+                        lambda dependencies: _build_scene(path, name_or_path, materials_path, home, dependencies),
+                        enabled=cache)
+
+
+def _build_scene(path: Path, name_or_path, materials_path, home, dependencies: list[Path]) -> Scene:
+    """:func:`load_scene` from the files, appending every file it reads (beside the scene file) to ``dependencies``."""
     try:
         # libyaml's parser where PyYAML has it (its wheels do): a city of thousands of objects parses in a tenth
         # of the pure-Python parser's time, to the same document.
@@ -267,6 +283,7 @@ def load_scene(name_or_path: str | Path, materials_path: str | Path | None = Non
     if unknown:
         raise ParamsError(f"{path.name}: {unknown[0]}: unknown key (known: {', '.join(known)})")
     materials = load_materials(materials_path)
+    dependencies.append(Path(materials_path) if materials_path is not None else config_path("materials.yaml"))
     with located(f"{path.name}: ground"):
         ground = params_from_mapping(GroundParams, document.get("ground"), where=f"{path.name}: ground")
     _check_material(materials, ground.material, f"{path.name}: ground")
@@ -295,14 +312,12 @@ def load_scene(name_or_path: str | Path, materials_path: str | Path | None = Non
         if obj.shape == "mesh" and not (path.parent / obj.file).is_file() and not Path(obj.file).is_file():
             raise ParamsError(f"{where}.file: no such mesh file: {obj.file}")
         objects.append(obj)
-    from aerial_sim.environment.geodesy import HomePoint
-
-    home = home or HomePoint()
     terrain = None
     if document.get("terrain") is not None:
         with located(f"{path.name}: terrain"):
             terrain_params = params_from_mapping(TerrainParams, document["terrain"], where=f"{path.name}: terrain")
         terrain = load_terrain(terrain_params, path.parent, home, f"{path.name}: terrain")
+        dependencies.extend(terrain_files(terrain_params, path.parent))
     with located(f"{path.name}: lighting"):
         lighting = params_from_mapping(LightingParams, document.get("lighting"), where=f"{path.name}: lighting")
     class_names = _class_table(document.get("classes"), path.name)
@@ -323,6 +338,7 @@ def load_scene(name_or_path: str | Path, materials_path: str | Path | None = Non
                               f"material '{owner_material}'; objects sharing an id must share a material")
         class_names.setdefault(osm.segmentation_id, "building")
         extract = read_extract(osm, path.parent, home, where)
+        dependencies.append(extract.path)
         for building in load_buildings(osm, path.parent, home, where, terrain, extract):
             name = f"osm_{building.osm_id}"
             if name in names:
@@ -356,6 +372,7 @@ def load_scene(name_or_path: str | Path, materials_path: str | Path | None = Non
     for obj in objects:
         if obj.shape == "mesh" and scene.mesh_path(obj) not in loaded:
             loaded[scene.mesh_path(obj)] = load_asset(scene.mesh_path(obj), f"{scene.name}: object '{obj.name}'.file")
+            dependencies.extend([scene.mesh_path(obj)] + asset_files(scene.mesh_path(obj)))
     return scene
 
 

@@ -193,6 +193,11 @@ def load_terrain(params: TerrainParams, base_dir: Path, home, where: str) -> Ter
     return Terrain(grid, str(path), texture)
 
 
+def terrain_files(params: TerrainParams, base_dir: Path) -> list[Path]:
+    """The files a terrain is read from: the heightmap or DEM, and its texture if it has one."""
+    return [_resolve(params.file, base_dir)] + ([] if params.texture is None else [_resolve(params.texture, base_dir)])
+
+
 def _resolve(name: str, base_dir: Path) -> Path:
     path = Path(name).expanduser()
     return path if path.is_absolute() else base_dir / path

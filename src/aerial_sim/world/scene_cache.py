@@ -1,0 +1,371 @@
+"""A disk cache of loaded scenes: every node after the first, and every later launch, maps the scene in.
+
+Loading the shipped city (YAML of 1 800 objects, an OpenStreetMap extract extruded and draped on terrain, 14
+glTF props) costs about 4 CPU s, and every node that takes a ``scene`` pays it (physics, camera, lidar, distance,
+scene markers, the AirSim server's camera rig). :func:`cached_scene` keeps what :func:`~aerial_sim.world.scene.
+load_scene` built in one file per scene, in the user's cache folder (``$XDG_CACHE_HOME/aerial_sim/scenes``,
+else ``~/.cache/aerial_sim/scenes``; never the repository), and the next load reads that file instead.
+
+**The file.** A 16-byte magic, the length of a JSON header, the header, then the scene's arrays (triangles,
+texture coordinates, textures, the terrain's grid), each 64-byte aligned, read by memory-mapping the file
+(copy on write: an array a node changes in place changes only its own pages). The header holds the scene's
+description as a tree (the params dataclasses by name and field, each array by its place; an array shared by
+several parts, such as one texture, stays one array shared by them, as :mod:`aerial_sim.world.surface_tables`
+expects), the key it was built under, the SHA-256 of every file it was built from, and a CRC-32 of the arrays.
+
+**Key.** The file's name comes from the scene file's absolute path, the materials table's path and the home
+point (each such combination has its own file). Inside, it is used only if it was built by this code from
+these files: the cache format, a digest of the sources of :mod:`aerial_sim.world` and of the modules it
+parses with, the versions of numpy, trimesh, shapely, osmium, pymap3d, rasterio and Pillow, and the SHA-256
+of the scene file, the materials table, the terrain's heightmap or DEM and its texture, the OSM extract,
+each mesh file and every file a mesh file names (a glTF's external buffers and images, an OBJ's MTL
+libraries and their textures). Any difference rebuilds it; changing a texture needs no manual step.
+
+**Failure.** A cache file that is corrupt, truncated or not one of ours (wrong magic, bad header, a length or
+CRC that does not match, a tree that does not decode) is one warning line on the ``aerial_sim.scene_cache``
+logger and a rebuild, never an error of the load; a cache folder that cannot be written is one warning and
+the scene as loaded. Two processes building the same scene at once each write a temporary file beside it and
+rename it into place (atomic on POSIX), so a reader sees the old file or a whole new one, never a mix.
+
+**Off.** ``AERIAL_SIM_SCENE_CACHE=off`` (or ``0``, ``false``, ``no``) disables the cache, any other
+non-empty value is the folder to use; ``load_scene(..., cache=False)`` disables it for one load.
+
+Loaded from the cache, a scene is the same scene: the same objects, materials and terrain, every array the
+same dtype, shape and bytes, so images, lidar scans and collisions are bit-identical (test_world_scene_cache).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import mmap
+import os
+import re
+import struct
+import tempfile
+import time
+import zlib
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+#: First bytes of every cache file.
+MAGIC = b"aerial_sim.scene"
+#: Bumped whenever the file layout or the meaning of the tree changes.
+FORMAT = 1
+#: Environment variable: off/0/false/no disables the cache; any other non-empty value is its folder.
+ENV = "AERIAL_SIM_SCENE_CACHE"
+#: Packages whose version can change what a scene load produces.
+_LIBRARIES = ("numpy", "trimesh", "shapely", "osmium", "pymap3d", "rasterio", "Pillow")
+#: Cache files unused this long are removed when another is written; stale temporary files after an hour.
+_PRUNE_AFTER_S, _TEMP_PRUNE_AFTER_S = 30 * 86400.0, 3600.0
+_ALIGN = 64
+
+log = logging.getLogger("aerial_sim.scene_cache")
+
+
+class CacheFileError(Exception):
+    """A cache file that cannot be used as it is: corrupt, truncated or foreign (rebuilt, with one warning)."""
+
+
+def cache_folder() -> Path | None:
+    """The folder of the scene cache, or None when ``AERIAL_SIM_SCENE_CACHE`` turns it off."""
+    setting = os.environ.get(ENV, "").strip()
+    if setting.lower() in ("off", "0", "false", "no"):
+        return None
+    if setting:
+        return Path(setting).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "aerial_sim" / "scenes"
+
+
+def cached_scene(path: Path, materials_path, home, build: Callable[[list[Path]], Any], enabled: bool | None = None):
+    """The scene of ``path`` from the cache when it was built by this code from the same files, else
+    ``build(dependencies)`` (which appends every file it reads to ``dependencies``), then stored.
+
+    ``enabled`` None: as ``AERIAL_SIM_SCENE_CACHE`` says. Errors of ``build`` (a broken scene file) pass
+    through and nothing is stored.
+    """
+    folder = cache_folder() if enabled is not False else None
+    if folder is None:
+        return build([])
+    try:
+        scene_bytes = Path(path).read_bytes()
+    except OSError:
+        return build([])  # the load names the missing file
+    materials = None if materials_path is None else str(Path(materials_path).resolve())
+    slot = hashlib.sha256(json.dumps([str(Path(path).resolve()), materials, _home_key(home)]).encode()).hexdigest()
+    file = folder / f"{Path(path).stem}-{slot[:20]}.scene"
+    key = {"format": FORMAT, "code": code_fingerprint(), "scene_sha256": hashlib.sha256(scene_bytes).hexdigest(),
+           "home": _home_key(home), "materials": materials}
+    if file.is_file():
+        try:
+            scene = _read(file, key, home)
+        except CacheFileError as error:
+            log.warning(f"scene cache {file}: {error}; rebuilding it")
+        except Exception as error:  # anything else a foreign file can provoke is the same: not usable
+            log.warning(f"scene cache {file}: unusable ({type(error).__name__}: {error}); rebuilding it")
+        else:
+            if scene is not None:
+                scene.cache["scene_cache"] = ("hit", file)
+                return scene
+    dependencies: list[Path] = []
+    scene = build(dependencies)
+    try:
+        _write(file, key, [Path(path)] + dependencies, scene)
+    except Exception as error:  # a read-only or full disk, an array type the format has no place for
+        log.warning(f"scene cache {file}: not written ({type(error).__name__}: {error}); the scene is loaded "
+                    f"from its files each time (set {ENV}=off to silence this)")
+        scene.cache["scene_cache"] = ("unwritten", file)
+    else:
+        scene.cache["scene_cache"] = ("built", file)
+    return scene
+
+
+_fingerprint: str | None = None
+
+
+def code_fingerprint() -> str:
+    """SHA-256 over the sources that build a scene (the world package, config parsing, geodesy) and the
+    versions of the libraries they read files with: a cache built by other code is not used."""
+    global _fingerprint
+    if _fingerprint is None:
+        from importlib import metadata
+
+        package = Path(__file__).resolve().parents[1]
+        digest = hashlib.sha256()
+        for source in sorted(package.glob("world/*.py")) + [package / "config.py", package / "paths.py",
+                                                            package / "environment" / "geodesy.py"]:
+            digest.update(source.name.encode() + b"\0" + source.read_bytes())
+        for library in _LIBRARIES:
+            try:
+                version = metadata.version(library)
+            except metadata.PackageNotFoundError:
+                version = "-"
+            digest.update(f"{library}={version};".encode())
+        _fingerprint = digest.hexdigest()
+    return _fingerprint
+
+
+def _home_key(home) -> list[float]:
+    return [float(home.latitude), float(home.longitude), float(home.altitude)]
+
+
+def file_sha256(path: Path) -> str:
+    with open(path, "rb") as stream:
+        return hashlib.file_digest(stream, "sha256").hexdigest()
+
+
+# --- the tree: a scene as JSON plus a list of arrays ------------------------------------------------------------
+
+def _classes() -> dict[str, type]:
+    """The types a cache file may name (nothing else is ever constructed from one)."""
+    from aerial_sim.environment.geodesy import HomePoint
+    from aerial_sim.world.assets import SurfaceMaps, SurfacePart
+    from aerial_sim.world.lighting import LightingParams
+    from aerial_sim.world.lod import LodParams
+    from aerial_sim.world.materials import Material
+    from aerial_sim.world.scene import GroundParams, SceneObject
+
+    return {cls.__name__: cls for cls in (HomePoint, SurfaceMaps, SurfacePart, LightingParams, LodParams, Material,
+                                          GroundParams, SceneObject)}
+
+
+def _encode(value, arrays: list[np.ndarray], memo: dict[int, int], classes: dict[str, type]):
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, np.ndarray):
+        if value.dtype.hasobject:
+            raise TypeError("an array of Python objects")
+        if id(value) not in memo:
+            memo[id(value)] = len(arrays)
+            arrays.append(value)
+        return {"@a": memo[id(value)]}
+    if isinstance(value, np.generic):
+        arrays.append(np.asarray(value))
+        return {"@n": len(arrays) - 1}
+    if isinstance(value, tuple):
+        return {"@t": [_encode(v, arrays, memo, classes) for v in value]}
+    if isinstance(value, list):
+        return [_encode(v, arrays, memo, classes) for v in value]
+    if isinstance(value, dict):
+        return {"@d": [[_encode(k, arrays, memo, classes), _encode(v, arrays, memo, classes)] for k, v in value.items()]}
+    if isinstance(value, Path):
+        return {"@p": str(value)}
+    from aerial_sim.world.terrain import Terrain
+
+    if isinstance(value, Terrain):
+        return {"@terrain": [_encode(value.grid, arrays, memo, classes), value.source,
+                             _encode(value.texture, arrays, memo, classes)]}
+    name = type(value).__name__
+    if dataclasses.is_dataclass(value) and classes.get(name) is type(value):
+        return {"@c": name, "f": {field: _encode(getattr(value, field), arrays, memo, classes)
+                                  for field in _init_fields(type(value))}}
+    raise TypeError(f"a {name} has no place in a scene cache")
+
+
+def _decode(node, arrays: list[np.ndarray], classes: dict[str, type]):
+    if node is None or isinstance(node, (bool, int, float, str)):
+        return node
+    if isinstance(node, list):
+        return [_decode(v, arrays, classes) for v in node]
+    if not isinstance(node, dict) or len(node) not in (1, 2):
+        raise CacheFileError(f"the tree holds a {type(node).__name__} it cannot hold")
+    if "@a" in node:
+        return arrays[node["@a"]]
+    if "@n" in node:
+        return arrays[node["@n"]][()]
+    if "@t" in node:
+        return tuple(_decode(v, arrays, classes) for v in node["@t"])
+    if "@d" in node:
+        return {_decode(k, arrays, classes): _decode(v, arrays, classes) for k, v in node["@d"]}
+    if "@p" in node:
+        return Path(node["@p"])
+    if "@terrain" in node:
+        from aerial_sim.world.terrain import Terrain
+
+        grid, source, texture = node["@terrain"]
+        return Terrain(_decode(grid, arrays, classes), source, _decode(texture, arrays, classes))
+    if "@c" in node and node["@c"] in classes:
+        # The values were checked by the class when the scene was built (and the file's CRC and key vouch for
+        # them): set, not checked again (the city's 2 200 objects' checks would be a third of the load).
+        cls, values = classes[node["@c"]], node["f"]
+        if list(values) != _init_fields(cls):
+            raise CacheFileError(f"the tree's {cls.__name__} has fields {sorted(values)}")
+        instance = object.__new__(cls)
+        for name, value in values.items():
+            object.__setattr__(instance, name, _decode(value, arrays, classes))
+        return instance
+    raise CacheFileError(f"the tree names something unknown: {sorted(node)[0]!r}")
+
+
+_fields_of: dict[type, list[str]] = {}
+
+
+def _init_fields(cls: type) -> list[str]:
+    if cls not in _fields_of:
+        fields = dataclasses.fields(cls)
+        if not all(f.init for f in fields):  # a field set in __post_init__ would be missing
+            raise TypeError(f"{cls.__name__} has a field outside __init__")
+        _fields_of[cls] = [f.name for f in fields]
+    return _fields_of[cls]
+
+
+def _scene_tree(scene) -> dict:
+    return {"name": scene.name, "ground": scene.ground, "objects": scene.objects, "materials": scene.materials,
+            "base_dir": scene.base_dir, "description": scene.description, "terrain": scene.terrain,
+            "lighting": scene.lighting, "class_names": scene._named_classes, "lod": scene.lod,
+            "mesh_files": scene.cache.get("mesh_files", {})}
+
+
+# --- the file ---------------------------------------------------------------------------------------------------
+
+def _write(file: Path, key: dict, dependencies: list[Path], scene) -> None:
+    classes = _classes()
+    arrays: list[np.ndarray] = []
+    tree = _encode(_scene_tree(scene), arrays, {}, classes)
+    unique = list(dict.fromkeys(Path(p).resolve() for p in dependencies))
+    specs, offset = [], 0
+    for array in arrays:
+        specs.append([np.lib.format.dtype_to_descr(array.dtype), list(array.shape), offset])
+        offset += -(-array.nbytes // _ALIGN) * _ALIGN
+    crc = 0
+    for array in arrays:  # over the bytes as written, padding included
+        data = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+        crc = zlib.crc32(b"\0" * (-data.nbytes % _ALIGN), zlib.crc32(data, crc))
+    header = json.dumps({"key": key, "dependencies": [[str(p), file_sha256(p)] for p in unique],
+                         "arrays": specs, "data_bytes": offset, "crc32": crc, "tree": tree}).encode()
+    start = -(-(len(MAGIC) + 8 + len(header)) // _ALIGN) * _ALIGN
+    file.parent.mkdir(parents=True, exist_ok=True)
+    _prune(file.parent)
+    handle, temporary = tempfile.mkstemp(prefix=f".{file.name}.", suffix=".tmp", dir=file.parent)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(MAGIC + struct.pack("<Q", len(header)) + header)
+            stream.write(b"\0" * (start - stream.tell()))
+            for array in arrays:
+                data = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+                stream.write(data.data)
+                stream.write(b"\0" * (-data.nbytes % _ALIGN))
+        os.chmod(temporary, 0o644)  # mkstemp's 0600 would keep it from a shared AERIAL_SIM_SCENE_CACHE folder
+        os.replace(temporary, file)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _read(file: Path, key: dict, home):
+    """The scene of a cache file, None when it was built from other files or by other code (a silent rebuild);
+    CacheFileError when it is not a whole cache file of ours."""
+    with open(file, "rb") as stream:
+        size = os.fstat(stream.fileno()).st_size
+        head = stream.read(len(MAGIC) + 8)
+        if len(head) < len(MAGIC) + 8 or head[:len(MAGIC)] != MAGIC:
+            raise CacheFileError("not a scene cache file (foreign or corrupt: no aerial_sim header)")
+        (length,) = struct.unpack("<Q", head[len(MAGIC):])
+        if length > size - len(head):
+            raise CacheFileError(f"truncated (its header says {length} bytes, {size - len(head)} are there)")
+        try:
+            header = json.loads(stream.read(length))
+        except ValueError as error:
+            raise CacheFileError(f"corrupt header ({error})") from error
+        if not isinstance(header, dict) or not isinstance(header.get("key"), dict):
+            raise CacheFileError("corrupt header (no key)")
+        if header["key"] != key:
+            log.debug(f"scene cache {file}: built by other code or from another scene file; rebuilding")
+            return None
+        for name, digest in header["dependencies"]:
+            try:
+                current = file_sha256(Path(name))
+            except OSError:
+                current = None
+            if current != digest:
+                log.debug(f"scene cache {file}: {name} changed; rebuilding")
+                return None
+        start = -(-(len(MAGIC) + 8 + length) // _ALIGN) * _ALIGN
+        if size < start + header["data_bytes"]:
+            raise CacheFileError(f"truncated ({size} bytes, its header says {start + header['data_bytes']})")
+        mapped = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_COPY) if size else b""
+    view = memoryview(mapped)
+    if zlib.crc32(view[start:start + header["data_bytes"]]) != header["crc32"]:
+        raise CacheFileError("corrupt (the arrays' CRC-32 does not match)")
+    arrays = []
+    for descr, shape, offset in header["arrays"]:
+        dtype = np.lib.format.descr_to_dtype(descr)
+        count = int(np.prod(shape, dtype=np.int64))
+        if offset < 0 or offset + count * dtype.itemsize > header["data_bytes"]:
+            raise CacheFileError("corrupt (an array lies outside the file)")
+        arrays.append(np.frombuffer(mapped, dtype, count, start + offset).reshape(shape))
+    tree = _decode(header["tree"], arrays, _classes())
+    if not isinstance(tree, dict):
+        raise CacheFileError("corrupt tree")
+    from aerial_sim.world.scene import Scene
+
+    try:
+        scene = Scene(tree["name"], tree["ground"], tree["objects"], tree["materials"], tree["base_dir"],
+                      tree["description"], terrain=tree["terrain"], lighting=tree["lighting"], home=home,
+                      class_names=tree["class_names"], lod=tree["lod"])
+    except KeyError as error:
+        raise CacheFileError(f"corrupt tree (no {error})") from error
+    scene.cache["mesh_files"] = tree["mesh_files"]
+    try:
+        os.utime(file)  # in use: not pruned
+    except OSError:
+        pass
+    return scene
+
+
+def _prune(folder: Path) -> None:
+    """Remove cache files unused for 30 days and temporary files a killed writer left an hour ago."""
+    now = time.time()
+    for entry in folder.iterdir():
+        try:
+            age = now - entry.stat().st_mtime
+            if (entry.suffix == ".scene" and age > _PRUNE_AFTER_S) or \
+                    (entry.suffix == ".tmp" and re.match(r"\..*\.scene\.", entry.name) and age > _TEMP_PRUNE_AFTER_S):
+                entry.unlink()
+        except OSError:
+            pass

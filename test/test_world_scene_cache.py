@@ -1,0 +1,212 @@
+"""The scene cache (aerial_sim.world.scene_cache): a scene loaded from it is the scene loaded from its files,
+bit for bit in images, lidar scans and collisions; a changed file rebuilds it; a broken cache file is one
+warning and a rebuild; concurrent builders never leave a broken file; it can be turned off."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import textwrap
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from aerial_sim.sensors.lidar import LidarModel, LidarParams, LidarSweeper
+from aerial_sim.sensors.params import load_preset
+from aerial_sim.sensors.truth import TruthSample
+from aerial_sim.world.camera import CameraModel, CameraParams
+from aerial_sim.world.colliders import scene_colliders
+from aerial_sim.world.scene import load_scene
+from aerial_sim.world.scene_cache import ENV
+
+REPO = Path(__file__).resolve().parents[1]
+ORIGIN = (60.17, 24.94)
+OSM = """<?xml version='1.0' encoding='UTF-8'?>
+<osm version="0.6" generator="test">
+  <node id="1" lat="60.1701000" lon="24.9400000" version="1"/>
+  <node id="2" lat="60.1701000" lon="24.9402000" version="1"/>
+  <node id="3" lat="60.1702000" lon="24.9402000" version="1"/>
+  <node id="4" lat="60.1702000" lon="24.9400000" version="1"/>
+  <node id="5" lat="60.1698000" lon="24.9396000" version="1"/>
+  <node id="6" lat="60.1698000" lon="24.9406000" version="1"/>
+  <way id="10"><nd ref="1"/><nd ref="2"/><nd ref="3"/><nd ref="4"/><nd ref="1"/>
+    <tag k="building" v="yes"/><tag k="height" v="12 m"/></way>
+  <way id="13"><nd ref="5"/><nd ref="6"/><tag k="highway" v="residential"/></way>
+</osm>
+"""
+SCENE = f"""\
+    terrain: {{file: hills.png, size_m: [80, 80], height_range_m: [0, 2], texture: ground.png}}
+    osm: {{file: town.osm, origin: [{ORIGIN[0]}, {ORIGIN[1]}]}}
+    lighting: {{time_of_day: "2026-06-21 15:00:00", shadows: true}}
+    objects:
+      - {{name: kiosk, shape: mesh, file: kiosk.glb, position: [4, -6, 2.5], yaw_deg: 20, segmentation_id: 60,
+         material: plastic}}
+      - {{name: crate, shape: mesh, file: crate.obj, scale: 2.0, position: [-5, -4, 1.5], segmentation_id: 61}}
+      - {{name: tower, shape: box, size: [2, 2, 8], position: [0, -14, 4], segmentation_id: 62, material: cement}}
+"""
+POSE = ((0.0, -28.0, 4.0), (float(np.cos(np.pi / 4)), 0.0, 0.0, float(np.sin(np.pi / 4))))  # looking north
+
+
+@pytest.fixture
+def world(tmp_path, monkeypatch):
+    """A small world of every source (PNG terrain + texture, OSM, glTF, OBJ + MTL + texture, a primitive) and an
+    empty cache folder of its own."""
+    folder = tmp_path / "world"
+    folder.mkdir()
+    rows, cols = np.mgrid[0:9, 0:9]
+    Image.fromarray((6000 * (1 + np.sin(rows / 2.0) * np.cos(cols / 3.0))).astype(np.uint16)).save(folder / "hills.png")
+    Image.fromarray(np.random.default_rng(1).integers(0, 255, (32, 32, 3), np.uint8)).save(folder / "ground.png")
+    (folder / "town.osm").write_text(OSM)
+    shutil.copy(REPO / "config" / "scenes" / "city" / "kiosk.glb", folder / "kiosk.glb")
+    corners = [(x, y, z) for z in (-0.5, 0.5) for y in (-0.5, 0.5) for x in ((-0.5, 0.5) if y < 0 else (0.5, -0.5))]
+    faces = ["1/1 3/3 2/2", "1/1 4/4 3/3", "5/1 6/2 7/3", "5/1 7/3 8/4", "1/1 2/2 6/3", "1/1 6/3 5/4", "2/1 3/2 7/3",
+             "2/1 7/3 6/4", "3/1 4/2 8/3", "3/1 8/3 7/4", "4/1 1/2 5/3", "4/1 5/3 8/4"]
+    (folder / "crate.obj").write_text("mtllib crate.mtl\n" + "".join(f"v {x} {y} {z}\n" for x, y, z in corners)
+                                      + "vt 0 0\nvt 1 0\nvt 1 1\nvt 0 1\nusemtl wood\n"
+                                      + "".join(f"f {face}\n" for face in faces))
+    (folder / "crate.mtl").write_text("newmtl wood\nKd 1 1 1\nmap_Kd wood.png\n")
+    Image.fromarray(np.full((8, 8, 3), (150, 90, 30), np.uint8)).save(folder / "wood.png")
+    (folder / "town.yaml").write_text(textwrap.dedent(SCENE))
+    monkeypatch.setenv(ENV, str(tmp_path / "cache"))
+    return folder
+
+
+def observations(scene) -> dict[str, bytes]:
+    """What the sensors make of a scene: a camera frame (colour, depth, class and instance ids), a lidar sweep,
+    and the colliders' contacts at seeded probe poses; as bytes, to be compared exactly."""
+    frame = CameraModel(CameraParams(width=96, height=64), scene).render(*POSE, instance=True)
+    preset = load_preset(LidarParams, "velodyne_vlp16")
+    sweeper, scan = LidarSweeper(LidarModel(preset, scene, np.random.default_rng(0))), None
+    for k in range(40):
+        scans = sweeper.push(TruthSample(k / 250.0, position=(0.0, -20.0, 3.0), orientation=(1.0, 0.0, 0.0, 0.0)))
+        scan = scans[-1] if scans else scan
+    assert scan is not None and len(scan.points.ravel()) > 1000
+    rng, contacts = np.random.default_rng(0), []
+    for collider in scene_colliders(scene):
+        low, high = np.asarray(collider.terrain.bounds if hasattr(collider, "terrain") else collider.bounds, float)
+        for _ in range(6):
+            q = rng.normal(size=4)
+            contacts.append(repr(collider.contact(tuple(low + (high - low) * rng.uniform(-0.1, 1.1, 3)),
+                                                  tuple(q / np.linalg.norm(q)), (0.4, 0.4, 0.2))))
+    assert any(c != "None" for c in contacts)
+    return {"color": frame.color.tobytes(), "depth": frame.depth.tobytes(), "segmentation": frame.segmentation.tobytes(),
+            "instance": frame.instance.tobytes(), "lidar": scan.points.tobytes(), "contacts": "\n".join(contacts).encode()}
+
+
+def same_scene(a, b) -> None:
+    """Every object, material and array of two loads equal (dtype, shape and bytes)."""
+    assert a.objects == b.objects and a.ground == b.ground and a.materials == b.materials
+    assert a.lighting == b.lighting and a.lod == b.lod and a.class_names == b.class_names and a.base_dir == b.base_dir
+    assert a.terrain.grid.tobytes() == b.terrain.grid.tobytes() and a.terrain.texture.tobytes() == b.terrain.texture.tobytes()
+    parts_a, parts_b = a.cache["mesh_files"], b.cache["mesh_files"]
+    assert list(parts_a) == list(parts_b)
+    for file in parts_a:
+        for part_a, part_b in zip(parts_a[file], parts_b[file], strict=True):
+            for name in ("triangles", "uv", "texture", "pbr_texture", "uv1", "tangents"):
+                x, y = getattr(part_a, name), getattr(part_b, name)
+                assert (x is None) == (y is None), (file, name)
+                assert x is None or (x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()), (file, name)
+            assert (part_a.base_color, part_a.metallic, part_a.roughness, part_a.uv_sets) == \
+                   (part_b.base_color, part_b.metallic, part_b.roughness, part_b.uv_sets)
+
+
+def test_a_scene_from_the_cache_renders_scans_and_collides_bit_identically(world):
+    path = world / "town.yaml"
+    fresh = load_scene(path, cache=False)
+    built, hit = load_scene(path), load_scene(path)
+    assert "scene_cache" not in fresh.cache
+    assert built.cache["scene_cache"][0] == "built" and hit.cache["scene_cache"][0] == "hit"
+    same_scene(fresh, hit)
+    assert all(part.texture is not None for part in hit.cache["mesh_files"][world / "crate.obj"])  # the MTL's map_Kd
+    # one texture shared by several parts stays one (the renderer's texture table is per array)
+    textures = {id(p.texture) for parts in hit.cache["mesh_files"].values() for p in parts if p.texture is not None}
+    assert len(textures) == len({id(p.texture) for parts in fresh.cache["mesh_files"].values() for p in parts
+                                 if p.texture is not None})
+    expected, cached = observations(fresh), observations(hit)
+    for name in expected:
+        assert cached[name] == expected[name], name
+
+
+@pytest.mark.parametrize("change", ["obj texture (named by the MTL)", "terrain heightmap", "osm extract", "glb",
+                                    "scene file"])
+def test_a_changed_file_rebuilds_the_cache(world, change):
+    path = world / "town.yaml"
+    load_scene(path)
+    assert load_scene(path).cache["scene_cache"][0] == "hit"
+    if change.startswith("obj texture"):
+        Image.fromarray(np.full((8, 8, 3), (20, 200, 20), np.uint8)).save(world / "wood.png")
+    elif change == "terrain heightmap":
+        Image.fromarray(np.full((9, 9), 30000, np.uint16)).save(world / "hills.png")
+    elif change == "osm extract":
+        (world / "town.osm").write_text(OSM.replace("12 m", "20 m"))
+    elif change == "glb":
+        shutil.copy(REPO / "config" / "scenes" / "city" / "bench.glb", world / "kiosk.glb")
+    else:
+        path.write_text(path.read_text().replace("size: [2, 2, 8]", "size: [2, 2, 9]"))
+    rebuilt = load_scene(path)
+    assert rebuilt.cache["scene_cache"][0] == "built"
+    same_scene(load_scene(path, cache=False), rebuilt)
+    assert load_scene(path).cache["scene_cache"][0] == "hit"
+
+
+def _garbage(data: bytes) -> bytes:
+    return bytes(np.random.default_rng(3).integers(0, 256, len(data), np.uint8))
+
+
+def _flipped(data: bytes) -> bytes:
+    return data[:-100] + bytes([data[-100] ^ 0x10]) + data[-99:]
+
+
+@pytest.mark.parametrize("damage", [lambda d: d[: len(d) // 2], lambda d: d[:10], lambda d: b"", _flipped, _garbage,
+                                    lambda d: d[:16] + b"\xff" * 8 + d[24:],
+                                    lambda d: d.replace(b'"@c": "SceneObject"', b'"@c": "os.system"')],
+                         ids=["truncated", "cut in the magic", "empty", "a flipped bit", "foreign", "huge header length",
+                              "a foreign class"])
+def test_a_broken_cache_file_is_one_warning_and_a_rebuild(world, damage, caplog):
+    path = world / "town.yaml"
+    built = load_scene(path)
+    file = built.cache["scene_cache"][1]
+    file.write_bytes(damage(file.read_bytes()))
+    with caplog.at_level(logging.WARNING, logger="aerial_sim.scene_cache"):
+        scene = load_scene(path)
+    warnings = [r for r in caplog.records if r.name == "aerial_sim.scene_cache"]
+    assert len(warnings) == 1 and str(file) in warnings[0].getMessage() and "rebuilding" in warnings[0].getMessage()
+    assert scene.cache["scene_cache"][0] == "built"
+    same_scene(built, scene)
+    assert load_scene(path).cache["scene_cache"][0] == "hit"
+
+
+def test_builders_at_the_same_time_leave_one_whole_file(world, caplog):
+    path, scenes = world / "town.yaml", []
+    threads = [threading.Thread(target=lambda: scenes.append(load_scene(path))) for _ in range(4)]
+    with caplog.at_level(logging.WARNING, logger="aerial_sim.scene_cache"):
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert len(scenes) == 4 and not [r for r in caplog.records if r.name == "aerial_sim.scene_cache"]
+    folder = scenes[0].cache["scene_cache"][1].parent
+    assert [f.suffix for f in folder.iterdir()] == [".scene"]  # no temporary file left
+    for scene in scenes[1:]:
+        same_scene(scenes[0], scene)
+    assert load_scene(path).cache["scene_cache"][0] == "hit"
+
+
+def test_the_cache_can_be_turned_off_and_an_unwritable_folder_is_one_warning(world, monkeypatch, tmp_path, caplog):
+    path = world / "town.yaml"
+    monkeypatch.setenv(ENV, "off")
+    assert "scene_cache" not in load_scene(path).cache
+    monkeypatch.setenv(ENV, str(tmp_path / "cache"))
+    assert "scene_cache" not in load_scene(path, cache=False).cache
+    assert not (tmp_path / "cache").exists()
+    (tmp_path / "not_a_folder").write_text("")
+    monkeypatch.setenv(ENV, str(tmp_path / "not_a_folder" / "cache"))
+    with caplog.at_level(logging.WARNING, logger="aerial_sim.scene_cache"):
+        scene = load_scene(path)
+    warnings = [r for r in caplog.records if r.name == "aerial_sim.scene_cache"]
+    assert len(warnings) == 1 and "not written" in warnings[0].getMessage()
+    assert scene.cache["scene_cache"][0] == "unwritten"
+    same_scene(load_scene(path, cache=False), scene)
