@@ -10,7 +10,7 @@ Publishing: building the typed message and ``publish`` against encoding the CDR 
 bytes, on a reliable topic with one subscriber in a second node of this process (so the middleware
 really sends), for the physics node's odometry, the IMU node's output, the motor commands and the camera
 node's 640x480 rgb8 and 32FC1 images (typed: :func:`image_message`, the camera node's path before
-``cdr.encode_image``).
+``cdr.encode.encode_image``).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def main() -> int:
     options = parser.parse_args()
     from rclpy.serialization import deserialize_message, serialize_message
 
-    from aerial_sim.cdr import OdometryFields, decode_imu, decode_joint_state, decode_odometry
+    from aerial_sim.cdr.decode import OdometryFields, decode_imu, decode_joint_state, decode_odometry
 
     odometry, imu, rotors = messages()
     rows = [
@@ -98,7 +98,7 @@ def typed_odometry(position, orientation, velocity, rates, covariance):
 
 
 def image_message(array, encoding: str, header):
-    """The typed sensor_msgs/Image the camera node published before ``cdr.encode_image_array`` (one copy into
+    """The typed sensor_msgs/Image the camera node published before ``cdr.encode.encode_image_array`` (one copy into
     an ``array('B')``, which skips rosidl's per-byte conversion)."""
     import array as array_module
 
@@ -134,7 +134,7 @@ def print_publishing(count: int) -> list[dict]:
     from sensor_msgs.msg import Imu
     from std_msgs.msg import Float64MultiArray
 
-    from aerial_sim import cdr
+    from aerial_sim.cdr.encode import encode_float64_array, encode_image_array, encode_imu, encode_odometry
 
     rclpy.init()
     sender, receiver = rclpy.create_node("cdr_bench_sender"), rclpy.create_node("cdr_bench_receiver")
@@ -147,13 +147,13 @@ def print_publishing(count: int) -> list[dict]:
     rows = [
         ("nav_msgs/Odometry", Odometry,
          lambda: typed_odometry(position, orientation, velocity, rates, covariance36),
-         lambda: cdr.encode_odometry(stamp_ns, "map", "drone1/base_link", position, orientation, covariance36,
+         lambda: encode_odometry(stamp_ns, "map", "drone1/base_link", position, orientation, covariance36,
                                      velocity, rates, covariance36)),
         ("sensor_msgs/Imu", Imu, lambda: typed_imu(rates, acceleration, covariance9),
-         lambda: cdr.encode_imu(stamp_ns, "drone1/imu_link", (1.0, 0.0, 0.0, 0.0), (-1.0,) + (0.0,) * 8, rates,
+         lambda: encode_imu(stamp_ns, "drone1/imu_link", (1.0, 0.0, 0.0, 0.0), (-1.0,) + (0.0,) * 8, rates,
                                 covariance9, acceleration, covariance9)),
         ("std_msgs/Float64MultiArray", Float64MultiArray, lambda: Float64MultiArray(data=list(controls)),
-         lambda: cdr.encode_float64_array(controls)),
+         lambda: encode_float64_array(controls)),
     ]
     import numpy as np
     from sensor_msgs.msg import Image
@@ -164,7 +164,7 @@ def print_publishing(count: int) -> list[dict]:
     for encoding, frame in frames.items():  # the camera node's frames: image_message was its typed path
         rows.append((f"sensor_msgs/Image 640x480 {encoding}", Image,
                      lambda frame=frame, encoding=encoding: image_message(frame, encoding, header),
-                     lambda frame=frame, encoding=encoding: cdr.encode_image_array(stamp_ns, header.frame_id, frame,
+                     lambda frame=frame, encoding=encoding: encode_image_array(stamp_ns, header.frame_id, frame,
                                                                                    encoding)))
     print(f"\n{'publishing':<34}{'typed us':>9}{'cdr us':>8}{'ratio':>7}   (build or encode, then publish)")
     results = []

@@ -112,7 +112,7 @@ def clock_only_survey(seconds: float) -> tuple[list, float | None]:
     from rclpy.node import Node
     from rosgraph_msgs.msg import Clock
 
-    from aerial_sim.cdr import cdr_header_stamp_ns
+    from aerial_sim.cdr.decode import cdr_header_stamp_ns
     from aerial_sim.cli.topics import ClockMeter
     from aerial_sim.nodes.ros.executors import make_executor
     from aerial_sim.nodes.ros.qos import stream_qos
@@ -147,7 +147,7 @@ def wait_for_sim_time(sim_s: float, timeout_s: float) -> bool:
     from rclpy.node import Node
     from rosgraph_msgs.msg import Clock
 
-    from aerial_sim.cdr import cdr_header_stamp_ns
+    from aerial_sim.cdr.decode import cdr_header_stamp_ns
     from aerial_sim.nodes.ros.executors import make_executor
     from aerial_sim.nodes.ros.qos import stream_qos
 

@@ -508,7 +508,7 @@ def test_post_processing_read_topic_by_topic_gives_the_report_and_dataset_of_the
 
     import aerial_sim.recording.topic_reader as topic_reader
     from aerial_sim.batch.postprocess import bag_report
-    from aerial_sim.cdr import encode_joint_state
+    from aerial_sim.cdr.encode import encode_joint_state
     from aerial_sim.recording.reader import read_once
 
     def cdr(message) -> bytes:

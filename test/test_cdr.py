@@ -1,4 +1,4 @@
-"""Reading ground-truth messages straight from CDR bytes (aerial_sim.cdr): the same values rclpy
+"""Reading ground-truth messages straight from CDR bytes (aerial_sim.cdr.decode): the same values rclpy
 deserializes, for either byte order, and a ValueError (never a crash) for bytes that are not one.
 
 The reference is rclpy's own ``serialize_message``; big-endian bytes come from a small CDR writer
@@ -14,13 +14,15 @@ import struct
 import pytest
 from conftest import requires_ros
 
-from aerial_sim.cdr import (
+from aerial_sim.cdr.decode import (
     OdometryFields,
     cdr_header_stamp_ns,
     decode_image,
     decode_imu,
     decode_joint_state,
     decode_odometry,
+)
+from aerial_sim.cdr.encode import (
     encode_clock,
     encode_float64_array,
     encode_fluid_pressure,
@@ -406,8 +408,8 @@ def test_point_clouds_pose_arrays_and_multi_arrays_with_dimensions_are_rclpys_me
     from sensor_msgs.msg import PointCloud2, PointField
     from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
-    from aerial_sim.cdr import decode_float64_array, decode_point_cloud2, encode_float64_array, encode_point_cloud2
-    from aerial_sim.cdr import encode_pose_array
+    from aerial_sim.cdr.decode import decode_float64_array, decode_point_cloud2
+    from aerial_sim.cdr.encode import encode_float64_array, encode_point_cloud2, encode_pose_array
 
     rng = random.Random(14)
     for frame_length in range(6):
@@ -456,7 +458,7 @@ def test_encoded_diagnostics_are_the_reference_serializers_bytes_with_zero_paddi
     the three bytes after a status's level as its buffer held them)."""
     from rosbags.typesys import Stores, get_typestore
 
-    from aerial_sim.cdr import encode_diagnostic_array
+    from aerial_sim.cdr.encode import encode_diagnostic_array
 
     store = get_typestore(Stores.ROS2_KILTED)
     types = store.types
@@ -488,7 +490,7 @@ def test_encoded_battery_states_read_back_as_rclpys_with_zero_padding():
     from rclpy.serialization import deserialize_message, serialize_message
     from sensor_msgs.msg import BatteryState
 
-    from aerial_sim.cdr import encode_battery_state_of
+    from aerial_sim.cdr.encode import encode_battery_state_of
 
     rng = random.Random(32)
     for frame_length in range(5):
@@ -543,7 +545,7 @@ def test_encoded_images_camera_infos_ranges_and_poses_are_rclpys_messages_with_z
     from geometry_msgs.msg import PoseStamped
     from sensor_msgs.msg import CameraInfo, Image, Range
 
-    from aerial_sim.cdr import encode_camera_info_of, encode_image_array, encode_pose_stamped, encode_range
+    from aerial_sim.cdr.encode import encode_camera_info_of, encode_image_array, encode_pose_stamped, encode_range
     from aerial_sim.nodes.ros.zero_padding import zero_padded_bytes
 
     rng = random.Random(32)
@@ -632,7 +634,7 @@ def test_images_decode_to_rclpys_fields_without_copying_the_pixels_and_bad_bytes
     for length in range(len(data)):
         with pytest.raises(ValueError):
             decode_image(data[:length])
-    from aerial_sim.cdr import encode_image_array
+    from aerial_sim.cdr.encode import encode_image_array
 
     encoded = encode_image_array(7, "cam", image, "32FC1")
     view = decode_image(encoded).data

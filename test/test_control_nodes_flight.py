@@ -99,7 +99,7 @@ class Flight:
     # -- state in --------------------------------------------------------------
 
     def _on_odom(self, data: bytes) -> None:
-        from aerial_sim.cdr import decode_odometry
+        from aerial_sim.cdr.decode import decode_odometry
         from aerial_sim.control.geometry import yaw_of
         from aerial_sim.control.mission import is_setpoint_due
         from aerial_sim.physics.rotation import rotate

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import yaml
 
-from aerial_sim.cdr import cdr_header_stamp_ns
+from aerial_sim.cdr.decode import cdr_header_stamp_ns
 from aerial_sim.config import ParamsError
 from aerial_sim.recording.bag import BagWriter, BagWriterParams, mcap_is_complete, recover
 from aerial_sim.recording.msgdefs import dependencies, message_definition

@@ -36,7 +36,7 @@ def random_truths(rng: random.Random, count: int):
 
 @requires_ros
 def test_a_row_is_exactly_what_the_vehicles_own_ground_truth_messages_decode_to():
-    from aerial_sim.cdr import decode_imu, decode_odometry
+    from aerial_sim.cdr.decode import decode_imu, decode_odometry
     from aerial_sim.nodes._physics.publishing import imu_bytes, odometry_bytes
     from aerial_sim.physics import swarm_messages as sm
 
@@ -51,7 +51,7 @@ def test_a_row_is_exactly_what_the_vehicles_own_ground_truth_messages_decode_to(
 
 
 def test_a_message_that_is_not_this_fleets_swarm_state_is_refused_with_the_reason():
-    from aerial_sim.cdr import encode_point_cloud2
+    from aerial_sim.cdr.encode import encode_point_cloud2
     from aerial_sim.physics import swarm_messages as sm
 
     rows = [[float(i)] * len(sm.FIELDS) for i in range(3)]
@@ -83,7 +83,7 @@ def test_a_message_that_is_not_this_fleets_swarm_state_is_refused_with_the_reaso
 
 
 def test_a_mixed_fleets_commands_survive_the_trip_and_bad_rows_are_refused():
-    from aerial_sim.cdr import encode_float64_array
+    from aerial_sim.cdr.encode import encode_float64_array
     from aerial_sim.physics import swarm_messages as sm
 
     quad, hexa = [0.1, 0.2, 0.3, 0.4], [0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
@@ -111,7 +111,7 @@ def lockstep_imu_bytes(launch, node, swarm_link: bool, tmp_path) -> list[bytes]:
     from std_msgs.msg import Header
     from sensor_msgs.msg import Imu
 
-    from aerial_sim.cdr import cdr_header_stamp_ns
+    from aerial_sim.cdr.decode import cdr_header_stamp_ns
     from aerial_sim.nodes.ros.lockstep import announce_lockstep_participant
     from aerial_sim.nodes.ros.qos import LOCKSTEP_QOS
 
@@ -152,7 +152,7 @@ def send_bad_swarm_messages(node, graph) -> None:
     from sensor_msgs.msg import PointCloud2
     from std_msgs.msg import Float64MultiArray
 
-    from aerial_sim.cdr import encode_float64_array
+    from aerial_sim.cdr.encode import encode_float64_array
     from aerial_sim.nodes.ros.qos import COMMAND_QOS, LOCKSTEP_QOS
     from aerial_sim.physics import swarm_messages as sm
 

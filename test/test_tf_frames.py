@@ -72,7 +72,7 @@ def frames_of_cdr(data: bytes, message_type) -> list[str]:
     """header.frame_id (and an Odometry's child_frame_id) of a message published as CDR bytes."""
     from nav_msgs.msg import Odometry
 
-    from aerial_sim.cdr import ENCAPSULATION_BYTES, byte_order, decode_odometry, read_string
+    from aerial_sim.cdr.decode import ENCAPSULATION_BYTES, byte_order, decode_odometry, read_string
 
     if message_type is Odometry:
         odometry = decode_odometry(data)

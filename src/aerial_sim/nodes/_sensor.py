@@ -14,7 +14,7 @@ from typing import Any, Callable
 from rclpy.node import Node
 from std_srvs.srv import Trigger
 
-from aerial_sim.cdr import OdometryFields
+from aerial_sim.cdr.decode import OdometryFields
 from aerial_sim.config import ParamsError, require
 from aerial_sim.environment.geodesy import HomePoint
 from aerial_sim.nodes.ros.clocks import InputStampClock

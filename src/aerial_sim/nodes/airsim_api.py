@@ -70,8 +70,9 @@ from aerial_sim.airsim.camera_rig import CameraRig
 from aerial_sim.airsim.rpc import MsgpackRpcServer
 from aerial_sim.airsim.sensors import NamedSensors
 from aerial_sim.airsim.settings import usable_settings
-from aerial_sim import cdr
-from aerial_sim.cdr import ImuFields, JointStateFields, OdometryFields
+from aerial_sim.cdr.decode import ImuFields, JointStateFields, OdometryFields
+from aerial_sim.cdr.encode import (encode_float64_array, encode_pose_stamped, encode_twist_stamped,
+                                   encode_vector3_stamped)
 from aerial_sim.config import require, require_positive
 from aerial_sim.control.geometry import quat_from_yaw, quat_to_matrix
 from aerial_sim.environment.geodesy import HomePoint
@@ -297,30 +298,30 @@ class RosVehicleLink:
         return to_stamp_ns(self.node.clock.now_s or 0.0)
 
     def send_pose(self, position, yaw) -> None:
-        self.pose_pub.publish(cdr.encode_pose_stamped(self._stamp_ns(), "map", [float(v) for v in position],
+        self.pose_pub.publish(encode_pose_stamped(self._stamp_ns(), "map", [float(v) for v in position],
                                                       quat_from_yaw(float(yaw))))
 
     def send_velocity(self, velocity_world, yaw_rate) -> None:
-        self.vel_pub.publish(cdr.encode_twist_stamped(self._stamp_ns(), "map", [float(v) for v in velocity_world],
+        self.vel_pub.publish(encode_twist_stamped(self._stamp_ns(), "map", [float(v) for v in velocity_world],
                                                       (0.0, 0.0, float(yaw_rate))))
 
     def send_attitude(self, orientation, altitude, throttle) -> None:
         frame = "map" if altitude is not None else self.body_frame
-        self.attitude_pub.publish(cdr.encode_pose_stamped(
+        self.attitude_pub.publish(encode_pose_stamped(
             self._stamp_ns(), frame, (0.0, 0.0, float(altitude if altitude is not None else throttle)),
             [float(c) for c in orientation]))
 
     def send_rates(self, rates_body, altitude, throttle) -> None:
         frame = "map" if altitude is not None else self.body_frame
-        self.rates_pub.publish(cdr.encode_twist_stamped(
+        self.rates_pub.publish(encode_twist_stamped(
             self._stamp_ns(), frame, (0.0, 0.0, float(altitude if altitude is not None else throttle)),
             [float(v) for v in rates_body]))
 
     def send_motors(self, controls) -> None:
-        self.motors_pub.publish(cdr.encode_float64_array([float(u) for u in controls]))
+        self.motors_pub.publish(encode_float64_array([float(u) for u in controls]))
 
     def teleport(self, position, orientation) -> None:
-        self.teleport_pub.publish(cdr.encode_pose_stamped(self._stamp_ns(), "map", [float(v) for v in position],
+        self.teleport_pub.publish(encode_pose_stamped(self._stamp_ns(), "map", [float(v) for v in position],
                                                           [float(c) for c in orientation]))
 
     async def arm(self, arm: bool) -> ServiceAnswer:
@@ -589,7 +590,7 @@ class AirSimApiNode(Node):
         return answer
 
     def set_wind(self, wind_enu) -> None:
-        self.wind_pub.publish(cdr.encode_vector3_stamped(0, "map", [float(v) for v in wind_enu]))
+        self.wind_pub.publish(encode_vector3_stamped(0, "map", [float(v) for v in wind_enu]))
 
     def destroy_node(self):
         for host in self.vehicle_hosts.values():

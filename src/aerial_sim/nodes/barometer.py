@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from sensor_msgs.msg import FluidPressure
 
-from aerial_sim.cdr import encode_fluid_pressure
+from aerial_sim.cdr.encode import encode_fluid_pressure
 from aerial_sim.nodes._sensor import OdometrySensorNode
 from aerial_sim.nodes.ros.hosting import FleetHosting
 from aerial_sim.nodes.ros.run import run_node

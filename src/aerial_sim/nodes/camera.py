@@ -32,7 +32,7 @@ deliver it to anyone; the camera_info messages are always sent). ``distortion_d`
 sensor noise in front of the ideal pinhole; an AirSim settings file (``airsim_settings``) that gives this
 vehicle's front_center camera (or CameraDefaults) ``DistortionParams`` sets the lens instead, the one the
 AirSim server's images of that camera have. Every message goes out as CDR bytes with zero padding
-(:func:`aerial_sim.cdr.encode_image_array`, ``encode_camera_info_of``; the markers and class names through
+(:func:`aerial_sim.cdr.encode.encode_image_array`, ``encode_camera_info_of``; the markers and class names through
 :func:`~aerial_sim.nodes.ros.zero_padding.zero_padded_bytes`), so identical lockstep runs record identical
 bags (issue 32); the images cost less to publish so than as typed messages (``tools/dev.sh bench cdr``). Rendering runs
 in the odometry callback: a 460x320 urban frame with all three images costs
@@ -58,7 +58,8 @@ from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Point
 from visualization_msgs.msg import ImageMarker, Marker, MarkerArray
 
-from aerial_sim.cdr import OdometryFields, encode_camera_info_of, encode_image_array
+from aerial_sim.cdr.decode import OdometryFields
+from aerial_sim.cdr.encode import encode_camera_info_of, encode_image_array
 from aerial_sim.config import ParamsError, require, require_positive
 from aerial_sim.control.geometry import matrix_to_quat
 from aerial_sim.nodes.ros.clocks import InputStampClock

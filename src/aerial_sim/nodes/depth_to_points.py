@@ -20,7 +20,7 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2, PointField
 
-from aerial_sim.cdr import encode_point_cloud2
+from aerial_sim.cdr.encode import encode_point_cloud2
 from aerial_sim.config import require
 from aerial_sim.recording.export import image_to_array
 from aerial_sim.nodes.ros.clocks import InputStampClock

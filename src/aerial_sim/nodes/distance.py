@@ -13,7 +13,7 @@ import math
 
 from sensor_msgs.msg import Range
 
-from aerial_sim.cdr import encode_range
+from aerial_sim.cdr.encode import encode_range
 from aerial_sim.nodes._sensor import OdometrySensorNode, SceneOption
 from aerial_sim.nodes.ros.parameters import declare_params
 from aerial_sim.nodes.ros.run import run_node

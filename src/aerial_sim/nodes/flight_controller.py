@@ -52,7 +52,7 @@ from sensor_msgs.msg import Imu
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
 
-from aerial_sim.cdr import encode_diagnostics_of
+from aerial_sim.cdr.encode import encode_diagnostics_of
 from aerial_sim.config import require_positive
 from aerial_sim.control.controller import STABLE_STATE_RATE_HZ, ControllerParams, StatePeriodMonitor, VehicleState
 from aerial_sim.control.geometry import yaw_of

@@ -15,7 +15,7 @@ import math
 from geometry_msgs.msg import TwistStamped
 from sensor_msgs.msg import NavSatFix, NavSatStatus
 
-from aerial_sim.cdr import encode_nav_sat_fix, encode_twist_stamped
+from aerial_sim.cdr.encode import encode_nav_sat_fix, encode_twist_stamped
 from aerial_sim.nodes._sensor import OdometrySensorNode
 from aerial_sim.nodes.ros.hosting import FleetHosting
 from aerial_sim.nodes.ros.run import run_node

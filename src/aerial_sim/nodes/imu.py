@@ -13,7 +13,8 @@ import numpy as np
 from rclpy.node import Node
 from sensor_msgs.msg import Imu as ImuMsg
 
-from aerial_sim.cdr import ImuFields, JointStateFields, encode_imu
+from aerial_sim.cdr.decode import ImuFields, JointStateFields
+from aerial_sim.cdr.encode import encode_imu
 from aerial_sim.nodes._sensor import sensor_defaults, serve_sensor_reset
 from aerial_sim.nodes.ros.clocks import InputStampClock
 from aerial_sim.nodes.ros.frames import frame_in_namespace, publish_static_mount
@@ -84,7 +85,7 @@ class ImuNode(Node):
             self.publisher.publish(self.to_bytes(self.model.step(self.dt, sample, self.rotor_speeds)))
 
     def to_bytes(self, m) -> bytes:
-        """The sensor_msgs/Imu of one measurement as CDR (:func:`aerial_sim.cdr.encode_imu`: a sixth of the
+        """The sensor_msgs/Imu of one measurement as CDR (:func:`aerial_sim.cdr.encode.encode_imu`: a sixth of the
         cost of building and publishing the typed message); no orientation (covariance[0] = -1, REP-145)."""
         return encode_imu(to_stamp_ns(m.time_s), self.frame_id, IDENTITY_WXYZ, NO_ORIENTATION, m.angular_velocity,
                           diagonal_covariance(m.angular_velocity_variance), m.linear_acceleration,

@@ -22,7 +22,8 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import PointCloud2
 
-from aerial_sim.cdr import OdometryFields, encode_point_cloud2
+from aerial_sim.cdr.decode import OdometryFields
+from aerial_sim.cdr.encode import encode_point_cloud2
 from aerial_sim.nodes._sensor import SceneOption
 from aerial_sim.nodes.ros.clocks import InputStampClock
 from aerial_sim.nodes.ros.frames import frame_in_namespace, publish_static_mount

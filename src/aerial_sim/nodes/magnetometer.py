@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sensor_msgs.msg import MagneticField
 
-from aerial_sim.cdr import encode_magnetic_field
+from aerial_sim.cdr.encode import encode_magnetic_field
 from aerial_sim.nodes._sensor import OdometrySensorNode
 from aerial_sim.nodes.ros.hosting import FleetHosting
 from aerial_sim.nodes.ros.message_fields import diagonal_covariance

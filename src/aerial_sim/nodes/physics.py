@@ -68,7 +68,7 @@ from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
-from aerial_sim.cdr import encode_battery_state_of, encode_clock, encode_diagnostics_of, encode_vector3_stamped
+from aerial_sim.cdr.encode import encode_battery_state_of, encode_clock, encode_diagnostics_of, encode_vector3_stamped
 from aerial_sim.environment.wind import WindField
 from aerial_sim.nodes._physics.inputs import VehicleChannel, Wakeup
 from aerial_sim.nodes._physics.lockstep import LockstepOutputs

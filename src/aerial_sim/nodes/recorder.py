@@ -58,7 +58,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy
 from std_srvs.srv import Trigger
 
-from aerial_sim.cdr import cdr_header_stamp_ns
+from aerial_sim.cdr.decode import cdr_header_stamp_ns
 from aerial_sim.config import ParamsError
 from aerial_sim.recording.digest import STAMP_FIRST_TYPES
 from aerial_sim.recording.msgdefs import UnknownMessageType, message_definition

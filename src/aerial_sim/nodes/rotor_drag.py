@@ -36,7 +36,7 @@ from typing import Literal
 from geometry_msgs.msg import Vector3Stamped, WrenchStamped
 from rclpy.node import Node
 
-from aerial_sim.cdr import JointStateFields, OdometryFields
+from aerial_sim.cdr.decode import JointStateFields, OdometryFields
 from aerial_sim.config import require, require_positive
 from aerial_sim.physics.rotor_drag import RotorDragModel, RotorDragParams, air_velocity_body
 from aerial_sim.nodes.ros.clocks import InputStampClock

@@ -36,7 +36,7 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from std_srvs.srv import SetBool, Trigger
 
-from aerial_sim.cdr import OdometryFields
+from aerial_sim.cdr.decode import OdometryFields
 from aerial_sim.config import ParamsError, require, require_positive
 from aerial_sim.control.formation import (
     FormationPlan,

@@ -40,7 +40,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import Image, PointCloud2
 
-from aerial_sim.cdr import OdometryFields, decode_odometry
+from aerial_sim.cdr.decode import OdometryFields, decode_odometry
 from aerial_sim.config import require
 from aerial_sim.nodes.ros.clocks import InputStampClock
 from aerial_sim.nodes.ros.parameters import declare_params

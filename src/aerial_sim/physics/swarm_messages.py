@@ -42,8 +42,9 @@ import numpy as np
 
 import math
 
-from aerial_sim.cdr import (ImuFields, OdometryFields, PointCloud2Fields, decode_float64_array, decode_point_cloud2,
-                            encode_float64_array, encode_point_cloud2)
+from aerial_sim.cdr.decode import (ImuFields, OdometryFields, PointCloud2Fields, decode_float64_array,
+                                   decode_point_cloud2)
+from aerial_sim.cdr.encode import encode_float64_array, encode_point_cloud2
 from aerial_sim.physics.rotation import rotate_inverse
 
 FIELDS = ("x", "y", "z", "qw", "qx", "qy", "qz", "vx", "vy", "vz", "wx", "wy", "wz", "fx", "fy", "fz")

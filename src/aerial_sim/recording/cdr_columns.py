@@ -205,7 +205,7 @@ _STAMPS = {order: np.dtype({"names": ["sec", "nanosec"], "formats": [order + "i4
 
 
 def header_stamps_ns(payloads: Sequence[bytes]) -> list[int] | None:
-    """:func:`aerial_sim.cdr.cdr_header_stamp_ns` of every payload at once (the low bit of the encapsulation's
+    """:func:`aerial_sim.cdr.decode.cdr_header_stamp_ns` of every payload at once (the low bit of the encapsulation's
     second byte giving each one's byte order, as there); None when one is shorter than a stamp."""
     if any(len(p) < ENCAPSULATION + 8 for p in payloads):
         return None

@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aerial_sim.cdr import cdr_header_stamp_ns
+from aerial_sim.cdr.decode import cdr_header_stamp_ns
 from aerial_sim.recording.reader import open_bag, read_once
 
 EXCLUDED_TOPICS = ("/rosout", "/parameter_events")

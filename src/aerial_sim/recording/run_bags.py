@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from aerial_sim.cdr import cdr_header_frame_id, cdr_header_stamp_ns
+from aerial_sim.cdr.decode import cdr_header_frame_id, cdr_header_stamp_ns
 from aerial_sim.physics.lockstep import END_OF_RUN_FRAME
 from aerial_sim.recording.bag import WALL_CLOCK_FILE, BagWriter
 from aerial_sim.recording.recorder import LOG_BAG, RecorderParams, WallSpan, progress_text, release_point_ns

@@ -26,7 +26,7 @@ from typing import Mapping
 import numpy as np
 import yaml
 
-from aerial_sim.cdr import cdr_header_stamp_ns
+from aerial_sim.cdr.decode import cdr_header_stamp_ns
 from aerial_sim.recording.digest import EXCLUDED_TOPICS, begins_with_stamp
 from aerial_sim.recording.rates import (
     CONFIGURED_KEY,
@@ -153,8 +153,8 @@ class SummaryCollector:
     def messages_of(self, connection, times_ns: list[int], payloads: list[bytes]) -> bool:
         """A topic's messages at once (:mod:`aerial_sim.recording.topic_reader`): what :meth:`message` does for each,
         the stamps read with :func:`~aerial_sim.recording.cdr_columns.header_stamps_ns` and odometry with
-        :func:`aerial_sim.cdr.decode_odometry`; False (nothing taken) for a payload either cannot read."""
-        from aerial_sim.cdr import decode_odometry
+        :func:`aerial_sim.cdr.decode.decode_odometry`; False (nothing taken) for a payload either cannot read."""
+        from aerial_sim.cdr.decode import decode_odometry
         from aerial_sim.recording.cdr_columns import header_stamps_ns
 
         topic = connection.topic

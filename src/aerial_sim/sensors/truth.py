@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from aerial_sim.cdr import OdometryFields
+from aerial_sim.cdr.decode import OdometryFields
 from aerial_sim.physics import rotation as physics_rotation
 
 Vec3 = tuple[float, float, float]
@@ -97,7 +97,7 @@ def as_truth_sample(truth: GroundTruthLike) -> TruthSample:
 
 
 def truth_from_odometry(msg: Any) -> TruthSample | None:
-    """A :class:`TruthSample` from odometry: :class:`aerial_sim.cdr.OdometryFields` (what the nodes'
+    """A :class:`TruthSample` from odometry: :class:`aerial_sim.cdr.decode.OdometryFields` (what the nodes'
     raw subscriptions decode) or a nav_msgs/Odometry-shaped object (read by attribute, no ROS import).
 
     Pose is in ``map`` (ENU), twist in the body frame (nav_msgs convention), so the

@@ -14,7 +14,8 @@ from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from sensor_msgs.msg import BatteryState, Imu, JointState
 from std_msgs.msg import Float64MultiArray
 
-from aerial_sim.cdr import decode_float64_array, encode_pose_stamped
+from aerial_sim.cdr.decode import decode_float64_array
+from aerial_sim.cdr.encode import encode_pose_stamped
 from aerial_sim.environment.atmosphere import MAX_ALTITUDE_M, MIN_ALTITUDE_M
 from aerial_sim.nodes._physics.params import PhysicsNodeParams
 from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos

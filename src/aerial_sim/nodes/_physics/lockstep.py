@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
-from aerial_sim.cdr import cdr_header_frame_id, cdr_header_stamp_ns
+from aerial_sim.cdr.decode import cdr_header_frame_id, cdr_header_stamp_ns
 from aerial_sim.config import ParamsError
 from aerial_sim.physics.lockstep import (DROPPED_MARKER, KEY_VARIABLE, STAMP_TOLERANCE_NS, Holdup, LockstepGate,
                                          Participant, parse_key, parse_participants, shorten, signature_matches,

@@ -12,7 +12,8 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseArray, TransformStamped
 from sensor_msgs.msg import BatteryState, PointCloud2
 
-from aerial_sim.cdr import encode_diagnostics_of, encode_imu, encode_joint_state, encode_odometry, encode_pose_array
+from aerial_sim.cdr.encode import (encode_diagnostics_of, encode_imu, encode_joint_state, encode_odometry,
+                                   encode_pose_array)
 from aerial_sim.nodes._physics.inputs import command_subscription
 from aerial_sim.nodes._physics.world_setup import hovering_copy
 from aerial_sim.physics.rotation import rotate_inverse
@@ -245,7 +246,7 @@ POSE_TWIST_COVARIANCE = tuple(GROUND_TRUTH_VARIANCE if i % 7 == 0 else 0.0 for i
 def odometry_bytes(truth, stamp_ns: int, child_frame: str) -> bytes:
     """nav_msgs/Odometry (CDR): pose in ``map`` (ENU); twist in the body frame (FLU), per nav_msgs convention.
 
-    Serialized here (:func:`aerial_sim.cdr.encode_odometry`) rather than built as an rclpy message:
+    Serialized here (:func:`aerial_sim.cdr.encode.encode_odometry`) rather than built as an rclpy message:
     building and publishing the typed message cost about six times as much (``bench cdr``)."""
     velocity_body = rotate_inverse(truth.orientation, truth.velocity_world)
     return encode_odometry(stamp_ns, "map", child_frame, truth.position, truth.orientation, POSE_TWIST_COVARIANCE,

@@ -7,7 +7,7 @@ from typing import Callable, Sequence
 
 from rclpy.node import Node
 
-from aerial_sim import cdr
+from aerial_sim.cdr.encode import encode_float64_array
 from aerial_sim.nodes.ros.qos import COMMAND_QOS
 from aerial_sim.nodes.ros.swarm_link import SWARM_COMMANDS
 
@@ -23,5 +23,5 @@ def motor_command_output(node: Node, topic: str) -> Callable[[Sequence[float]], 
     publisher = node.create_publisher(Float64MultiArray, topic, COMMAND_QOS)
 
     def publish(controls: Sequence[float]) -> None:
-        publisher.publish(cdr.encode_float64_array(controls))  # CDR: a sixth of the typed message's cost
+        publisher.publish(encode_float64_array(controls))  # CDR: a sixth of the typed message's cost
     return publish

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 
-from aerial_sim import cdr
+from aerial_sim.cdr.decode import (ImuFields, JointStateFields, OdometryFields, decode_imu, decode_joint_state,
+                                   decode_odometry)
 from aerial_sim.nodes.ros.swarm_link import SWARM_TRUTH
 
 if TYPE_CHECKING:
@@ -62,28 +63,28 @@ def _decoded_once(decode: Callable[[bytes], Any]) -> LastDecoded:
     return _DECODED_ONCE[decode]
 
 
-def subscribe_odometry(node: Node, topic: str, callback: Callable[[cdr.OdometryFields], None], qos: QoSProfile,
+def subscribe_odometry(node: Node, topic: str, callback: Callable[[OdometryFields], None], qos: QoSProfile,
                        clock: "InputStampClock | None" = None):
-    """Subscribe to nav_msgs/Odometry; ``callback`` gets :class:`aerial_sim.cdr.OdometryFields`."""
+    """Subscribe to nav_msgs/Odometry; ``callback`` gets :class:`aerial_sim.cdr.decode.OdometryFields`."""
     from nav_msgs.msg import Odometry  # noqa: PLC0415 - not every node reads odometry
 
     if SWARM_TRUTH.route(node, topic, callback, clock):
         return SWARM_TRUTH.subscription  # a fleet process's row of /swarm/state (swarm_link)
-    return subscribe_decoded(node, Odometry, cdr.decode_odometry, topic, callback, qos, clock)
+    return subscribe_decoded(node, Odometry, decode_odometry, topic, callback, qos, clock)
 
 
-def subscribe_imu(node: Node, topic: str, callback: Callable[[cdr.ImuFields], None], qos: QoSProfile,
+def subscribe_imu(node: Node, topic: str, callback: Callable[[ImuFields], None], qos: QoSProfile,
                   clock: "InputStampClock | None" = None):
-    """Subscribe to sensor_msgs/Imu; ``callback`` gets :class:`aerial_sim.cdr.ImuFields`."""
+    """Subscribe to sensor_msgs/Imu; ``callback`` gets :class:`aerial_sim.cdr.decode.ImuFields`."""
     from sensor_msgs.msg import Imu  # noqa: PLC0415
 
     if SWARM_TRUTH.route(node, topic, callback, clock):
         return SWARM_TRUTH.subscription
-    return subscribe_decoded(node, Imu, cdr.decode_imu, topic, callback, qos, clock)
+    return subscribe_decoded(node, Imu, decode_imu, topic, callback, qos, clock)
 
 
-def subscribe_joint_state(node: Node, topic: str, callback: Callable[[cdr.JointStateFields], None], qos: QoSProfile):
-    """Subscribe to sensor_msgs/JointState; ``callback`` gets :class:`aerial_sim.cdr.JointStateFields`."""
+def subscribe_joint_state(node: Node, topic: str, callback: Callable[[JointStateFields], None], qos: QoSProfile):
+    """Subscribe to sensor_msgs/JointState; ``callback`` gets :class:`aerial_sim.cdr.decode.JointStateFields`."""
     from sensor_msgs.msg import JointState  # noqa: PLC0415
 
-    return subscribe_decoded(node, JointState, cdr.decode_joint_state, topic, callback, qos)
+    return subscribe_decoded(node, JointState, decode_joint_state, topic, callback, qos)
