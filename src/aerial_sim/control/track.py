@@ -120,47 +120,85 @@ def write_plots(recorder: TrackRecorder, path: np.ndarray, folder: Path, title: 
 
     Plain ``Figure`` objects with fixed margins, no pyplot and no ``tight_layout``: the
     mission writes these after landing, on the way to ending the launch, and pyplot's
-    import and the layout pass made up about half of that time.
+    import and the layout pass made up about half of that time. The figures are kept for the
+    next call (a batch's post-processing draws them for every run) and the time series thinned
+    to the axes' pixel columns (:mod:`aerial_sim.recording.kept_figures`).
     """
+    from aerial_sim.recording.kept_figures import kept_figure, thin_to_columns
+
+    data = recorder.rows
+    times = np.array([r[0] for r in data], dtype=float)
+    xyz = recorder.positions().reshape(-1, 3)
+    refs = np.array([r[8:11] for r in data], dtype=float).reshape(-1, 3)
+    written = []
+
+    with kept_figure(("track", "xy_over_time"), _xy_over_time_figure) as (figure, axes, lines):
+        columns = round(axes[0].get_position().width * figure.get_figwidth() * XY_DPI)  # its width in pixels
+        thin_t, thin = thin_to_columns(times, np.column_stack([xyz[:, :2], refs[:, :2]]), columns)
+        for index in (0, 1):
+            lines[index][0].set_data(thin_t, thin[:, index])
+            lines[index][1].set_data(thin_t, thin[:, 2 + index])
+        for axis in axes:  # (shared x: every axis's data first, then the limits)
+            axis.relim()
+        for axis in axes:
+            axis.autoscale_view()
+        axes[0].set_title(f"{title}: position over time")
+        written.append(folder / "xy_over_time.png")
+        figure.savefig(written[-1], dpi=XY_DPI)
+
+    with kept_figure(("track", "top_view"), _top_view_figure) as (figure, axis, commanded, flown):
+        commanded.set_data(path[:, 0], path[:, 1])
+        flown.set_data(xyz[:, 0], xyz[:, 1])
+        axis.relim()
+        axis.autoscale_view()
+        axis.set_title(f"{title}: top view")
+        written.append(folder / "top_view.png")
+        figure.savefig(written[-1], dpi=XY_DPI)
+    return written
+
+
+#: Resolution of the mission's plots, dots per inch.
+XY_DPI = 110
+
+
+def _xy_over_time_figure():
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
-    data = recorder.rows
-    times = np.array([r[0] for r in data])
-    xyz = recorder.positions()
-    refs = np.array([r[8:11] for r in data], dtype=float).reshape(-1, 3)
-    written = []
-
     figure = Figure(figsize=(8, 5))
     figure.subplots_adjust(left=0.1, right=0.97, bottom=0.1, top=0.93, hspace=0.08)
     axes = figure.subplots(2, 1, sharex=True)
-    for axis, index, label in ((axes[0], 0, "x (east) [m]"), (axes[1], 1, "y (north) [m]")):
-        axis.plot(times, xyz[:, index], label="flown (ground truth)")
-        axis.plot(times, refs[:, index], "--", label="commanded")
+    lines = []
+    for axis, label in ((axes[0], "x (east) [m]"), (axes[1], "y (north) [m]")):
+        flown, = axis.plot([], [], label="flown (ground truth)")
+        commanded, = axis.plot([], [], "--", label="commanded")
+        lines.append((flown, commanded))
         axis.set_ylabel(label)
         axis.grid(True, alpha=0.3)
     axes[0].legend(loc="best")
     axes[1].set_xlabel("sim time [s]")
-    axes[0].set_title(f"{title}: position over time")
-    written.append(folder / "xy_over_time.png")
-    figure.savefig(written[-1], dpi=110)
+    return figure, axes, lines
+
+
+def _top_view_figure():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
 
     figure = Figure(figsize=(6, 6))
     figure.subplots_adjust(left=0.13, right=0.97, bottom=0.09, top=0.94)
     axis = figure.subplots()
-    axis.plot(path[:, 0], path[:, 1], "k--", linewidth=1, label="commanded path")
-    axis.plot(xyz[:, 0], xyz[:, 1], linewidth=1.2, label="flown (ground truth)")
+    commanded, = axis.plot([], [], "k--", linewidth=1, label="commanded path")
+    flown, = axis.plot([], [], linewidth=1.2, label="flown (ground truth)")
     axis.set_aspect("equal", adjustable="datalim")
     axis.set_xlabel("x (east) [m]")
     axis.set_ylabel("y (north) [m]")
     axis.grid(True, alpha=0.3)
     axis.legend(loc="best")
-    axis.set_title(f"{title}: top view")
-    written.append(folder / "top_view.png")
-    figure.savefig(written[-1], dpi=110)
-    return written
+    return figure, axis, commanded, flown
 
 
 def write_plots_from_csv(folder: Path, title: str) -> list[Path]:

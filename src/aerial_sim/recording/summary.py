@@ -216,7 +216,30 @@ class SummaryCollector:
 
 
 def plot_trajectory(summary: RunSummary, path: str | Path) -> Path:
-    """Top view (east/north) and altitude over time of every odometry topic, as a PNG (matplotlib Agg)."""
+    """Top view (east/north) and altitude over time of every odometry topic, as a PNG (matplotlib Agg).
+
+    The figure is kept for the next plot of the same topics (a batch draws one per run) and the
+    altitude thinned to the axes' pixel columns (:mod:`aerial_sim.recording.kept_figures`).
+    """
+    from aerial_sim.recording.kept_figures import kept_figure, thin_to_columns
+
+    labels = tuple(topic.rsplit("/ground_truth", 1)[0] or topic for topic in summary.trajectories)
+    with kept_figure(("trajectory", labels), lambda: _trajectory_figure(labels)) as (figure, top, height, lines):
+        columns = round(height.get_position().width * figure.get_figwidth() * figure.dpi)  # its width in pixels
+        for data, (track, start, end, altitude) in zip(summary.trajectories.values(), lines):
+            track.set_data(data[:, 1], data[:, 2])
+            start.set_data(data[:1, 1], data[:1, 2])
+            end.set_data(data[-1:, 1], data[-1:, 2])
+            altitude.set_data(*thin_to_columns(data[:, 0] - data[0, 0], data[:, 3], columns))
+        for axis in (top, height):
+            axis.relim()
+            axis.autoscale_view()
+        path = Path(path)
+        figure.savefig(path)
+    return path
+
+
+def _trajectory_figure(labels: tuple[str, ...]):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -226,24 +249,23 @@ def plot_trajectory(summary: RunSummary, path: str | Path) -> Path:
     # Fixed margins instead of tight_layout: the layout pass is a good part of the plot's time.
     figure.subplots_adjust(left=0.07, right=0.98, bottom=0.11, top=0.92, wspace=0.25)
     top, height = figure.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.3]})
-    for topic, data in summary.trajectories.items():
-        label = topic.rsplit("/ground_truth", 1)[0] or topic
-        top.plot(data[:, 1], data[:, 2], label=label)
-        top.plot(data[:1, 1], data[:1, 2], "go")
-        top.plot(data[-1:, 1], data[-1:, 2], "rs")
-        height.plot(data[:, 0] - data[0, 0], data[:, 3], label=label)
+    lines = []
+    for label in labels:
+        track, = top.plot([], [], label=label)
+        start, = top.plot([], [], "go")
+        end, = top.plot([], [], "rs")
+        altitude, = height.plot([], [], label=label)
+        lines.append((track, start, end, altitude))
     top.set(xlabel="east [m]", ylabel="north [m]", title="trajectory (map, ENU)")
     top.set_aspect("equal", adjustable="datalim")
     top.grid(True, alpha=0.3)
     height.set(xlabel="time [s]", ylabel="up [m]", title="altitude")
     height.grid(True, alpha=0.3)
-    if summary.trajectories:
+    if labels:
         top.legend(loc="best", fontsize=8)
     else:
         top.text(0.5, 0.5, "no odometry recorded", ha="center", va="center", transform=top.transAxes)
-    path = Path(path)
-    figure.savefig(path)
-    return path
+    return figure, top, height, lines
 
 
 #: The recorder's report in the run folder; ``summary.txt`` there belongs to the mission node.
