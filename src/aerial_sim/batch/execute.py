@@ -34,8 +34,9 @@ CPU per simulated second: the launcher and the post-processing are waited for wi
 whose resource usage includes every process they reaped (all the run's nodes); their sum is the
 attempt's ``cpu_s``, all in (start-up, flight, stop, post-processing). The flight's share is the
 CPU of the run's live processes (``/proc``) between the physics node's ``lockstep: starting``
-line and ``metrics.json`` appearing, sampled each second (so to about a second of the run's CPU). The entry gives both per
-simulated second (``cpu_per_sim_s``, ``flight_cpu_per_sim_s``).
+line and ``metrics.json`` appearing: the start line is looked for at every poll and the CPU read when it is
+found, the end read when ``metrics.json`` is (:class:`_FlightCpu`; a warm run's flight is the same reading from its
+un-pause). The entry gives both per simulated second (``cpu_per_sim_s``, ``flight_cpu_per_sim_s``).
 
 ``launch_slots`` (the local backend's ``--workers``): a semaphore held from the
 domain lease to the end of the launch only, so a finished run's post-processing
@@ -305,23 +306,34 @@ def _stop(launcher: subprocess.Popen, marker: str, grace_s: float, usage: _Usage
 
 
 class _FlightCpu:
-    """CPU of the run's live processes from the flight's start to landing, sampled each second.
+    """CPU of the run's live processes from the flight's start to landing.
 
     The flight starts at the physics node's ``lockstep: starting`` line in the attempt's log (every
-    batch run is lockstep), or, for a launch that never prints it, when the bag first grows.
+    batch run is lockstep), or, for a launch that never prints it, when the bag first grows; a warm
+    run's at its un-pause (:meth:`begin`). The start is looked for at every poll (the log's new bytes
+    only) and the CPU read as soon as it is seen, the end as soon as the run has landed: both ends of
+    a first run's flight and of a warm run's are read the same way. (The start used to be looked for
+    once a second, so a first run's flight missed up to a second of its CPU, and a graph's first run
+    booked less flight CPU than its warm runs.) While flying, the CPU is read once a second, for a
+    launch that ends before it lands.
     """
 
     START_LINE = b"lockstep: starting"
 
-    def __init__(self, session_id: int, folder: Path, log_path: Path | None = None):
+    def __init__(self, session_id: int, folder: Path, log_path: Path | None = None, offset: int = 0):
         self.session_id, self.marker, self.bag = session_id, str(folder), folder / "bag"
         self.log_path = log_path
-        self._log_offset = 0
+        self._log_offset = offset
         self._bag_signature = None
         self._start: float | None = None
         self._end: float | None = None
         self._last: float | None = None
         self._next = 0.0
+
+    def begin(self) -> None:
+        """The flight starts now (a warm run's un-pause)."""
+        self._start = self._last = session_cpu_s(self.session_id, self.marker)
+        self._next = time.monotonic() + 1.0
 
     def _started(self) -> bool:
         if self.log_path is not None:
@@ -344,16 +356,14 @@ class _FlightCpu:
         """Call at every poll; ``landed``: metrics.json exists (then the flight's end is taken at once)."""
         if self._end is not None:
             return
-        if self._start is not None and landed:
-            self._end = session_cpu_s(self.session_id, self.marker)
-            return
-        if time.monotonic() < self._next:
-            return
-        self._next = time.monotonic() + 1.0
         if self._start is None:
             if self._started():
-                self._start = self._last = session_cpu_s(self.session_id, self.marker)
-        else:
+                self.begin()
+            return
+        if landed:
+            self._end = session_cpu_s(self.session_id, self.marker)
+        elif time.monotonic() >= self._next:
+            self._next = time.monotonic() + 1.0
             self._last = session_cpu_s(self.session_id, self.marker)  # in case the launch ends first
 
     def cpu_s(self) -> float | None:

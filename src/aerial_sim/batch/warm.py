@@ -397,8 +397,10 @@ class WarmWorker:
         with open(log_path, "a", encoding="utf-8") as log:
             log.write(f"# warm start {overhead_s:.3f} s after the landing before (pause {graph.closing_s:.3f} s, "
                       f"then s: {', '.join(steps)})\n")
-        cpu_unpaused = graph.cpu_s()
-        attempt = self._watch(graph, folder, log_path, offset, None, cpu_unpaused)
+        flight = _FlightCpu(graph.launcher.pid, folder)
+        flight.marker = graph.marker
+        flight.begin()
+        attempt = self._watch(graph, folder, log_path, offset, flight)
         attempt.launched_at = launched_at
         attempt.wall_s = time.monotonic() - began
         attempt.extra["overhead_s"] = round(overhead_s, 3)
@@ -406,8 +408,7 @@ class WarmWorker:
         return attempt
 
     # -- watching a run in the graph until it lands -------------------------------------
-    def _watch(self, graph: _Graph, folder: Path, log_path: Path, offset: int, flight: _FlightCpu | None,
-               cpu_unpaused: float | None = None) -> Attempt:
+    def _watch(self, graph: _Graph, folder: Path, log_path: Path, offset: int, flight: _FlightCpu) -> Attempt:
         """Until the mission's ``MISSION_END_FILE`` (the run ended, landed or failed, and the clock stopped
         where it ended; CPU counted, the graph paused) or a failure of the graph."""
         options = self.options
@@ -439,8 +440,7 @@ class WarmWorker:
             if time.monotonic() >= deadline:
                 kind, why = "timeout", f"no landing within {options.timeout_s:g} s (stopped)"
                 break
-            if flight is not None:
-                flight.sample(False)
+            flight.sample(False)
             time.sleep(0.05)
         if kind:
             self._copy_log(graph, offset, log_path)
@@ -448,14 +448,11 @@ class WarmWorker:
                 why = f"launch exited with code {graph.launcher.returncode}{_last_error(log_path)}"
             return Attempt(False, kind, why, log_path, domain)
         landed = time.monotonic()
+        flight.sample(True)
+        flight_cpu_s = flight.cpu_s()
         cpu_now = graph.cpu_s()
         launch_cpu_s = max(cpu_now - graph.cpu_attributed, 0.0)
         graph.cpu_attributed = cpu_now
-        if flight is not None:
-            flight.sample(True)
-            flight_cpu_s = flight.cpu_s()
-        else:
-            flight_cpu_s = max(cpu_now - cpu_unpaused, 0.0)
         graph.runs += 1
         try:
             graph.client.set_bool("/physics/pause", True)
