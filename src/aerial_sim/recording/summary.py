@@ -256,10 +256,14 @@ def _trajectory_figure(labels: tuple[str, ...]):
         end, = top.plot([], [], "rs")
         altitude, = height.plot([], [], label=label)
         lines.append((track, start, end, altitude))
-    top.set(xlabel="east [m]", ylabel="north [m]", title="trajectory (map, ENU)")
+    from aerial_sim.control.track import TITLE_Y
+
+    top.set(xlabel="east [m]", ylabel="north [m]")
+    top.set_title("trajectory (map, ENU)", y=TITLE_Y)
     top.set_aspect("equal", adjustable="datalim")
     top.grid(True, alpha=0.3)
-    height.set(xlabel="time [s]", ylabel="up [m]", title="altitude")
+    height.set(xlabel="time [s]", ylabel="up [m]")
+    height.set_title("altitude", y=TITLE_Y)
     height.grid(True, alpha=0.3)
     if labels:
         top.legend(loc="best", fontsize=8)
