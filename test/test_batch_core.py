@@ -560,3 +560,55 @@ def test_post_processing_read_topic_by_topic_gives_the_report_and_dataset_of_the
     match, mismatch, errors = filecmp.cmpfiles(run / "dataset", tmp_path / "b" / "dataset", sensors, shallow=False)
     assert not mismatch and not errors and len(match) == len(topics)
     assert '"a, ""quoted"" note"' in (run / "dataset" / "sensors" / "note.csv").read_text()
+
+
+# -- the flight's CPU -----------------------------------------------------------------------------------
+
+_FAKE_GRAPH = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    folder, log = Path(sys.argv[1]), Path(sys.argv[2])
+
+    def burn(seconds):
+        end = time.process_time() + seconds
+        while time.process_time() < end:
+            pass
+
+    (folder / "bag").mkdir()
+    (folder / "bag" / "bag_0.mcap").write_bytes(b"schemas")
+    time.sleep(0.3)
+    (folder / "bag" / "bag_0.mcap").write_bytes(b"schemas and channels")  # the recorder subscribing
+    burn(0.8)  # the rest of the start-up, the settle
+    with open(log, "ab") as stream:
+        stream.write(b"[physics]: lockstep: starting with 6 subscribers\\n")
+    burn(0.6)  # the flight
+    (folder / "metrics.json").write_text("{}")
+    time.sleep(30)
+""")
+
+
+def test_a_first_runs_flight_cpu_starts_at_the_lockstep_start_not_at_the_bags_first_bytes(tmp_path):
+    """A graph's first run books its flight from the physics node's start line, seen within a poll: not from
+    the recorder's first bytes in the bag during the start-up, not a second late (as warm runs, from their
+    un-pause)."""
+    import time
+
+    from aerial_sim.batch.execute import METRICS_FILE, _FlightCpu
+
+    folder, log = tmp_path / "runs" / "0000", tmp_path / "launch.log"
+    folder.mkdir(parents=True)
+    log.write_bytes(b"[recorder]: recording to bag\n")
+    graph = subprocess.Popen([sys.executable, "-c", _FAKE_GRAPH, str(folder), str(log)], start_new_session=True)
+    try:
+        flight = _FlightCpu(graph.pid, folder, log)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            landed = (folder / METRICS_FILE).is_file()
+            flight.sample(landed)
+            if landed:
+                break
+            time.sleep(0.05)
+        assert 0.45 <= flight.cpu_s() <= 0.8, flight.cpu_s()  # the 0.6 s burnt after the line, to about a poll
+    finally:
+        graph.kill()
+        graph.wait()

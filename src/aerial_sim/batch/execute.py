@@ -309,22 +309,26 @@ class _FlightCpu:
     """CPU of the run's live processes from the flight's start to landing.
 
     The flight starts at the physics node's ``lockstep: starting`` line in the attempt's log (every
-    batch run is lockstep), or, for a launch that never prints it, when the bag first grows; a warm
-    run's at its un-pause (:meth:`begin`). The start is looked for at every poll (the log's new bytes
-    only) and the CPU read as soon as it is seen, the end as soon as the run has landed: both ends of
-    a first run's flight and of a warm run's are read the same way. (The start used to be looked for
-    once a second, so a first run's flight missed up to a second of its CPU, and a graph's first run
-    booked less flight CPU than its warm runs.) While flying, the CPU is read once a second, for a
-    launch that ends before it lands.
+    batch run is lockstep); a warm run's at its un-pause (:meth:`begin`). The line is looked for at
+    every poll (the log's new bytes only) and the CPU read as soon as it is seen, the end as soon as
+    the run has landed: a graph's first run and its warm runs count their flights the same way. For a
+    launch that never prints the line, the flight starts when the bag first grows (read then, used
+    only if the line never comes: a lockstep run's recorder writes its bag's schemas during the
+    start-up, seconds before the flight).
+
+    (The start used to be looked for once a second, by the line or the bag's growth, whichever was
+    seen first: a first run's flight began at a random point of the start-up or up to a second late.)
+    While flying, the CPU is read once a second, for a launch that ends before it lands.
     """
 
     START_LINE = b"lockstep: starting"
 
-    def __init__(self, session_id: int, folder: Path, log_path: Path | None = None, offset: int = 0):
+    def __init__(self, session_id: int, folder: Path, log_path: Path | None = None):
         self.session_id, self.marker, self.bag = session_id, str(folder), folder / "bag"
         self.log_path = log_path
-        self._log_offset = offset
+        self._log_offset = 0
         self._bag_signature = None
+        self._bag_start: float | None = None  # CPU when the bag first grew (the start without the line)
         self._start: float | None = None
         self._end: float | None = None
         self._last: float | None = None
@@ -335,17 +339,19 @@ class _FlightCpu:
         self._start = self._last = session_cpu_s(self.session_id, self.marker)
         self._next = time.monotonic() + 1.0
 
-    def _started(self) -> bool:
-        if self.log_path is not None:
-            try:
-                with open(self.log_path, "rb") as log:
-                    log.seek(max(self._log_offset - len(self.START_LINE), 0))
-                    text = log.read()
-                    self._log_offset = log.tell()
-            except OSError:
-                text = b""
-            if self.START_LINE in text:
-                return True
+    def _line_seen(self) -> bool:
+        if self.log_path is None:
+            return False
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(max(self._log_offset - len(self.START_LINE), 0))
+                text = log.read()
+                self._log_offset = log.tell()
+        except OSError:
+            return False
+        return self.START_LINE in text
+
+    def _bag_grew(self) -> bool:
         signature = folder_signature(self.bag) if self.bag.is_dir() else None
         grew = bool(signature and signature[1] > 0 and self._bag_signature is not None and signature != self._bag_signature)
         if signature and signature[1] > 0:
@@ -356,9 +362,12 @@ class _FlightCpu:
         """Call at every poll; ``landed``: metrics.json exists (then the flight's end is taken at once)."""
         if self._end is not None:
             return
-        if self._start is None:
-            if self._started():
-                self.begin()
+        if self._start is None and self._line_seen():
+            self.begin()
+        elif self._start is None and self._bag_start is None:
+            if self._bag_grew():
+                self._bag_start = self._last = session_cpu_s(self.session_id, self.marker)
+                self._next = time.monotonic() + 1.0
             return
         if landed:
             self._end = session_cpu_s(self.session_id, self.marker)
@@ -367,10 +376,11 @@ class _FlightCpu:
             self._last = session_cpu_s(self.session_id, self.marker)  # in case the launch ends first
 
     def cpu_s(self) -> float | None:
+        start = self._start if self._start is not None else self._bag_start
         end = self._end if self._end is not None else self._last
-        if self._start is None or end is None:
+        if start is None or end is None:
             return None
-        return max(end - self._start, 0.0)
+        return max(end - start, 0.0)
 
 
 def lockstep_drop(log_path: Path) -> str:
