@@ -123,3 +123,44 @@ def _inked_extent(image: np.ndarray) -> np.ndarray:
     top = np.where(ink, rows, image.shape[0]).min(axis=0)
     bottom = np.where(ink, rows, -1).max(axis=0)
     return np.where(ink.any(axis=0), np.stack([top, bottom]), -1)
+
+
+def test_draw_plots_draws_a_plotless_sweeps_pngs_later_and_names_a_broken_run(tmp_path, capsys):
+    """``aerial_sim batch SWEEP --draw-plots [RUN_ID ...]``: a sweep flown with ``run.plots: false`` gets its
+    runs' PNGs afterwards from their bags and tracks; a run whose track is broken is one line, the others drawn."""
+    from test_record_bag import cdr_odometry
+
+    from aerial_sim.batch.manifest import run_dir, write_result
+    from aerial_sim.batch.sweep import load_sweep
+    from aerial_sim.cli.batch import main
+    from aerial_sim.recording.bag import BagWriter
+
+    sweep_file = tmp_path / "plotless.yaml"
+    sweep_file.write_text("name: plotless\nbase: {scene: empty, mission: hop_1m, use_camera: false}\n"
+                          "grid: {seed: [0, 1, 2]}\nrun: {plots: false}\n")
+    sweep, out = load_sweep(sweep_file), tmp_path / "out"
+    recorder, path, _ = _flight(5, samples=400)
+    for index, run in enumerate(sweep.runs[:2]):  # the third never finished
+        folder = run_dir(out, run)
+        with BagWriter(folder / "bag") as writer:
+            writer.add_topic("/drone1/ground_truth/odom", "nav_msgs/msg/Odometry")
+            for k in range(100):
+                writer.write("/drone1/ground_truth/odom", cdr_odometry(0.04 * k, 0.05 * k), k * 40_000_000)
+        recorder.write_csv(folder / "track.csv")
+        np.savetxt(folder / "commanded_path.csv", path, delimiter=",", header="x_m,y_m,z_m", comments="")
+        (folder / "metrics.json").write_text('{"mission": {"name": "hop_1m"}}')
+        write_result(out, run, {"run_id": run.run_id, "status": "ok", "parameters": run.parameters})
+    (run_dir(out, sweep.runs[1]) / "track.csv").write_text("time_s,x_m\nnot a number,1\n")
+
+    assert main([str(sweep_file), "--out", str(out), "--draw-plots"]) == 1
+    printed = capsys.readouterr().out
+    first, broken = sweep.runs[0].run_id, sweep.runs[1].run_id
+    assert f"{broken}: plots not drawn: ValueError" in printed and "4 PNGs drawn" in printed, printed
+    assert sorted(p.name for p in run_dir(out, sweep.runs[0]).glob("*.png")) == [
+        "top_view.png", "trajectory.png", "xy_over_time.png"]
+    assert Image.open(run_dir(out, sweep.runs[0]) / "xy_over_time.png").size == (880, 550)
+    # Again, for the first run only: nothing is missing, nothing drawn; a run id not in the sweep is refused.
+    assert main([str(sweep_file), "--out", str(out), "--draw-plots", first]) == 0
+    assert "0 PNGs drawn" in capsys.readouterr().out
+    assert main([str(sweep_file), "--out", str(out), "--draw-plots", "0099-nosuchrun"]) == 2
+    assert "no run 0099-nosuchrun" in capsys.readouterr().err

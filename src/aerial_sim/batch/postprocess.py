@@ -108,14 +108,29 @@ def _write_run_report(summary, run_dir: Path, plots: bool = True) -> None:
         plot_trajectory(summary, run_dir / "trajectory.png")
 
 
-def _write_mission_plots(run_dir: Path) -> None:
+def _write_mission_plots(run_dir: Path) -> list[Path]:
     """The mission's ``xy_over_time.png`` and ``top_view.png`` from its ``track.csv``, when it left them to us."""
     from aerial_sim.control.track import write_plots_from_csv
 
     track, metrics = run_dir / "track.csv", run_dir / "metrics.json"
     if track.is_file() and metrics.is_file() and not (run_dir / "top_view.png").exists():
         title = json.loads(metrics.read_text()).get("mission", {}).get("name", "mission")
-        write_plots_from_csv(run_dir, title)
+        return write_plots_from_csv(run_dir, title)
+    return []
+
+
+def draw_plots(run_dir: Path) -> list[Path]:
+    """A finished run's PNGs that are not there yet (a sweep flown with ``run.plots: false``), drawn now from its
+    bag and ``track.csv``: ``aerial_sim batch SWEEP --draw-plots``. The PNGs written."""
+    from aerial_sim.recording.reader import find_bag
+    from aerial_sim.recording.summary import plot_trajectory, summarize
+
+    written = []
+    if not (run_dir / "trajectory.png").exists():
+        summary = summarize(find_bag(run_dir))
+        if summary.trajectories:
+            written.append(plot_trajectory(summary, run_dir / "trajectory.png"))
+    return written + _write_mission_plots(run_dir)
 
 
 def serve(requests, replies) -> int:

@@ -32,6 +32,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--address", default=None, help="Ray cluster to join (HOST:PORT); default: a local Ray instance")
     parser.add_argument("--dry-run", action="store_true", help="check the sweep and list its runs; start nothing")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--draw-plots", nargs="*", metavar="RUN_ID", default=None,
+                        help="draw the PNG plots a finished run lacks (a sweep flown with run.plots: false), of every "
+                             "finished run or of the RUN_IDs given; flies nothing")
     options = parser.parse_args(argv)
 
     from aerial_sim.batch.domains import DomainPool, DomainRangeError
@@ -59,6 +62,8 @@ def main(argv: list[str]) -> int:
     if options.dry_run:
         _print_runs(sweep, out_dir)
         return 0
+    if options.draw_plots is not None:
+        return _draw_plots(sweep, out_dir, options.draw_plots)
     previous = {s: signal.signal(s, _interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
         outcome = run_batch(sweep, out_dir, options.backend, workers, options.address,
@@ -92,6 +97,36 @@ def _print_runs(sweep, out_dir: Path) -> None:
         done = " (done)" if is_finished(out_dir, run) else ""
         values = " ".join(f"{k}={v}" for k, v in run.parameters.items())
         print(f"  {run.run_id}{done}  {values}")
+
+
+def _draw_plots(sweep, out_dir: Path, run_ids: list[str]) -> int:
+    """``--draw-plots``: each finished run's missing PNGs, one line per run that has none to draw or fails."""
+    from aerial_sim.batch.manifest import is_finished, run_dir
+    from aerial_sim.batch.postprocess import draw_plots
+
+    known = {run.run_id: run for run in sweep.runs}
+    unknown = [run_id for run_id in run_ids if run_id not in known]
+    if unknown:
+        print(f"aerial_sim batch: --draw-plots: no run {', '.join(unknown)} in sweep '{sweep.name}'", file=sys.stderr)
+        return 2
+    chosen = [known[run_id] for run_id in run_ids] if run_ids else list(sweep.runs)
+    drawn = failed = 0
+    for run in chosen:
+        if not is_finished(out_dir, run):
+            if run_ids:
+                print(f"{run.run_id}: not finished in {out_dir}: nothing to draw")
+                failed += 1
+            continue
+        folder = run_dir(out_dir, run)
+        there = set(folder.glob("*.png"))
+        try:
+            draw_plots(folder)
+        except Exception as error:  # noqa: BLE001 - one run's broken folder: say which, draw the others
+            print(f"{run.run_id}: plots not drawn: {type(error).__name__}: {error}")
+            failed += 1
+        drawn += len(set(folder.glob("*.png")) - there)
+    print(f"{drawn} PNGs drawn in {out_dir / 'runs'}" + (f"; {failed} runs without" if failed else ""))
+    return 1 if failed else 0
 
 
 def _print_outcome(outcome, out_dir: Path) -> None:
