@@ -124,7 +124,7 @@ def write_plots(recorder: TrackRecorder, path: np.ndarray, folder: Path, title: 
     next call (a batch's post-processing draws them for every run) and the time series thinned
     to the axes' pixel columns (:mod:`aerial_sim.recording.kept_figures`).
     """
-    from aerial_sim.recording.kept_figures import kept_figure, thin_to_columns
+    from aerial_sim.recording.kept_figures import TITLE_Y, kept_figure, thin_to_columns
 
     data = recorder.rows
     times = np.array([r[0] for r in data], dtype=float)
@@ -159,9 +159,6 @@ def write_plots(recorder: TrackRecorder, path: np.ndarray, folder: Path, title: 
 
 #: Resolution of the mission's plots, dots per inch.
 XY_DPI = 110
-#: A title's height over its axes, given: where matplotlib would put it (no ticks on top), without the pass over
-#: every tick label's extent it makes at each draw to find that out (about a fifth of a plot's CPU).
-TITLE_Y = 1.0
 
 
 def _xy_over_time_figure():

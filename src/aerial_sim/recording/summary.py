@@ -256,7 +256,7 @@ def _trajectory_figure(labels: tuple[str, ...]):
         end, = top.plot([], [], "rs")
         altitude, = height.plot([], [], label=label)
         lines.append((track, start, end, altitude))
-    from aerial_sim.control.track import TITLE_Y
+    from aerial_sim.recording.kept_figures import TITLE_Y
 
     top.set(xlabel="east [m]", ylabel="north [m]")
     top.set_title("trajectory (map, ENU)", y=TITLE_Y)
