@@ -294,3 +294,31 @@ def test_the_state_period_monitor_flags_a_sustained_slow_stream_not_one_late_mes
     assert not any(monitor.update(1.0 + floor_period * k) for k in range(200))  # at the floor: fine
     assert [monitor.update(6.0 + 0.1 * k) for k in range(100)][-1]  # 10 Hz for 10 s: flagged
     assert monitor.period_s == pytest.approx(0.1, rel=0.01)
+
+
+@pytest.mark.parametrize("vehicle_name", ["quad_x", "hexa_x"])
+def test_the_one_function_cascade_gives_the_staged_cascades_bits(vehicle_name):
+    """``CascadedController.update`` (the cascade written out in one function, issue 34's flight CPU) against
+    ``update_by_stages`` (each stage a function): the same rotor inputs, outputs and integrators, bit for bit
+    (repr tells -0.0 from 0.0), step after step, over hover, steps, velocity mode and every saturation."""
+    from aerial_sim.control.controller import Setpoint
+
+    vehicle = load_vehicle(vehicle_name)
+    one, staged = (CascadedController(ControllerParams(), vehicle) for _ in range(2))
+    rng = np.random.default_rng(34)
+    for step in range(3000):
+        scale = (0.01, 0.3, 3.0, 30.0)[step % 4]  # hover to far beyond every limit
+        quaternion = rng.normal(size=4)
+        quaternion *= rng.uniform(0.98, 1.02) / np.linalg.norm(quaternion)  # odometry's quaternions are near unit
+        if step % 7 == 0:
+            quaternion = np.array([1.0, 0.0, 0.0, 0.0])  # level: exact zeros on the way
+        state = VehicleState(tuple(rng.normal(0, scale, 3).tolist()), tuple(quaternion.tolist()),
+                             tuple(rng.normal(0, scale, 3).tolist()), tuple(rng.normal(0, scale / 3, 3).tolist()))
+        position = None if step % 3 == 0 else tuple(rng.normal(0, scale, 3).tolist())
+        setpoint = Setpoint(position, tuple(rng.normal(0, scale / 3, 3).tolist()),
+                            tuple(rng.normal(0, scale / 5, 3).tolist()), float(rng.uniform(-4, 4)),
+                            float(rng.normal(0, 0.5)))
+        if step % 500 == 0:
+            one.reset(), staged.reset()
+        assert repr(one.update(state, setpoint, 0.004)) == repr(staged.update_by_stages(state, setpoint, 0.004))
+        assert repr(one._integrators) == repr(staged._integrators)

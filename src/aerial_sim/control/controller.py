@@ -41,8 +41,8 @@ import numpy as np
 from aerial_sim.config import ParamsError, require, require_positive
 from aerial_sim.control.geometry import matrix_to_quat, quat_multiply
 from aerial_sim.control.mixer import SEA_LEVEL_DENSITY_KG_M3, Mixer
-from aerial_sim.physics.rotation import (add, add_scaled, cross, dot, matrix_vector, norm, quat_conjugate, rotation_matrix,
-                                        sub)
+from aerial_sim.physics.rotation import (add, add_scaled, cross, dot, matrix_vector, norm, quat_conjugate, quat_normalize,
+                                        rotation_matrix, sub)
 
 STANDARD_GRAVITY_M_S2 = 9.80665
 
@@ -244,7 +244,101 @@ class CascadedController:
         self._integrators = _Integrators()
 
     def update(self, state: VehicleState, setpoint: Setpoint, dt: float) -> ControlOutput:
-        """One control step of length ``dt`` seconds: rotor inputs for ``setpoint`` from ``state``."""
+        """One control step of length ``dt`` seconds: rotor inputs for ``setpoint`` from ``state``.
+
+        Stages 1-6 written out in one function on local floats: the same operations in the same
+        order as :meth:`update_by_stages` (which names each stage; ``test_control_closed_loop``
+        requires both to give the same bits), at about a third of its CPU: it runs at every
+        odometry message of a flight (issue 34: the flight's CPU per simulated second)."""
+        params = self.params
+        position, velocity, rates = state.position, state.velocity_world, state.angular_velocity_body
+        # the rotation matrix's entries that are used: its last column (body z) and last row (rotation_matrix)
+        qw, qx, qy, qz = quat_normalize(state.orientation)
+        r02, r12 = 2 * (qx * qz + qw * qy), 2 * (qy * qz - qw * qx)
+        r20, r21, r22 = 2 * (qx * qz - qw * qy), 2 * (qy * qz + qw * qx), 1 - 2 * (qx * qx + qy * qy)
+        # 1. position P -> velocity setpoint, limited (_velocity_setpoint)
+        vx, vy, vz = setpoint.velocity
+        target = setpoint.position
+        if target is not None:
+            kp = self._position_p
+            vx = vx + kp[0] * (target[0] - position[0]) * 1.0
+            vy = vy + kp[1] * (target[1] - position[1]) * 1.0
+            vz = vz + kp[2] * (target[2] - position[2]) * 1.0
+        horizontal = math.hypot(vx, vy)
+        if horizontal > params.max_horizontal_speed_m_s:
+            scale = params.max_horizontal_speed_m_s / horizontal
+            vx, vy = vx * scale, vy * scale
+        vz = min(max(vz, -params.max_descent_rate_m_s), params.max_climb_rate_m_s)
+        # 2.-3. velocity PI -> thrust vector with tilt and thrust limits (_thrust_vector)
+        ex, ey, ez = vx - velocity[0], vy - velocity[1], vz - velocity[2]
+        ki, kv, limit = self._velocity_i, self._velocity_p, self._velocity_integral_limit[0]
+        old_x, old_y, old_z = self._integrators.velocity
+        cx = min(max(old_x + ki[0] * ex * dt, -limit), limit)
+        cy = min(max(old_y + ki[1] * ey * dt, -limit), limit)
+        cz = min(max(old_z + ki[2] * ez * dt, -limit), limit)
+        ax, ay, az = setpoint.acceleration
+        mass = self.mass_kg
+        fx = mass * ((ax + kv[0] * ex * 1.0) + cx)
+        fy = mass * ((ay + kv[1] * ey * 1.0) + cy)
+        fz = mass * (((az + kv[2] * ez * 1.0) + cz) + params.gravity_m_s2)
+        thrust_min, thrust_max = self._thrust_min, self._thrust_max
+        thrust_limited = False
+        if fz < thrust_min or fz > thrust_max:
+            thrust_limited = True
+            fz = min(max(fz, thrust_min), thrust_max)
+        horizontal_limit = min(fz * self._tan_tilt, math.sqrt(max(thrust_max**2 - fz**2, 0.0)))
+        horizontal = math.hypot(fx, fy)
+        tilt_limited = horizontal > horizontal_limit
+        if tilt_limited:
+            scale = horizontal_limit / horizontal
+            fx, fy = fx * scale, fy * scale
+        keep_x = keep_y = keep_z = True
+        if target is not None:  # conditional integration (_conditional_integral)
+            speed = self._integration_speed
+            ffx, ffy, ffz = setpoint.velocity
+            keep_x = not abs(velocity[0] - ffx) > speed
+            keep_y = not abs(velocity[1] - ffy) > speed
+            keep_z = not abs(velocity[2] - ffz) > speed
+        if tilt_limited:
+            keep_x = keep_x and ex * fx <= 0.0
+            keep_y = keep_y and ey * fy <= 0.0
+        if thrust_limited:
+            keep_z = keep_z and (ez <= 0.0 if fz >= thrust_max else ez >= 0.0)
+        velocity_integral = (cx if keep_x else old_x, cy if keep_y else old_y, cz if keep_z else old_z)
+        # desired attitude: z along the thrust, heading yaw (_attitude_from_thrust_direction)
+        length = math.sqrt(fx * fx + fy * fy + fz * fz)
+        zx, zy, zz = fx / length, fy / length, fz / length
+        yaw = setpoint.yaw
+        hx, hy = math.cos(yaw), math.sin(yaw)
+        yx, yy, yz = zy * 0.0 - zz * hy, zz * hx - zx * 0.0, zx * hy - zy * hx
+        length = math.sqrt(yx * yx + yy * yy + yz * yz)
+        if length < 1e-6:
+            yx, yy, yz = -math.sin(yaw), math.cos(yaw), 0.0
+        else:
+            yx, yy, yz = yx / length, yy / length, yz / length
+        xx, xy, xz = yy * zz - yz * zy, yz * zx - yx * zz, yx * zy - yy * zx
+        attitude_sp = matrix_to_quat(((xx, yx, zx), (xy, yy, zy), (xz, yz, zz)))
+        thrust_n = min(max(fx * r02 + fy * r12 + fz * r22, thrust_min), thrust_max)
+        # 4. attitude P on q_e = q^-1 q_d, with the raw orientation as _rate_setpoint has it
+        pw, px, py, pz = state.orientation
+        px, py, pz = -px, -py, -pz
+        dw, dx, dy, dz = attitude_sp
+        ew = pw * dw - px * dx - py * dy - pz * dz
+        gain = 2.0 if ew >= 0 else -2.0
+        ka, yaw_rate, rate_limit = self._attitude_p, setpoint.yaw_rate, self._rate_limit
+        sx = ka[0] * (pw * dx + px * dw + py * dz - pz * dy) * gain + yaw_rate * r20
+        sy = ka[1] * (pw * dy - px * dz + py * dw + pz * dx) * gain + yaw_rate * r21
+        sz = ka[2] * (pw * dz + px * dy - py * dx + pz * dw) * gain + yaw_rate * r22
+        sx = min(max(sx, -rate_limit[0]), rate_limit[0])
+        sy = min(max(sy, -rate_limit[1]), rate_limit[1])
+        sz = min(max(sz, -rate_limit[2]), rate_limit[2])
+        self._integrators.velocity = velocity_integral
+        # 5.-6. body-rate PI, mixer, rate anti-windup (_rates_to_controls)
+        return self._rates_to_controls(rates, (sx, sy, sz), thrust_n, dt, attitude_sp, (vx, vy, vz),
+                                       tilt_limited or thrust_limited)
+
+    def update_by_stages(self, state: VehicleState, setpoint: Setpoint, dt: float) -> ControlOutput:
+        """:meth:`update` stage by stage (the reference its one-function form is checked against)."""
         rotation = rotation_matrix(state.orientation)
         velocity_sp = self._velocity_setpoint(state.position, setpoint)
         thrust_vector, tilt_limited, thrust_limited = self._thrust_vector(state.velocity_world, velocity_sp, setpoint, dt)
@@ -389,12 +483,21 @@ class CascadedController:
         return _clamped(rates_sp, self._rate_limit)
 
     def _torque(self, rates, rates_sp, dt: float) -> tuple[float, float, float]:
-        error = sub(rates_sp, rates)
-        integral = _clamped(add(self._integrators.rate, _times(self._rate_i, error, dt)), self._rate_integral_limit)
-        self._integrators.rate = integral
-        angular_acceleration = add(_times(self._rate_p, error), integral)
-        inertia = self.inertia
-        return add(matrix_vector(inertia, angular_acceleration), cross(rates, matrix_vector(inertia, rates)))
+        """tau = J (K_w e + integral) + omega x J omega, e = omega_sp - omega (written out: every control step)."""
+        wx, wy, wz = rates
+        ex, ey, ez = rates_sp[0] - wx, rates_sp[1] - wy, rates_sp[2] - wz
+        ki, kp, limit = self._rate_i, self._rate_p, self._rate_integral_limit[0]
+        old_x, old_y, old_z = self._integrators.rate
+        ix = min(max(old_x + ki[0] * ex * dt, -limit), limit)
+        iy = min(max(old_y + ki[1] * ey * dt, -limit), limit)
+        iz = min(max(old_z + ki[2] * ez * dt, -limit), limit)
+        self._integrators.rate = (ix, iy, iz)
+        ax, ay, az = kp[0] * ex * 1.0 + ix, kp[1] * ey * 1.0 + iy, kp[2] * ez * 1.0 + iz
+        (j00, j01, j02), (j10, j11, j12), (j20, j21, j22) = self.inertia
+        jwx, jwy, jwz = j00 * wx + j01 * wy + j02 * wz, j10 * wx + j11 * wy + j12 * wz, j20 * wx + j21 * wy + j22 * wz
+        return (j00 * ax + j01 * ay + j02 * az + (wy * jwz - wz * jwy),
+                j10 * ax + j11 * ay + j12 * az + (wz * jwx - wx * jwz),
+                j20 * ax + j21 * ay + j22 * az + (wx * jwy - wy * jwx))
 
 
 def _attitude_from_thrust_direction(body_z, yaw: float) -> tuple[float, float, float, float]:

@@ -84,6 +84,7 @@ class Mixer:
         self._thrust_column, self._roll_column, self._pitch_column, self._yaw_column = map(tuple, self.inverse.T.tolist())
         self._thrust_direction = tuple((thrust_column / thrust_column.max()).tolist())
         self._allocation_columns = tuple(map(tuple, self.allocation.T.tolist()))
+        self._roll_pitch = tuple(zip(self._roll_column, self._pitch_column))
 
     @classmethod
     def from_vehicle(cls, vehicle, air_density_kg_m3: float = SEA_LEVEL_DENSITY_KG_M3) -> "Mixer":
@@ -102,10 +103,13 @@ class Mixer:
         return self.allocation @ np.asarray(controls, dtype=float)
 
     def mix(self, thrust_n: float, torque_nm) -> MixerOutput:
-        """Rotor inputs in [0, 1] for collective thrust ``thrust_n`` and body torque ``torque_nm``."""
+        """Rotor inputs in [0, 1] for collective thrust ``thrust_n`` and body torque ``torque_nm``.
+
+        Runs at every control step: the per-rotor loops are list comprehensions over precomputed
+        column pairs (``_mix_columns``), and the three priorities are each one pass."""
         thrust_n = float(thrust_n)
         roll, pitch, yaw = map(float, torque_nm)
-        u_attitude = [r * roll + p * pitch for r, p in zip(self._roll_column, self._pitch_column)]
+        u_attitude = [r * roll + p * pitch for r, p in self._roll_pitch]
         saturated = False
 
         # 1. roll/pitch: the spread between rotors cannot exceed the input range.
@@ -126,14 +130,15 @@ class Mixer:
         yaw_scale = _yaw_headroom(base, u_yaw)
         if yaw_scale < 1.0:
             saturated = True
-        controls = tuple(min(max(b + yaw_scale * y, 0.0), 1.0) for b, y in zip(base, u_yaw))
+        controls = tuple([min(max(b + yaw_scale * y, 0.0), 1.0) for b, y in zip(base, u_yaw)])
         return MixerOutput(controls=controls, achieved=self._achieved(controls), saturated=saturated,
                            yaw_scale=yaw_scale)
 
     def _thrust_shift(self, base: list[float]) -> float:
         """Smallest move of ``base`` along the thrust direction that brings every input into [0, 1]."""
-        low = max(-b / d for b, d in zip(base, self._thrust_direction))
-        high = min((1.0 - b) / d for b, d in zip(base, self._thrust_direction))
+        pairs = tuple(zip(base, self._thrust_direction))
+        low = max([-b / d for b, d in pairs])
+        high = min([(1.0 - b) / d for b, d in pairs])
         if low <= high:
             return min(max(0.0, low), high)
         return 0.5 * (low + high)  # non-uniform thrust direction (unusual geometry): split the violation
