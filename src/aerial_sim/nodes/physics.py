@@ -135,7 +135,7 @@ class PhysicsNode(Node):
             self.lockstep_outputs = LockstepOutputs(self)
         self._published_at = time.monotonic()
         self._lockstep_wait_s = 0.05
-        self._wait_set = None  # lockstep: (participant topics read, subscription handles, rclpy WaitSet)
+        self._wait_set = None  # lockstep: (participant topics read, (handles, WaitSet): all, commands only)
         self.periods_done = 0
         self.exit_code = 0
         self.done = False  # set by the simulation thread when it cannot go on
@@ -429,15 +429,18 @@ class PhysicsNode(Node):
         A command or an output wakes this thread through the middleware (:meth:`_wait_for_lockstep_inputs`),
         and it takes both here; while a participant holds the clock it also looks every
         ``LockstepOutputs.POLL_S``."""
-        ready = self._wait_for_lockstep_inputs(self._lockstep_wait_s)
+        with self.inputs_lock:
+            commands_only = any(v.pending_controls is None for v in self.vehicles)
+        ready = self._wait_for_lockstep_inputs(self._lockstep_wait_s, commands_only)
         self.command_arrived.clear()  # before looking: whatever arrives from now on wakes the next wait
         self._take_commands(ready)
-        self.lockstep_outputs.take_arrived(ready)
         with self.inputs_lock:
             commands = all(v.pending_controls is not None for v in self.vehicles)
         if not commands:
             self._lockstep_wait_s = 0.05
             return False
+        # A wait for the commands alone did not look at the outputs: take from every participant's topic.
+        self.lockstep_outputs.take_arrived(None if commands_only else ready)
         holdups = self.lockstep_outputs.holdups(self._awaited_clock_ns())
         if holdups and self.lockstep_outputs.started and self.lockstep_outputs.drop_overdue(self._awaited_clock_ns()):
             holdups = self.lockstep_outputs.holdups(self._awaited_clock_ns())
@@ -448,23 +451,29 @@ class PhysicsNode(Node):
         self._lockstep_wait_s = LockstepOutputs.POLL_S if held else 0.05
         return not held and not self._stop.is_set()
 
-    def _wait_for_lockstep_inputs(self, timeout_s: float) -> set[int] | None:
+    def _wait_for_lockstep_inputs(self, timeout_s: float, commands_only: bool = False) -> set[int] | None:
         """Block until a motor command or a participant's output is waiting, or anything else wakes
         the simulation (:class:`Wakeup`), at most ``timeout_s``. The middleware wakes this thread
         directly: no executor callback and no handing over between threads on the critical path of
         every period (physics publishes, the controller answers, physics steps).
+
+        ``commands_only``: while a vehicle's command for this period is missing, the outputs cannot
+        release the clock, so only the commands (and the wake-up) end the wait: a sensor's output
+        arriving before the controller's answer no longer wakes this thread for nothing (issue 34:
+        nearly one such wake-up a period, about 0.2 ms of CPU each).
 
         Returns the subscriptions (``handle.pointer``) that hold a message, so only those are taken
         from (some ten empty takes a period otherwise); None where the middleware could not say (take
         from all). One that receives after the wait is taken after the next, which returns at once."""
         outputs = len(self.lockstep_outputs.taken)
         if self._wait_set is None or self._wait_set[0] != outputs:  # a participant's topic joined
-            handles = [v.command_subscription.handle for v in self.vehicles]
-            handles += [s.handle for s in self.lockstep_outputs.taken.values()]
+            commands = [v.command_subscription.handle for v in self.vehicles]
             if self.swarm.commands_subscription is not None:
-                handles.append(self.swarm.commands_subscription.handle)
-            self._wait_set = (outputs, handles, _rclpy.WaitSet(len(handles), 1, 0, 0, 0, 0, self.context.handle))
-        _, handles, wait_set = self._wait_set
+                commands.append(self.swarm.commands_subscription.handle)
+            handles = commands + [s.handle for s in self.lockstep_outputs.taken.values()]
+            self._wait_set = (outputs, (handles, self._new_wait_set(len(handles))),
+                              (commands, self._new_wait_set(len(commands))))
+        handles, wait_set = self._wait_set[2 if commands_only else 1]
         try:
             wait_set.clear_entities()
             for handle in handles:
@@ -475,6 +484,9 @@ class PhysicsNode(Node):
         except Exception:  # noqa: BLE001 - the context is going away: the loop's own checks end it
             time.sleep(min(timeout_s, 0.01))
             return None
+
+    def _new_wait_set(self, subscriptions: int):
+        return _rclpy.WaitSet(subscriptions, 1, 0, 0, 0, 0, self.context.handle)
 
     def _take_commands(self, ready: set[int] | None = None) -> None:
         """Lockstep: hand every motor command waiting to its vehicle (simulation thread). A message
