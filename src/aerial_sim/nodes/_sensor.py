@@ -131,7 +131,7 @@ class OdometrySensorNode(Node):
         self.resampler = Resampler(self.params.rate_hz, self.options.interpolation)
         self.dt = 1.0 / self.params.rate_hz
         self.qos = stream_qos(self.options.lockstep)
-        subscribe_odometry(self, TRUTH_TOPIC, self.on_truth, self.qos, clock=InputStampClock(self))
+        subscribe_odometry(self, TRUTH_TOPIC, self.on_truth, self.qos, clock=InputStampClock(self), shared=True)
 
         def rebuild(params) -> None:
             self.model = model_type(params, home)

@@ -125,7 +125,7 @@ class FlightControllerNode(Node):
         self.send_controls = motor_command_output(self, "motor_commands")
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS)
         qos = stream_qos(params.lockstep)
-        subscribe_odometry(self, "ground_truth/odom", self.on_odom, qos, clock=InputStampClock(self))
+        subscribe_odometry(self, "ground_truth/odom", self.on_odom, qos, clock=InputStampClock(self), shared=True)
         if params.attitude_source == "imu":
             self.create_subscription(Imu, "imu/data", self.on_imu, qos)
         self.create_subscription(PoseStamped, "cmd_pose", self.on_cmd_pose, COMMAND_QOS)

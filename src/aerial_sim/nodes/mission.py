@@ -129,7 +129,7 @@ class MissionNode(Node):
         self.takeoff_client = self.create_client(Trigger, "takeoff", qos_profile=SERVICE_QOS)
         self.land_client = self.create_client(Trigger, "land", qos_profile=SERVICE_QOS)
         subscribe_odometry(self, "ground_truth/odom", self.on_odom, stream_qos(self.params.lockstep),
-                           clock=InputStampClock(self))
+                           clock=InputStampClock(self), shared=True)
         self.create_subscription(DiagnosticArray, "/diagnostics", self.on_diagnostics, COMMAND_QOS)
         self.progress = None  # lockstep: this runner's own participant output (module doc)
         if self.params.lockstep and self.params.setpoint_rate_hz > 0:

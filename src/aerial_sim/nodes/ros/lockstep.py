@@ -13,6 +13,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 
 from aerial_sim.physics.lockstep import END_OF_RUN_FRAME  # noqa: F401 - the nodes' name for it
 from aerial_sim.nodes.ros.qos import LATCHED_QOS
+from aerial_sim.nodes.ros.shared_subscriptions import SHARED_READERS
 from aerial_sim.nodes.ros.swarm_link import SWARM_TRUTH
 
 
@@ -106,7 +107,8 @@ class ConnectedInputsPublisher:
 
     def unconnected_inputs(self) -> list[str]:
         connected = {s.topic_name for s in self.node.subscriptions if s.get_publisher_count() > 0}
-        return sorted(self.inputs - connected - SWARM_TRUTH.connected_topics(self.node))
+        return sorted(self.inputs - connected - SWARM_TRUTH.connected_topics(self.node)
+                      - SHARED_READERS.connected_topics(self.node))
 
     def connect_when_inputs_are(self) -> None:
         missing = self.unconnected_inputs()

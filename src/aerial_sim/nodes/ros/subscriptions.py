@@ -11,6 +11,7 @@ from rclpy.qos import QoSProfile
 
 from aerial_sim.cdr.decode import (ImuFields, JointStateFields, OdometryFields, decode_imu, decode_joint_state,
                                    decode_odometry)
+from aerial_sim.nodes.ros.shared_subscriptions import SHARED_READERS
 from aerial_sim.nodes.ros.swarm_link import SWARM_TRUTH
 
 if TYPE_CHECKING:
@@ -18,13 +19,18 @@ if TYPE_CHECKING:
 
 
 def subscribe_decoded(node: Node, message_type: type, decode: Callable[[bytes], Any], topic: str,
-                      callback: Callable[[Any], None], qos: QoSProfile, clock: "InputStampClock | None" = None):
+                      callback: Callable[[Any], None], qos: QoSProfile, clock: "InputStampClock | None" = None,
+                      shared: bool = False):
     """A raw (CDR bytes) subscription whose ``callback`` gets ``decode(bytes)``: the few fields a node
     reads, without rclpy building the message object (:mod:`aerial_sim.cdr`; a quarter of a 250 Hz
     subscriber's CPU). Bytes ``decode`` refuses raise ``ValueError`` out of the callback, which the
     node's :class:`InputGuard` reports (topic, type, reason) and drops, as any bad message. With
-    ``clock``, each message's stamp sets the node's sim time first (:class:`InputStampClock`)."""
+    ``clock``, each message's stamp sets the node's sim time first (:class:`InputStampClock`). ``shared``: the
+    process's nodes that read this stream so share one subscription (:mod:`aerial_sim.nodes.ros.shared_subscriptions`;
+    for nodes that keep their subscription for good)."""
     decode = _decoded_once(decode)
+    if shared:
+        return SHARED_READERS.subscribe(node, message_type, decode, topic, callback, qos, clock)
     if clock is None:
         def on_bytes(data: bytes) -> None:
             callback(decode(data))
@@ -64,13 +70,14 @@ def _decoded_once(decode: Callable[[bytes], Any]) -> LastDecoded:
 
 
 def subscribe_odometry(node: Node, topic: str, callback: Callable[[OdometryFields], None], qos: QoSProfile,
-                       clock: "InputStampClock | None" = None):
-    """Subscribe to nav_msgs/Odometry; ``callback`` gets :class:`aerial_sim.cdr.decode.OdometryFields`."""
+                       clock: "InputStampClock | None" = None, shared: bool = False):
+    """Subscribe to nav_msgs/Odometry; ``callback`` gets :class:`aerial_sim.cdr.decode.OdometryFields` (``shared``: as
+    :func:`subscribe_decoded`'s)."""
     from nav_msgs.msg import Odometry  # noqa: PLC0415 - not every node reads odometry
 
     if SWARM_TRUTH.route(node, topic, callback, clock):
         return SWARM_TRUTH.subscription  # a fleet process's row of /swarm/state (swarm_link)
-    return subscribe_decoded(node, Odometry, decode_odometry, topic, callback, qos, clock)
+    return subscribe_decoded(node, Odometry, decode_odometry, topic, callback, qos, clock, shared)
 
 
 def subscribe_imu(node: Node, topic: str, callback: Callable[[ImuFields], None], qos: QoSProfile,
