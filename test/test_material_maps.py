@@ -25,14 +25,14 @@ DOWN = dict(width=65, height=65, hfov_deg=60.0, mount_position_m=(0.0, 0.0, 0.0)
 UNIT_QUAD = np.array([[-1.0, -1.0], [1.0, -1.0], [1.0, 1.0], [-1.0, 1.0]])  # in the scene's x-y, facing +z
 
 
-def write_gltf(folder, corners, material: dict, edit=None) -> str:
+def write_gltf(folder, corners, material: dict, edit=None, uv=None) -> str:
     """A two-triangle quad with scene-frame ``corners`` (4, 3), uv (0, 0) at corner 0 to (1, 1) at corner 2, as a
     .gltf in its own folder (glTF is +Y up: scene (x, y, z) is glTF (x, z, -y)); ``edit(material_json)`` adds
     what trimesh does not write (scales, strengths, extensions). Returns the file's path."""
     folder.mkdir(parents=True, exist_ok=True)
     corners = np.asarray(corners, float)
     vertices = np.stack([corners[:, 0], corners[:, 2], -corners[:, 1]], axis=1)
-    uv = (UNIT_QUAD + 1.0) / 2.0
+    uv = (UNIT_QUAD + 1.0) / 2.0 if uv is None else np.asarray(uv, float)
     mesh = trimesh.Trimesh(vertices, [[0, 1, 2], [0, 2, 3]], process=False,
                            visual=trimesh.visual.TextureVisuals(uv=uv, material=trimesh.visual.material.PBRMaterial(
                                name="m", baseColorFactor=[200, 180, 160, 255], metallicFactor=0.0, roughnessFactor=1.0,
@@ -233,6 +233,58 @@ def test_a_normal_map_with_the_files_tangents_tilts_the_shading_the_way_its_fram
         colours[name] = frames[0][32, 32]
     assert np.abs(colours["mapped"] - colours["tilted"]).max() <= 1, colours
     assert (colours["mapped"] - colours["flat"]).min() > 15, colours  # the file's frame turned it toward the sun
+
+
+#: Texture coordinates mapped unevenly over the quad's two triangles (corner 2 at (1, 0.5), not (1, 1)): the
+#: direction of increasing u is east on triangle (0, 1, 2) and 26.6 deg north of east on (0, 2, 3).
+UNEVEN_UV = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 0.5], [0.0, 1.0]])
+
+
+def mikktspace_quad_tangents(corners: np.ndarray, uv: np.ndarray) -> np.ndarray:
+    """The quad's vertex tangents (4, 3) by MikkTSpace's definition, written out for two coplanar triangles
+    (0, 1, 2) and (0, 2, 3) (Mikkelsen 2008; what Blender's glTF exporter writes as TANGENT): each face's unit
+    dP/du, summed at each vertex weighted by the face's angle there, unit."""
+    sums = np.zeros((4, 3))
+    for face in ((0, 1, 2), (0, 2, 3)):
+        p, t = corners[list(face)], uv[list(face)]
+        e1, e2, (du1, dv1), (du2, dv2) = p[1] - p[0], p[2] - p[0], t[1] - t[0], t[2] - t[0]
+        tangent = (dv2 * e1 - dv1 * e2) / (du1 * dv2 - du2 * dv1)
+        tangent /= np.linalg.norm(tangent)
+        for k in range(3):
+            a, b = p[(k + 1) % 3] - p[k], p[(k + 2) % 3] - p[k]
+            sums[face[k]] += math.acos(a @ b / np.linalg.norm(a) / np.linalg.norm(b)) * tangent
+    return sums / np.linalg.norm(sums, axis=1, keepdims=True)
+
+
+def render_quad(tmp_path, path: str):
+    """The quad at z = 1 seen straight down from 4 m, a sun low in the south-east (the shading depends on which
+    way the tangent points): the colour images (int) of the compiled kernel and of the NumPy reference."""
+    scene = scene_of(tmp_path, [("quad", path, (0.0, 0.0, 1.0))])
+    camera = CameraModel(CameraParams(**DOWN, ambient=0.2, sun_direction_enu=(0.3, -1.0, 1.0)), scene)
+    return [camera.render((0.0, 0.0, 4.0), LEVEL, reference=r).color.astype(int) for r in (False, True)]
+
+
+def test_a_normal_map_without_tangents_shades_as_with_the_mikktspace_tangents_interpolated_per_pixel(tmp_path):
+    """glTF 2.0 sec. 3.7.2.1: a primitive with a normal map and no TANGENT gets MikkTSpace tangents. A quad whose
+    texture is mapped unevenly (its two triangles' u directions 26.6 deg apart) and whose normal map tilts 45 deg
+    toward +T shades the same without TANGENT as with the MikkTSpace tangents written in the file (to 1 level,
+    everywhere), and, as a shader interpolating the vertex tangents does, without a crease along the diagonal
+    the triangles share: across it the colour changes by at most a few levels a pixel, though it changes by
+    over 15 levels over the quad (per-face tangents crease there: 12 levels in one pixel)."""
+    corners, texel = flat((0, 0, 0)), (218, 128, 218)
+    computed = write_gltf(tmp_path / "computed", corners, dict(normalTexture=solid(texel)), uv=UNEVEN_UV)
+    given = write_gltf(tmp_path / "given", corners, dict(normalTexture=solid(texel)), uv=UNEVEN_UV)
+    add_attribute(given, "TANGENT", [scene_vector_in_gltf(t) + [1.0] for t in mikktspace_quad_tangents(corners, UNEVEN_UV)])
+    rendered = {name: render_quad(tmp_path, path) for name, path in (("computed", computed), ("given", given))}
+    images = {name: kernel for name, (kernel, _) in rendered.items()}
+    quad = np.s_[20:45, 20:45]  # inside the quad (+-1 m at 3 m: +-19 px)
+    assert np.abs(images["computed"][quad] - images["given"][quad]).max() <= 1
+    for row in images["computed"][quad]:  # every row crosses the diagonal
+        assert np.abs(np.diff(row, axis=0)).max() <= 4, row[:, 0]
+    red = images["computed"][quad][:, :, 0]
+    assert red.max() - red.min() > 15, (red.min(), red.max())
+    for kernel, reference in rendered.values():
+        assert np.abs(kernel - reference).max() <= 1  # the compiled kernel and the NumPy reference agree
 
 
 def test_maps_on_texcoord_1_are_sampled_where_the_second_uv_set_points(tmp_path):

@@ -105,9 +105,11 @@ class SurfacePart:
     uv1: np.ndarray | None = None
     #: Which textures are sampled at ``uv1`` (bits UV1_BASE ... UV1_EMISSIVE; 0: all at ``uv``).
     uv_sets: int = 0
-    #: (T, 3) float32 per face (a, b, w) from the file's TANGENT attribute: the tangent is a e_1 + b e_2 of the
-    #: face's edges e_1 = P_1 - P_0, e_2 = P_2 - P_0 (so it moves with any placement of the part), w = +-1 the
-    #: bitangent's sign, B = w (N x T); rows (0, 0, 0) and None: the frame of the texture coordinates.
+    #: (T, 3, 3) float32 per corner (a, b, w) of a normal-mapped part: the vertex tangent (the file's TANGENT, else
+    #: computed by MikkTSpace's construction, :func:`mikktspace_tangents`) less its part along the face normal, as
+    #: a e_1 + b e_2 of the face's edges e_1 = P_1 - P_0, e_2 = P_2 - P_0 (so it moves with any placement of the
+    #: part), w = +-1 the bitangent's sign, B = w (N x T); the camera interpolates the corners' tangents at each
+    #: pixel. Faces of (0, 0, 0) corners and None: the per-face frame of the texture coordinates.
     tangents: np.ndarray | None = None
 
     def transformed(self, transform: np.ndarray) -> SurfacePart:
@@ -192,7 +194,19 @@ def _part_of(mesh: trimesh.Trimesh, path: Path, where: str, document: dict | Non
         if np.any(np.abs(sign - 1.0) > 1e-3):
             raise ParamsError(f"{where}: {path.name}: {label} TANGENT: w must be +1 or -1 (the bitangent's sign), "
                               f"got {tangent[np.argmax(np.abs(sign - 1.0)), 3]!r}")
-        tangents = _face_tangents(_vertex_attribute(mesh, "POSITION", 3, path, where, label), tangent, mesh.faces)
+        tangents = _corner_tangents(_vertex_attribute(mesh, "POSITION", 3, path, where, label), tangent, mesh.faces)
+    elif maps is not None and maps.normal_texture is not None:  # no TANGENT: computed, as the spec asks (MikkTSpace)
+        vertex_uv = None
+        if uv_sets & UV1_NORMAL:
+            vertex_uv = _vertex_attribute(mesh, "TEXCOORD_1", 2, path, where, _label_of(material, document))
+            vertex_uv[:, 1] = 1.0 - vertex_uv[:, 1]
+        elif uv is not None and len(uv) == len(mesh.vertices):
+            vertex_uv = np.asarray(uv, np.float64)
+        if vertex_uv is not None and UV1_NORMAL not in transforms:  # a transformed map keeps its per-face frames
+            positions = np.asarray(mesh.vertices, np.float64)
+            normals = np.asarray(mesh.vertex_normals, np.float64) if len(mesh.vertices) else positions
+            tangents = _corner_tangents(positions, mikktspace_tangents(positions, normals, vertex_uv, mesh.faces),
+                                        mesh.faces)
     texture = None if image is None else np.ascontiguousarray(np.asarray(image.convert("RGB"), np.uint8))
     metallic = roughness = pbr_texture = None
     if isinstance(material, trimesh.visual.material.PBRMaterial):  # glTF: absent factors are the spec's 1
@@ -221,27 +235,78 @@ def _vertex_attribute(mesh: trimesh.Trimesh, name: str, width: int, path: Path, 
     return values
 
 
-def _face_tangents(positions: np.ndarray, tangent: np.ndarray, faces: np.ndarray) -> np.ndarray:
-    """(T, 3) float32 (a, b, w) per face (:attr:`SurfacePart.tangents`) from the primitive's own vertex
-    positions and TANGENT: the corners' mean tangent, less its part along the face normal, as a e_1 + b e_2
-    (least squares in the face's plane: the Gram system of e_1, e_2); w the sign of the corners' summed w.
-    (0, 0, 0) where the face or the projected tangent is degenerate."""
+def _corner_tangents(positions: np.ndarray, tangent: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    """(T, 3, 3) float32 (a, b, w) per corner (:attr:`SurfacePart.tangents`) from the primitive's vertex positions
+    and its (V, 4) tangents (xyz, w): each corner's tangent less its part along the face normal, as a e_1 + b e_2
+    of the face's edges (least squares in the face's plane: the Gram system of e_1, e_2; exact, the projected
+    tangent lies in that plane); w the sign of the face's summed w (one frame orientation per face), on every
+    corner. A face that is degenerate or whose projected tangents are all zero gets (0, 0, 0) on every corner."""
     corners = positions[faces]
     e1, e2 = corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]
     normal = np.cross(e1, e2)
-    t = tangent[faces, :3].sum(axis=1)
+    t = tangent[faces, :3].copy()  # (T, 3 corners, 3)
     with np.errstate(divide="ignore", invalid="ignore"):
-        t -= normal * ((t * normal).sum(axis=1) / (normal * normal).sum(axis=1))[:, None]
+        t -= normal[:, None, :] * ((t * normal[:, None, :]).sum(axis=2) / (normal * normal).sum(axis=1)[:, None])[..., None]
     d00, d01, d11 = (e1 * e1).sum(1), (e1 * e2).sum(1), (e2 * e2).sum(1)
-    r1, r2 = (t * e1).sum(1), (t * e2).sum(1)
-    den = d00 * d11 - d01 * d01
+    r1, r2 = (t * e1[:, None, :]).sum(2), (t * e2[:, None, :]).sum(2)
+    den = (d00 * d11 - d01 * d01)[:, None]
     with np.errstate(divide="ignore", invalid="ignore"):
-        a, b = (d11 * r1 - d01 * r2) / den, (d00 * r2 - d01 * r1) / den
+        a, b = (d11[:, None] * r1 - d01[:, None] * r2) / den, (d00[:, None] * r2 - d01[:, None] * r1) / den
     w = np.where(tangent[faces, 3].sum(axis=1) < 0, -1.0, 1.0)
-    out = np.stack([a, b, w], axis=1)
-    length = np.linalg.norm(t, axis=1)
-    out[~(np.isfinite(out).all(axis=1) & (den > 0) & (length > 1e-12 * np.sqrt(d00 + d11)))] = 0.0
+    out = np.stack([a, b, np.repeat(w[:, None], 3, axis=1)], axis=2)
+    length = np.linalg.norm(t, axis=2).max(axis=1)
+    good = np.isfinite(out).all(axis=(1, 2)) & (den[:, 0] > 0) & (length > 1e-12 * np.sqrt(d00 + d11))
+    out[~good] = 0.0
+    out[good & (np.linalg.norm(t, axis=2) <= 1e-12 * np.sqrt(d00 + d11)[:, None]).any(axis=1)] = 0.0
     return out.astype(np.float32)
+
+
+def mikktspace_tangents(positions: np.ndarray, normals: np.ndarray, uv: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    """(V, 4) unit vertex tangents (xyz, w) of a primitive that gives none, by MikkTSpace's construction (what
+    glTF 2.0 sec. 3.7.2.1 asks for: "When tangents are not specified, client implementations SHOULD calculate
+    tangents using default MikkTSpace algorithms with the specified vertex positions, normals, and texture
+    coordinates associated with the normal texture"; Mikkelsen 2008, *Simulation of wrinkled surfaces
+    revisited*, sec. 4-5): each face's tangent is its texture-space gradient dP/du = (dv_2 e_1 - dv_1 e_2) / det
+    (u, v with v up, det = du_1 dv_2 - du_2 dv_1), unit, its orientation w = sign(det); at each vertex the faces
+    that share it with the same orientation sum their tangents, each first made orthogonal to the vertex's normal,
+    unit, and weighted by the face's angle at that corner; the sum is made unit again. Vertices are those of the
+    primitive (a glTF vertex is already one position + normal + texture coordinate, as MikkTSpace welds them);
+    a vertex whose faces have both orientations takes the majority's (MikkTSpace splits it: a seam, where the
+    renderer's per-face frames take over). Vertices with no usable face get (0, 0, 0, 1)."""
+    corners, corner_uv = positions[faces], uv[faces]
+    e1, e2 = corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]
+    du1, dv1 = corner_uv[:, 1, 0] - corner_uv[:, 0, 0], corner_uv[:, 1, 1] - corner_uv[:, 0, 1]
+    du2, dv2 = corner_uv[:, 2, 0] - corner_uv[:, 0, 0], corner_uv[:, 2, 1] - corner_uv[:, 0, 1]
+    det = du1 * dv2 - du2 * dv1
+    face_tangent = dv2[:, None] * e1 - dv1[:, None] * e2
+    face_tangent *= np.where(det < 0, -1.0, 1.0)[:, None]
+    orientation = np.where(det < 0, -1.0, 1.0)
+    usable = (det != 0) & np.isfinite(face_tangent).all(axis=1) & (np.linalg.norm(face_tangent, axis=1) > 0)
+    count = len(positions)
+    sums = {sign: np.zeros((count, 3)) for sign in (-1.0, 1.0)}
+    weights = {sign: np.zeros(count) for sign in (-1.0, 1.0)}
+    for k in range(3):  # corner k of every face
+        vertex = faces[:, k]
+        before, after = corners[:, (k + 2) % 3] - corners[:, k], corners[:, (k + 1) % 3] - corners[:, k]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cosine = (before * after).sum(1) / (np.linalg.norm(before, axis=1) * np.linalg.norm(after, axis=1))
+        angle = np.arccos(np.clip(np.nan_to_num(cosine), -1.0, 1.0))
+        n = normals[vertex]
+        t = face_tangent - n * (face_tangent * n).sum(1, keepdims=True)
+        length = np.linalg.norm(t, axis=1, keepdims=True)
+        ok = usable & (length[:, 0] > 0)
+        t = np.where(ok[:, None], t / np.where(length > 0, length, 1.0), 0.0)
+        for sign in (-1.0, 1.0):
+            pick = ok & (orientation == sign)
+            np.add.at(sums[sign], vertex[pick], angle[pick, None] * t[pick])
+            np.add.at(weights[sign], vertex[pick], angle[pick])
+    major = np.where(weights[-1.0] > weights[1.0], -1.0, 1.0)
+    total = np.where(major[:, None] < 0, sums[-1.0], sums[1.0])
+    length = np.linalg.norm(total, axis=1, keepdims=True)
+    out = np.zeros((count, 4))
+    out[:, :3] = np.where(length > 1e-12, total / np.where(length > 0, length, 1.0), 0.0)
+    out[:, 3] = major
+    return out
 
 
 def _label_of(material, document: dict | None) -> str:

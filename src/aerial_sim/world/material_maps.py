@@ -7,12 +7,16 @@ bilinearly as the base colour is):
 - normal map: the texel's RGB / 255 is a tangent-space normal n_t = ((2R - 1) s, (2G - 1) s, 2B - 1), s the
   map's ``scale``, normalised (spec 3.9.3: "scaledNormal = normalize((<sampled normal texture value> * 2.0 -
   1.0) * vec3(<normal scale>, <normal scale>, 1.0))"); the shading normal is n = normalize(x T + y B + z N) with
-  N the triangle's geometric normal, T the direction of increasing u on it and B = sign (N x T), the sign
-  making B the direction of increasing v (texture up: +Y of the map, as the spec's "+Y is up"); these are
-  the per-face tangents of the MikkTSpace construction the spec names when a file gives no TANGENT, for a
-  renderer whose normals are per face. Where the file gives TANGENT (xyz, w), T is the face's mean of its
-  corners' tangents, less its part along N, and B = w (N x T) (spec sec. 3.7.2.1: "bitangent = cross(normal,
-  tangent.xyz) * tangent.w"), per face as the normals are. Seen from its back, the frame is turned over (-T, -B, -N), as the
+  N the triangle's geometric normal and T, B the tangent frame **at the pixel**: the part's vertex tangents
+  (the file's TANGENT, xyz and w; where the file gives none, computed by MikkTSpace's construction as the spec
+  asks, :func:`~aerial_sim.world.assets.mikktspace_tangents`) are interpolated at the hit's barycentric
+  coordinates, made orthogonal to N and unit, and B = w (N x T) (spec sec. 3.7.2.1: "bitangent =
+  cross(normal, tangent.xyz) * tangent.w"), as a vertex + fragment shader does; a quad whose texture is
+  mapped unevenly over its two triangles therefore shades without a crease at their shared edge. Faces
+  without vertex tangents (a transformed normal map, the simplified levels of :mod:`aerial_sim.world.lod`, a
+  degenerate face) take the per-face frame of the texture coordinates: T the direction of increasing u on
+  the face, B = sign (N x T), the sign making B the direction of increasing v (texture up: +Y of the map).
+  Seen from its back, the frame is turned over (-T, -B, -N), as the
   Khronos sample viewer does. The shading normal replaces the geometric one in Lambert's law and the BRDF;
   the shadow rays, the depth, the ``normals`` image and every label keep the geometric one.
 - occlusion map: the ambient (indirect) light is scaled by 1 + strength (R - 1) (spec 3.9.4: it "applies
@@ -46,9 +50,9 @@ class MaterialMaps:
     """Per triangle of a :class:`~aerial_sim.world.surface_tables.SceneSurfaces` (row-aligned): ``normal_texture``,
     ``occlusion_texture``, ``emissive_texture`` (T,) int32 indices into its texture table (-1: none),
     ``normal_scale``, ``occlusion_strength`` (T,) float32, ``emissive`` (T, 3) float32 (0-255; 0: none), and
-    ``triangles`` (T, 3, 3) float64 and ``uv`` (T, 3, 2) for the tangent frames, and ``tangents`` (T, 3) float32
-    the file's tangents as (a, b, w) of each face's edges (:attr:`~aerial_sim.world.assets.SurfacePart.tangents`;
-    rows of w = 0 and None: none given)."""
+    ``triangles`` (T, 3, 3) float64 and ``uv`` (T, 3, 2) for the tangent frames, and ``tangents`` (T, 3, 3)
+    float32 the vertex tangents as (a, b, w) per corner of each face's edges
+    (:attr:`~aerial_sim.world.assets.SurfacePart.tangents`; rows of w = 0 and None: none)."""
 
     normal_texture: np.ndarray
     normal_scale: np.ndarray
@@ -86,8 +90,8 @@ class MaterialMaps:
         tangent /= np.maximum(np.linalg.norm(tangent, axis=1, keepdims=True), 1e-30)
         bitangent = np.cross(normal, tangent)
         sign = np.where((bitangent * along_v).sum(axis=1) < 0, -1.0, 1.0)
-        if self.tangents is not None:  # the file's TANGENT where it gave one
-            given = self.tangents[rows].astype(np.float64)
+        if self.tangents is not None:  # the vertex tangents where the part has them: their mean, for this frame
+            given = self.tangents[rows].astype(np.float64).mean(axis=1)
             keep = given[:, 2] != 0
             from_file = given[keep, 0:1] * e1[keep] + given[keep, 1:2] * e2[keep]
             from_file -= normal[keep] * (from_file * normal[keep]).sum(axis=1, keepdims=True)
@@ -99,6 +103,36 @@ class MaterialMaps:
         bitangent *= sign[:, None]
         frames[rows] = np.concatenate([tangent, bitangent, normal], axis=1)
         return frames
+
+    @cached_property
+    def tangent_planes(self) -> tuple[np.ndarray, np.ndarray]:
+        """((T, 12) float64, (T,) float32): the tangent of each normal-mapped triangle with vertex tangents as an
+        affine function of the hit point p, T(p) = A p + c (A row-major, then c): the corners' tangents
+        T_k = a_k e_1 + b_k e_2 interpolated at p's barycentric coordinates, T_0 + b_1 (T_1 - T_0) + b_2 (T_2 - T_0)
+        with b_1 = g_1 . (p - P_0), b_2 = g_2 . (p - P_0) (g the dual basis of e_1, e_2 in the face's plane), as a
+        vertex shader's interpolated tangent; and each triangle's bitangent sign w (0: none, the per-face frame)."""
+        count = len(self.normal_texture)
+        planes, signs = np.zeros((count, 12)), np.zeros(count, np.float32)
+        if self.tangents is None:
+            return planes, signs
+        rows = np.flatnonzero((self.normal_texture >= 0) & (self.tangents[:, 0, 2] != 0))
+        if len(rows) == 0:
+            return planes, signs
+        corners, given = self.triangles[rows], self.tangents[rows].astype(np.float64)
+        e1, e2 = corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]
+        t = given[:, :, 0:1] * e1[:, None, :] + given[:, :, 1:2] * e2[:, None, :]  # (R, 3 corners, 3)
+        d00, d01, d11 = (e1 * e1).sum(1), (e1 * e2).sum(1), (e2 * e2).sum(1)
+        den = d00 * d11 - d01 * d01
+        with np.errstate(divide="ignore", invalid="ignore"):
+            g1 = (d11[:, None] * e1 - d01[:, None] * e2) / den[:, None]
+            g2 = (d00[:, None] * e2 - d01[:, None] * e1) / den[:, None]
+        a = (t[:, 1, :, None] - t[:, 0, :, None]) * g1[:, None, :] + (t[:, 2, :, None] - t[:, 0, :, None]) * g2[:, None, :]
+        c = t[:, 0] - np.einsum("rij,rj->ri", a, corners[:, 0])
+        good = np.isfinite(a).all(axis=(1, 2)) & np.isfinite(c).all(axis=1) & (den > 0)
+        planes[rows[good], :9] = a[good].reshape(-1, 9)
+        planes[rows[good], 9:] = c[good]
+        signs[rows[good]] = np.where(given[good, 0, 2] < 0, -1.0, 1.0)
+        return planes, signs
 
 
 def material_maps_of(chunks: list[tuple[int, object]], texture_id, triangles: np.ndarray,
@@ -136,12 +170,13 @@ def has_texture(maps: MaterialMaps | None) -> np.ndarray | bool:
 @njit(cache=True, nogil=True, error_model="numpy")
 def apply_maps(origin, directions, distance, triangle, normal, uv_plane, texels, texture_table, normal_texture,
                normal_scale, occlusion_texture, occlusion_strength, emissive, emissive_texture, frames,
-               shading_normal, ambient_scale, emission, uv_plane1, uv_sets):
+               shading_normal, ambient_scale, emission, uv_plane1, uv_sets, tangent_planes, tangent_signs):
     """Per pixel: the shading normal into ``shading_normal`` (N, 3), the ambient factor into ``ambient_scale``
     (N,) and the emitted colour into ``emission`` (N, 3) (module docstring); pixels without maps get the
     geometric normal, 1 and 0. ``uv_plane1`` (T, 8) and ``uv_sets`` (T,) uint8: the TEXCOORD_1 planes and which
     maps are sampled there (:class:`~aerial_sim.world.surface_tables.SceneSurfaces`), or both None (none is:
-    numba then compiles the call without their code)."""
+    numba then compiles the call without their code). ``tangent_planes`` (T, 12), ``tangent_signs`` (T,):
+    :attr:`MaterialMaps.tangent_planes` (the tangent interpolated at the pixel; sign 0: the per-face frame)."""
     one = np.float32(1.0)
     for i in range(directions.shape[0]):
         shading_normal[i, 0], shading_normal[i, 1], shading_normal[i, 2] = normal[i, 0], normal[i, 1], normal[i, 2]
@@ -178,9 +213,24 @@ def apply_maps(origin, directions, distance, triangle, normal, uv_plane, texels,
             side = one
             if normal[i, 0] * frames[w, 6] + normal[i, 1] * frames[w, 7] + normal[i, 2] * frames[w, 8] < 0:
                 side = -one  # seen from the back: the frame turned over
-            nx = side * (x * frames[w, 0] + y * frames[w, 3] + z * frames[w, 6])
-            ny = side * (x * frames[w, 1] + y * frames[w, 4] + z * frames[w, 7])
-            nz = side * (x * frames[w, 2] + y * frames[w, 5] + z * frames[w, 8])
+            tx, ty, tz = frames[w, 0], frames[w, 1], frames[w, 2]
+            bx, by, bz = frames[w, 3], frames[w, 4], frames[w, 5]
+            gx, gy, gz = frames[w, 6], frames[w, 7], frames[w, 8]
+            sign = tangent_signs[w]
+            if sign != 0:  # the corners' tangents interpolated here, made orthogonal to N, unit; B = w (N x T)
+                p = tangent_planes[w]
+                qx = p[0] * px + p[1] * py + p[2] * pz + p[9]
+                qy = p[3] * px + p[4] * py + p[5] * pz + p[10]
+                qz = p[6] * px + p[7] * py + p[8] * pz + p[11]
+                along = qx * gx + qy * gy + qz * gz
+                qx, qy, qz = qx - along * gx, qy - along * gy, qz - along * gz
+                size = math.sqrt(qx * qx + qy * qy + qz * qz)
+                if size > 1e-12:
+                    tx, ty, tz = np.float32(qx / size), np.float32(qy / size), np.float32(qz / size)
+                    bx, by, bz = sign * (gy * tz - gz * ty), sign * (gz * tx - gx * tz), sign * (gx * ty - gy * tx)
+            nx = side * (x * tx + y * bx + z * gx)
+            ny = side * (x * ty + y * by + z * gy)
+            nz = side * (x * tz + y * bz + z * gz)
             length = np.float32(math.sqrt(nx * nx + ny * ny + nz * nz))
             if length > 0:
                 shading_normal[i, 0], shading_normal[i, 1], shading_normal[i, 2] = nx / length, ny / length, nz / length
@@ -209,7 +259,7 @@ def shading_inputs(surfaces, origin, directions, hits) -> tuple[np.ndarray, np.n
     apply_maps(np.asarray(origin, np.float64), directions, hits.distance, hits.triangle, hits.normal,
                surfaces.uv_plane, surfaces.texels, surfaces.texture_table, maps.normal_texture, maps.normal_scale,
                maps.occlusion_texture, maps.occlusion_strength, maps.emissive, maps.emissive_texture, maps.frames,
-               shading_normal, ambient_scale, emission, surfaces.uv_plane1, surfaces.uv_sets)
+               shading_normal, ambient_scale, emission, surfaces.uv_plane1, surfaces.uv_sets, *maps.tangent_planes)
     return shading_normal, ambient_scale, emission
 
 
@@ -231,7 +281,20 @@ def apply_maps_reference(surfaces, sample, origin, directions, hits) -> tuple[np
         texel = sample(mapped, maps.normal_texture[w], _UV1_NORMAL)
         scale = maps.normal_scale[w][:, None]
         tangent_space = np.concatenate([(2.0 * texel[:, :2] - 1.0) * scale, 2.0 * texel[:, 2:] - 1.0], axis=1)
-        frames = maps.frames[w]
+        frames = maps.frames[w].astype(np.float64)
+        planes, signs = maps.tangent_planes[0][w], maps.tangent_planes[1][w]
+        interpolated = np.flatnonzero(signs != 0)
+        if len(interpolated):  # the corners' tangents at the hit point (see apply_maps)
+            point = np.asarray(origin, np.float64) + directions[mapped[interpolated]].astype(np.float64) \
+                * hits.distance[mapped[interpolated], None].astype(np.float64)
+            q = np.einsum("rij,rj->ri", planes[interpolated, :9].reshape(-1, 3, 3), point) + planes[interpolated, 9:]
+            g = frames[interpolated, 6:9]
+            q -= g * (q * g).sum(axis=1, keepdims=True)
+            size = np.linalg.norm(q, axis=1, keepdims=True)
+            ok = size[:, 0] > 1e-12
+            t = q[ok] / size[ok]
+            frames[interpolated[ok], 0:3] = t
+            frames[interpolated[ok], 3:6] = signs[interpolated[ok], None] * np.cross(g[ok], t)
         side = np.where((hits.normal[mapped] * frames[:, 6:9]).sum(axis=1) < 0, -1.0, 1.0)[:, None]
         n = side * (tangent_space[:, 0:1] * frames[:, 0:3] + tangent_space[:, 1:2] * frames[:, 3:6]
                     + tangent_space[:, 2:3] * frames[:, 6:9])
@@ -270,4 +333,5 @@ def warm_up(uv_sets: bool = False) -> None:
         apply_maps(np.zeros(3), np.array([[0.0, 0.0, -1.0]], np.float32), one, np.zeros(1, np.int32),
                    np.zeros((1, 3), np.float32), np.zeros((1, 8)), np.zeros(3, np.uint8), np.zeros((1, 3), np.int64),
                    none, one, none, one, np.zeros((1, 3), np.float32), none, np.zeros((1, 9), np.float32),
-                   np.empty((1, 3), np.float32), np.empty(1, np.float32), np.empty((1, 3), np.float32), *sets)
+                   np.empty((1, 3), np.float32), np.empty(1, np.float32), np.empty((1, 3), np.float32), *sets,
+                   np.zeros((1, 12)), np.zeros(1, np.float32))

@@ -210,7 +210,7 @@ def _joined(items, empty):
 def _surfaces_of(chunks: list[tuple]) -> SceneSurfaces:
     """One :class:`SceneSurfaces` of the chunks (triangles, surface, uv, albedo, texture image or None,
     (metallic, roughness), metallic-roughness image or None[, SurfaceMaps or None, TEXCOORD_1 corners or None,
-    uv_sets bits, face tangents or None]), in order."""
+    uv_sets bits, corner tangents or None]), in order."""
     textures: list[np.ndarray] = []
     texture_ids: dict[int, int] = {}
     triangles, surface, uv, texture, albedo, pbrs, pbr_textures = [], [], [], [], [], [], []
@@ -243,8 +243,8 @@ def _surfaces_of(chunks: list[tuple]) -> SceneSurfaces:
     all_uv = _joined(uv, np.empty((0, 3, 2), np.float32))
     all_tangents = None
     if any(rows is not None for rows in tangents):
-        all_tangents = _joined([np.zeros((len(c), 3), np.float32) if rows is None else np.asarray(rows, np.float32)
-                                for c, rows in zip(triangles, tangents)], np.empty((0, 3), np.float32))
+        all_tangents = _joined([np.zeros((len(c), 3, 3), np.float32) if rows is None else np.asarray(rows, np.float32)
+                                for c, rows in zip(triangles, tangents)], np.empty((0, 3, 3), np.float32))
     material_maps = material_maps_of(maps, texture_id, all_triangles, all_uv, all_tangents)
     all_uv1 = all_sets = None
     if any(rows is not None for rows in uv1):
