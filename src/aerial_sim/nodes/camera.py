@@ -51,7 +51,9 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import rclpy.clock
 from rclpy.node import Node
+from rclpy.qos import QoSProfile
 from sensor_msgs.msg import CameraInfo, Image
 from builtin_interfaces.msg import Duration
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
@@ -103,6 +105,18 @@ class CameraNodeParams:
         require(bool(self.scene), "scene must name a scene (e.g. 'empty')")
 
 
+#: Odometry messages the camera's subscription keeps (real time; lockstep keeps LOCKSTEP_QOS's 200).
+ODOM_KEEP = 5
+
+
+def odometry_qos(lockstep: bool) -> QoSProfile:
+    """The camera's ``ground_truth/odom`` subscription: the streams' QoS, keeping :data:`ODOM_KEEP` messages."""
+    qos = stream_qos(lockstep)
+    if lockstep:
+        return qos
+    return QoSProfile(history=qos.history, depth=ODOM_KEEP, reliability=qos.reliability, durability=qos.durability)
+
+
 def has_subscribers(publisher) -> bool:
     """Whether ``publisher`` exists and a subscription is matched to it now (what it publishes reaches someone)."""
     return publisher is not None and publisher.get_subscription_count() > 0
@@ -144,7 +158,8 @@ class CameraNode(Node):
                                                     inputs=("ground_truth/odom",))
         self.color_info_pub = self.create_publisher(CameraInfo, "camera/color/camera_info", qos) if p.publish_color else None
         self.camera_info = CameraInfo(**self.model.camera_info())
-        subscribe_odometry(self, "ground_truth/odom", self.on_odom, qos, clock=InputStampClock(self))
+        self._odom_qos = odometry_qos(p.lockstep)
+        self.odom_subscription = None  # made once the renderer is warmed up (_subscribe_when_warm)
         self.class_names_pub = self.create_publisher(DiagnosticStatus, "camera/class_names", LATCHED_QOS)
         self.class_names_pub.publish(zero_padded_bytes(DiagnosticStatus(
             level=DiagnosticStatus.OK, name=f"{self.get_fully_qualified_name()}: class names",
@@ -155,6 +170,8 @@ class CameraNode(Node):
         self._last_frame = None  # (position, orientation, stamp ns) of the last frame published
         self._warmed = threading.Event()  # set once the warm-up frame is rendered (_warm_up)
         threading.Thread(target=self._warm_up, name="camera-warm-up", daemon=True).start()
+        steady = rclpy.clock.Clock(clock_type=rclpy.clock.ClockType.STEADY_TIME)
+        self._subscribe_timer = self.create_timer(0.01, self._subscribe_when_warm, clock=steady)
         self.get_logger().info(
             f"camera: scene '{self.scene.name}' ({self.model.caster.triangle_count} triangles), "
             f"{self.camera_params.width}x{self.camera_params.height} at {p.rate_hz:g} Hz sim time, "
@@ -187,6 +204,17 @@ class CameraNode(Node):
             self.get_logger().error(f"warm-up frame failed: {type(error).__name__}: {error}")
         finally:
             self._warmed.set()
+
+    def _subscribe_when_warm(self) -> None:
+        """Subscribe to ``ground_truth/odom`` once the warm-up frame is rendered (executor thread): its
+        subscription in the graph is what says the camera is ready, and a physics node with a start gate
+        (``start_gate_nodes``) holds the clock at 0 until it sees it, so the first frame is the one at t = 0
+        (doc/lockstep.md)."""
+        if not self._warmed.is_set():
+            return
+        self.destroy_timer(self._subscribe_timer)
+        self.odom_subscription = subscribe_odometry(self, "ground_truth/odom", self.on_odom, self._odom_qos,
+                                                    clock=InputStampClock(self))
 
     def _camera_model(self):
         """The camera through the settings file's lens when it gives one (airsim_settings), else through
@@ -244,6 +272,8 @@ class CameraNode(Node):
         position, orientation = odom.position, odom.orientation_wxyz
         rate = self.node_params.rate_hz
         self._next_frame_s = (math.floor(stamp_s * rate + 1e-6) + 1) / rate
+        if self._last_frame is None:  # once: a late first frame (a clock started before this node) shows here
+            self.get_logger().info(f"first frame at t = {stamp_s:.3f} s of sim time")
         self._last_frame = (position, orientation, odom.stamp_ns)
         self.publish_frame(position, orientation, stamp_from_fields(odom))
 

@@ -73,6 +73,7 @@ from aerial_sim.environment.wind import WindField
 from aerial_sim.nodes._physics.inputs import VehicleChannel, Wakeup
 from aerial_sim.nodes._physics.lockstep import LockstepOutputs
 from aerial_sim.nodes._physics.params import PhysicsNodeParams
+from aerial_sim.nodes._physics.start_gate import await_start_gate
 from aerial_sim.nodes._physics.publishing import (
     PeriodTruths,
     SwarmOutputs,
@@ -324,6 +325,7 @@ class PhysicsNode(Node):
     def _simulate(self) -> None:
         params = self.params
         period_s = params.steps_per_period / params.rate_hz
+        await_start_gate(self)
         if params.lockstep:
             self._await_settled_subscribers()
         wall_start = time.monotonic()

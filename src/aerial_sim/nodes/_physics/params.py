@@ -11,6 +11,7 @@ from aerial_sim.environment.geodesy import HomePoint
 from aerial_sim.environment.wind import WindParams, parse_gusts
 from aerial_sim.physics.battery import BatteryParams
 from aerial_sim.physics.lockstep import parse_participants
+from aerial_sim.physics.start_gate import parse_gate_nodes
 from aerial_sim.nodes.ros.qos import LOCKSTEP_QOS
 from aerial_sim.vehicles.fleet import FleetSelection, require_vehicle_names
 
@@ -121,6 +122,13 @@ class PhysicsNodeParams:
     battery: BatteryParams = field(default_factory=BatteryParams)
     #: ``<vehicle>/battery`` (sensor_msgs/BatteryState) rate with battery_enabled, Hz of simulation time.
     battery_rate_hz: float = 10.0
+    #: The start gate (aerial_sim.physics.start_gate): fully qualified names of the nodes the clock waits for
+    #: at 0, separated by spaces or commas, until each is ready in the graph (its input subscriptions made and
+    #: connected; in lockstep its participants announced). The launch files fill it with the simulated nodes
+    #: they start; empty (or none): the clock starts at once, as a physics node launched alone.
+    start_gate_nodes: str = ""
+    #: Wall seconds the gate waits at most; then the clock starts with one warning naming who is missing.
+    start_gate_timeout_s: float = 60.0
 
     def __post_init__(self):
         require_non_negative(self, "ground_truth_rate_hz", "ground_truth_min_rate_hz")
@@ -151,6 +159,8 @@ class PhysicsNodeParams:
         require(len(self.initial_yaws_rad) == count, f"initial_yaws_rad needs {count} entries (one per vehicle)")
         require(self.publish_rate_hz <= self.rate_hz, "publish_rate_hz cannot exceed rate_hz")
         parse_participants(self.lockstep_participants)  # a ParamsError names the bad entry
+        parse_gate_nodes(self.start_gate_nodes)  # likewise
+        require_non_negative(self, "start_gate_timeout_s")
 
     @property
     def steps_per_period(self) -> int:

@@ -1,0 +1,112 @@
+"""The start gate: the physics clock stays at 0 until every node the launch named is ready (issue 29).
+
+A launch starts its nodes together, but they are not ready together: a camera that loads a city and
+warms its renderer up takes seconds of CPU (on a loaded machine its first frame came 6.4 s of sim time
+into a real-time flight), and a node container builds its nodes one after the other (in lockstep the
+clock once started with none of them announced, so one run's bag lacked the first 100 ms of sensor
+output another run's had). The physics node's ``start_gate_nodes`` names the nodes to wait for; the
+launch files fill it with the simulated nodes they start, and it is empty (no gate) otherwise: a
+physics node launched alone, or next to a real driver, starts at once.
+
+What "ready" means is seen in the ROS graph, the same for every node and for any launcher
+(:func:`why_not_ready`, checked in this order):
+
+1. the node is in the graph;
+2. it subscribes to at least one topic besides :data:`INFRASTRUCTURE_TOPICS`: every simulated node
+   makes its input subscriptions last, once its scene is loaded and its renderer warmed up;
+3. the physics node's publishers of the topics it reads have matched it (the graph can list a
+   subscription before DDS has connected it, and the first state is sent once);
+4. in lockstep, each lockstep announcement it publishes has been taken by the physics node.
+
+After ``timeout_s`` of wall time the clock starts anyway, with one warning naming the nodes still
+missing and why (:meth:`StartGate.timeout_line`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Mapping
+
+from aerial_sim.config import ParamsError
+
+#: Topics every rclpy node may read without being set up: not a sign that it is ready.
+INFRASTRUCTURE_TOPICS = frozenset({"/clock", "/parameter_events"})
+
+_NAME = re.compile(r"^(/[A-Za-z_][A-Za-z0-9_]*)+$")
+
+
+def parse_gate_nodes(text: str) -> tuple[str, ...]:
+    """Fully qualified node names (``/drone1/camera``) separated by spaces or commas, each once; an empty
+    text (or ``none``, as launch files write it) is none. A name that is not fully qualified is a
+    ParamsError naming it."""
+    if text.strip().lower() == "none":
+        return ()
+    names: list[str] = []
+    for entry in re.split(r"[\s,]+", text.strip()):
+        if not entry:
+            continue
+        if not _NAME.match(entry):
+            raise ParamsError(f"start_gate_nodes: '{entry}' is not a fully qualified node name (e.g. /drone1/camera)")
+        if entry not in names:
+            names.append(entry)
+    return tuple(names)
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """``/ns/sub/name`` -> (``/ns/sub``, ``name``); ``/name`` -> (``/``, ``name``)."""
+    namespace, _, node = name.rpartition("/")
+    return namespace or "/", node
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """What the graph shows of one named node."""
+
+    present: bool
+    #: Topics it subscribes to, :data:`INFRASTRUCTURE_TOPICS` left out.
+    inputs: tuple[str, ...] = ()
+    #: Of the physics node's topics it reads, those whose publisher has not matched every named reader yet.
+    unmatched: tuple[str, ...] = ()
+    #: Its lockstep announcement publishers, and how many of them the physics node has taken an entry from.
+    announcements: int = 0
+    announcements_taken: int = 0
+
+
+def why_not_ready(view: NodeView, lockstep: bool) -> str | None:
+    """None when ``view`` shows a ready node (module doc), else what it still lacks."""
+    if not view.present:
+        return "not in the graph"
+    if not view.inputs:
+        return "no input subscriptions yet (still setting up)"
+    if view.unmatched:
+        return f"not connected to {', '.join(view.unmatched)} yet"
+    if lockstep and view.announcements_taken < view.announcements:
+        return "its lockstep announcement not taken yet"
+    return None
+
+
+class StartGate:
+    """The nodes the clock waits for, and since when (wall s, any monotonic clock)."""
+
+    def __init__(self, nodes: tuple[str, ...], timeout_s: float, started_at: float):
+        self.nodes = nodes
+        self.timeout_s = timeout_s
+        self.started_at = started_at
+
+    def holdups(self, views: Mapping[str, NodeView], lockstep: bool) -> list[tuple[str, str]]:
+        """(node, why) for each named node not ready yet, in the order named; one without a view is absent."""
+        found = []
+        for name in self.nodes:
+            why = why_not_ready(views.get(name, NodeView(present=False)), lockstep)
+            if why is not None:
+                found.append((name, why))
+        return found
+
+    def expired(self, now: float) -> bool:
+        return now - self.started_at >= self.timeout_s
+
+    def timeout_line(self, holdups: list[tuple[str, str]]) -> str:
+        missing = "; ".join(f"{name} ({why})" for name, why in holdups)
+        return (f"start gate: starting the clock after {self.timeout_s:g} s without {missing}: "
+                "its first outputs may be missing")
