@@ -53,7 +53,6 @@ from dataclasses import dataclass
 import numpy as np
 import rclpy.clock
 from rclpy.node import Node
-from rclpy.qos import QoSProfile
 from sensor_msgs.msg import CameraInfo, Image
 from builtin_interfaces.msg import Duration
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
@@ -105,18 +104,6 @@ class CameraNodeParams:
         require(bool(self.scene), "scene must name a scene (e.g. 'empty')")
 
 
-#: Odometry messages the camera's subscription keeps (real time; lockstep keeps LOCKSTEP_QOS's 200).
-ODOM_KEEP = 5
-
-
-def odometry_qos(lockstep: bool) -> QoSProfile:
-    """The camera's ``ground_truth/odom`` subscription: the streams' QoS, keeping :data:`ODOM_KEEP` messages."""
-    qos = stream_qos(lockstep)
-    if lockstep:
-        return qos
-    return QoSProfile(history=qos.history, depth=ODOM_KEEP, reliability=qos.reliability, durability=qos.durability)
-
-
 def has_subscribers(publisher) -> bool:
     """Whether ``publisher`` exists and a subscription is matched to it now (what it publishes reaches someone)."""
     return publisher is not None and publisher.get_subscription_count() > 0
@@ -158,7 +145,7 @@ class CameraNode(Node):
                                                     inputs=("ground_truth/odom",))
         self.color_info_pub = self.create_publisher(CameraInfo, "camera/color/camera_info", qos) if p.publish_color else None
         self.camera_info = CameraInfo(**self.model.camera_info())
-        self._odom_qos = odometry_qos(p.lockstep)
+        self._odom_qos = qos
         self.odom_subscription = None  # made once the renderer is warmed up (_subscribe_when_warm)
         self.class_names_pub = self.create_publisher(DiagnosticStatus, "camera/class_names", LATCHED_QOS)
         self.class_names_pub.publish(zero_padded_bytes(DiagnosticStatus(
