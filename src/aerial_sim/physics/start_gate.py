@@ -12,10 +12,11 @@ What "ready" means is seen in the ROS graph, the same for every node and for any
 (:func:`why_not_ready`, checked in this order):
 
 1. the node is in the graph;
-2. it subscribes to at least one topic besides :data:`INFRASTRUCTURE_TOPICS`: every simulated node
-   makes its input subscriptions last, once its scene is loaded and its renderer warmed up;
-3. the physics node's publishers of the topics it reads have matched it (the graph can list a
-   subscription before DDS has connected it, and the first state is sent once);
+2. it subscribes to at least one topic besides :data:`INFRASTRUCTURE_TOPICS`, or its process reads one
+   of the physics node's topics for it (the nodes of a process share one reader of ground truth): every
+   simulated node makes its input subscriptions last, once its scene is loaded and its renderer warmed up;
+3. the physics node's publishers of the topics it (or its process) reads have matched those readers (the
+   graph can list a subscription before DDS has connected it, and the first state is sent once);
 4. in lockstep, each lockstep announcement it publishes has been taken by the physics node.
 
 After ``timeout_s`` of wall time the clock starts anyway, with one warning naming the nodes still

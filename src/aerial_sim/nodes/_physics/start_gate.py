@@ -27,41 +27,55 @@ def own_publishers(node: "PhysicsNode") -> dict[str, object]:
     return publishers
 
 
+def _full_name(info) -> str:
+    return f"{info.node_namespace.rstrip('/')}/{info.node_name}"
+
+
 def graph_views(node: "PhysicsNode", names: tuple[str, ...]) -> dict[str, NodeView]:
-    """What the graph shows of each named node (:class:`NodeView`)."""
+    """What the graph shows of each named node (:class:`NodeView`).
+
+    A node's inputs are its own subscriptions and, of the physics node's topics, those its process reads:
+    the nodes of one process share one reader of ground truth (:mod:`aerial_sim.nodes.ros.shared_subscriptions`),
+    which the graph lists under the node that asked first. A process is known by the GUID prefix (the first
+    12 bytes) of its nodes' endpoints; a node's own are its ``/rosout`` and ``/parameter_events`` publishers."""
     present = {f"{namespace.rstrip('/')}/{name}" for name, namespace in node.get_node_names_and_namespaces()}
-    inputs: dict[str, tuple[str, ...]] = {}
-    for full in names:
-        if full not in present:
-            continue
+    named = [full for full in names if full in present]
+    process: dict[str, bytes] = {}
+    for topic in ("/rosout", "/parameter_events"):
+        for info in node.get_publishers_info_by_topic(topic):
+            process.setdefault(_full_name(info), bytes(info.endpoint_gid)[:12])
+    own: dict[str, set[str]] = {}
+    for full in named:
         namespace, name = split_name(full)
         try:
             topics = node.get_subscriber_names_and_types_by_node(name, namespace)
         except Exception:  # noqa: BLE001 - it left the graph between the two questions
-            continue
-        inputs[full] = tuple(sorted(topic for topic, _ in topics if topic not in INFRASTRUCTURE_TOPICS))
-    # A topic of ours is connected once its publisher has matched as many readers as the named nodes that read it.
+            topics = []
+        own[full] = {topic for topic, _ in topics if topic not in INFRASTRUCTURE_TOPICS}
+    # Our topics' readers in the named nodes' processes: each endpoint must be matched by our publisher.
     publishers = own_publishers(node)
-    readers: dict[str, int] = {}
-    for topics in inputs.values():
-        for topic in topics:
-            if topic in publishers:
-                readers[topic] = readers.get(topic, 0) + 1
-    unmatched = {topic for topic, count in readers.items() if publishers[topic].get_subscription_count() < count}
+    prefixes = {process[full] for full in named if full in process}
+    read_by_process: dict[bytes, set[str]] = {}
+    unmatched = set()
+    for topic, publisher in publishers.items():
+        readers = [info for info in node.get_subscriptions_info_by_topic(topic)
+                   if _full_name(info) in names or bytes(info.endpoint_gid)[:12] in prefixes]
+        for info in readers:
+            read_by_process.setdefault(bytes(info.endpoint_gid)[:12], set()).add(topic)
+        if publisher.get_subscription_count() < len(readers):
+            unmatched.add(topic)
     announcers: dict[str, set[bytes]] = {}
     taken: set[bytes] = set()
     if node.lockstep_outputs is not None:
         for info in node.get_publishers_info_by_topic(LOCKSTEP_PARTICIPANTS_TOPIC):
-            full = f"{info.node_namespace.rstrip('/')}/{info.node_name}"
-            announcers.setdefault(full, set()).add(bytes(info.endpoint_gid))
+            announcers.setdefault(_full_name(info), set()).add(bytes(info.endpoint_gid))
         taken = {bytes(entry[0]) for entry in list(node.lockstep_outputs.announcers.values())}
     views = {}
-    for full in names:
-        if full not in present:
-            continue
-        topics = inputs.get(full, ())
+    for full in named:
+        inputs = own[full] | read_by_process.get(process.get(full, b""), set())
         gids = announcers.get(full, set())
-        views[full] = NodeView(present=True, inputs=topics, unmatched=tuple(t for t in topics if t in unmatched),
+        views[full] = NodeView(present=True, inputs=tuple(sorted(inputs)),
+                               unmatched=tuple(sorted(inputs & unmatched)),
                                announcements=len(gids), announcements_taken=len(gids & taken))
     return views
 
