@@ -377,8 +377,8 @@ def test_noise_keys_the_model_cannot_make_are_one_warning_line_naming_them():
         {"Enabled": True, "ImageType": 1}]}})
     mapped, depth = settings.warnings
     assert mapped.startswith("CameraDefaults/NoiseSettings/0: mapped to colour noise of 14.7 levels")
-    assert "not simulated: RandSpeed, RandSize, HorzWaveStrength, HorzWaveContrib; AirSim's default horizontal " \
-           "artefacts (HorzNoiseLinesContrib, HorzDistortionContrib absent)" in mapped
+    assert "not simulated: RandSpeed, RandSize (the random noise's spatial structure and slower fluctuation)" in mapped
+    assert "Horz" not in mapped  # the horizontal artefacts are drawn (test_image_artefacts.py)
     assert depth.startswith("CameraDefaults/NoiseSettings/1: noise on ImageType 1 (DepthPlanar) is not simulated")
     from aerial_sim.airsim.settings import camera_noise
 

@@ -28,8 +28,8 @@ of its own: that type is rendered by a camera of that size.
 A camera's ``DistortionParams`` (or CameraDefaults', for every camera) is its
 plumb_bob lens, over the node's ``camera.distortion_d``; ``simSetDistortionParam``
 changes it from then on. A camera's ``NoiseSettings`` (or CameraDefaults') sets its Scene images' colour noise
-(:func:`~aerial_sim.airsim.settings.camera_noise`), over the node's ``camera.color_noise_std``, seeded by
-``camera.noise_seed``.
+(:func:`~aerial_sim.airsim.settings.camera_noise`), over the node's ``camera.color_noise_std``, and its horizontal
+artefacts (:mod:`aerial_sim.world.image_artefacts`), seeded by ``camera.noise_seed``.
 
 An unknown camera name fails the whole request list (AirSim throws); a request for an
 image type not rendered here is answered, for that request only, with an empty image
@@ -59,6 +59,7 @@ from aerial_sim.airsim.wire import ImageRequest, RpcFault, quaternionr, vector3r
 from aerial_sim.config import ParamsError
 from aerial_sim.control.geometry import matrix_to_quat
 from aerial_sim.world.camera import CameraModel, CameraParams
+from aerial_sim.world.image_artefacts import ImageArtefacts, apply_artefacts
 from aerial_sim.world.lens import LensCamera, LensParams, camera_for, color_noise
 from aerial_sim.world.rotations import quaternion_to_matrix, rpy_to_matrix
 from aerial_sim.world.scene import Scene
@@ -97,6 +98,7 @@ class Camera:
     model: CameraModel | LensCamera
     planar_factor: np.ndarray  # (H, W): optical z per metre along the ray
     noise_std: float = 0.0  # colour noise of its Scene images, 8-bit levels (CameraRig.noise_std)
+    artefacts: ImageArtefacts | None = None  # horizontal artefacts of its Scene images (CameraRig.artefacts)
 
 
 class CameraRig:
@@ -115,6 +117,9 @@ class CameraRig:
         #: Colour noise of a settings file (NoiseSettings), as the lenses: (vehicle, name) -> std; CameraDefaults'.
         self._settings_noise: dict[tuple[str, str], float] = {}
         self._default_noise: float | None = None
+        #: Horizontal artefacts of a settings file (NoiseSettings' Horz* keys), as the noise.
+        self._settings_artefacts: dict[tuple[str, str], ImageArtefacts] = {}
+        self._default_artefacts: ImageArtefacts | None = None
         self.base = dataclasses.replace(params, depth_mode="perspective")
         self.mounts = default_mounts(params.mount_position_m)
         #: Cameras of one vehicle (or EXTERNAL) from a settings file: (vehicle, name) -> CameraParams changes.
@@ -143,6 +148,7 @@ class CameraRig:
             self._default_captures = {t: (w, h, f) for t, w, h, f in defaults.captures}
             self._default_distortion = defaults.distortion_d
             self._default_noise = defaults.color_noise_std
+            self._default_artefacts = defaults.image_artefacts
         for vehicle in settings.vehicles:
             for camera in vehicle.cameras:
                 self.add_camera(vehicle.name, camera)
@@ -169,6 +175,8 @@ class CameraRig:
             self._settings_distortion[(vehicle, name)] = tuple(camera.distortion_d)
         if camera.color_noise_std is not None:
             self._settings_noise[(vehicle, name)] = float(camera.color_noise_std)
+        if camera.image_artefacts is not None:
+            self._settings_artefacts[(vehicle, name)] = camera.image_artefacts
         self._forget(vehicle, name)
 
     def _forget(self, vehicle: str, name: str) -> None:
@@ -224,7 +232,7 @@ class CameraRig:
                 model.set_fog(self._fog_density)
             factor = 1.0 / np.linalg.norm(model.optical_rays(), axis=2)
             camera = self._cameras[key] = Camera(name, model, factor.astype(np.float32),
-                                                 self.noise_std(vehicle, name))
+                                                 self.noise_std(vehicle, name), self.artefacts(vehicle, name))
         return camera
 
     # -- lens ------------------------------------------------------------------------------
@@ -245,6 +253,12 @@ class CameraRig:
         if key in self._settings_noise:
             return self._settings_noise[key]
         return self._default_noise if self._default_noise is not None else float(self.lens.color_noise_std)
+
+    def artefacts(self, vehicle: str, camera_name: str) -> ImageArtefacts | None:
+        """Horizontal artefacts of a camera's Scene images (:mod:`aerial_sim.world.image_artefacts`): its settings
+        camera's NoiseSettings, else CameraDefaults', else none."""
+        key = (vehicle, self.canonical(camera_name, vehicle))
+        return self._settings_artefacts.get(key, self._default_artefacts)
 
     def distortion_params(self, vehicle: str, camera_name: str) -> list[float]:
         """simGetDistortionParams: [K1, K2, K3, P1, P2] (AirSim's order) of the camera's lens."""
@@ -387,7 +401,8 @@ class CameraRig:
     def _response(self, rendered, request: ImageRequest, position, orientation, stamp_ns):
         camera, frame, flow = rendered
         height, width = camera.model.params.height, camera.model.params.width
-        color = (color_noise(frame.color, camera.noise_std, self.lens.noise_seed, stamp_ns)
+        color = (apply_artefacts(color_noise(frame.color, camera.noise_std, self.lens.noise_seed, stamp_ns),
+                                 camera.artefacts, self.lens.noise_seed, stamp_ns)
                  if request.image_type == SCENE else None)
         floats, pixels = encode(request.image_type, frame, flow, color, camera.model, camera.planar_factor,
                                 request.pixels_as_float, rgb=request.compress or request.rgb)

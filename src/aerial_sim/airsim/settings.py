@@ -27,11 +27,13 @@ from the camera's ``noise_seed`` (:mod:`aerial_sim.world.lens`): an ``Enabled`` 
 (Scene) gives ``color_noise_std`` = RandContrib x 255 / sqrt(12). AirSim's random noise blends a noise value
 into each pixel with the ratio RandContrib, out = (1 - c) p + c n; for n uniform over the 8-bit range the
 added term's standard deviation is c x 255 / sqrt(12) (73.6 c levels, 14.7 for AirSim's default c = 0.2),
-which the Gaussian keeps (not the blend's pull of the mean toward grey). What the model cannot make is one
-warning line per entry naming the keys: the noise's spatial structure (RandSize, RandDensity), a slower
-fluctuation than a new draw each frame (RandSpeed below AirSim's default 1e5) and the horizontal artefacts
-(Horz*: Unreal post-process shaders), which AirSim draws at their defaults when their keys are absent, and
-noise on other image types (depth noise is the depth_noise node's). A value that is not a finite number of
+which the Gaussian keeps (not the blend's pull of the mean toward grey). The entry's horizontal artefacts
+(HorzWave*, HorzNoiseLines*, HorzDistortion*: AirSim's post-process material) are drawn on the colour image
+too, each at AirSim's default where the entry leaves its keys out, as AirSim does
+(:mod:`aerial_sim.world.image_artefacts`, :func:`camera_artefacts`; a ``*Contrib`` of 0 turns one off). What
+the model cannot make is one warning line per entry naming the keys: the random noise's spatial structure
+(RandSize, RandDensity) and a slower fluctuation than a new draw each frame (RandSpeed below AirSim's default
+1e5), and noise on other image types (depth noise is the depth_noise node's). A value that is not a finite number of
 its range is a :class:`SettingsError` naming the key path. :func:`camera_noise` gives a camera's.
 
 Units and frames are AirSim's: positions in metres NED relative to the
@@ -42,6 +44,7 @@ table of what maps onto what.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -54,6 +57,8 @@ import jsonschema
 
 from aerial_sim.airsim.sensor_noise import MAPPING as NOISE_MAPPING
 from aerial_sim.airsim.sensor_noise import noise_keys
+from aerial_sim.world.image_artefacts import AIRSIM_DEFAULTS, ImageArtefacts
+from aerial_sim.world.image_artefacts import SETTINGS_KEYS as ARTEFACT_KEYS
 
 SIM_MODES = ("Multirotor", "ComputerVision")
 #: VehicleType values flown by aerial_sim's own controller (AirSim's SimpleFlight behaviour).
@@ -95,6 +100,8 @@ class CameraSetting:
     distortion_d: tuple[float, float, float, float, float] | None = None
     #: Colour noise std (8-bit levels) of its ``NoiseSettings`` (or CameraDefaults'); None: none given.
     color_noise_std: float | None = None
+    #: The horizontal artefacts (Horz* keys) of its ``NoiseSettings`` (or CameraDefaults'); None: none given.
+    image_artefacts: ImageArtefacts | None = None
 
 
 @dataclass(frozen=True)
@@ -415,23 +422,22 @@ def _camera(name: str, spec: dict, defaults: CameraSetting | None, external: boo
         distortion = _distortion(spec["DistortionParams"], f"{where}DistortionParams")
     if distortion is not None:
         _check_lens(distortion, [(width, height, fov)] + [(w, h, f) for _, w, h, f in entries], f"{where}DistortionParams")
-    noise = base.color_noise_std
+    noise, artefacts = base.color_noise_std, base.image_artefacts
     if "NoiseSettings" in spec:
-        noise = _noise(spec["NoiseSettings"], f"{where}NoiseSettings", warnings)
+        noise, artefacts = _noise(spec["NoiseSettings"], f"{where}NoiseSettings", warnings)
     return CameraSetting(name, position, rpy, width, height, fov, tuple(types), external, tuple(entries), distortion,
-                         noise)
+                         noise, artefacts)
 
 
 #: Keys of a NoiseSettings entry that the camera's noise model cannot make (module docstring).
-_NOISE_UNMADE = {"RandSize", "RandDensity"} | {key for key in NOISE_NUMBERS if key.startswith("Horz")}
-#: AirSim's three horizontal artefacts, by their keys' prefix (each is off when its <prefix>Contrib is 0).
-_HORIZONTAL = ("HorzWave", "HorzNoiseLines", "HorzDistortion")
+_NOISE_UNMADE = {"RandSize", "RandDensity"}
 
 
-def _noise(entries: list, where: str, warnings: list) -> float | None:
-    """The colour noise std (8-bit levels) of a camera's ``NoiseSettings`` (module docstring): its last enabled
-    Scene entry's RandContrib x 255 / sqrt(12); 0.0 when it has entries but none enabled for Scene."""
-    std = 0.0
+def _noise(entries: list, where: str, warnings: list) -> tuple[float, ImageArtefacts]:
+    """(The colour noise std (8-bit levels), the horizontal artefacts) of a camera's ``NoiseSettings`` (module
+    docstring): its last enabled Scene entry's RandContrib x 255 / sqrt(12) and Horz* numbers (AirSim's default
+    for each one it leaves out); 0.0 and none when it has entries but none enabled for Scene."""
+    std, artefacts = 0.0, ImageArtefacts()
     for index, entry in enumerate(entries):
         here = f"{where}/{index}"
         for key in entry:
@@ -454,19 +460,16 @@ def _noise(entries: list, where: str, warnings: list) -> float | None:
             continue
         contrib = float(entry.get("RandContrib", NOISE_DEFAULT_RAND_CONTRIB))
         std = contrib * 255.0 / math.sqrt(12.0)
-        # A horizontal artefact whose *Contrib is 0 is off in AirSim too; one whose *Contrib is absent is on there.
-        off = {group for group in _HORIZONTAL if entry.get(group + "Contrib", 1.0) == 0}
-        unmade = [key for key in entry if key in _NOISE_UNMADE and not any(key.startswith(g) for g in off)]
+        artefacts = dataclasses.replace(AIRSIM_DEFAULTS, **{name: float(entry[key])
+                                                            for key, name in ARTEFACT_KEYS.items() if key in entry})
+        unmade = [key for key in entry if key in _NOISE_UNMADE]
         if "RandSpeed" in entry and float(entry["RandSpeed"]) < NOISE_FULL_SPEED:
             unmade.insert(0, "RandSpeed")
-        absent = [group + "Contrib" for group in _HORIZONTAL if group + "Contrib" not in entry]
-        parts = ([", ".join(unmade)] if unmade else []) + (
-            [f"AirSim's default horizontal artefacts ({', '.join(absent)} absent)"] if absent else [])
-        if parts:
+        if unmade:
             warnings.append(f"{here}: mapped to colour noise of {std:.1f} levels (RandContrib {contrib:g} x 255 / "
-                            f"sqrt(12), new each frame); not simulated: {'; '.join(parts)} (spatial structure, "
-                            "slower fluctuation and Horz* artefacts are Unreal post-process effects)")
-    return std
+                            f"sqrt(12), new each frame); not simulated: {', '.join(unmade)} (the random noise's "
+                            "spatial structure and slower fluctuation)")
+    return std, artefacts
 
 
 def _distortion(spec: dict, where: str) -> tuple[float, float, float, float, float]:
@@ -517,6 +520,13 @@ def camera_noise(settings: AirSimSettings, vehicle_name: str, camera_name: str =
     """The colour noise std (8-bit levels) the settings' ``NoiseSettings`` give the graph's vehicle's camera (see
     ``_camera_value``), with the key path it came from; None when no camera has NoiseSettings."""
     return _camera_value(settings, vehicle_name, camera_name, "color_noise_std", "NoiseSettings")
+
+
+def camera_artefacts(settings: AirSimSettings, vehicle_name: str, camera_name: str = "front_center"):
+    """The horizontal artefacts (:class:`~aerial_sim.world.image_artefacts.ImageArtefacts`) the settings'
+    ``NoiseSettings`` give the graph's vehicle's camera (see ``_camera_value``), with the key path it came from;
+    None when no camera has NoiseSettings."""
+    return _camera_value(settings, vehicle_name, camera_name, "image_artefacts", "NoiseSettings")
 
 
 def _sensors(spec: dict, warnings: list, where: str) -> tuple[SensorSetting, ...]:
@@ -636,9 +646,11 @@ def _camera_json(camera: CameraSetting) -> dict:
         out.update(zip(("Roll", "Pitch", "Yaw"), camera.rpy_deg))
     if camera.distortion_d is not None:
         out["DistortionParams"] = {k: camera.distortion_d[i] for k, i in DISTORTION_KEYS.items()}
-    if camera.color_noise_std:
+    artefacts = camera.image_artefacts or ImageArtefacts()
+    if camera.color_noise_std or artefacts.active:
         out["NoiseSettings"] = [{"Enabled": True, "ImageType": 0,
-                                 "RandContrib": camera.color_noise_std * math.sqrt(12.0) / 255.0}]
+                                 "RandContrib": (camera.color_noise_std or 0.0) * math.sqrt(12.0) / 255.0,
+                                 **{key: getattr(artefacts, name) for key, name in ARTEFACT_KEYS.items()}}]
     return out
 
 

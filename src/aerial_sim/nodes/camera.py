@@ -75,6 +75,7 @@ from aerial_sim.nodes.ros.zero_padding import zero_padded_bytes
 from aerial_sim.sensors.truth import UNUSABLE_ODOMETRY, truth_from_odometry
 from aerial_sim.world.camera import CameraParams
 from aerial_sim.world.labels import boxes_3d, detections_2d
+from aerial_sim.world.image_artefacts import apply_artefacts
 from aerial_sim.world.lens import LensParams, camera_for, color_noise
 from aerial_sim.world.scene import load_scene
 
@@ -115,6 +116,7 @@ class CameraNode(Node):
         self.node_params = declare_params(self, CameraNodeParams)
         self.camera_params = declare_params(self, CameraParams)
         self.lens_params = declare_params(self, LensParams)
+        self.image_artefacts = None  # a settings file's NoiseSettings Horz* artefacts (_camera_model)
         self.scene = load_scene(self.node_params.scene)
         self.model = self._camera_model()  # a CameraModel unless distorted
         self.frame_id = frame_in_namespace(self, self.node_params.frame_id)
@@ -206,10 +208,11 @@ class CameraNode(Node):
     def _camera_model(self):
         """The camera through the settings file's lens when it gives one (airsim_settings), else through
         ``distortion_d``; a file or lens that cannot be used is one error line, and ``distortion_d`` serves.
-        The file's NoiseSettings, when it has them, set ``color_noise_std`` (seeded by ``noise_seed``)."""
+        The file's NoiseSettings, when it has them, set ``color_noise_std`` and the horizontal artefacts
+        (:mod:`aerial_sim.world.image_artefacts`), seeded by ``noise_seed``."""
         found = None
         if self.node_params.airsim_settings not in ("", "none"):
-            from aerial_sim.airsim.settings import camera_lens, camera_noise, usable_settings
+            from aerial_sim.airsim.settings import camera_artefacts, camera_lens, camera_noise, usable_settings
 
             usable = usable_settings(self.node_params.airsim_settings, lambda error: self.get_logger().error(
                 f"{error}; the camera's own distortion_d and color_noise_std are used"))
@@ -224,6 +227,7 @@ class CameraNode(Node):
                                                   f"AirSim settings' {key} is this camera's noise (the AirSim "
                                                   "server's too)")
                     self.lens_params = dataclasses.replace(self.lens_params, color_noise_std=float(std))
+                self.image_artefacts = (camera_artefacts(usable[1], vehicle) or (None,))[0]
         if found is not None:
             d, key = found
             if self.lens_params.distorted and tuple(self.lens_params.distortion_d) != tuple(d):
@@ -318,6 +322,7 @@ class CameraNode(Node):
             self.segmentation_pub.publish(encode_image_array(stamp_ns, frame_id, frame.segmentation, "mono16"))
         if frame.color is not None:
             color = color_noise(frame.color, self.lens_params.color_noise_std, self.lens_params.noise_seed, stamp_ns)
+            color = apply_artefacts(color, self.image_artefacts, self.lens_params.noise_seed, stamp_ns)
             self.color_pub.publish(encode_image_array(stamp_ns, frame_id, color, "rgb8"))
         if frame.instance is not None and has_subscribers(self.instance_pub):
             self.instance_pub.publish(encode_image_array(stamp_ns, frame_id, frame.instance, "mono16"))
