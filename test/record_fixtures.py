@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -139,8 +140,11 @@ class FlightPublisher:
         msg.header.frame_id = msg.header.frame_id or header_frame
         return msg
 
-    def run(self, duration_s: float, clock_hz: float = 250.0) -> float:
-        """Publish for ``duration_s`` (wall = sim time); returns the last sim time published."""
+    def run(self, duration_s: float, clock_hz: float = 250.0, at: tuple[float, Callable[[], None]] | None = None) -> float:
+        """Publish for ``duration_s`` (wall = sim time, or later where this process falls behind: it then
+        publishes as fast as it can); returns the last sim time published. ``at = (t_s, action)``: ``action()``
+        once sim time ``t_s`` is published (a loaded machine's wall time says nothing about how far the
+        flight got)."""
         Clock = self.Clock
         next_due = {t: 0.0 for t in self.topics}
         start = time.monotonic()
@@ -160,6 +164,9 @@ class FlightPublisher:
                     self.pubs[topic].publish(self._message(topic, t))
                     self.counts[topic] += 1
                     next_due[topic] += 1.0 / rate
+            if at is not None and t + 1e-9 >= at[0]:
+                at[1]()
+                at = None
             step += 1
         return t
 

@@ -31,6 +31,9 @@ TOPICS = {
 
 
 def fly_and_interrupt(tmp_path, sig, *recorder_args, kill_after_s=2.5, flight_s=4.0):
+    """Fly ``flight_s`` of sim time and send ``sig`` to the recorder once ``kill_after_s`` of it is published
+    (sim time, not wall time: a loaded machine's publisher falls behind the wall clock, and a signal at
+    2.5 s of wall time then came after much less of the flight)."""
     import rclpy
     from rclpy.node import Node
 
@@ -41,10 +44,10 @@ def fly_and_interrupt(tmp_path, sig, *recorder_args, kill_after_s=2.5, flight_s=
     node = Node("interrupted_flight", context=context)
     try:
         flight = FlightPublisher(node, image_size=SMALL_IMAGES, topics=TOPICS)
-        assert flight.wait_for_subscribers(20.0), (tmp_path / "recorder.log").read_text()
-        killer = threading.Timer(kill_after_s, lambda: stop(recorder, sig))
-        killer.start()
-        flight.run(flight_s)  # still publishing when the signal arrives
+        # The recorder process starting (its imports, its subscriptions discovered): up to a minute at load 30.
+        assert flight.wait_for_subscribers(60.0), (tmp_path / "recorder.log").read_text()
+        killer = threading.Thread(target=stop, args=(recorder, sig))  # signal, then wait for the exit
+        flight.run(flight_s, at=(kill_after_s, killer.start))  # still publishing when the signal arrives
         killer.join()
     finally:
         stop(recorder)
@@ -79,7 +82,7 @@ def test_signal_mid_run_closes_a_valid_split_bag(tmp_path, sig):
     counts = read_counts(run_dir / "bag")
     recorded = {t["topic_metadata"]["name"]: t["message_count"] for t in info["topics_with_message_count"]}
     assert counts == {topic: n for topic, n in recorded.items() if n}
-    # About 2.5 s of the 4 s flight: stopped in the middle, not at the end.
+    # About 2.5 s of the 4 s flight (of sim time): stopped in the middle, not at the end.
     assert 250 * 1.5 < counts.get("/drone1/ground_truth/odom", 0) < 250 * 3.5, (counts, log)
     assert (run_dir / "recording.txt").is_file() and (run_dir / "trajectory.png").is_file()
 
