@@ -74,10 +74,14 @@ def measure(sweep_path: Path, out: Path, workers: int, mode: str) -> dict:
     from aerial_sim.batch.orchestrate import run_batch
     from aerial_sim.batch.sweep import load_sweep
 
+    import resource
+
     sweep = load_sweep(sweep_path)
-    started = time.monotonic()
+    started, own = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
     outcome = run_batch(sweep, out, workers=workers, progress=False)
     wall = time.monotonic() - started
+    now = resource.getrusage(resource.RUSAGE_SELF)
+    batch_cpu_s = (now.ru_utime + now.ru_stime) - (own.ru_utime + own.ru_stime)
     rows = [r for r in read_manifest(out / "manifest.csv") if r["status"] == "ok"]
     entries = [yaml.safe_load((out / "runs" / r["run_id"] / "result.json").read_text()) for r in rows]
     sim = sum(float(r["sim_s"]) for r in rows)
@@ -99,6 +103,8 @@ def measure(sweep_path: Path, out: Path, workers: int, mode: str) -> dict:
         "split": [run_split(e) for e in entries],
         # what no run's entry holds: the graphs' stops after their last runs, the kept post-processors' ends
         "stop_cpu_s": max(outcome.cpu_s - sum(float(e.get("cpu_s") or 0.0) for e in entries), 0.0),
+        # the batch process itself (its workers' watching, the kept processes' feeding, summary.png): in no run's figure
+        "batch_cpu_s": batch_cpu_s,
     }
 
 
@@ -133,6 +139,9 @@ def print_split(results: list[dict]) -> None:
         sim = sum(s["sim_s"] for s in r["split"])
         print(f"{'stops':>15} {'':>6} graphs' stops and kept processes' ends: {r.get('stop_cpu_s', 0.0):.2f} CPU s"
               + (f" ({r.get('stop_cpu_s', 0.0) / sim:.3f} per sim s)" if sim else ""))
+        if r.get("batch_cpu_s") is not None:
+            print(f"{'batch process':>15} {'':>6} watching, feeding the post-processing, summary.png (in no run's all in): "
+                  f"{r['batch_cpu_s']:.2f} CPU s" + (f" ({r['batch_cpu_s'] / sim:.3f} per sim s)" if sim else ""))
 
 
 def measure_before(checkout: Path, root: Path, runs: int, options, workers: int, mode: str, layout: str) -> dict:

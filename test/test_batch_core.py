@@ -612,3 +612,40 @@ def test_a_first_runs_flight_cpu_starts_at_the_lockstep_start_not_at_the_bags_fi
     finally:
         graph.kill()
         graph.wait()
+
+
+def test_the_live_manifest_reads_only_the_finished_runs_entry_and_rewrites_the_file_within_its_time_share(tmp_path):
+    """A batch's manifest after each run: the row of that run refreshed from its entry (not every run's entry
+    read again: a sweep of 100,000 runs would read 10^10), the file rewritten unless rewriting has taken more
+    than 5 % of the time; at the end always. Its rows are the rebuilt manifest's."""
+    from aerial_sim.batch.manifest import LiveManifest, manifest_rows, write_result
+
+    sweep = sweep_of("base: {mission: hop_1m}\ngrid: {seed: [0, 1, 2, 3]}")
+    now = [100.0]
+    live = LiveManifest(tmp_path, sweep, share=0.05, clock=lambda: now[0])
+    assert live.write() and [r["status"] for r in read_manifest(tmp_path / "manifest.csv")] == ["pending"] * 4
+    first, second = sweep.runs[:2]
+    write_result(tmp_path, first, {"run_id": first.run_id, "status": "ok", "parameters": first.parameters, "sim_s": 10.3})
+    write_result(tmp_path, second, {"run_id": second.run_id, "status": "failed", "parameters": second.parameters})
+    (tmp_path / "runs" / sweep.runs[2].run_id).mkdir(parents=True)
+    (tmp_path / "runs" / sweep.runs[2].run_id / "result.json").write_text("{ broken")  # read again: would be pending
+    live.update(first.run_id)
+    assert live.write()  # the last write took no time on this clock: due at once
+    rows = read_manifest(tmp_path / "manifest.csv")
+    assert [r["status"] for r in rows] == ["ok", "pending", "pending", "pending"] and rows[0]["sim_s"] == "10.3"
+
+    slow = LiveManifest(tmp_path, sweep, share=0.05, clock=lambda: now[0])
+    ticks = iter([200.0, 200.5])  # one write of 0.5 s: the next is due 10 s after it began
+    slow.clock = lambda: next(ticks, now[0])
+    assert slow.write(force=True)
+    slow.update(second.run_id)
+    now[0] = 205.0
+    assert not slow.write() and read_manifest(tmp_path / "manifest.csv")[1]["status"] == "failed"  # (the forced write)
+    write_result(tmp_path, second, {"run_id": second.run_id, "status": "ok", "parameters": second.parameters})
+    slow.update(second.run_id)
+    assert not slow.write() and read_manifest(tmp_path / "manifest.csv")[1]["status"] == "failed"
+    now[0] = 210.5
+    assert slow.write() and read_manifest(tmp_path / "manifest.csv")[1]["status"] == "ok"
+    assert not slow.write(force=True)  # nothing new
+    slow.update("no-such-run")
+    assert list(slow.rows.values()) == manifest_rows(tmp_path, sweep)

@@ -318,14 +318,16 @@ class _FlightCpu:
 
     (The start used to be looked for once a second, by the line or the bag's growth, whichever was
     seen first: a first run's flight began at a random point of the start-up or up to a second late.)
-    While flying, the CPU is read once a second, for a launch that ends before it lands.
+    With ``periodic`` (a cold run's launch), the CPU is also read once a second while flying, for a launch
+    that ends before it lands (its processes are gone by then); a warm graph's runs read it at the start
+    and at the landing only (each reading walks ``/proc``: it was a third of a batch's own CPU).
     """
 
     START_LINE = b"lockstep: starting"
 
-    def __init__(self, session_id: int, folder: Path, log_path: Path | None = None):
+    def __init__(self, session_id: int, folder: Path, log_path: Path | None = None, periodic: bool = True):
         self.session_id, self.marker, self.bag = session_id, str(folder), folder / "bag"
-        self.log_path = log_path
+        self.log_path, self.periodic = log_path, periodic
         self._log_offset = 0
         self._bag_signature = None
         self._bag_start: float | None = None  # CPU when the bag first grew (the start without the line)
@@ -371,7 +373,7 @@ class _FlightCpu:
             return
         if landed:
             self._end = session_cpu_s(self.session_id, self.marker)
-        elif time.monotonic() >= self._next:
+        elif self.periodic and time.monotonic() >= self._next:
             self._next = time.monotonic() + 1.0
             self._last = session_cpu_s(self.session_id, self.marker)  # in case the launch ends first
 

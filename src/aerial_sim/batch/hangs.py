@@ -25,7 +25,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from aerial_sim.batch.processes import session_processes
+from aerial_sim.batch.processes import session_processes, session_stats
 from aerial_sim.stack_dumps import DUMP_SIGNAL
 
 #: How often the run folder is looked at, s.
@@ -143,13 +143,7 @@ def _cmdline(pid: int) -> str:
 
 def session_cpu_s(session_id: int, marker: str) -> float:
     """CPU seconds (user + system) of the session's live processes so far, with their reaped children."""
-    total = 0
-    for pid in session_processes(session_id, marker):
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
-        except OSError:
-            continue
-        total += sum(int(v) for v in fields[11:15])  # utime stime cutime cstime (fields 14-17)
+    total = sum(sum(int(v) for v in fields[11:15]) for _, fields in session_stats(session_id, marker))  # utime stime cutime cstime
     return total / os.sysconf("SC_CLK_TCK")
 
 

@@ -23,8 +23,9 @@ import io
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from aerial_sim.batch.sweep import RunSpec, Sweep
 
@@ -105,21 +106,23 @@ def pending_runs(out_dir: Path, sweep: Sweep) -> list[RunSpec]:
 
 def manifest_rows(out_dir: Path, sweep: Sweep) -> list[dict[str, Any]]:
     """One row per run of the sweep, from its entry (``pending`` when it has none yet)."""
-    rows = []
-    for run in sweep.runs:
-        result = read_result(out_dir, run)
-        if result is None or result.get("parameters") != run.parameters:
-            result = {"status": PENDING, "attempts": 0}
-        row = {"run_id": run.run_id, "status": result.get("status"), "attempts": result.get("attempts", 0)}
-        row.update({key: _cell(run.parameters.get(key)) for key in sweep.keys})
-        row.update({column: _cell(result.get(column)) for column in RESULT_COLUMNS})
-        rows.append(row)
-    return rows
+    return [manifest_row(out_dir, sweep, run) for run in sweep.runs]
 
 
-def write_manifest(out_dir: Path, sweep: Sweep) -> Path:
-    """Rebuild ``DIR/manifest.csv`` from the runs' entries, atomically."""
-    rows = manifest_rows(out_dir, sweep)
+def manifest_row(out_dir: Path, sweep: Sweep, run: RunSpec) -> dict[str, Any]:
+    """The run's row of the manifest, from its entry (``pending`` when it has none yet)."""
+    result = read_result(out_dir, run)
+    if result is None or result.get("parameters") != run.parameters:
+        result = {"status": PENDING, "attempts": 0}
+    row = {"run_id": run.run_id, "status": result.get("status"), "attempts": result.get("attempts", 0)}
+    row.update({key: _cell(run.parameters.get(key)) for key in sweep.keys})
+    row.update({column: _cell(result.get(column)) for column in RESULT_COLUMNS})
+    return row
+
+
+def write_manifest(out_dir: Path, sweep: Sweep, rows: Sequence[Mapping[str, Any]] | None = None) -> Path:
+    """Rebuild ``DIR/manifest.csv`` from the runs' entries (or from ``rows``), atomically."""
+    rows = manifest_rows(out_dir, sweep) if rows is None else rows
     columns = ["run_id", "status", "attempts", *sweep.keys, *RESULT_COLUMNS]
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
@@ -128,6 +131,40 @@ def write_manifest(out_dir: Path, sweep: Sweep) -> Path:
     path = Path(out_dir) / MANIFEST_FILE
     write_atomic(path, buffer.getvalue())
     return path
+
+
+class LiveManifest:
+    """``DIR/manifest.csv`` during a batch: the rows read once, a finished run's row refreshed from its entry alone.
+
+    Rebuilding the manifest from every run's entry after each run made a batch's bookkeeping grow with the
+    square of its runs (10,000 runs: 10,000 entries read after each of them). Here the file is rewritten from
+    the rows in memory after a run finishes, unless writing it has taken more than ``share`` of the time
+    since the last write began (a sweep of a hundred thousand runs: a rewrite every few seconds, not after
+    each run); :meth:`write` with ``force`` at the end.
+    """
+
+    def __init__(self, out_dir: Path, sweep: Sweep, share: float = 0.05, clock=time.monotonic):
+        self.out_dir, self.sweep, self.share, self.clock = Path(out_dir), sweep, share, clock
+        self.runs = {run.run_id: run for run in sweep.runs}
+        self.rows = {run.run_id: manifest_row(out_dir, sweep, run) for run in sweep.runs}
+        self._next = -float("inf")
+        self.dirty = True
+
+    def update(self, run_id: str) -> None:
+        """The run's row from its entry as it is on disk now."""
+        if run_id in self.runs:
+            self.rows[run_id] = manifest_row(self.out_dir, self.sweep, self.runs[run_id])
+            self.dirty = True
+
+    def write(self, force: bool = False) -> bool:
+        """Rewrite the file if anything changed and it is due (``force``: if anything changed); True if written."""
+        began = self.clock()
+        if not self.dirty or (not force and began < self._next):
+            return False
+        write_manifest(self.out_dir, self.sweep, list(self.rows.values()))
+        self.dirty = False
+        self._next = began + (self.clock() - began) / self.share
+        return True
 
 
 def read_manifest(path: Path) -> list[dict[str, str]]:

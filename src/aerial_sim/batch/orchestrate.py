@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO
 
 from aerial_sim.batch.domains import DomainPool
-from aerial_sim.batch.manifest import FAILED, OK, manifest_rows, pending_runs, write_manifest
+from aerial_sim.batch.manifest import FAILED, OK, LiveManifest, pending_runs
 from aerial_sim.batch.sweep import Sweep
 
 LOCK_FILE = ".batch.lock"
@@ -111,7 +111,8 @@ def run_batch(
             shutil.copyfile(sweep.source, out_dir / "sweep.yaml")
         todo = pending_runs(out_dir, sweep)
         outcome = BatchOutcome(total=len(sweep.runs), skipped=len(sweep.runs) - len(todo))
-        write_manifest(out_dir, sweep)
+        manifest = LiveManifest(out_dir, sweep)
+        manifest.write(force=True)
         bar = SweepProgress(len(sweep.runs), outcome.skipped, progress, stream)
         started = time.monotonic()
 
@@ -127,7 +128,8 @@ def run_batch(
                 outcome.failed += 1
                 outcome.failures.append((result["run_id"], str(result.get("error")), str(out_dir / result.get("log", ""))))
             bar.run_finished(result, out_dir)
-            write_manifest(out_dir, sweep)
+            manifest.update(result.get("run_id", ""))
+            manifest.write()
 
         try:
             if todo:
@@ -138,8 +140,8 @@ def run_batch(
             bar.close()
             outcome.interrupted = stop.is_set()
             outcome.wall_s = time.monotonic() - started
-            write_manifest(out_dir, sweep)
-            _plot(out_dir, sweep)
+            manifest.write(force=True)
+            _plot(sweep, list(manifest.rows.values()), out_dir)
     return outcome
 
 
@@ -160,10 +162,10 @@ def _run_backend(backend, sweep, todo, out_dir, workers, address, on_result, sto
         raise ValueError(f"unknown backend {backend!r} (local or ray)")
 
 
-def _plot(out_dir: Path, sweep: Sweep) -> None:
+def _plot(sweep: Sweep, rows: list[dict], out_dir: Path) -> None:
     from aerial_sim.batch.plot import plot_summary
 
-    plot_summary(manifest_rows(out_dir, sweep), sweep.axes, out_dir / SUMMARY_PLOT, title=sweep.name)
+    plot_summary(rows, sweep.axes, out_dir / SUMMARY_PLOT, title=sweep.name)
 
 
 class _exclusive:

@@ -20,7 +20,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 
 def guarded_command(command: list[str]) -> list[str]:
@@ -30,20 +29,32 @@ def guarded_command(command: list[str]) -> list[str]:
 
 def session_processes(session_id: int, marker: str) -> list[int]:
     """Pids in session ``session_id`` whose command line contains ``marker`` (Linux ``/proc``)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
+    return [pid for pid, _ in session_stats(session_id, marker)]
+
+
+def session_stats(session_id: int, marker: str) -> list[tuple[int, list[str]]]:
+    """(pid, the ``/proc/<pid>/stat`` fields after the command name) of each process of :func:`session_processes`.
+
+    Every process's ``stat`` is read, the command line only of those in the session: a batch asks this
+    at every start and landing of a run, on machines with hundreds of other processes."""
+    found = []
+    for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
+            with open(f"/proc/{entry.name}/stat", "rb") as stream:
+                stat = stream.read()
+            # Fields after the parenthesised command name: state ppid pgrp session ...
+            fields = stat.rsplit(b")", 1)[-1].split()
+            if len(fields) <= 3 or int(fields[3]) != session_id:
+                continue
+            with open(f"/proc/{entry.name}/cmdline", "rb") as stream:
+                cmdline = stream.read().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, ValueError):
             continue
-        # Fields after the parenthesised command name: state ppid pgrp session ...
-        fields = stat.rsplit(")", 1)[-1].split()
-        if len(fields) > 3 and int(fields[3]) == session_id and marker in cmdline:
-            pids.append(int(entry.name))
-    return pids
+        if marker in cmdline:
+            found.append((int(entry.name), [f.decode() for f in fields]))
+    return found
 
 
 def kill_session(session_id: int, marker: str, signum: int = signal.SIGKILL) -> int:

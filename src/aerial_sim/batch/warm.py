@@ -333,7 +333,7 @@ class WarmWorker:
         graph.settings = run_settings(run, self.declared, folder)
         graph.client = self._client(graph)
         log_path.write_text(f"# run 1 of graph {graph_dir} (ROS_DOMAIN_ID={lease.domain_id}); its launch log from here on\n")
-        flight = _FlightCpu(launcher.pid, folder, graph.log_path)
+        flight = _FlightCpu(launcher.pid, folder, graph.log_path, periodic=False)
         flight.marker = graph.marker
         attempt = self._watch(graph, folder, log_path, 0, flight)
         attempt.launched_at = launched_at
@@ -397,7 +397,7 @@ class WarmWorker:
         with open(log_path, "a", encoding="utf-8") as log:
             log.write(f"# warm start {overhead_s:.3f} s after the landing before (pause {graph.closing_s:.3f} s, "
                       f"then s: {', '.join(steps)})\n")
-        flight = _FlightCpu(graph.launcher.pid, folder)
+        flight = _FlightCpu(graph.launcher.pid, folder, periodic=False)
         flight.marker = graph.marker
         flight.begin()
         attempt = self._watch(graph, folder, log_path, offset, flight)
