@@ -143,7 +143,7 @@ class LiveManifest:
     each run); :meth:`write` with ``force`` at the end.
     """
 
-    def __init__(self, out_dir: Path, sweep: Sweep, share: float = 0.05, clock=time.monotonic):
+    def __init__(self, out_dir: Path, sweep, share: float = 0.05, clock=time.monotonic):  # sweep: a batch.sweep.Sweep
         self.out_dir, self.sweep, self.share, self.clock = Path(out_dir), sweep, share, clock
         self.runs = {run.run_id: run for run in sweep.runs}
         self.rows = {run.run_id: manifest_row(out_dir, sweep, run) for run in sweep.runs}
