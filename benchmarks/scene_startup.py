@@ -1,6 +1,7 @@
 """CPU time a node spends turning a loaded scene into what it keeps (issue 29: the city graph's start-up).
 
     tools/dev.sh bench scene_startup [--scene city] [--rounds 3] [--checkout DIR]
+    tools/dev.sh bench scene_startup --concurrent 5 [--no-cache]   # N processes load it at once
 
 Each round, in a fresh process: ``load_scene`` (every node that takes ``scene`` pays it), then the physics
 node's colliders (``scene_colliders``: one FCL convex hull per mesh object) and the scene markers node's
@@ -57,6 +58,27 @@ print(json.dumps({"load_scene": t1 - t0, "colliders": t2 - t1, "markers": t3 - t
 """
 
 
+CONCURRENT_PROBE = r"""
+import json, sys, time
+from aerial_sim.world.scene import load_scene
+t0, w0 = time.process_time(), time.perf_counter(); scene = load_scene(sys.argv[1])
+print(json.dumps({"load_scene": time.process_time() - t0, "wall": time.perf_counter() - w0,
+                  "cache": scene.cache.get("scene_cache", ("off",))[0]}))
+"""
+
+
+def concurrent(scene: str, count: int, cache: str) -> None:
+    """``count`` processes load ``scene`` at once into an empty cache, as the nodes of a first launch do."""
+    env = dict(os.environ, AERIAL_SIM_SHARE=str(REPO), PYTHONPATH=str(REPO / "src"), AERIAL_SIM_SCENE_CACHE=cache)
+    runs = [subprocess.Popen([sys.executable, "-c", CONCURRENT_PROBE, scene], env=env, stdout=subprocess.PIPE,
+                             text=True) for _ in range(count)]
+    results = [json.loads(run.communicate()[0].strip().splitlines()[-1]) for run in runs]
+    for result in results:
+        print(f"  {result['cache']:>5}: load_scene {result['load_scene']:.2f} CPU s, {result['wall']:.2f} s wall")
+    print(f"{count} processes at once ({scene}, cache {'off' if cache == 'off' else 'empty'}): load_scene "
+          f"{sum(r['load_scene'] for r in results):.2f} CPU s in all, load {os.getloadavg()[0]:.1f}")
+
+
 def one_round(checkout: Path, scene: str, cache: str) -> dict:
     env = dict(os.environ, AERIAL_SIM_SHARE=str(REPO), PYTHONPATH=str(checkout / "src"), AERIAL_SIM_SCENE_CACHE=cache)
     out = subprocess.run([sys.executable, "-c", PROBE, scene], env=env, capture_output=True, text=True, check=True)
@@ -70,9 +92,13 @@ def main() -> None:
     parser.add_argument("--checkout", type=Path, help="another checkout's tree, alternated with this one")
     parser.add_argument("--no-record", action="store_true")
     parser.add_argument("--no-cache", action="store_true", help="load every scene from its files")
+    parser.add_argument("--concurrent", type=int, default=0, help="only: N processes load the scene at once")
     args = parser.parse_args()
     folder = tempfile.TemporaryDirectory(prefix="scene_cache_bench_")
     cache = "off" if args.no_cache else folder.name
+    if args.concurrent:
+        concurrent(args.scene, args.concurrent, cache)
+        return
     trees = ([("before", args.checkout.resolve())] if args.checkout else []) + [("this", REPO)]
     results: dict[str, list[dict]] = {label: [] for label, _ in trees}
     for _ in range(args.rounds):

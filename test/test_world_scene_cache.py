@@ -179,7 +179,7 @@ def test_a_broken_cache_file_is_one_warning_and_a_rebuild(world, damage, caplog)
     assert load_scene(path).cache["scene_cache"][0] == "hit"
 
 
-def test_builders_at_the_same_time_leave_one_whole_file(world, caplog):
+def test_loads_at_the_same_time_build_once_and_leave_one_whole_file(world, caplog):
     path, scenes = world / "town.yaml", []
     threads = [threading.Thread(target=lambda: scenes.append(load_scene(path))) for _ in range(4)]
     with caplog.at_level(logging.WARNING, logger="aerial_sim.scene_cache"):
@@ -188,8 +188,10 @@ def test_builders_at_the_same_time_leave_one_whole_file(world, caplog):
         for thread in threads:
             thread.join()
     assert len(scenes) == 4 and not [r for r in caplog.records if r.name == "aerial_sim.scene_cache"]
+    # one builds; the others wait for its file (the lock) and map it in
+    assert sorted(scene.cache["scene_cache"][0] for scene in scenes) == ["built", "hit", "hit", "hit"]
     folder = scenes[0].cache["scene_cache"][1].parent
-    assert [f.suffix for f in folder.iterdir()] == [".scene"]  # no temporary file left
+    assert sorted(f.suffix for f in folder.iterdir()) == [".lock", ".scene"]  # no temporary file left
     for scene in scenes[1:]:
         same_scene(scenes[0], scene)
     assert load_scene(path).cache["scene_cache"][0] == "hit"

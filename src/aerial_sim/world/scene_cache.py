@@ -24,8 +24,10 @@ libraries and their textures). Any difference rebuilds it; changing a texture ne
 **Failure.** A cache file that is corrupt, truncated or not one of ours (wrong magic, bad header, a length or
 CRC that does not match, a tree that does not decode) is one warning line on the ``aerial_sim.scene_cache``
 logger and a rebuild, never an error of the load; a cache folder that cannot be written is one warning and
-the scene as loaded. Two processes building the same scene at once each write a temporary file beside it and
-rename it into place (atomic on POSIX), so a reader sees the old file or a whole new one, never a mix.
+the scene as loaded. The nodes of a first launch start together: one builds the scene while holding
+``<file>.lock`` (``flock``, released by the system if it dies) and the others wait for it and map its file in
+(up to :data:`LOCK_WAIT_S`, then they build too). A builder writes a temporary file beside the cache file and
+renames it into place (atomic on POSIX), so a reader sees the old file or a whole new one, never a mix.
 
 **Off.** ``AERIAL_SIM_SCENE_CACHE=off`` (or ``0``, ``false``, ``no``) disables the cache, any other
 non-empty value is the folder to use; ``load_scene(..., cache=False)`` disables it for one load.
@@ -47,6 +49,7 @@ import struct
 import tempfile
 import time
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
@@ -62,6 +65,8 @@ ENV = "AERIAL_SIM_SCENE_CACHE"
 _LIBRARIES = ("numpy", "trimesh", "shapely", "osmium", "pymap3d", "rasterio", "Pillow")
 #: Cache files unused this long are removed when another is written; stale temporary files after an hour.
 _PRUNE_AFTER_S, _TEMP_PRUNE_AFTER_S = 30 * 86400.0, 3600.0
+#: How long a process waits for another that builds the same scene before building it too (s).
+LOCK_WAIT_S = 300.0
 _ALIGN = 64
 
 log = logging.getLogger("aerial_sim.scene_cache")
@@ -101,17 +106,80 @@ def cached_scene(path: Path, materials_path, home, build: Callable[[list[Path]],
     file = folder / f"{Path(path).stem}-{slot[:20]}.scene"
     key = {"format": FORMAT, "code": code_fingerprint(), "scene_sha256": hashlib.sha256(scene_bytes).hexdigest(),
            "home": _home_key(home), "materials": materials}
-    if file.is_file():
-        try:
-            scene = _read(file, key, home)
-        except CacheFileError as error:
-            log.warning(f"scene cache {file}: {error}; rebuilding it")
-        except Exception as error:  # anything else a foreign file can provoke is the same: not usable
-            log.warning(f"scene cache {file}: unusable ({type(error).__name__}: {error}); rebuilding it")
-        else:
+    seen = _identity(file)
+    scene = _usable(file, key, home)
+    if scene is not None:
+        return scene
+    with _builder_lock(file):  # another process building this scene: wait for its file rather than build it too
+        if _identity(file) != seen:
+            scene = _usable(file, key, home)
             if scene is not None:
-                scene.cache["scene_cache"] = ("hit", file)
                 return scene
+        return _build_and_write(file, key, path, home, build)
+
+
+def _identity(file: Path):
+    try:
+        stat = file.stat()
+    except OSError:
+        return None
+    return stat.st_ino, stat.st_mtime_ns, stat.st_size
+
+
+def _usable(file: Path, key: dict, home):
+    """The scene of the cache file when it is usable (a hit), else None (one warning when it is broken)."""
+    if not file.is_file():
+        return None
+    try:
+        scene = _read(file, key, home)
+    except CacheFileError as error:
+        log.warning(f"scene cache {file}: {error}; rebuilding it")
+        return None
+    except Exception as error:  # anything else a foreign file can provoke is the same: not usable
+        log.warning(f"scene cache {file}: unusable ({type(error).__name__}: {error}); rebuilding it")
+        return None
+    if scene is not None:
+        scene.cache["scene_cache"] = ("hit", file)
+    return scene
+
+
+@contextmanager
+def _builder_lock(file: Path):
+    """Hold ``<file>.lock`` (flock, released by the OS if the holder dies) while building ``file``, waiting up to
+    :data:`LOCK_WAIT_S` for another builder; without a lock (no fcntl, a folder that cannot be written) or
+    after the wait, build anyway (the atomic rename keeps the file whole)."""
+    try:
+        import fcntl
+
+        file.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(file.parent / (file.name + ".lock"), "ab")
+    except (ImportError, OSError):
+        yield
+        return
+    with handle:
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    log.warning(f"scene cache {file}: another process has been building it for {LOCK_WAIT_S:.0f} s; "
+                                "building it here too")
+                    break
+                time.sleep(0.05)
+            except OSError:
+                break  # a file system without locks
+        try:
+            yield
+        finally:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+            except OSError:
+                pass
+
+
+def _build_and_write(file: Path, key: dict, path: Path, home, build):
     dependencies: list[Path] = []
     scene = build(dependencies)
     try:
@@ -364,7 +432,7 @@ def _prune(folder: Path) -> None:
     for entry in folder.iterdir():
         try:
             age = now - entry.stat().st_mtime
-            if (entry.suffix == ".scene" and age > _PRUNE_AFTER_S) or \
+            if (entry.suffix in (".scene", ".lock") and age > _PRUNE_AFTER_S) or \
                     (entry.suffix == ".tmp" and re.match(r"\..*\.scene\.", entry.name) and age > _TEMP_PRUNE_AFTER_S):
                 entry.unlink()
         except OSError:
