@@ -27,24 +27,8 @@ from aerial_sim.nodes.ros.subscriptions import subscribe_odometry
 from aerial_sim.sensors.mounting import sensor_mount
 from aerial_sim.sensors.params import SensorNodeOptions, load_preset
 from aerial_sim.sensors.resampling import Resampler, resample_for
-from aerial_sim.sensors.truth import UNUSABLE_ODOMETRY, truth_from_odometry
+from aerial_sim.sensors.truth import UNUSABLE_ODOMETRY, last_truth_from_odometry
 
-class _LastTruth:
-    """:func:`truth_from_odometry` of the last odometry fields, by identity: the sensors of a vehicle
-    that share a process get the same fields object for a message (``subscribe_decoded`` decodes it
-    once), so it is checked and converted once too."""
-
-    def __init__(self):
-        self.odom: OdometryFields | None = None
-        self.truth = None
-
-    def __call__(self, odom: OdometryFields):
-        if odom is not self.odom:
-            self.odom, self.truth = odom, truth_from_odometry(odom)
-        return self.truth
-
-
-_truth_of = _LastTruth()
 
 #: Model parameters a reset may not change: they shape the graph (the lockstep announcement's rate, the
 #: static mount transform); changing them means relaunching.
@@ -146,7 +130,7 @@ class OdometrySensorNode(Node):
                                      first_s, lag_s, inputs=(TRUTH_TOPIC,))
 
     def on_truth(self, odom: OdometryFields) -> None:
-        truth = _truth_of(odom)
+        truth = last_truth_from_odometry(odom)
         if truth is None:
             self.get_logger().warning(UNUSABLE_ODOMETRY, throttle_duration_sec=5)
             return

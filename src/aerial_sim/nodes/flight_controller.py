@@ -68,7 +68,7 @@ from aerial_sim.nodes.ros.services import serve
 from aerial_sim.nodes.ros.stamps import from_stamp, to_stamp
 from aerial_sim.nodes.ros.subscriptions import subscribe_odometry
 from aerial_sim.nodes.ros.throttle import ThrottledWarning
-from aerial_sim.sensors.truth import UNUSABLE_ODOMETRY, truth_from_odometry
+from aerial_sim.sensors.truth import UNUSABLE_ODOMETRY, last_truth_from_odometry
 from aerial_sim.vehicles.multirotor import load_vehicle
 
 #: Odometry stamps are whole nanoseconds: a period measured between two of them may fall short by this much.
@@ -171,7 +171,7 @@ class FlightControllerNode(Node):
     # -- state in --------------------------------------------------------------
 
     def on_odom(self, odom) -> None:
-        truth = truth_from_odometry(odom)
+        truth = last_truth_from_odometry(odom)
         if truth is None:
             self.get_logger().warning(UNUSABLE_ODOMETRY, throttle_duration_sec=5)
             return

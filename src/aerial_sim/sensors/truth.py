@@ -124,3 +124,22 @@ def truth_from_odometry(msg: Any) -> TruthSample | None:
         velocity_world=physics_rotation.rotate(orientation, values[7:10]),
         angular_velocity_body=values[10:13],
     )
+
+
+class _LastTruth:
+    """:func:`truth_from_odometry` of the last odometry fields, by identity: the nodes of a vehicle that
+    share a process (barometer, magnetometer, GPS, flight controller) get the same fields object for a
+    message (it is decoded once per process), so it is checked and converted once too."""
+
+    def __init__(self):
+        self.odom = None
+        self.truth = None
+
+    def __call__(self, odom) -> TruthSample | None:
+        if odom is not self.odom:
+            self.odom, self.truth = odom, truth_from_odometry(odom)
+        return self.truth
+
+
+#: :func:`truth_from_odometry`, converted once per odometry fields object in the process (:class:`_LastTruth`).
+last_truth_from_odometry = _LastTruth()
