@@ -85,6 +85,7 @@ class RotorArray:
         self._rebuild()
 
     def _rebuild(self) -> None:
+        self._state_constants = None  # (air density, per-rotor constants) of states(); rotors changed
         #: Per rotor: (lag gain, Fx, Fy, Fz, Tx, Ty, Tz) per unit u and unit density.
         self.constants = [
             (1.0 - math.exp(-self.dt / r.time_constant_s) if r.time_constant_s > 0 else 1.0,) + unit_wrench(r)
@@ -93,15 +94,15 @@ class RotorArray:
 
     def states(self, air_density: float) -> tuple[RotorState, ...]:
         """Speed, thrust and torque of each rotor at its current lagged control."""
+        cached = self._state_constants
+        if cached is None or cached[0] != air_density:
+            # Per rotor, at this density: top speed, thrust at u = 1, signed reaction torque at u = 1 (the
+            # same products as from the rotor's methods: the physics node reads these every period).
+            cached = self._state_constants = (air_density, [
+                (r.max_speed_rad_s, r.max_thrust_n(air_density), -r.turning_direction * r.max_torque_nm(air_density))
+                for r in self.rotors])
         result = []
-        for rotor, u in zip(self.rotors, self.filtered):
+        for (speed, thrust, torque), u in zip(cached[1], self.filtered):
             u = min(max(u, 0.0), 1.0)
-            result.append(
-                RotorState(
-                    speed_rad_s=rotor.max_speed_rad_s * math.sqrt(u),
-                    thrust_n=rotor.max_thrust_n(air_density) * u,
-                    torque_nm=-rotor.turning_direction * rotor.max_torque_nm(air_density) * u,
-                    control=u,
-                )
-            )
+            result.append(RotorState(speed * math.sqrt(u), thrust * u, torque * u, u))
         return tuple(result)
