@@ -14,16 +14,19 @@ What each node sees is what its own subscription gave it: the same fields, at th
 the same order. The graph differs in one way a user may notice: the process shows one subscriber of
 the topic, not one per node. A node whose callback fails does not keep the others from the message;
 the failures are raised together (``ValueError``) to the first node's input guard, which reports and
-drops as for any bad message. Only callers that pass ``shared=True`` share (a node that destroys and
+drops as for any bad message. With per-node callback timing on, each node is booked its own part. Only callers that pass ``shared=True`` share (a node that destroys and
 recreates its subscription, as the web viewer does, keeps its own).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable
 
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
+
+from aerial_sim.nodes.ros import callback_cpu
 
 
 class _Route:
@@ -31,6 +34,26 @@ class _Route:
 
     def __init__(self, node: Node, callback: Callable[[Any], None], clock) -> None:
         self.node, self.callback, self.clock = node, callback, clock
+
+    def accounted(self, owner: Node) -> None:
+        """With per-node callback timing on (:mod:`aerial_sim.nodes.ros.callback_cpu`): this route's CPU
+        goes to its own node, out of the owner's (whose input guard times the whole message)."""
+        entry = callback_cpu.account(self.node.get_fully_qualified_name())
+        if entry is None or self.node is owner:
+            return
+        owner_entry = callback_cpu.account(owner.get_fully_qualified_name())
+        callback, clock = self.callback, time.thread_time_ns
+
+        def timed(fields) -> None:
+            started = clock()
+            try:
+                callback(fields)
+            finally:
+                spent = clock() - started
+                entry[0] += spent
+                entry[1] += 1
+                owner_entry[0] -= spent
+        self.callback = timed
 
 
 class _SharedReader:
@@ -87,7 +110,9 @@ class SharedReaders:
             reader = self.readers[key] = _SharedReader(decode)
             reader.owner = node
             reader.subscription = node.create_subscription(message_type, resolved, reader.on_bytes, qos, raw=True)
-        reader.routes.append(_Route(node, callback, clock))
+        route = _Route(node, callback, clock)
+        route.accounted(reader.owner)
+        reader.routes.append(route)
         return reader.subscription
 
     def connected_topics(self, node: Node) -> set[str]:
