@@ -9,7 +9,6 @@ No orientation is reported (an MPU-6000 has none): ``orientation_covariance[0]
 
 from __future__ import annotations
 
-import numpy as np
 from rclpy.node import Node
 from sensor_msgs.msg import Imu as ImuMsg
 
@@ -48,7 +47,7 @@ class ImuNode(Node):
         self.resampler = Resampler(self.params.rate_hz, options.interpolation)
         self.dt = 1.0 / self.params.rate_hz
         self.rotor_speeds: tuple[float, ...] = ()
-        self._previous: tuple[float, np.ndarray] | None = None
+        self._previous: tuple[float, tuple[float, float, float]] | None = None
         qos = stream_qos(options.lockstep)
         self.publisher = participant_publisher(self, ImuMsg, "imu/data", qos, options.lockstep, self.params.rate_hz,
                                                inputs=("ground_truth/imu",))
@@ -74,10 +73,12 @@ class ImuNode(Node):
             self.get_logger().warning("ground_truth/imu with non-finite values ignored", throttle_duration_sec=5)
             return
         time_s = imu.time_s
-        omega = np.array(values[4:7])
+        omega = values[4:7]
         alpha = (0.0, 0.0, 0.0)  # angular acceleration by finite difference, for the lever-arm term
         if self._previous is not None and time_s > self._previous[0]:
-            alpha = tuple((omega - self._previous[1]) / (time_s - self._previous[0]))
+            before_s, (x, y, z) = self._previous  # plain floats: NumPy on three numbers cost more than the sums
+            span = time_s - before_s
+            alpha = ((omega[0] - x) / span, (omega[1] - y) / span, (omega[2] - z) / span)
         self._previous = (time_s, omega)
         truth = TruthSample(time_s, orientation=values[0:4], angular_velocity_body=values[4:7],
                             specific_force_body=values[7:10], angular_acceleration_body=alpha)
