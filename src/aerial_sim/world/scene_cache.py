@@ -223,8 +223,11 @@ def _home_key(home) -> list[float]:
 
 
 def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
     with open(path, "rb") as stream:
-        return hashlib.file_digest(stream, "sha256").hexdigest()
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 # --- the tree: a scene as JSON plus a list of arrays ------------------------------------------------------------
