@@ -13,8 +13,10 @@ Two rules, so the two workers finish together:
   files the short ones, the worker that finishes first waits seconds for the other, not the length of
   a lockstep run or the docs build that happened to come last.
 
-A stale table only orders worse, never changes what runs. Refresh it from a suite run's JUnit report:
-``tools/dev.sh test --junitxml=/tmp/suite.xml && .venv/bin/python test/scheduling.py /tmp/suite.xml``.
+A stale table only orders worse, never changes what runs. Refresh it from a whole-suite run's JUnit report,
+which ``tools/dev.sh test`` (and so CI, ``.ci/run``) leaves in ``test-report.xml`` at the repository root:
+``.venv/bin/python test/scheduling.py test-report.xml`` (no extra run needed; prefer a quiet machine's run: load
+stretches graph tests more than pure ones, and the table only orders the files against each other).
 """
 
 from __future__ import annotations

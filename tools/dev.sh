@@ -130,7 +130,11 @@ case "$command" in
     [[ "${AERIAL_SIM_TEST_WORKERS:-$default_workers}" != 1 ]] \
       && workers=(-n "${AERIAL_SIM_TEST_WORKERS:-$default_workers}" --dist loadfile --no-loadscope-reorder)
     for arg in "$@"; do [[ "$arg" != -* && -e "${arg%%::*}" ]] && targets=() && workers=(); done
-    exec "$venv/bin/python" -m pytest "${workers[@]}" "${targets[@]}" "$@"
+    # A whole-suite run leaves its JUnit report in test-report.xml (git-ignored): every test's seconds, from
+    # which `.venv/bin/python test/scheduling.py test-report.xml` refreshes test/durations.json.
+    report=()
+    [[ ${#targets[@]} -gt 0 ]] && report=(--junitxml="$repo/test-report.xml")
+    exec "$venv/bin/python" -m pytest "${workers[@]}" "${report[@]}" "${targets[@]}" "$@"
     ;;
   bench)
     ensure_venv
