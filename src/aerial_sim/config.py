@@ -61,19 +61,24 @@ def params_from_mapping(cls: type[T], values: Mapping[str, Any] | None, where: s
         raise ParamsError(f"{where or cls.__name__}: {error}") from error
 
 
+def read_yaml_file(path: Path) -> Any:
+    """The YAML document in ``path`` ({} for an empty file); a missing file or bad YAML is a :class:`ParamsError`
+    naming the file."""
+    try:
+        return yaml.safe_load(path.read_text()) or {}
+    except FileNotFoundError as error:
+        raise ParamsError(f"{path}: file not found") from error
+    except yaml.YAMLError as error:
+        raise ParamsError(f"{path}: not valid YAML: {error}") from error
+
+
 def load_yaml_params(cls: type[T], path: str | Path, section: str | None = None) -> T:
     """Load ``cls`` from a YAML file; ``section`` selects a top-level key (a node name).
 
     ROS 2 parameter files are unwrapped: ``{node: {ros__parameters: {...}}}``.
     """
     path = Path(path)
-    try:
-        document = yaml.safe_load(path.read_text()) or {}
-    except FileNotFoundError as error:
-        raise ParamsError(f"{path}: file not found") from error
-    except yaml.YAMLError as error:
-        raise ParamsError(f"{path}: not valid YAML: {error}") from error
-    values = unwrap_ros_parameters(document, section)
+    values = unwrap_ros_parameters(read_yaml_file(path), section)
     return params_from_mapping(cls, values, where=path.name)
 
 

@@ -16,9 +16,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
-from aerial_sim.config import ParamsError, params_from_mapping, require
+from aerial_sim.config import ParamsError, params_from_mapping, read_yaml_file, require
 from aerial_sim.paths import config_path
 from aerial_sim.world.errors import located
 
@@ -57,12 +55,7 @@ def load_materials(path: str | Path | None = None) -> dict[str, Material]:
     naming the material and field, e.g. ``materials.yaml: materials.cement.depth_noise_m: ...``.
     """
     path = Path(path) if path is not None else config_path("materials.yaml")
-    try:
-        document = yaml.safe_load(path.read_text()) or {}
-    except FileNotFoundError as error:
-        raise ParamsError(f"{path}: file not found") from error
-    except yaml.YAMLError as error:
-        raise ParamsError(f"{path}: not valid YAML: {error}") from error
+    document = read_yaml_file(path)
     entries = document.get("materials") if isinstance(document, dict) else None
     if not isinstance(entries, dict):
         raise ParamsError(f"{path.name}: expected a top-level 'materials:' mapping")
