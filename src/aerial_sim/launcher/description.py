@@ -192,13 +192,8 @@ def declared_argument_names(path: Path, scope: "_Scope", depth: int = 0) -> set[
     pending = list(read_launch_entities(path))
     context = _Context(scope, path.resolve())
     while pending:
-        entity = pending.pop()
-        if not isinstance(entity, dict) or len(entity) != 1:
-            continue
-        ((tag, body),) = entity.items()
-        if tag == "include" and isinstance(body, str):
-            body = {"file": body}
-        if not isinstance(body, dict):
+        tag, body = _scanned_tag(pending.pop())
+        if body is None:
             continue
         try:
             if tag == "arg" and "name" in body:
@@ -212,6 +207,18 @@ def declared_argument_names(path: Path, scope: "_Scope", depth: int = 0) -> set[
         except LaunchError:
             continue
     return names
+
+
+def _scanned_tag(entity: Any) -> tuple[str, dict | None]:
+    """A launch entry's tag and body as the argument scans read it (leniently: the evaluator reports a
+    malformed entry), ``include: <path>`` taken as ``{file: <path>}``; the body is None where the entry is
+    not one tag with a mapping body."""
+    if not isinstance(entity, dict) or len(entity) != 1:
+        return "", None
+    ((tag, body),) = entity.items()
+    if tag == "include" and isinstance(body, str):
+        body = {"file": body}
+    return tag, body if isinstance(body, dict) else None
 
 
 def read_launch_entities(path: Path) -> list[Any]:
@@ -255,12 +262,8 @@ def _collect_declarations(path: Path, scope: _Scope, nested: bool, found: dict[s
 
     def visit(entities: list[Any], top: bool) -> None:
         for entity in entities:
-            if not isinstance(entity, dict) or len(entity) != 1:
-                continue
-            ((tag, body),) = entity.items()
-            if tag == "include" and isinstance(body, str):
-                body = {"file": body}
-            if not isinstance(body, dict):
+            tag, body = _scanned_tag(entity)
+            if body is None:
                 continue
             if tag == "arg" and (top or nested):
                 declaration = _declaration(body)
