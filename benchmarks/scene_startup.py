@@ -14,7 +14,7 @@ doc/results/scene_startup.json.
 
 The rounds share a scene cache folder made empty for this run (:mod:`aerial_sim.world.scene_cache`), so this
 checkout's first round builds the cache (what the first node of the first launch pays) and the later rounds
-map it in (every other node, every later launch): both are printed and recorded. ``--no-cache`` turns it off.
+read it (every other node, every later launch): both are printed and recorded. ``--no-cache`` turns it off.
 """
 
 from __future__ import annotations

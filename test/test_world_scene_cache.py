@@ -188,7 +188,7 @@ def test_loads_at_the_same_time_build_once_and_leave_one_whole_file(world, caplo
         for thread in threads:
             thread.join()
     assert len(scenes) == 4 and not [r for r in caplog.records if r.name == "aerial_sim.scene_cache"]
-    # one builds; the others wait for its file (the lock) and map it in
+    # one builds; the others wait for its file (the lock) and read it
     assert sorted(scene.cache["scene_cache"][0] for scene in scenes) == ["built", "hit", "hit", "hit"]
     folder = scenes[0].cache["scene_cache"][1].parent
     assert sorted(f.suffix for f in folder.iterdir()) == [".lock", ".scene"]  # no temporary file left

@@ -246,7 +246,7 @@ def load_scene(name_or_path: str | Path, materials_path: str | Path | None = Non
     ``home`` (a :class:`~aerial_sim.environment.geodesy.HomePoint`; default AirSim's) places a
     GeoTIFF terrain and the sun of ``lighting.time_of_day``.
 
-    A scene loaded once is kept in the user's cache folder and mapped in by later loads, in this process or
+    A scene loaded once is kept in the user's cache folder and read by later loads, in this process or
     any other, until one of its files or the code changes (:mod:`aerial_sim.world.scene_cache`); ``cache``
     False loads it from its files (None: as ``AERIAL_SIM_SCENE_CACHE`` says).
 

@@ -7,8 +7,8 @@ load_scene` built in one file per scene, in the user's cache folder (``$XDG_CACH
 else ``~/.cache/aerial_sim/scenes``; never the repository), and the next load reads that file instead.
 
 **The file.** A 16-byte magic, the length of a JSON header, the header, then the scene's arrays (triangles,
-texture coordinates, textures, the terrain's grid), each 64-byte aligned, read by memory-mapping the file
-(copy on write: an array a node changes in place changes only its own pages). The header holds the scene's
+texture coordinates, textures, the terrain's grid), each 64-byte aligned (read in one go and used in place, no
+copy per array). The header holds the scene's
 description as a tree (the params dataclasses by name and field, each array by its place; an array shared by
 several parts, such as one texture, stays one array shared by them, as :mod:`aerial_sim.world.surface_tables`
 expects), the key it was built under, the SHA-256 of every file it was built from, and a CRC-32 of the arrays.
@@ -25,7 +25,7 @@ libraries and their textures). Any difference rebuilds it; changing a texture ne
 CRC that does not match, a tree that does not decode) is one warning line on the ``aerial_sim.scene_cache``
 logger and a rebuild, never an error of the load; a cache folder that cannot be written is one warning and
 the scene as loaded. The nodes of a first launch start together: one builds the scene while holding
-``<file>.lock`` (``flock``, released by the system if it dies) and the others wait for it and map its file in
+``<file>.lock`` (``flock``, released by the system if it dies) and the others wait for it and read its file
 (up to :data:`LOCK_WAIT_S`, then they build too). A builder writes a temporary file beside the cache file and
 renames it into place (atomic on POSIX), so a reader sees the old file or a whole new one, never a mix.
 
@@ -42,7 +42,6 @@ import dataclasses
 import hashlib
 import json
 import logging
-import mmap
 import os
 import re
 import struct
@@ -399,9 +398,14 @@ def _read(file: Path, key: dict, home):
         start = -(-(len(MAGIC) + 8 + length) // _ALIGN) * _ALIGN
         if size < start + header["data_bytes"]:
             raise CacheFileError(f"truncated ({size} bytes, its header says {start + header['data_bytes']})")
-        mapped = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_COPY) if size else b""
-    view = memoryview(mapped)
-    if zlib.crc32(view[start:start + header["data_bytes"]]) != header["crc32"]:
+        # Read, not memory-mapped: a mapped file cut short under a running node (truncated in place) would kill
+        # it with SIGBUS on its next touch of a lost page; a read is a few ms for the city (its CRC reads it all
+        # anyway), and the nodes copy what they keep (placed triangles, the renderer's tables).
+        data = bytearray(header["data_bytes"])
+        stream.seek(start)
+        if stream.readinto(data) != len(data):
+            raise CacheFileError("truncated (its arrays end early)")
+    if zlib.crc32(data) != header["crc32"]:
         raise CacheFileError("corrupt (the arrays' CRC-32 does not match)")
     arrays = []
     for descr, shape, offset in header["arrays"]:
@@ -409,7 +413,7 @@ def _read(file: Path, key: dict, home):
         count = int(np.prod(shape, dtype=np.int64))
         if offset < 0 or offset + count * dtype.itemsize > header["data_bytes"]:
             raise CacheFileError("corrupt (an array lies outside the file)")
-        arrays.append(np.frombuffer(mapped, dtype, count, start + offset).reshape(shape))
+        arrays.append(np.frombuffer(data, dtype, count, offset).reshape(shape))
     tree = _decode(header["tree"], arrays, _classes())
     if not isinstance(tree, dict):
         raise CacheFileError("corrupt tree")
