@@ -10,6 +10,7 @@
 #   BATCH16_RUNS_PER_WORKER=2      runs each worker flies per worker count (one launch, then warm runs)
 #   BATCH16_LIMIT_S=400            the benchmark is stopped after this (what finished is still summarised)
 #   BATCH16_PROJ=DIR               the project checkout to run (default: prepare.sh's copy, proj/ beside this script)
+#   BATCH16_BENCH_ARGS="--before DIR"  more arguments of benchmarks/batch.py (e.g. another checkout's copy, side by side)
 #   PYTHON=python3                 interpreter (the device's has numpy, numba, scipy, matplotlib, pyyaml, ...)
 #
 # Sweep (benchmarks/batch.py): scene empty, mission hop_1m (10.6 s simulated), no camera: IMU, barometer,
@@ -94,7 +95,8 @@ say "  precompile: $(awk -v a="$p0" -v b="$p1" 'BEGIN{printf "%.1f", b-a}') s wa
 say "bench batch: workers $WORKERS, $PER_WORKER runs per worker, warm, one process per graph"
 # shellcheck disable=SC2086
 timeout -s INT "$LIMIT_S" $PY "$PROJ/benchmarks/batch.py" --modes warm --layouts one --workers $WORKERS \
-  --runs-per-worker "$PER_WORKER" --no-record --json "$OUTD/results.json" --keep "$WORK/out" 2>&1 | tr '\r' '\n' \
+  --runs-per-worker "$PER_WORKER" --no-record --json "$OUTD/results.json" --keep "$WORK/out" ${BATCH16_BENCH_ARGS:-} 2>&1 \
+  | tr '\r' '\n' \
   | grep -v "^sweep:" | tee "$OUTD/bench.out"
 say "bench exit ${PIPESTATUS[0]}; load $(cut -d' ' -f1-3 /proc/loadavg)"
 
