@@ -47,8 +47,9 @@ def _clock_stamps(ros_node):
     from aerial_sim.nodes.ros.stamps import from_stamp
 
     stamps: list[float] = []
-    ros_node.create_subscription(Clock, "/clock", lambda m: stamps.append(from_stamp(m.clock)), stream_qos())
-    return stamps
+    subscription = ros_node.create_subscription(Clock, "/clock", lambda m: stamps.append(from_stamp(m.clock)),
+                                                stream_qos())
+    return stamps, subscription
 
 
 @requires_ros
@@ -60,14 +61,16 @@ def test_a_camera_started_late_still_has_its_first_frame_at_sim_time_zero(ros_no
     from aerial_sim.nodes.ros.qos import stream_qos
     from aerial_sim.nodes.ros.stamps import from_stamp
 
-    clocks = _clock_stamps(ros_node)
+    clocks, clock_reader = _clock_stamps(ros_node)
     frames: list[float] = []
     ros_node.create_subscription(CameraInfo, "/drone1/camera/depth/camera_info",
                                  lambda m: frames.append(from_stamp(m.header.stamp)), stream_qos())
     physics = launch("physics.launch.yaml", "start_gate_nodes:=/drone1/camera", "start_gate_timeout:=120")
     assert spin_until(ros_node, lambda: "start gate: the clock waits at 0 for /drone1/camera" in physics.output(),
                       timeout_s=60.0), physics.output()[-3000:]
-    # The camera comes 2 s later: until then (and its scene loaded, its renderer warmed up) no sim time passes.
+    # The camera comes 2 s after our /clock reader has met the physics node's: until then (and its scene
+    # loaded, its renderer warmed up) no sim time passes.
+    assert spin_until(ros_node, lambda: clock_reader.get_publisher_count() > 0, timeout_s=60.0)
     spin_until(ros_node, lambda: False, timeout_s=2.0)
     assert clocks == [], f"the clock ran before the camera was there: {clocks[:3]}"
     small = tmp_path / "small.yaml"
@@ -84,21 +87,26 @@ def test_a_camera_started_late_still_has_its_first_frame_at_sim_time_zero(ros_no
 @requires_ros
 @pytest.mark.ros
 def test_a_node_that_never_comes_holds_the_clock_until_the_timeout_and_is_named_once(ros_node, launch):
-    clocks = _clock_stamps(ros_node)
+    clocks, clock_reader = _clock_stamps(ros_node)
     # Launched alone: no gate, the clock starts at once.
     alone = launch("physics.launch.yaml")
     assert spin_until(ros_node, lambda: len(clocks) > 10, timeout_s=60.0), alone.output()[-3000:]
     assert "start gate" not in alone.output()
     alone.stop()
-    spin_until(ros_node, lambda: False, timeout_s=1.0)  # its last messages
+    assert spin_until(ros_node, lambda: clock_reader.get_publisher_count() == 0, timeout_s=30.0)  # it has gone
+    spin_until(ros_node, lambda: False, timeout_s=0.5)  # and what our reader still held of it is taken
     clocks.clear()
     gated = launch("physics.launch.yaml", "start_gate_nodes:=/drone1/imu /drone1/no_such_node",
-                   "start_gate_timeout:=2.0")
+                   "start_gate_timeout:=10.0")
+    # Our /clock reader meets the new physics node's publisher while the gate holds: nothing comes meanwhile.
+    assert spin_until(ros_node, lambda: "start gate: the clock waits" in gated.output()
+                      and clock_reader.get_publisher_count() > 0, timeout_s=60.0), gated.output()[-3000:]
+    spin_until(ros_node, lambda: "start gate: starting" in gated.output(), timeout_s=1.0)
+    assert "start gate: starting" in gated.output() or clocks == [], clocks[:3]
     assert spin_until(ros_node, lambda: bool(clocks), timeout_s=60.0), gated.output()[-3000:]
-    # The first /clock came after the warning: the clock was held until the timeout.
     warnings = [line for line in gated.output().splitlines() if "start gate: starting the clock after" in line]
     assert len(warnings) == 1, gated.output()[-3000:]
-    assert "without /drone1/imu (not in the graph); /drone1/no_such_node (not in the graph)" in warnings[0]
-    assert clocks[0] < 0.1
+    assert "after 10 s without /drone1/imu (not in the graph); /drone1/no_such_node (not in the graph)" in warnings[0]
+    assert clocks[0] < 0.1  # from 0: no sim time passed while it waited
     spin_until(ros_node, lambda: False, timeout_s=0.5)
     assert len([line for line in gated.output().splitlines() if "start gate: starting" in line]) == 1
