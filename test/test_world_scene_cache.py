@@ -21,6 +21,7 @@ from aerial_sim.world.camera import CameraModel, CameraParams
 from aerial_sim.world.colliders import scene_colliders
 from aerial_sim.world.scene import load_scene
 from aerial_sim.world.scene_cache import ENV
+from aerial_sim.world.surface_tables import render_surfaces
 
 REPO = Path(__file__).resolve().parents[1]
 ORIGIN = (60.17, 24.94)
@@ -212,3 +213,56 @@ def test_the_cache_can_be_turned_off_and_an_unwritable_folder_is_one_warning(wor
     assert len(warnings) == 1 and "not written" in warnings[0].getMessage()
     assert scene.cache["scene_cache"][0] == "unwritten"
     same_scene(load_scene(path, cache=False), scene)
+
+
+def _with_ball(world: Path) -> Path:
+    """The world plus a textured 1 280-triangle ball, which the camera draws by level of detail from 20 m."""
+    import trimesh
+
+    sphere = trimesh.creation.icosphere(subdivisions=3, radius=1.5)
+    uv = np.stack([np.arctan2(sphere.vertices[:, 1], sphere.vertices[:, 0]) / (2 * np.pi) + 0.5,
+                   sphere.vertices[:, 2] / 3.0 + 0.5], axis=1)
+    image = Image.fromarray(np.random.default_rng(2).integers(0, 255, (16, 16, 3), np.uint8))
+    sphere.visual = trimesh.visual.TextureVisuals(uv=uv, image=image)
+    (world / "ball.glb").write_bytes(trimesh.Scene(sphere).export(file_type="glb"))
+    path = world / "town.yaml"
+    path.write_text(path.read_text() + "  - {name: ball, shape: mesh, file: ball.glb, position: [-2, -8, 2], "
+                    "segmentation_id: 63}\n")
+    return path
+
+
+def camera_tables(scene) -> list[bytes]:
+    """The camera's drawn rows (the scene's, then the simplified levels') and their groups, as bytes."""
+    surfaces, lod = render_surfaces(scene)
+    return [np.asarray(getattr(surfaces, name)).tobytes() for name in ("triangles", "surface", "uv", "texture", "albedo",
+                                                                       "texels", "texture_table")] + \
+        [lod.group.tobytes(), lod.level.tobytes(), lod.lift.tobytes()]
+
+
+def test_the_cameras_levels_of_detail_come_from_the_cache_bit_identically(world, caplog):
+    path = _with_ball(world)
+    fresh = load_scene(path, cache=False)
+    expected = observations(fresh)
+    assert "lod_cache" not in fresh.cache and len(fresh.cache["lod_levels"][world / "ball.glb"]) > 2
+    built = load_scene(path)
+    observations(built)
+    assert built.cache["lod_cache"][0] == "built"
+    hit = load_scene(path)
+    cached = observations(hit)
+    assert hit.cache["lod_cache"][0] == "hit"
+    assert camera_tables(hit) == camera_tables(fresh)
+    for name in expected:
+        assert cached[name] == expected[name], name
+    # a broken levels file is one warning and a rebuild; a changed mesh file makes new levels
+    file = hit.cache["lod_cache"][1]
+    file.write_bytes(_flipped(file.read_bytes()))
+    with caplog.at_level(logging.WARNING, logger="aerial_sim.scene_cache"):
+        rebuilt = load_scene(path)
+        assert camera_tables(rebuilt) == camera_tables(fresh)
+    warnings = [r for r in caplog.records if r.name == "aerial_sim.scene_cache"]
+    assert len(warnings) == 1 and str(file) in warnings[0].getMessage() and "rebuilding" in warnings[0].getMessage()
+    assert rebuilt.cache["lod_cache"][0] == "built"
+    path.write_text(path.read_text() + "lod: {min_triangles: 5000}\n")  # the ball is then drawn whole
+    coarse = load_scene(path)
+    render_surfaces(coarse)
+    assert coarse.cache["lod_cache"][0] == "built" and len(coarse.cache["lod_levels"][world / "ball.glb"]) == 1

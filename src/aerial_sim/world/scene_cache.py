@@ -117,6 +117,98 @@ def cached_scene(path: Path, materials_path, home, build: Callable[[list[Path]],
         return _build_and_write(file, key, path, home, build)
 
 
+#: Packages whose version can change the simplified levels of :mod:`aerial_sim.world.lod`.
+_LOD_LIBRARIES = ("fast-simplification", "scipy")
+
+
+def cached_lod_levels(scene, originals: dict, build: Callable[[], dict]) -> dict:
+    """The simplified levels of the scene's large meshes (:func:`aerial_sim.world.lod.levels_of` of each mesh file,
+    ``{path: [Level, ...]}``) from the scene's ``.lod`` file when it was made by this code from the scene's cache
+    file's inputs and lod settings, else ``build()``, then stored.
+
+    ``originals`` maps each mesh file to its parts (level 0): a stored level keeps only its arrays (triangles,
+    uv, uv1) and triangle size, and takes everything else (materials, textures) from the part it simplifies, as
+    :func:`aerial_sim.world.lod.levels_of` makes it. Only for a scene loaded through the cache (a hit or a build
+    that was written): any other is built each time.
+    """
+    made = scene.cache.get("scene_cache_key")
+    state = scene.cache.get("scene_cache")
+    if made is None or state is None:
+        return build()
+    scene_file = state[1]
+    file = scene_file.with_suffix(".lod")
+    key = {"scene": made["scene"], "dependencies": made["dependencies"], "lod": dataclasses.asdict(scene.lod),
+           "libraries": _versions(_LOD_LIBRARIES), "files": sorted(str(path) for path in originals)}
+    seen = _identity(file)
+    levels = _usable_levels(file, key, originals)
+    if levels is None:
+        with _builder_lock(file):  # another process making them: wait for its file rather than make them too
+            if _identity(file) != seen:
+                levels = _usable_levels(file, key, originals)
+            if levels is None:
+                return _build_levels(scene, file, key, originals, build)
+    scene.cache["lod_cache"] = ("hit", file)
+    return levels
+
+
+def _build_levels(scene, file: Path, key: dict, originals: dict, build: Callable[[], dict]) -> dict:
+    levels = build()
+    # level 0 is the parts themselves: only its size; then each simplified level's size and arrays
+    tree = {str(path): [levels[path][0].size, [[level.size, [[part.triangles, part.uv, part.uv1]
+                                                             for part in level.parts]]
+                                               for level in levels[path][1:]]] for path in originals}
+    try:
+        _write_file(file, {"key": key}, tree)
+    except Exception as error:
+        log.warning(f"scene cache {file}: not written ({type(error).__name__}: {error}); the levels of detail are "
+                    f"made each time (set {ENV}=off to silence this)")
+        scene.cache["lod_cache"] = ("unwritten", file)
+    else:
+        scene.cache["lod_cache"] = ("built", file)
+    return levels
+
+
+def _usable_levels(file: Path, key: dict, originals: dict):
+    """The levels of a ``.lod`` file when it is usable, else None (one warning when it is broken)."""
+    from aerial_sim.world.lod import Level
+
+    if not file.is_file():
+        return None
+    try:
+        found = _read_file(file, lambda header: header["key"] == key)
+        if found is None:
+            return None
+        tree, levels = found[1], {}
+        for path, parts in originals.items():
+            size, stored = tree[str(path)]
+            chain = [Level(tuple(parts), float(size))]
+            for size, arrays in stored:
+                if len(arrays) != len(parts):
+                    raise CacheFileError(f"corrupt ({path} has {len(parts)} parts, a stored level {len(arrays)})")
+                chain.append(Level(tuple(dataclasses.replace(part, triangles=triangles, uv=uv, uv1=uv1, tangents=None)
+                                         for part, (triangles, uv, uv1) in zip(parts, arrays)), float(size)))
+            levels[path] = chain
+    except CacheFileError as error:
+        log.warning(f"scene cache {file}: {error}; rebuilding it")
+        return None
+    except Exception as error:  # anything else a foreign file can provoke is the same: not usable
+        log.warning(f"scene cache {file}: unusable ({type(error).__name__}: {error}); rebuilding it")
+        return None
+    return levels
+
+
+def _versions(libraries) -> dict[str, str]:
+    from importlib import metadata
+
+    versions = {}
+    for library in libraries:
+        try:
+            versions[library] = metadata.version(library)
+        except metadata.PackageNotFoundError:
+            versions[library] = "-"
+    return versions
+
+
 def _identity(file: Path):
     try:
         stat = file.stat()
@@ -137,8 +229,6 @@ def _usable(file: Path, key: dict, home):
     except Exception as error:  # anything else a foreign file can provoke is the same: not usable
         log.warning(f"scene cache {file}: unusable ({type(error).__name__}: {error}); rebuilding it")
         return None
-    if scene is not None:
-        scene.cache["scene_cache"] = ("hit", file)
     return scene
 
 
@@ -182,13 +272,14 @@ def _build_and_write(file: Path, key: dict, path: Path, home, build):
     dependencies: list[Path] = []
     scene = build(dependencies)
     try:
-        _write(file, key, [Path(path)] + dependencies, scene)
+        digests = _write(file, key, [Path(path)] + dependencies, scene)
     except Exception as error:  # a read-only or full disk, an array type the format has no place for
         log.warning(f"scene cache {file}: not written ({type(error).__name__}: {error}); the scene is loaded "
                     f"from its files each time (set {ENV}=off to silence this)")
         scene.cache["scene_cache"] = ("unwritten", file)
     else:
         scene.cache["scene_cache"] = ("built", file)
+        scene.cache["scene_cache_key"] = {"scene": key, "dependencies": digests}
     return scene
 
 
@@ -333,11 +424,19 @@ def _scene_tree(scene) -> dict:
 
 # --- the file ---------------------------------------------------------------------------------------------------
 
-def _write(file: Path, key: dict, dependencies: list[Path], scene) -> None:
-    classes = _classes()
-    arrays: list[np.ndarray] = []
-    tree = _encode(_scene_tree(scene), arrays, {}, classes)
+def _write(file: Path, key: dict, dependencies: list[Path], scene) -> list[list[str]]:
+    """Write the scene's cache file; its dependencies' [path, SHA-256] pairs."""
     unique = list(dict.fromkeys(Path(p).resolve() for p in dependencies))
+    digests = [[str(p), file_sha256(p)] for p in unique]
+    _write_file(file, {"key": key, "dependencies": digests}, _scene_tree(scene))
+    return digests
+
+
+def _write_file(file: Path, header: dict, value) -> None:
+    """Write ``value`` (a tree of the types :func:`_encode` knows) under ``header`` (JSON) to ``file``: a temporary
+    file beside it, renamed into place."""
+    arrays: list[np.ndarray] = []
+    tree = _encode(value, arrays, {}, _classes())
     specs, offset = [], 0
     for array in arrays:
         specs.append([np.lib.format.dtype_to_descr(array.dtype), list(array.shape), offset])
@@ -346,8 +445,7 @@ def _write(file: Path, key: dict, dependencies: list[Path], scene) -> None:
     for array in arrays:  # over the bytes as written, padding included
         data = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
         crc = zlib.crc32(b"\0" * (-data.nbytes % _ALIGN), zlib.crc32(data, crc))
-    header = json.dumps({"key": key, "dependencies": [[str(p), file_sha256(p)] for p in unique],
-                         "arrays": specs, "data_bytes": offset, "crc32": crc, "tree": tree}).encode()
+    header = json.dumps(dict(header, arrays=specs, data_bytes=offset, crc32=crc, tree=tree)).encode()
     start = -(-(len(MAGIC) + 8 + len(header)) // _ALIGN) * _ALIGN
     file.parent.mkdir(parents=True, exist_ok=True)
     _prune(file.parent)
@@ -370,6 +468,43 @@ def _write(file: Path, key: dict, dependencies: list[Path], scene) -> None:
 def _read(file: Path, key: dict, home):
     """The scene of a cache file, None when it was built from other files or by other code (a silent rebuild);
     CacheFileError when it is not a whole cache file of ours."""
+    def current(header: dict) -> bool:
+        if header["key"] != key:
+            log.debug(f"scene cache {file}: built by other code or from another scene file; rebuilding")
+            return False
+        for name, digest in header["dependencies"]:
+            try:
+                now = file_sha256(Path(name))
+            except OSError:
+                now = None
+            if now != digest:
+                log.debug(f"scene cache {file}: {name} changed; rebuilding")
+                return False
+        return True
+
+    found = _read_file(file, current)
+    if found is None:
+        return None
+    header, tree = found
+    if not isinstance(tree, dict):
+        raise CacheFileError("corrupt tree")
+    from aerial_sim.world.scene import Scene
+
+    try:
+        scene = Scene(tree["name"], tree["ground"], tree["objects"], tree["materials"], tree["base_dir"],
+                      tree["description"], terrain=tree["terrain"], lighting=tree["lighting"], home=home,
+                      class_names=tree["class_names"], lod=tree["lod"])
+    except KeyError as error:
+        raise CacheFileError(f"corrupt tree (no {error})") from error
+    scene.cache["mesh_files"] = tree["mesh_files"]
+    scene.cache["scene_cache"] = ("hit", file)
+    scene.cache["scene_cache_key"] = {"scene": key, "dependencies": header["dependencies"]}
+    return scene
+
+
+def _read_file(file: Path, current: Callable[[dict], bool]):
+    """(header, tree) of a cache file, None when ``current(header)`` says it was made from other inputs (a silent
+    rebuild); CacheFileError when it is not a whole cache file of ours."""
     with open(file, "rb") as stream:
         size = os.fstat(stream.fileno()).st_size
         head = stream.read(len(MAGIC) + 8)
@@ -384,17 +519,8 @@ def _read(file: Path, key: dict, home):
             raise CacheFileError(f"corrupt header ({error})") from error
         if not isinstance(header, dict) or not isinstance(header.get("key"), dict):
             raise CacheFileError("corrupt header (no key)")
-        if header["key"] != key:
-            log.debug(f"scene cache {file}: built by other code or from another scene file; rebuilding")
+        if not current(header):
             return None
-        for name, digest in header["dependencies"]:
-            try:
-                current = file_sha256(Path(name))
-            except OSError:
-                current = None
-            if current != digest:
-                log.debug(f"scene cache {file}: {name} changed; rebuilding")
-                return None
         start = -(-(len(MAGIC) + 8 + length) // _ALIGN) * _ALIGN
         if size < start + header["data_bytes"]:
             raise CacheFileError(f"truncated ({size} bytes, its header says {start + header['data_bytes']})")
@@ -415,22 +541,11 @@ def _read(file: Path, key: dict, home):
             raise CacheFileError("corrupt (an array lies outside the file)")
         arrays.append(np.frombuffer(data, dtype, count, offset).reshape(shape))
     tree = _decode(header["tree"], arrays, _classes())
-    if not isinstance(tree, dict):
-        raise CacheFileError("corrupt tree")
-    from aerial_sim.world.scene import Scene
-
-    try:
-        scene = Scene(tree["name"], tree["ground"], tree["objects"], tree["materials"], tree["base_dir"],
-                      tree["description"], terrain=tree["terrain"], lighting=tree["lighting"], home=home,
-                      class_names=tree["class_names"], lod=tree["lod"])
-    except KeyError as error:
-        raise CacheFileError(f"corrupt tree (no {error})") from error
-    scene.cache["mesh_files"] = tree["mesh_files"]
     try:
         os.utime(file)  # in use: not pruned
     except OSError:
         pass
-    return scene
+    return header, tree
 
 
 def _prune(folder: Path) -> None:
@@ -439,8 +554,9 @@ def _prune(folder: Path) -> None:
     for entry in folder.iterdir():
         try:
             age = now - entry.stat().st_mtime
-            if (entry.suffix in (".scene", ".lock") and age > _PRUNE_AFTER_S) or \
-                    (entry.suffix == ".tmp" and re.match(r"\..*\.scene\.", entry.name) and age > _TEMP_PRUNE_AFTER_S):
+            if (entry.suffix in (".scene", ".lod", ".lock") and age > _PRUNE_AFTER_S) or \
+                    (entry.suffix == ".tmp" and re.match(r"\..*\.(scene|lod)\.", entry.name)
+                     and age > _TEMP_PRUNE_AFTER_S):
                 entry.unlink()
         except OSError:
             pass

@@ -158,24 +158,19 @@ def render_surfaces(scene: Scene) -> tuple[SceneSurfaces, LodGroups | None]:
     :func:`scene_surfaces` and None when the scene has no such mesh or its ``lod`` is off (built once per scene)."""
     if "render_surfaces" in scene.cache:
         return scene.cache["render_surfaces"]
-    from aerial_sim.world.lod import levels_of
-
     surfaces = scene_surfaces(scene)
     chunks = []
     full_rows = len(surfaces.triangles)
     group_of_surface = np.full(len(scene.objects) + 2, -1, np.int32)
     lift_of_surface = np.zeros(len(scene.objects) + 2, np.float32)
     extra_group, extra_level, extra_lift = [], [], []
-    levels_by_file = scene.cache.setdefault("lod_levels", {})
     groups = 0
     if scene.lod.enabled:
+        levels_by_file = _lod_levels(scene)
         for index, obj in enumerate(scene.objects):
-            if obj.shape != "mesh" or obj.file.startswith(OSM_FILE_PREFIX) or obj.ground_cover:
-                continue  # OSM buildings and ground cover (draped on the terrain) are always drawn whole
-            path = scene.mesh_path(obj)
-            if path not in levels_by_file:
-                levels_by_file[path] = levels_of(mesh_file_parts(obj, scene), scene.lod.min_triangles)
-            levels = levels_by_file[path]
+            if not _has_levels(obj):
+                continue
+            levels = levels_by_file[scene.mesh_path(obj)]
             if len(levels) < 2:
                 continue
             group_of_surface[2 + index] = groups
@@ -200,6 +195,29 @@ def render_surfaces(scene: Scene) -> tuple[SceneSurfaces, LodGroups | None]:
     result = scene.cache["render_surfaces"] = (_surfaces_of(_scene_chunks(scene) + chunks),
                                                LodGroups(group, level, lift))
     return result
+
+
+def _has_levels(obj) -> bool:
+    """Whether the camera may draw the object by level of detail: a mesh file's object (OSM buildings and ground
+    cover, draped on the terrain, are always drawn whole)."""
+    return obj.shape == "mesh" and not obj.file.startswith(OSM_FILE_PREFIX) and not obj.ground_cover
+
+
+def _lod_levels(scene: Scene) -> dict:
+    """The levels (:func:`aerial_sim.world.lod.levels_of`) of each mesh file the camera may draw by level of detail,
+    made once per scene, from the scene cache's ``.lod`` file when it has them
+    (:func:`aerial_sim.world.scene_cache.cached_lod_levels`)."""
+    if "lod_levels" not in scene.cache:
+        from aerial_sim.world.lod import levels_of
+        from aerial_sim.world.scene_cache import cached_lod_levels
+
+        originals = {}
+        for obj in scene.objects:
+            if _has_levels(obj) and scene.mesh_path(obj) not in originals:
+                originals[scene.mesh_path(obj)] = mesh_file_parts(obj, scene)
+        scene.cache["lod_levels"] = cached_lod_levels(scene, originals, lambda: {
+            path: levels_of(parts, scene.lod.min_triangles) for path, parts in originals.items()})
+    return scene.cache["lod_levels"]
 
 
 def _joined(items, empty):
