@@ -35,7 +35,8 @@ collisions, shadows and the NumPy/Embree reference render (``reference=True``) a
 meshes. The choice depends on the pose only, so the same pose renders the same bytes every run.
 
 Levels are built when the camera first renders (each file once per scene); a 1.3 M-triangle mesh's
-chain takes about 2.5 s of CPU.
+chain takes about 4 s of CPU. A scene loaded through the scene cache keeps them there
+(:func:`aerial_sim.world.scene_cache.cached_lod_levels`): later cameras read them.
 """
 
 from __future__ import annotations

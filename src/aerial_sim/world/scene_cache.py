@@ -32,6 +32,11 @@ renames it into place (atomic on POSIX), so a reader sees the old file or a whol
 **Off.** ``AERIAL_SIM_SCENE_CACHE=off`` (or ``0``, ``false``, ``no``) disables the cache, any other
 non-empty value is the folder to use; ``load_scene(..., cache=False)`` disables it for one load.
 
+**Levels of detail.** :func:`cached_lod_levels` keeps the camera's simplified meshes
+(:mod:`aerial_sim.world.lod`) in a ``.lod`` file beside the scene's, keyed on the scene's key and dependencies, its
+``lod`` settings and the versions of fast-simplification and scipy, under the same rules (one warning and a
+rebuild for a broken file, the lock, the atomic rename, off with the cache).
+
 Loaded from the cache, a scene is the same scene: the same objects, materials and terrain, every array the
 same dtype, shape and bytes, so images, lidar scans and collisions are bit-identical (test_world_scene_cache).
 """
