@@ -56,20 +56,16 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import fields, replace
+from dataclasses import replace
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
-from geometry_msgs.msg import Vector3Stamped
-from rcl_interfaces.srv import SetParametersAtomically
 from rclpy.duration import Duration
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
-from std_msgs.msg import Float64
-from std_srvs.srv import SetBool, Trigger
 
 from aerial_sim.cdr.encode import encode_battery_state_of, encode_clock, encode_diagnostics_of, encode_vector3_stamped
-from aerial_sim.environment.wind import WindField
+from aerial_sim.nodes._physics.control import SimulationControl
 from aerial_sim.nodes._physics.inputs import VehicleChannel, Wakeup
 from aerial_sim.nodes._physics.lockstep import LockstepOutputs
 from aerial_sim.nodes._physics.params import PhysicsNodeParams
@@ -83,18 +79,14 @@ from aerial_sim.nodes._physics.publishing import (
     rotors_bytes,
     transform_message,
 )
-from aerial_sim.nodes._physics.world_setup import build_world_on_terrain, start_position
-from aerial_sim.config import ParamsError
+from aerial_sim.nodes._physics.world_setup import build_world_on_terrain
 from aerial_sim.physics.world import RunControl
-from aerial_sim.vehicles.multirotor import load_vehicle
-from aerial_sim.vehicles.spawn import VehicleSpawn
 from aerial_sim.nodes.ros import process
 from aerial_sim.nodes.ros.frames import make_tf_broadcaster
-from aerial_sim.nodes.ros.parameters import declare_params, reread_params
+from aerial_sim.nodes.ros.parameters import declare_params
 from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
 from aerial_sim.nodes.ros.raw_take import take_raw, unspun_reader_node
 from aerial_sim.nodes.ros.run import run_node
-from aerial_sim.nodes.ros.services import serve
 from aerial_sim.nodes.ros.stamps import to_stamp
 
 
@@ -123,13 +115,7 @@ class PhysicsNode(Node):
         self.run_control = RunControl()
         self._world_edits: list = []
         self._restart_queued = False  # a /physics/restart edit not yet applied (the lockstep wait applies it too)
-        serve(self, SetBool, "/physics/pause", self.on_pause)
-        serve(self, Trigger, "/physics/reset", self.on_reset)
-        serve(self, Trigger, "/physics/restart", self.on_restart)
-        serve(self, SetParametersAtomically, "/physics/add_vehicle", self.on_add_vehicle)
-        self._adding: set[str] = set()  # names of vehicles added but not yet in the world
-        self.create_subscription(Float64, "/physics/continue_for", self.on_continue_for, COMMAND_QOS)
-        self.create_subscription(Vector3Stamped, "/physics/wind", self.on_wind, COMMAND_QOS)
+        self.control = SimulationControl(self)  # /physics/pause, reset, restart, add_vehicle, continue_for, wind
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS)
         self.swarm = SwarmOutputs(self)
         if self.params.lockstep:
@@ -188,111 +174,6 @@ class PhysicsNode(Node):
         with self.inputs_lock:
             self._world_edits.append(edit)
         self.command_arrived.set()
-
-    def on_pause(self, request, response):
-        with self.inputs_lock:
-            self.run_control.pause(request.data)
-        self.command_arrived.set()
-        response.success = True
-        response.message = "paused" if request.data else "running"
-        self.get_logger().info(f"simulation {response.message} at t = {self.world.time_s:.3f} s")
-        return response
-
-    def on_continue_for(self, message: Float64) -> None:
-        seconds = message.data
-        if not math.isfinite(seconds) or seconds < 0 or seconds > 86400.0:
-            self.get_logger().warning(f"/physics/continue_for {seconds!r} refused: need 0..86400 s",
-                                      throttle_duration_sec=2.0)
-            return
-        period_s = self.params.steps_per_period / self.params.rate_hz
-        with self.inputs_lock:
-            self.run_control.continue_for(math.ceil(seconds / period_s - 1e-9))
-        self.command_arrived.set()
-
-    def on_reset(self, request, response):
-        def reset(world):
-            for vehicle in self.vehicles:
-                world.reset_vehicle(vehicle.name)
-                vehicle.pending_controls, vehicle.wrench = None, None
-
-        self.edit_world(reset)
-        response.success, response.message = True, "every vehicle back at its start"
-        self.get_logger().info("reset: every vehicle back at its start")
-        return response
-
-    def on_add_vehicle(self, request, response):
-        """``/physics/add_vehicle``: a new vehicle (:class:`VehicleSpawn`) in the world from the next control
-        period on, with its own topics; a bad request is refused with the reason, the world unchanged."""
-        result = response.result
-        try:
-            values = {p.name: _parameter_value(p.value) for p in request.parameters}
-            spawn = VehicleSpawn.from_values(values, self.params.max_position_m)
-            if self.params.lockstep:
-                raise ParamsError("not in lockstep (the clock would wait for a controller that starts in seconds)")
-            if spawn.name in self.world.bodies or spawn.name in self._adding:
-                raise ParamsError(f"a vehicle named '{spawn.name}' exists")
-            vehicle = load_vehicle(spawn.vehicle_type)
-        except (ParamsError, ValueError, TypeError) as error:
-            result.successful, result.reason = False, f"add_vehicle refused: {error}"
-            self.get_logger().warning(result.reason)
-            return response
-        self._adding.add(spawn.name)
-        channel = VehicleChannel(self, spawn.name, len(vehicle.rotors), False, self.params.battery_enabled)
-        position = start_position(self.terrain, vehicle, spawn.position)
-
-        def add(world):
-            world.add_vehicle(spawn.name, vehicle, position=position, yaw=spawn.yaw)
-            self.swarm.add_vehicle(spawn.name)
-            self.vehicles.append(channel)
-            self._adding.discard(spawn.name)
-
-        self.edit_world(add)
-        result.successful = True
-        result.reason = (f"{spawn.name} ({spawn.vehicle_type}) added at ({position[0]:.2f}, {position[1]:.2f}, "
-                         f"{position[2]:.2f}) m, yaw {spawn.yaw:.3f} rad")
-        self.get_logger().info(result.reason)
-        return response
-
-    def on_restart(self, request, response):
-        """A new run in this graph (``/physics/restart``): see the module doc. Parameters other than the
-        wind's that changed since the start shape the graph (scene, vehicles, rates): refused, relaunch."""
-        try:
-            params = self._with_airsim_spawns(reread_params(self, self.params).with_fleet(), quiet=True)
-            same_shape = replace(params, wind_enu_m_s=self.params.wind_enu_m_s, wind=self.params.wind)
-            if same_shape != self.params:
-                changed = [f.name for f in fields(params) if getattr(same_shape, f.name) != getattr(self.params, f.name)]
-                raise ParamsError(f"{', '.join(changed)} changed: that needs a relaunch, not a restart")
-            wind_field = WindField(params.wind.field_params(params.wind_enu_m_s), len(params.vehicle_names))
-        except ParamsError as error:
-            self.get_logger().warning(f"restart refused: {error}")
-            response.success, response.message = False, str(error)
-            return response
-        self.params = params
-
-        def restart(world):
-            world.restart(wind_field)
-            self.periods_done = 0
-            if self.params.lockstep:
-                self._take_commands()  # answers to the run before's last state: dropped below
-            for vehicle in self.vehicles:
-                vehicle.pending_controls, vehicle.wrench = None, None
-            if self.lockstep_outputs is not None:
-                self.lockstep_outputs.restart()
-
-        with self.inputs_lock:
-            self._restart_queued = True
-        self.edit_world(restart)
-        response.success, response.message = True, "a new run from t = 0"
-        self.get_logger().info(f"restart: a new run from t = 0, wind {tuple(params.wind_enu_m_s)} m/s")
-        return response
-
-    def on_wind(self, message: Vector3Stamped) -> None:
-        wind = (message.vector.x, message.vector.y, message.vector.z)
-        if message.header.frame_id not in ("", "map") or not all(math.isfinite(v) and abs(v) < 200.0 for v in wind):
-            self.get_logger().warning(f"/physics/wind refused: needs frame 'map' and |v| < 200 m/s, got {wind}",
-                                      throttle_duration_sec=2.0)
-            return
-        self.edit_world(lambda world: world.set_wind(wind))
 
     def _apply_world_edits(self) -> bool:
         with self.inputs_lock:
@@ -649,21 +530,6 @@ class PhysicsNode(Node):
                 transforms.append(transform_message(truth, stamp, vehicle.frame))
         if transforms:
             self.tf_broadcaster.sendTransform(transforms)
-
-
-def _parameter_value(value):
-    """The Python value of an ``rcl_interfaces/ParameterValue`` (string, double, integer or their arrays)."""
-    from rcl_interfaces.msg import ParameterType  # noqa: PLC0415
-
-    kinds = {ParameterType.PARAMETER_STRING: "string_value", ParameterType.PARAMETER_DOUBLE: "double_value",
-             ParameterType.PARAMETER_INTEGER: "integer_value",
-             ParameterType.PARAMETER_DOUBLE_ARRAY: "double_array_value",
-             ParameterType.PARAMETER_INTEGER_ARRAY: "integer_array_value"}
-    if value.type not in kinds:
-        raise ParamsError(f"a value of parameter type {value.type} (use string, double, integer or their arrays)")
-    got = getattr(value, kinds[value.type])
-    return list(got) if value.type in (ParameterType.PARAMETER_DOUBLE_ARRAY,
-                                       ParameterType.PARAMETER_INTEGER_ARRAY) else got
 
 
 def main(args=None):
