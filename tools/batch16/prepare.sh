@@ -4,7 +4,8 @@
 #
 #   tools/batch16/prepare.sh [PYVER] [DEST] [MAIN]
 #     PYVER  3.12 (device, default) or 3.11 (local check: the same list, cp311 wheels)
-#     DEST   a folder inside your checkout that .git/info/exclude ignores (name it in `carry`)
+#     DEST   a folder inside your checkout that .git/info/exclude ignores (name it in `carry`); relative
+#            to the current directory or absolute
 #     MAIN   project checkout (read only), default the current directory
 #
 # Writes DEST/whl<PYVER-no-dot>/*.whl (only wheels: `pip install --no-index --no-deps`),
@@ -19,6 +20,10 @@ PYVER=${1:-3.12}
 DEST=${2:-$PWD/.devcarry}
 MAIN=${3:-$PWD}
 TAG=${PYVER/./}
+# Absolute paths: the wheels are unzipped from inside a staging folder, where a relative DEST would not resolve.
+mkdir -p "$DEST"
+DEST=$(cd "$DEST" && pwd)
+MAIN=$(cd "$MAIN" && pwd)
 WH=$DEST/whl$TAG
 mkdir -p "$WH"
 
