@@ -239,17 +239,17 @@ def camera_tables(scene) -> list[bytes]:
         [lod.group.tobytes(), lod.level.tobytes(), lod.lift.tobytes()]
 
 
-def test_the_cameras_levels_of_detail_come_from_the_cache_bit_identically(world, caplog):
+def test_the_cameras_levels_and_the_colliders_hulls_come_from_the_cache_bit_identically(world, caplog):
     path = _with_ball(world)
     fresh = load_scene(path, cache=False)
     expected = observations(fresh)
     assert "lod_cache" not in fresh.cache and len(fresh.cache["lod_levels"][world / "ball.glb"]) > 2
     built = load_scene(path)
     observations(built)
-    assert built.cache["lod_cache"][0] == "built"
+    assert built.cache["lod_cache"][0] == "built" and built.cache["hulls_cache"][0] == "built"
     hit = load_scene(path)
     cached = observations(hit)
-    assert hit.cache["lod_cache"][0] == "hit"
+    assert hit.cache["lod_cache"][0] == "hit" and hit.cache["hulls_cache"][0] == "hit"  # the colliders' hulls too
     assert camera_tables(hit) == camera_tables(fresh)
     for name in expected:
         assert cached[name] == expected[name], name
@@ -262,6 +262,15 @@ def test_the_cameras_levels_of_detail_come_from_the_cache_bit_identically(world,
     warnings = [r for r in caplog.records if r.name == "aerial_sim.scene_cache"]
     assert len(warnings) == 1 and str(file) in warnings[0].getMessage() and "rebuilding" in warnings[0].getMessage()
     assert rebuilt.cache["lod_cache"][0] == "built"
+    hulls = hit.cache["hulls_cache"][1]
+    hulls.write_bytes(hulls.read_bytes()[: hulls.stat().st_size // 2])
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="aerial_sim.scene_cache"):
+        again = load_scene(path)
+        assert observations(again) == expected
+    warnings = [r for r in caplog.records if r.name == "aerial_sim.scene_cache"]
+    assert len(warnings) == 1 and str(hulls) in warnings[0].getMessage() and "truncated" in warnings[0].getMessage()
+    assert again.cache["hulls_cache"][0] == "built" and again.cache["lod_cache"][0] == "hit"
     path.write_text(path.read_text() + "lod: {min_triangles: 5000}\n")  # the ball is then drawn whole
     coarse = load_scene(path)
     render_surfaces(coarse)

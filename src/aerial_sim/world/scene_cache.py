@@ -136,54 +136,16 @@ def cached_lod_levels(scene, originals: dict, build: Callable[[], dict]) -> dict
     :func:`aerial_sim.world.lod.levels_of` makes it. Only for a scene loaded through the cache (a hit or a build
     that was written): any other is built each time.
     """
-    made = scene.cache.get("scene_cache_key")
-    state = scene.cache.get("scene_cache")
-    if made is None or state is None:
-        return build()
-    scene_file = state[1]
-    file = scene_file.with_suffix(".lod")
-    key = {"scene": made["scene"], "dependencies": made["dependencies"], "lod": dataclasses.asdict(scene.lod),
-           "libraries": _versions(_LOD_LIBRARIES), "files": sorted(str(path) for path in originals)}
-    seen = _identity(file)
-    levels = _usable_levels(file, key, originals)
-    if levels is None:
-        with _builder_lock(file):  # another process making them: wait for its file rather than make them too
-            if _identity(file) != seen:
-                levels = _usable_levels(file, key, originals)
-            if levels is None:
-                return _build_levels(scene, file, key, originals, build)
-    scene.cache["lod_cache"] = ("hit", file)
-    return levels
-
-
-def _build_levels(scene, file: Path, key: dict, originals: dict, build: Callable[[], dict]) -> dict:
-    levels = build()
-    # level 0 is the parts themselves: only its size; then each simplified level's size and arrays
-    tree = {str(path): [levels[path][0].size, [[level.size, [[part.triangles, part.uv, part.uv1]
-                                                             for part in level.parts]]
-                                               for level in levels[path][1:]]] for path in originals}
-    try:
-        _write_file(file, {"key": key}, tree)
-    except Exception as error:
-        log.warning(f"scene cache {file}: not written ({type(error).__name__}: {error}); the levels of detail are "
-                    f"made each time (set {ENV}=off to silence this)")
-        scene.cache["lod_cache"] = ("unwritten", file)
-    else:
-        scene.cache["lod_cache"] = ("built", file)
-    return levels
-
-
-def _usable_levels(file: Path, key: dict, originals: dict):
-    """The levels of a ``.lod`` file when it is usable, else None (one warning when it is broken)."""
     from aerial_sim.world.lod import Level
 
-    if not file.is_file():
-        return None
-    try:
-        found = _read_file(file, lambda header: header["key"] == key)
-        if found is None:
-            return None
-        tree, levels = found[1], {}
+    def encode(levels: dict):
+        # level 0 is the parts themselves: only its size; then each simplified level's size and arrays
+        return {str(path): [levels[path][0].size, [[level.size, [[part.triangles, part.uv, part.uv1]
+                                                                 for part in level.parts]]
+                                                   for level in levels[path][1:]]] for path in originals}
+
+    def decode(tree) -> dict:
+        levels = {}
         for path, parts in originals.items():
             size, stored = tree[str(path)]
             chain = [Level(tuple(parts), float(size))]
@@ -193,13 +155,59 @@ def _usable_levels(file: Path, key: dict, originals: dict):
                 chain.append(Level(tuple(dataclasses.replace(part, triangles=triangles, uv=uv, uv1=uv1, tangents=None)
                                          for part, (triangles, uv, uv1) in zip(parts, arrays)), float(size)))
             levels[path] = chain
+        return levels
+
+    key = {"lod": dataclasses.asdict(scene.lod), "libraries": _versions(_LOD_LIBRARIES),
+           "files": sorted(str(path) for path in originals)}
+    return cached_derived(scene, "lod", key, build, encode, decode, "the levels of detail are")
+
+
+def cached_derived(scene, kind: str, key: dict, build: Callable[[], Any], encode: Callable[[Any], Any] = lambda v: v,
+                   decode: Callable[[Any], Any] = lambda tree: tree, what: str = "it is"):
+    """What ``build()`` makes of a scene loaded through the cache, from the ``.<kind>`` file beside the scene's
+    cache file when that file was made from the same scene file key, dependencies and ``key``; else built and
+    stored (``encode(value)``: a tree of arrays, lists, dicts and numbers; ``decode(tree)`` its value again, any
+    error of it a broken file). Same rules as the scene: a broken file is one warning and a rebuild, one builder
+    under ``<file>.lock``, an atomic rename. ``scene.cache[kind + "_cache"]`` says hit, built or unwritten; a scene
+    loaded from its files (no scene cache file) is built each time."""
+    made, state = scene.cache.get("scene_cache_key"), scene.cache.get("scene_cache")
+    if made is None or state is None:
+        return build()
+    file = state[1].with_suffix("." + kind)
+    key = dict(key, scene=made["scene"], dependencies=made["dependencies"])
+    seen = _identity(file)
+    value = _usable_derived(file, key, decode)
+    if value is None:
+        with _builder_lock(file):  # another process building it: wait for its file rather than build it too
+            if _identity(file) != seen:
+                value = _usable_derived(file, key, decode)
+            if value is None:
+                value = build()
+                try:
+                    _write_file(file, {"key": key}, encode(value))
+                except Exception as error:
+                    log.warning(f"scene cache {file}: not written ({type(error).__name__}: {error}); {what} made "
+                                f"each time (set {ENV}=off to silence this)")
+                    scene.cache[kind + "_cache"] = ("unwritten", file)
+                else:
+                    scene.cache[kind + "_cache"] = ("built", file)
+                return value
+    scene.cache[kind + "_cache"] = ("hit", file)
+    return value
+
+
+def _usable_derived(file: Path, key: dict, decode: Callable[[Any], Any]):
+    """The decoded value of a derived cache file when it is usable, else None (one warning when it is broken)."""
+    if not file.is_file():
+        return None
+    try:
+        found = _read_file(file, lambda header: header["key"] == key)
+        return None if found is None else decode(found[1])
     except CacheFileError as error:
         log.warning(f"scene cache {file}: {error}; rebuilding it")
-        return None
     except Exception as error:  # anything else a foreign file can provoke is the same: not usable
         log.warning(f"scene cache {file}: unusable ({type(error).__name__}: {error}); rebuilding it")
-        return None
-    return levels
+    return None
 
 
 def _versions(libraries) -> dict[str, str]:
@@ -559,8 +567,8 @@ def _prune(folder: Path) -> None:
     for entry in folder.iterdir():
         try:
             age = now - entry.stat().st_mtime
-            if (entry.suffix in (".scene", ".lod", ".lock") and age > _PRUNE_AFTER_S) or \
-                    (entry.suffix == ".tmp" and re.match(r"\..*\.(scene|lod)\.", entry.name)
+            if (entry.suffix in (".scene", ".lod", ".hulls", ".lock") and age > _PRUNE_AFTER_S) or \
+                    (entry.suffix == ".tmp" and re.match(r"\..*\.(scene|lod|hulls)\.", entry.name)
                      and age > _TEMP_PRUNE_AFTER_S):
                 entry.unlink()
         except OSError:
