@@ -32,10 +32,12 @@ renames it into place (atomic on POSIX), so a reader sees the old file or a whol
 **Off.** ``AERIAL_SIM_SCENE_CACHE=off`` (or ``0``, ``false``, ``no``) disables the cache, any other
 non-empty value is the folder to use; ``load_scene(..., cache=False)`` disables it for one load.
 
-**Levels of detail.** :func:`cached_lod_levels` keeps the camera's simplified meshes
-(:mod:`aerial_sim.world.lod`) in a ``.lod`` file beside the scene's, keyed on the scene's key and dependencies, its
-``lod`` settings and the versions of fast-simplification and scipy, under the same rules (one warning and a
-rebuild for a broken file, the lock, the atomic rename, off with the cache).
+**Derived files.** :func:`cached_derived` keeps what a node builds from a loaded scene in a ``.<kind>`` file beside
+the scene's, keyed on the scene's key and dependencies and what else it depends on, under the same rules (one
+warning and a rebuild for a broken file, the lock, the atomic rename, off with the cache): the camera's
+simplified meshes (:func:`cached_lod_levels`, ``.lod``: :mod:`aerial_sim.world.lod`, keyed also on the ``lod``
+settings and the versions of fast-simplification and scipy) and the colliders' per-file hulls (``.hulls``:
+:mod:`aerial_sim.world.colliders`).
 
 Loaded from the cache, a scene is the same scene: the same objects, materials and terrain, every array the
 same dtype, shape and bytes, so images, lidar scans and collisions are bit-identical (test_world_scene_cache).
