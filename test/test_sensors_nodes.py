@@ -66,6 +66,28 @@ class TruthFeeder:
             while (remaining := next_time - time.monotonic()) > 0:
                 executor.spin_once(timeout_sec=remaining)
 
+    def run_lockstep(self, executor, periods, caught_up, behind_s=0.1, stall_s=15.0, pace_s=1.0 / TRUTH_RATE_HZ):
+        """``periods`` more periods with a lockstep clock: the next one goes out (at most at ``pace_s``)
+        only once ``caught_up(clock_s)`` says every output due at ``behind_s`` of sim time before the
+        clock last published has arrived (0.1 s: 25 truth messages, 20 IMU samples in flight, an eighth of
+        the streams' 200-message histories, which drop the oldest unread sample when full; waiting for
+        each step's outputs, as the physics node does, took 14.8 s instead of 4.3 s at a load of 3). A node (or this
+        process) held up on a busy machine then holds the clock instead of falling behind until samples
+        are lost. Returns None, or what stalled: the clock and ``stall_s`` of wall time without progress."""
+        next_time = time.monotonic()
+        for _ in range(periods):
+            if (clock_s := (self.k - 1) / TRUTH_RATE_HZ - behind_s) >= 0.0:
+                deadline = time.monotonic() + stall_s
+                while not caught_up(clock_s):
+                    if time.monotonic() > deadline:
+                        return f"outputs due at t = {clock_s:.3f} s missing after {stall_s:g} s"
+                    executor.spin_once(timeout_sec=0.005)
+            self.publish_next()
+            next_time = max(next_time + pace_s, time.monotonic())
+            while (remaining := next_time - time.monotonic()) > 0:
+                executor.spin_once(timeout_sec=remaining)
+        return None
+
 
 def collect(node, topics, lockstep):
     """Subscribe to each (topic, type); returns ({topic: [(stamp_s, msg), ...]}, subscriptions).
@@ -146,6 +168,8 @@ def test_every_sensor_topic_arrives_at_its_rate_with_sim_time_stamps(ros_node, l
 def test_lockstep_with_the_same_seed_gives_the_same_samples(ros_node, launch):
     from sensor_msgs.msg import Imu, NavSatFix
 
+    from aerial_sim.physics.lockstep import Participant
+
     graphs = [launch("sensors.launch.yaml", f"namespace:={ns}", "lockstep:=true", "seed:=7",
                      "use_barometer:=false", "use_magnetometer:=false") for ns in ("a", "b")]
     topics = [(f"/{ns}/{name}", t) for ns in ("a", "b") for name, t in (("imu/data", Imu), ("gps/fix", NavSatFix))]
@@ -156,7 +180,18 @@ def test_lockstep_with_the_same_seed_gives_the_same_samples(ros_node, launch):
     assert spin_until(ros_node, connected, 40.0), [g.output() for g in graphs]
     spin_until(ros_node, lambda: False, 1.0)  # let the reliable writers and readers finish matching
     executor = make_executor(ros_node)
-    feeder.run(executor, 500)  # 2 s of sim time, in real time
+    # The clock waits, as the lockstep physics node's does, for the outputs due (the rule it applies to
+    # the nodes' announcements: 200 Hz; 50 Hz from the 0.2 s latency on), 0.1 s behind. Fed at a fixed
+    # wall pace instead, a sensor process descheduled on a busy machine fell behind by more than the reliable
+    # streams' 200-message histories and /b/imu/data came out short of 400 (ci at load 10-18; a 1.5 s
+    # SIGSTOP of b's sensor process did the same, 329 samples).
+    awaited = [(f"/{ns}/{name}", Participant(f"/{ns}/{name}", rate, first)) for ns in "ab"
+               for name, rate, first in (("imu/data", 200.0, 0.0), ("gps/fix", 50.0, 0.2))]
+    caught_up = lambda clock_s: all(  # noqa: E731
+        (due := p.awaited_stamp_ns(round(clock_s * 1e9))) is None or received.latest_stamp(topic) >= due * 1e-9 - 1e-9
+        for topic, p in awaited)
+    stalled = feeder.run_lockstep(executor, 500, caught_up)  # 2 s of sim time, at most in real time
+    assert stalled is None, (stalled, received.counts(), [g.output() for g in graphs])
     expected = {"imu/data": 400, "gps/fix": 100 - 10}  # 200 Hz; 50 Hz less the 0.2 s latency
     done = lambda: all(received.counts()[f"/{ns}/{n}"] >= c for n, c in expected.items() for ns in "ab")  # noqa: E731
     assert spin_until(ros_node, done, 15.0), received.counts()
