@@ -257,3 +257,55 @@ def test_argument_count_and_refusals_read_like_rpclib():
         call("getMultirotorState", "")
     with pytest.raises(RpcError, match="could not find function 'setCarControls' with argument count 2"):
         call("setCarControls", {}, "")
+
+
+# -- SimClock: ticks from the executor thread, sleepers in the event loop ----------------------------
+
+def test_sim_clock_wakes_the_loop_only_for_a_due_sleeper_and_wakes_it_at_its_sim_time():
+    """The AirSim server's idle event loop is not woken per /clock tick (a tenth of a core at 250 Hz):
+    :meth:`SimClock.post`, called in the executor's thread, asks for a wake only when a sleeper is due;
+    the time it records is what a client reads at once; a simContinueForTime-style sleep still ends at
+    its sim time, and a reset (time going back) releases every sleeper."""
+    import threading
+
+    from aerial_sim.airsim.graph import SimClock
+
+    async def scenario():
+        loop = asyncio.get_running_loop()
+        clock = SimClock()
+        wakes = []
+
+        def tick(time_s):  # what AirSimApiNode.on_clock does, from another thread
+            if clock.post(time_s):
+                wakes.append(time_s)
+                loop.call_soon_threadsafe(clock.wake)
+
+        def ticks(times):
+            thread = threading.Thread(target=lambda: [tick(t) for t in times])
+            thread.start()
+            thread.join()
+
+        ticks([0.004 * k for k in range(1, 251)])  # one idle second at 250 Hz
+        assert wakes == [] and clock.now_s == pytest.approx(1.0)
+        sleeper = loop.create_task(clock.sleep(0.1))
+        await asyncio.sleep(0)
+        ticks([1.0 + 0.004 * k for k in range(1, 25)])  # 1.096 s: not yet due
+        await asyncio.sleep(0.01)
+        assert not sleeper.done() and wakes == []
+        ticks([1.1])
+        await asyncio.wait_for(sleeper, 1.0)
+        assert wakes == [1.1] and clock.now_s == pytest.approx(1.1)
+        stranded = loop.create_task(clock.sleep(5.0))
+        await asyncio.sleep(0)
+        ticks([0.004])  # the physics node reset: nobody waits for the old future
+        await asyncio.wait_for(stranded, 1.0)
+        assert clock.now_s == pytest.approx(0.004)
+        fresh = loop.create_task(clock.sleep(0.008))  # a sleep after the reset counts from the new time
+        await asyncio.sleep(0)
+        ticks([0.008])
+        await asyncio.sleep(0.01)
+        assert not fresh.done()
+        ticks([0.012])
+        await asyncio.wait_for(fresh, 1.0)
+
+    asyncio.run(scenario())

@@ -171,26 +171,69 @@ class Graph(Protocol):
 
 
 class SimClock:
-    """Simulation time as seen by the API, and sleeps measured in it."""
+    """Simulation time as seen by the API, and sleeps measured in it.
+
+    Ticks arrive in the ROS executor's thread (250 a second), the sleepers live in the server's event
+    loop. :meth:`post` (any thread) only records the time, so :attr:`now_s` is always the newest tick,
+    and says when the loop must run :meth:`wake`: a sleeper is due, or time went back. An idle server,
+    or one whose clients sleep nothing, is not woken 250 times a second for nothing (a tenth of a
+    core). :meth:`advance` does both in the loop's thread (in-process graphs, tests).
+    """
 
     def __init__(self):
-        self.now_s: float | None = None
-        self._waiters: list[tuple[float, int, asyncio.Future]] = []
+        self._now_s: float | None = None
+        self._epoch = 0  # counts the times time went back (a reset, a restarted physics node)
+        self._woken_epoch = 0  # the epoch :meth:`wake` last released the sleepers of
+        self._waiters: list[tuple[float, int, asyncio.Future, int]] = []  # (due, order, future, epoch)
         self._order = itertools.count()
 
-    def advance(self, time_s: float) -> None:
-        """A new clock tick (call in the event loop's thread); wakes every sleeper that is due."""
-        if self.now_s is not None and time_s < self.now_s:
-            # Time went backwards (a restarted physics node): nobody should wait for the old future.
-            for _, _, future in self._waiters:
-                if not future.done():
-                    future.set_result(None)
-            self._waiters.clear()
-        self.now_s = time_s
-        while self._waiters and self._waiters[0][0] <= time_s + 1e-9:
-            _, _, future = heapq.heappop(self._waiters)
+    @property
+    def now_s(self) -> float | None:
+        """The newest tick (sim s), None before the first."""
+        return self._now_s
+
+    def post(self, time_s: float) -> bool:
+        """Record a tick (any thread); True when the event loop should call :meth:`wake`.
+
+        The lost wake-up cannot happen: a sleeper is queued before :meth:`wait_until` reads the time,
+        and the time is written here before the queue is read."""
+        if self._now_s is not None and time_s < self._now_s:
+            self._epoch += 1
+        self._now_s = time_s
+        waiters = self._waiters
+        if not waiters:
+            return False
+        try:
+            due = waiters[0][0]
+        except IndexError:  # emptied by the loop meanwhile
+            return False
+        return due <= time_s + 1e-9 or self._epoch != self._woken_epoch
+
+    def wake(self) -> None:
+        """Wake (in the event loop's thread) every sleeper that is due; all those that went to sleep
+        before time went back (nobody should wait for the old future)."""
+        now_s = self._now_s
+        if now_s is None:
+            return
+        epoch = self._epoch
+        if epoch != self._woken_epoch:
+            self._woken_epoch = epoch
+            stale = [waiter for waiter in self._waiters if waiter[3] != epoch]
+            if stale:
+                self._waiters = [waiter for waiter in self._waiters if waiter[3] == epoch]
+                heapq.heapify(self._waiters)
+                for _, _, future, _ in stale:
+                    if not future.done():
+                        future.set_result(None)
+        while self._waiters and self._waiters[0][0] <= now_s + 1e-9:
+            future = heapq.heappop(self._waiters)[2]
             if not future.done():
                 future.set_result(None)
+
+    def advance(self, time_s: float) -> None:
+        """A new clock tick, in the event loop's thread: :meth:`post` then :meth:`wake`."""
+        self.post(time_s)
+        self.wake()
 
     async def sleep(self, seconds: float) -> None:
         """Wait ``seconds`` of simulation time (at least until the next tick)."""
@@ -199,9 +242,8 @@ class SimClock:
 
     async def wait_until(self, time_s: float) -> None:
         future = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._waiters, (time_s, next(self._order), future))
-        if self.now_s is not None:
-            self.advance(self.now_s)
+        heapq.heappush(self._waiters, (time_s, next(self._order), future, self._epoch))
+        self.wake()
         await future
 
     async def started(self) -> float:

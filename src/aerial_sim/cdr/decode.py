@@ -130,6 +130,12 @@ class ImageFields(NamedTuple):
         return self.stamp_sec * 1_000_000_000 + self.stamp_nanosec
 
 
+def decode_clock(data: bytes) -> tuple[int, int]:
+    """``rosgraph_msgs/Clock`` CDR bytes -> ``(sec, nanosec)`` (``ValueError`` if they are not one): its one
+    field, a ``builtin_interfaces/Time``, sits where a header's stamp does."""
+    return _read_stamp(data, byte_order(data))
+
+
 def decode_odometry(data: bytes) -> OdometryFields:
     """``nav_msgs/Odometry`` CDR bytes -> :class:`OdometryFields` (``ValueError`` if they are not one)."""
     order = byte_order(data)

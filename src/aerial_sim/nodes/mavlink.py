@@ -80,7 +80,7 @@ class MavlinkNode(Node):
         self.clock = SimClock()
         self.vehicles = {name: RosVehicleLink(self, name, kind, params.lockstep)
                          for name, kind in params.fleet_vehicles()}
-        self.create_subscription(Clock, "/clock", self.on_clock, stream_qos(params.lockstep))
+        self.create_subscription(Clock, "/clock", self.on_clock, stream_qos(params.lockstep), raw=True)
         self.sim_clock = InputStampClock(self)
         self.create_subscription(DiagnosticArray, "/diagnostics", self.on_diagnostics, COMMAND_QOS)
         for link in self.vehicles.values():
