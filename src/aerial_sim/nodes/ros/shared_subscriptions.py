@@ -83,10 +83,15 @@ class _SharedReader:
                     route.clock.advance(stamp_ns)
                 route.callback(fields)
             except Exception as error:  # noqa: BLE001 - one node's failure is reported below, the rest go on
-                failures.append(f"{route.node.get_namespace().rstrip('/')}/{route.node.get_name()}: "
-                                f"{type(error).__name__}: {error}")
+                failures.append(failure_line(route.node, error))
         if failures:
             raise ValueError(f"{len(failures)} node(s) could not use the message: {'; '.join(failures)}")
+
+
+def failure_line(node: Node, error: Exception) -> str:
+    """One node's part of a shared message's failure report: its fully qualified name (as the start gate and
+    ``ros2 node list`` write it) and the error."""
+    return f"{node.get_fully_qualified_name()}: {type(error).__name__}: {error}"
 
 
 class SharedReaders:

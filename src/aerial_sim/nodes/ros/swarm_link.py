@@ -33,6 +33,7 @@ from rclpy.qos import QoSProfile
 from sensor_msgs.msg import PointCloud2
 from std_msgs.msg import Float64MultiArray
 
+from aerial_sim.nodes.ros.shared_subscriptions import failure_line
 from aerial_sim.physics import swarm_messages
 
 STATE_TOPIC = "/swarm/state"
@@ -119,8 +120,7 @@ class SwarmTruth:
                         route.clock.advance(stamp_ns)
                     route.callback(fields)
                 except Exception as error:  # noqa: BLE001 - one node's failure is reported below, the rest go on
-                    failures.append(f"{route.node.get_namespace().strip('/')}/{route.node.get_name()}: "
-                                    f"{type(error).__name__}: {error}")
+                    failures.append(failure_line(route.node, error))
         if failures:
             raise ValueError(f"{len(failures)} node(s) could not use their row: {'; '.join(failures)}")
 
