@@ -94,7 +94,10 @@ class Flight:
         self.types = SimpleNamespace(
             PoseStamped=PoseStamped, TwistStamped=TwistStamped, SetBool=SetBool, Trigger=Trigger, Header=Header
         )
-        assert spin_until(node, lambda: self.rows, 20.0), self.logs()
+        # The controller's first /diagnostics comes from its first control step, so it has a vehicle
+        # state: arming before that is refused ("no vehicle state received yet"), which this process,
+        # whose own odometry reader matched first, once did on a loaded machine (ci of stop 41).
+        assert spin_until(node, lambda: self.rows and self.diagnostics, 30.0), self.logs()
 
     # -- state in --------------------------------------------------------------
 
