@@ -6,16 +6,18 @@
 Each round, in a fresh process: ``load_scene`` (every node that takes ``scene`` pays it), then the physics
 node's colliders (``scene_colliders``: one FCL convex hull per mesh object) and the scene markers node's
 message (``scene_primitives`` + ``encode_marker_array``), CPU seconds of the process
-(``time.process_time``), and a digest of the marker bytes and of the colliders' contacts at seeded probe
-poses (so before and after are seen to answer the same). With ``--checkout DIR`` (another checkout's
+(``time.process_time``), then the camera's draw tables (``render_surfaces`` + ``closed_rows``), and a digest of the
+marker bytes, the draw tables and the colliders' contacts at seeded probe poses (so before and after are seen to
+answer the same). With ``--checkout DIR`` (another checkout's
 tree, e.g. ``git archive`` of an older commit) the rounds alternate between DIR's code and this one's,
 so both share the machine's load. Prints the best round of each; records this checkout's in
 doc/results/scene_startup.json.
 
 The rounds share a scene cache folder made empty for this run (:mod:`aerial_sim.world.scene_cache`), so this
 checkout's first round builds the cache (what the first node of the first launch pays) and the later rounds
-read it (every other node, every later launch): both are printed and recorded, for ``load_scene`` and for the
-colliders (their per-file hulls: the ``.hulls`` file). ``--no-cache`` turns it off. With ``--checkout`` each tree
+read it (every other node, every later launch): both are printed and recorded, for ``load_scene``, the
+colliders (their per-file hulls: the ``.hulls`` file), the markers (``.markers``) and the camera's draw tables
+(``.surfaces`` and ``.draw``). ``--no-cache`` turns it off. With ``--checkout`` each tree
 has a cache folder of its own.
 """
 
@@ -40,9 +42,27 @@ from aerial_sim.world.scene import load_scene
 from aerial_sim.world.colliders import scene_colliders
 from aerial_sim.viewer.scene_view import scene_primitives
 from aerial_sim.viewer.marker_array import encode_marker_array
+from aerial_sim.world.closed_surfaces import closed_rows
+from aerial_sim.world.surface_tables import render_surfaces
+try:
+    from aerial_sim.viewer.marker_array import scene_marker_array  # the node's call since the .markers file
+except ImportError:
+    def scene_marker_array(scene, frame_id, alpha, ground_size_m):
+        primitives = scene_primitives(scene, ground_size_m)
+        return encode_marker_array(primitives, frame_id, alpha), len(primitives)
 t0 = time.process_time(); scene = load_scene(sys.argv[1]); t1 = time.process_time()
 colliders = scene_colliders(scene); t2 = time.process_time()
-markers = bytes(encode_marker_array(scene_primitives(scene), "map", 1.0)); t3 = time.process_time()
+markers = bytes(scene_marker_array(scene, "map", 1.0, 120.0)[0]); t3 = time.process_time()
+(surfaces, lod), closed = render_surfaces(scene), closed_rows(scene); t4 = time.process_time()
+tables = hashlib.sha256(closed.tobytes())
+for table in (surfaces, surfaces.maps):
+    for name in ("triangles", "surface", "uv", "texture", "albedo", "texels", "texture_table", "pbr", "pbr_texture",
+                 "uv1", "uv_sets", "normal_texture", "normal_scale", "occlusion_texture", "occlusion_strength",
+                 "emissive", "emissive_texture", "tangents"):
+        value = getattr(table, name, None)
+        tables.update(name.encode() + (b"-" if value is None else value.tobytes()))
+for value in (lod.group, lod.level, lod.lift) if lod is not None else ():
+    tables.update(value.tobytes())
 rng, contacts = np.random.default_rng(0), hashlib.sha256()
 for collider in colliders:
     if type(collider).__name__ != "FclCollider":
@@ -54,9 +74,10 @@ for collider in colliders:
         c = collider.contact(tuple(low + (high - low) * rng.uniform(-0.1, 1.1, 3)), tuple(q / np.linalg.norm(q)),
                              (0.3, 0.3, 0.1))
         contacts.update(repr(None if c is None else (c.point, c.normal, c.depth_m, c.patch_radius_m)).encode())
-print(json.dumps({"load_scene": t1 - t0, "colliders": t2 - t1, "markers": t3 - t2, "n_colliders": len(colliders),
-                  "marker_bytes": len(markers), "markers_sha": hashlib.sha256(markers).hexdigest()[:16],
-                  "contacts_sha": contacts.hexdigest()[:16]}))
+print(json.dumps({"load_scene": t1 - t0, "colliders": t2 - t1, "markers": t3 - t2, "draw_tables": t4 - t3,
+                  "n_colliders": len(colliders), "marker_bytes": len(markers), "rows": surfaces.count,
+                  "markers_sha": hashlib.sha256(markers).hexdigest()[:16], "contacts_sha": contacts.hexdigest()[:16],
+                  "tables_sha": tables.hexdigest()[:16]}))
 """
 
 
@@ -108,31 +129,32 @@ def main() -> None:
             # each tree its own cache folder: two codes' files of one scene would replace each other
             results[label].append(one_round(tree, args.scene, cache if args.no_cache else f"{cache}/{label}"))
             print(f"{label}: {results[label][-1]}  load {os.getloadavg()[0]:.1f}", flush=True)
+    steps = ("load_scene", "colliders", "markers", "draw_tables")
     for label, runs in results.items():
-        best = {key: min(run[key] for run in runs) for key in ("load_scene", "colliders", "markers")}
+        best = {key: min(run[key] for run in runs) for key in steps}
         print(f"{label} ({args.scene}, best of {len(runs)}): load_scene {best['load_scene']:.2f} s, colliders "
               f"{best['colliders']:.2f} s ({runs[0]['n_colliders']}), markers {best['markers']:.2f} s "
-              f"({runs[0]['marker_bytes']} bytes, sha {runs[0]['markers_sha']}), contacts sha {runs[0]['contacts_sha']}")
+              f"({runs[0]['marker_bytes']} bytes, sha {runs[0]['markers_sha']}), camera's draw tables "
+              f"{best['draw_tables']:.2f} s ({runs[0]['rows']} rows, sha {runs[0]['tables_sha']}), contacts sha "
+              f"{runs[0]['contacts_sha']}")
     runs = results["this"]
-    warm = min(r["load_scene"] for r in runs[1:]) if len(runs) > 1 else float("nan")
-    warm_colliders = min(r["colliders"] for r in runs[1:]) if len(runs) > 1 else float("nan")
-    print(f"this: load_scene {runs[0]['load_scene']:.2f} s in the first round (builds the scene cache), best "
-          f"{warm:.2f} s in the later ones (from the cache); colliders {runs[0]['colliders']:.2f} s, then "
-          f"{warm_colliders:.2f} s (their hulls from the cache)")
+    warm = {key: min(r[key] for r in runs[1:]) if len(runs) > 1 else float("nan") for key in steps}
+    print("this, first round (builds the cache) -> best later round (from the cache): " + ", ".join(
+        f"{key} {runs[0][key]:.2f} -> {warm[key]:.2f} s" for key in steps))
     if args.no_record:
         return
+    later = [("colliders", "physics colliders (scene_colliders)", f"{runs[0]['n_colliders']} colliders"),
+             ("markers", "scene markers (scene_marker_array)", f"{runs[0]['marker_bytes']} bytes"),
+             ("draw_tables", "camera's draw tables (render_surfaces + closed_rows)", f"{runs[0]['rows']} rows")]
     record("scene_startup", f"CPU s to build the {args.scene} scene's colliders and markers", [
         row("load_scene, first load (builds the scene cache)" if not args.no_cache else "load_scene (no cache)",
             round(runs[0]["load_scene"], 2), "CPU s"),
-        *([row("load_scene, later loads (from the scene cache)", round(warm, 2), "CPU s", "every node after the "
-               "first, every later launch")] if not args.no_cache and len(runs) > 1 else []),
-        row("physics colliders (scene_colliders)" + (", first round (builds the hulls' cache)" if not args.no_cache
-                                                      else ""), round(runs[0]["colliders"], 2), "CPU s",
-            f"{runs[0]['n_colliders']} colliders"),
-        *([row("physics colliders, later rounds (hulls from the scene cache)", round(warm_colliders, 2), "CPU s",
-               "every later launch")] if not args.no_cache and len(runs) > 1 else []),
-        row("scene markers (scene_primitives + encode_marker_array)", round(min(r["markers"] for r in runs), 2),
-            "CPU s", f"{runs[0]['marker_bytes']} bytes"),
+        *([row("load_scene, later loads (from the scene cache)", round(warm["load_scene"], 2), "CPU s",
+               "every node after the first, every later launch")] if not args.no_cache and len(runs) > 1 else []),
+        *[row(what + (", first round (builds its cache)" if not args.no_cache else ""), round(runs[0][key], 2),
+              "CPU s", note) for key, what, note in later],
+        *[row(what + ", later rounds (from the scene cache)", round(warm[key], 2), "CPU s", "every later launch")
+          for key, what, _ in later if not args.no_cache and len(runs) > 1],
     ], command=f"tools/dev.sh bench scene_startup --scene {args.scene}")
 
 

@@ -18,10 +18,11 @@ from aerial_sim.sensors.lidar import LidarModel, LidarParams, LidarSweeper
 from aerial_sim.sensors.params import load_preset
 from aerial_sim.sensors.truth import TruthSample
 from aerial_sim.world.camera import CameraModel, CameraParams
+from aerial_sim.world.closed_surfaces import closed_rows
 from aerial_sim.world.colliders import scene_colliders
 from aerial_sim.world.scene import load_scene
 from aerial_sim.world.scene_cache import ENV
-from aerial_sim.world.surface_tables import render_surfaces
+from aerial_sim.world.surface_tables import render_surfaces, scene_surfaces
 
 REPO = Path(__file__).resolve().parents[1]
 ORIGIN = (60.17, 24.94)
@@ -232,11 +233,15 @@ def _with_ball(world: Path) -> Path:
 
 
 def camera_tables(scene) -> list[bytes]:
-    """The camera's drawn rows (the scene's, then the simplified levels') and their groups, as bytes."""
+    """The camera's drawn rows (the scene's, then the simplified levels') and their groups, which rows are closed
+    surfaces, and the scene's own rows (every sensor's), as bytes with their dtypes and shapes."""
     surfaces, lod = render_surfaces(scene)
-    return [np.asarray(getattr(surfaces, name)).tobytes() for name in ("triangles", "surface", "uv", "texture", "albedo",
-                                                                       "texels", "texture_table")] + \
-        [lod.group.tobytes(), lod.level.tobytes(), lod.lift.tobytes()]
+    tables = []
+    for table in (surfaces, scene_surfaces(scene)):
+        for name in ("triangles", "surface", "uv", "texture", "albedo", "texels", "texture_table", "pbr", "pbr_texture"):
+            array = np.asarray(getattr(table, name))
+            tables.append(f"{name} {array.dtype} {array.shape}".encode() + array.tobytes())
+    return tables + [lod.group.tobytes(), lod.level.tobytes(), lod.lift.tobytes(), closed_rows(scene).tobytes()]
 
 
 def test_the_cameras_levels_and_the_colliders_hulls_come_from_the_cache_bit_identically(world, caplog):
@@ -247,21 +252,28 @@ def test_the_cameras_levels_and_the_colliders_hulls_come_from_the_cache_bit_iden
     built = load_scene(path)
     observations(built)
     assert built.cache["lod_cache"][0] == "built" and built.cache["hulls_cache"][0] == "built"
+    assert built.cache["surfaces_cache"][0] == "built" and built.cache["draw_cache"][0] == "built"
     hit = load_scene(path)
     cached = observations(hit)
-    assert hit.cache["lod_cache"][0] == "hit" and hit.cache["hulls_cache"][0] == "hit"  # the colliders' hulls too
+    # the camera's and lidar's tables and the colliders' hulls from their files; the levels are in the draw tables
+    assert hit.cache["surfaces_cache"][0] == "hit" and hit.cache["draw_cache"][0] == "hit"
+    assert hit.cache["hulls_cache"][0] == "hit" and "lod_cache" not in hit.cache
     assert camera_tables(hit) == camera_tables(fresh)
     for name in expected:
         assert cached[name] == expected[name], name
-    # a broken levels file is one warning and a rebuild; a changed mesh file makes new levels
-    file = hit.cache["lod_cache"][1]
-    file.write_bytes(_flipped(file.read_bytes()))
-    with caplog.at_level(logging.WARNING, logger="aerial_sim.scene_cache"):
-        rebuilt = load_scene(path)
-        assert camera_tables(rebuilt) == camera_tables(fresh)
-    warnings = [r for r in caplog.records if r.name == "aerial_sim.scene_cache"]
-    assert len(warnings) == 1 and str(file) in warnings[0].getMessage() and "rebuilding" in warnings[0].getMessage()
-    assert rebuilt.cache["lod_cache"][0] == "built"
+    # a broken levels, surface or draw table file is one warning and a rebuild
+    for kind, damage in (("lod", _flipped), ("surfaces", _flipped), ("draw", lambda d: d[: len(d) // 2])):
+        file = built.cache[f"{kind}_cache"][1]
+        file.write_bytes(damage(file.read_bytes()))
+        if kind == "lod":  # read only to make the draw tables
+            built.cache["draw_cache"][1].unlink()
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="aerial_sim.scene_cache"):
+            rebuilt = load_scene(path)
+            assert camera_tables(rebuilt) == camera_tables(fresh)
+        warnings = [r for r in caplog.records if r.name == "aerial_sim.scene_cache"]
+        assert len(warnings) == 1 and str(file) in warnings[0].getMessage() and "rebuilding" in warnings[0].getMessage()
+        assert rebuilt.cache[f"{kind}_cache"][0] == "built"
     hulls = hit.cache["hulls_cache"][1]
     hulls.write_bytes(hulls.read_bytes()[: hulls.stat().st_size // 2])
     caplog.clear()
@@ -270,8 +282,34 @@ def test_the_cameras_levels_and_the_colliders_hulls_come_from_the_cache_bit_iden
         assert observations(again) == expected
     warnings = [r for r in caplog.records if r.name == "aerial_sim.scene_cache"]
     assert len(warnings) == 1 and str(hulls) in warnings[0].getMessage() and "truncated" in warnings[0].getMessage()
-    assert again.cache["hulls_cache"][0] == "built" and again.cache["lod_cache"][0] == "hit"
+    assert again.cache["hulls_cache"][0] == "built" and again.cache["draw_cache"][0] == "hit"
     path.write_text(path.read_text() + "lod: {min_triangles: 5000}\n")  # the ball is then drawn whole
     coarse = load_scene(path)
     render_surfaces(coarse)
     assert coarse.cache["lod_cache"][0] == "built" and len(coarse.cache["lod_levels"][world / "ball.glb"]) == 1
+
+
+def test_the_scene_markers_come_from_the_cache_bit_identically(world, caplog):
+    from aerial_sim.viewer.marker_array import encode_marker_array, scene_marker_array
+    from aerial_sim.viewer.scene_view import scene_primitives
+
+    path = world / "town.yaml"
+    fresh = load_scene(path, cache=False)
+    primitives = scene_primitives(fresh, 80.0)
+    expected = (encode_marker_array(primitives, "map", 0.5), len(primitives))
+    assert scene_marker_array(fresh, "map", 0.5, 80.0) == expected and "markers_cache" not in fresh.cache
+    built = load_scene(path)
+    assert scene_marker_array(built, "map", 0.5, 80.0) == expected and built.cache["markers_cache"][0] == "built"
+    hit = load_scene(path)
+    assert scene_marker_array(hit, "map", 0.5, 80.0) == expected and hit.cache["markers_cache"][0] == "hit"
+    # other arguments are another message
+    other = scene_marker_array(load_scene(path), "odom", 0.5, 80.0)
+    assert other[0] == encode_marker_array(primitives, "odom", 0.5)
+    file = hit.cache["markers_cache"][1]
+    file.write_bytes(_flipped(file.read_bytes()))
+    with caplog.at_level(logging.WARNING, logger="aerial_sim.scene_cache"):
+        again = load_scene(path)
+        assert scene_marker_array(again, "odom", 0.5, 80.0) == other
+    warnings = [r for r in caplog.records if r.name == "aerial_sim.scene_cache"]
+    assert len(warnings) == 1 and str(file) in warnings[0].getMessage() and "rebuilding" in warnings[0].getMessage()
+    assert again.cache["markers_cache"][0] == "built"

@@ -113,3 +113,29 @@ def encode_marker_array(primitives: Sequence[Primitive], frame_id: str, alpha: f
         out.u32(0)  # mesh_file.data
         out.buffer += b"\x00"  # mesh_use_embedded_materials
     return bytes(out.buffer)
+
+
+def scene_marker_array(scene, frame_id: str, alpha: float, ground_size_m: float) -> tuple[bytes, int]:
+    """The CDR bytes of the scene's ``MarkerArray`` (:func:`encode_marker_array` of
+    :func:`~aerial_sim.viewer.scene_view.scene_primitives`) and its marker count, from the scene cache's
+    ``.markers`` file when it was made by this code for the same scene and arguments
+    (:func:`aerial_sim.world.scene_cache.cached_derived`: a broken file is one warning and a rebuild, off with the
+    cache): the city's 27.9 MB, 0.6 CPU s to make, read in a few hundredths."""
+    from aerial_sim.viewer.scene_view import scene_primitives
+    from aerial_sim.world.scene_cache import cached_derived, source_digest
+
+    def build():
+        primitives = scene_primitives(scene, ground_size_m)
+        return np.frombuffer(encode_marker_array(primitives, frame_id, alpha), np.uint8), len(primitives)
+
+    def decode(tree):
+        data, count = tree
+        if data.dtype != np.uint8 or data.ndim != 1 or not isinstance(count, int):
+            raise ValueError("not a marker array")
+        return data, count
+
+    key = {"frame_id": frame_id, "alpha": float(alpha), "ground_size_m": float(ground_size_m),
+           "code": source_digest(__file__, scene_primitives.__code__.co_filename)}
+    data, count = cached_derived(scene, "markers", key, build, lambda value: list(value), decode,
+                                 "the scene's markers are")
+    return data.tobytes(), count

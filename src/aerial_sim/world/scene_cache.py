@@ -36,8 +36,11 @@ non-empty value is the folder to use; ``load_scene(..., cache=False)`` disables 
 the scene's, keyed on the scene's key and dependencies and what else it depends on, under the same rules (one
 warning and a rebuild for a broken file, the lock, the atomic rename, off with the cache): the camera's
 simplified meshes (:func:`cached_lod_levels`, ``.lod``: :mod:`aerial_sim.world.lod`, keyed also on the ``lod``
-settings and the versions of fast-simplification and scipy) and the colliders' per-file hulls (``.hulls``:
-:mod:`aerial_sim.world.colliders`).
+settings and the versions of fast-simplification and scipy), the colliders' per-file hulls (``.hulls``:
+:mod:`aerial_sim.world.colliders`), the sensors' surface tables (:func:`cached_surfaces`, ``.surfaces``), the
+camera's draw tables beyond them (:func:`cached_draw_tables`, ``.draw``: the simplified levels' rows, their
+groups and the closed rows) and the scene markers node's message (``.markers``:
+:func:`aerial_sim.viewer.marker_array.scene_marker_array`, keyed also on a digest of its sources).
 
 Loaded from the cache, a scene is the same scene: the same objects, materials and terrain, every array the
 same dtype, shape and bytes, so images, lidar scans and collisions are bit-identical (test_world_scene_cache).
@@ -74,6 +77,8 @@ _PRUNE_AFTER_S, _TEMP_PRUNE_AFTER_S = 30 * 86400.0, 3600.0
 #: How long a process waits for another that builds the same scene before building it too (s).
 LOCK_WAIT_S = 300.0
 _ALIGN = 64
+#: The cache's files: a scene, and what :func:`cached_derived` keeps beside it.
+_SUFFIXES = (".scene", ".lod", ".hulls", ".surfaces", ".draw", ".markers")
 
 log = logging.getLogger("aerial_sim.scene_cache")
 
@@ -162,6 +167,118 @@ def cached_lod_levels(scene, originals: dict, build: Callable[[], dict]) -> dict
     key = {"lod": dataclasses.asdict(scene.lod), "libraries": _versions(_LOD_LIBRARIES),
            "files": sorted(str(path) for path in originals)}
     return cached_derived(scene, "lod", key, build, encode, decode, "the levels of detail are")
+
+
+def cached_surfaces(scene, build: Callable[[], Any]):
+    """The scene's surface tables (:func:`aerial_sim.world.surface_tables.scene_surfaces`, what every ray caster
+    holds: camera, lidar, rangefinder) from the scene's ``.surfaces`` file, else ``build()``, then stored. Their
+    code is in the scene's key (the sources of :mod:`aerial_sim.world`), so only the scene's key is theirs."""
+    return cached_derived(scene, "surfaces", {"tables": 1}, build, _surfaces_tree, _surfaces_of_tree,
+                          "the surface tables are")
+
+
+def cached_draw_tables(scene, surfaces, build: Callable[[], Any]):
+    """What the camera draws beyond the scene's surface tables ``surfaces``: ``build()`` returns
+    ``((render surfaces, LodGroups or None), closed rows)`` (:func:`aerial_sim.world.surface_tables.render_surfaces`,
+    :func:`aerial_sim.world.closed_surfaces.closed_rows`), kept in the scene's ``.draw`` file. The render tables
+    begin with the rows of ``surfaces`` (the same chunks first): each of their arrays whose first rows equal
+    ``surfaces``' is stored as the rows after them and joined to ``surfaces``' again when read (exact, checked when
+    written), so the file holds the simplified levels' rows, not the scene's twice. Keyed also on the ``lod``
+    settings and the libraries that simplify (the levels are part of it)."""
+    from aerial_sim.world.surface_tables import LodGroups
+
+    def encode(value):
+        (render, lod), closed = value
+        tails: dict[int, np.ndarray] = {}
+
+        def tail(full, prefix):
+            if full is None:
+                return None
+            if prefix is not None and full.dtype == prefix.dtype and full.shape[1:] == prefix.shape[1:] and \
+                    len(full) >= len(prefix) and np.array_equal(full[:len(prefix)], prefix):
+                if id(full) not in tails:  # one array shared by two tables (the maps' corners): one tail
+                    tails[id(full)] = full[len(prefix):]
+                return ["tail", tails[id(full)]]
+            return ["whole", full]
+
+        tree = {"closed": closed, "lod": None if lod is None else [lod.group, lod.level, lod.lift], "render": None}
+        if render is not surfaces:
+            tree["render"] = _table_tree(render, lambda name, value, within: tail(
+                value, None if within is None else getattr(within, name, None)), surfaces)
+        return tree
+
+    def decode(tree):
+        joined: dict[int, np.ndarray] = {}
+
+        def untail(node, prefix):
+            if node is None:
+                return None
+            kind, array = node
+            if kind == "whole":
+                return array
+            if kind != "tail" or prefix is None:
+                raise ValueError(f"a render table's column is {kind!r}")
+            key = (id(array), id(prefix))
+            if key not in joined:
+                joined[key] = np.ascontiguousarray(np.concatenate([prefix, array]))
+            return joined[key]
+
+        render = surfaces if tree["render"] is None else _table_of_tree(
+            tree["render"], lambda name, node, within: untail(node, None if within is None else
+                                                               getattr(within, name, None)), surfaces)
+        lod = None if tree["lod"] is None else LodGroups(*tree["lod"])
+        closed = tree["closed"]
+        if len(closed) != render.count or (lod is not None and {len(a) for a in tree["lod"]} != {render.count}):
+            raise ValueError("the draw tables' rows do not match")
+        return (render, lod), closed
+
+    key = {"tables": 1, "lod": dataclasses.asdict(scene.lod), "libraries": _versions(_LOD_LIBRARIES)}
+    return cached_derived(scene, "draw", key, build, encode, decode, "the camera's draw tables are")
+
+
+def _table_tree(surfaces, column, within=None) -> dict:
+    """A :class:`~aerial_sim.world.surface_tables.SceneSurfaces` (and its MaterialMaps) as a tree of its init fields,
+    each field's value ``column(name, value, the same table of `within` or None)``."""
+    def fields(table, other):
+        return {name: column(name, getattr(table, name), other) for name in _init_fields(type(table))
+                if name != "maps"}
+
+    maps = None if surfaces.maps is None else fields(surfaces.maps, None if within is None else within.maps)
+    return {"surfaces": fields(surfaces, within), "maps": maps}
+
+
+def _table_of_tree(tree, column, within=None):
+    """The SceneSurfaces of :func:`_table_tree`'s tree (``column(name, node, the same table of `within` or None)``
+    each field's value); an error for a tree of other fields or rows of other lengths."""
+    from aerial_sim.world.material_maps import MaterialMaps
+    from aerial_sim.world.surface_tables import SceneSurfaces
+
+    def build(cls, node, other):
+        names = [name for name in _init_fields(cls) if name != "maps"]
+        if list(node) != names:
+            raise ValueError(f"a {cls.__name__} of fields {sorted(node)}")
+        return {name: column(name, node[name], other) for name in names}
+
+    values = build(SceneSurfaces, tree["surfaces"], within)
+    maps = None if tree["maps"] is None else MaterialMaps(**build(MaterialMaps, tree["maps"], None if within is None
+                                                                                           else within.maps))
+    surfaces = SceneSurfaces(**values, maps=maps)
+    rows = len(surfaces.triangles)
+    row_aligned = [surfaces.surface, surfaces.uv, surfaces.texture, surfaces.albedo, surfaces.pbr,
+                   surfaces.pbr_texture, surfaces.uv1, surfaces.uv_sets]
+    if maps is not None:
+        row_aligned += [getattr(maps, name) for name in _init_fields(MaterialMaps)]
+    if any(array is not None and len(array) != rows for array in row_aligned):
+        raise ValueError("the surface tables' rows do not match")
+    return surfaces
+
+
+def _surfaces_tree(surfaces) -> dict:
+    return _table_tree(surfaces, lambda name, value, within: value)
+
+
+def _surfaces_of_tree(tree):
+    return _table_of_tree(tree, lambda name, node, within: node)
 
 
 def cached_derived(scene, kind: str, key: dict, build: Callable[[], Any], encode: Callable[[Any], Any] = lambda v: v,
@@ -321,6 +438,15 @@ def code_fingerprint() -> str:
             digest.update(f"{library}={version};".encode())
         _fingerprint = digest.hexdigest()
     return _fingerprint
+
+
+def source_digest(*files) -> str:
+    """SHA-256 of the named source files, for the key of what code outside :mod:`aerial_sim.world` derives from a
+    scene (the scene's key covers that package's sources only)."""
+    digest = hashlib.sha256()
+    for file in files:
+        digest.update(Path(file).name.encode() + b"\0" + Path(file).read_bytes())
+    return digest.hexdigest()
 
 
 def _home_key(home) -> list[float]:
@@ -569,8 +695,9 @@ def _prune(folder: Path) -> None:
     for entry in folder.iterdir():
         try:
             age = now - entry.stat().st_mtime
-            if (entry.suffix in (".scene", ".lod", ".hulls", ".lock") and age > _PRUNE_AFTER_S) or \
-                    (entry.suffix == ".tmp" and re.match(r"\..*\.(scene|lod|hulls)\.", entry.name)
+            if (entry.suffix in _SUFFIXES + (".lock",) and age > _PRUNE_AFTER_S) or \
+                    (entry.suffix == ".tmp" and re.match(r"\..*\.(" + "|".join(x[1:] for x in _SUFFIXES) + r")\.",
+                                                         entry.name)
                      and age > _TEMP_PRUNE_AFTER_S):
                 entry.unlink()
         except OSError:

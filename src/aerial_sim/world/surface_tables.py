@@ -106,7 +106,9 @@ def scene_surfaces(scene: Scene) -> SceneSurfaces:
     """Gather the terrain's and every object's triangles, colours and textures (built once per scene)."""
     if "surfaces" in scene.cache:
         return scene.cache["surfaces"]
-    surfaces = scene.cache["surfaces"] = _surfaces_of(_scene_chunks(scene))
+    from aerial_sim.world.scene_cache import cached_surfaces
+
+    surfaces = scene.cache["surfaces"] = cached_surfaces(scene, lambda: _surfaces_of(_scene_chunks(scene)))
     return surfaces
 
 
@@ -155,10 +157,29 @@ class LodGroups:
 def render_surfaces(scene: Scene) -> tuple[SceneSurfaces, LodGroups | None]:
     """What the camera draws: every row of :func:`scene_surfaces` (same rows, same order), then the simplified
     levels of the scene's large meshes (:mod:`aerial_sim.world.lod`) with their groups; the surfaces of
-    :func:`scene_surfaces` and None when the scene has no such mesh or its ``lod`` is off (built once per scene)."""
+    :func:`scene_surfaces` and None when the scene has no such mesh or its ``lod`` is off (built once per scene,
+    kept with :func:`~aerial_sim.world.closed_surfaces.closed_rows` in the scene cache's ``.draw`` file:
+    :func:`aerial_sim.world.scene_cache.cached_draw_tables`)."""
     if "render_surfaces" in scene.cache:
         return scene.cache["render_surfaces"]
+    from aerial_sim.world.scene_cache import cached_draw_tables
+
     surfaces = scene_surfaces(scene)
+
+    def build():
+        from aerial_sim.world.closed_surfaces import closed_rows
+
+        scene.cache["render_surfaces"] = _render_surfaces(scene, surfaces)  # closed_rows reads it
+        return scene.cache["render_surfaces"], closed_rows(scene)
+
+    result, closed = cached_draw_tables(scene, surfaces, build)
+    scene.cache["closed_rows"] = closed
+    scene.cache["render_surfaces"] = result
+    return result
+
+
+def _render_surfaces(scene: Scene, surfaces: SceneSurfaces) -> tuple[SceneSurfaces, LodGroups | None]:
+    """:func:`render_surfaces`, made from the scene's files."""
     chunks = []
     full_rows = len(surfaces.triangles)
     group_of_surface = np.full(len(scene.objects) + 2, -1, np.int32)
@@ -186,15 +207,12 @@ def render_surfaces(scene: Scene) -> tuple[SceneSurfaces, LodGroups | None]:
                 extra_lift.append(np.full(rows, level.size * obj.scale, np.float32))
             groups += 1
     if not groups:
-        result = scene.cache["render_surfaces"] = (surfaces, None)
-        return result
+        return surfaces, None
     group = np.concatenate([group_of_surface[surfaces.surface]] + extra_group)
     level = np.concatenate([np.zeros(full_rows, np.int32)] + extra_level)
     lift = np.concatenate([lift_of_surface[surfaces.surface]] + extra_lift)
     # The same chunks as scene_surfaces' first (so the same rows and texture numbers), then the levels'.
-    result = scene.cache["render_surfaces"] = (_surfaces_of(_scene_chunks(scene) + chunks),
-                                               LodGroups(group, level, lift))
-    return result
+    return _surfaces_of(_scene_chunks(scene) + chunks), LodGroups(group, level, lift)
 
 
 def _has_levels(obj) -> bool:
