@@ -265,9 +265,9 @@ class PhysicsNode(Node):
 
     def _await_settled_subscribers(self) -> None:
         """Lockstep: hold the first step until the graph's subscribers to /clock and ground truth (at
-        least one), and every topic's publisher and subscriber counts, have stopped changing for
-        ``lockstep_settle_s`` and every known lockstep participant is being read (wall time; at
-        most ``lockstep_settle_max_s``).
+        least one; a fleet's processes with the swarm link read ``/swarm/state`` instead), and every
+        topic's publisher and subscriber counts, have stopped changing for ``lockstep_settle_s`` and
+        every known lockstep participant is being read (wall time; at most ``lockstep_settle_max_s``).
 
         Lockstep paces the clock by the controllers alone. A sensor or recorder that joins after
         the first steps misses them, and its noise stream and bag then start elsewhere than in
@@ -275,6 +275,11 @@ class PhysicsNode(Node):
         """
         params = self.params
         publishers = [self.clock_pub] + [p for v in self.vehicles for p in (v.odom_pub, v.imu_pub, v.rotors_pub)]
+        if self.swarm.many:
+            # With the swarm link nobody reads /clock or a vehicle's ground truth (the nodes take their time
+            # from their input's stamps): without /swarm/state here, "at least one" never held and every
+            # such fleet waited the whole lockstep_settle_max_s (20 s) before its first step.
+            publishers.append(self.swarm.state_pub)
         start = changed = time.monotonic()
         counts = last_graph = None
         while not self._stop.is_set() and self.context.ok():
@@ -291,8 +296,9 @@ class PhysicsNode(Node):
             # No state yet: a participant answers t = 0 once, and only a reader already there hears it.
             time.sleep(0.05)
         participants = " ".join(p.topic for p in self.lockstep_outputs.gate.participants()) or "none"
-        self.get_logger().info(f"lockstep: starting with {counts[1] if counts else 0} subscribers to ground truth "
-                               f"after {time.monotonic() - start:.1f} s; participants: {participants}")
+        swarm = f" and {counts[-1]} to /swarm/state" if counts and self.swarm.many else ""
+        self.get_logger().info(f"lockstep: starting with {counts[1] if counts else 0} subscribers to ground truth"
+                               f"{swarm} after {time.monotonic() - start:.1f} s; participants: {participants}")
         self.lockstep_outputs.started = True
 
     def _graph_snapshot(self) -> list[tuple[str, int, int]]:
