@@ -12,7 +12,8 @@ import re
 import pytest
 
 from aerial_sim.config import ParamsError
-from aerial_sim.physics.start_gate import NodeView, StartGate, parse_gate_nodes, split_name, why_not_ready
+from aerial_sim.physics.start_gate import (NodeView, StartGate, for_each_vehicle, parse_gate_nodes, split_name,
+                                           why_not_ready)
 from conftest import requires_ros, spin_until
 
 
@@ -23,6 +24,17 @@ def test_gate_names_parse_and_bad_ones_are_refused_by_name():
         with pytest.raises(ParamsError, match="start_gate_nodes: '.*' is not a fully qualified node name"):
             parse_gate_nodes(bad)
     assert split_name("/drone1/camera") == ("/drone1", "camera") and split_name("/recorder") == ("/", "recorder")
+
+
+def test_a_fleets_entries_stand_for_each_vehicle_that_carries_the_node():
+    names = parse_gate_nodes("/{vehicle}/imu /{vehicle}/barometer /{vehicle}/flight_controller /drone1/camera")
+    fleet = [("drone1", ("imu", "barometer")), ("scout", ("imu", "gps", "camera"))]
+    assert for_each_vehicle(names, fleet) == ("/drone1/imu", "/scout/imu", "/drone1/barometer",  # no barometer on scout
+                                              "/drone1/flight_controller", "/scout/flight_controller", "/drone1/camera")
+    assert for_each_vehicle(parse_gate_nodes("/drone1/imu /{vehicle}/imu"), fleet) == ("/drone1/imu", "/scout/imu")
+    for bad in ("/{vehicle}", "/{vehicle}x/imu", "/{vehicles}/imu", "/{vehicle/imu"):
+        with pytest.raises(ParamsError, match="is not a fully qualified node name"):
+            parse_gate_nodes(bad)
 
 
 def test_a_node_is_ready_once_in_the_graph_subscribed_connected_and_in_lockstep_announced():
@@ -37,6 +49,7 @@ def test_a_node_is_ready_once_in_the_graph_subscribed_connected_and_in_lockstep_
     ready = NodeView(present=True, inputs=("/d/ground_truth/odom",))
     assert gate.holdups({"/d/imu": ready, "/d/camera": ready}, True) == []
     assert gate.holdups({"/d/imu": ready}, True) == [("/d/camera", "not in the graph")]
+    assert gate.holdups({}, True, among=("/d/camera",)) == [("/d/camera", "not in the graph")]  # /d/imu seen ready
     assert not gate.expired(104.9) and gate.expired(105.0)
     line = gate.timeout_line([("/d/camera", "not in the graph")])
     assert line.startswith("start gate: starting the clock after 5 s without /d/camera (not in the graph)")

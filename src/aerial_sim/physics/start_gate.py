@@ -21,6 +21,12 @@ What "ready" means is seen in the ROS graph, the same for every node and for any
 
 After ``timeout_s`` of wall time the clock starts anyway, with one warning naming the nodes still
 missing and why (:meth:`StartGate.timeout_line`).
+
+A fleet's launch cannot list its vehicles' nodes (the fleet file or ``vehicles`` decides them), so an
+entry may hold :data:`VEHICLE` as a namespace: ``/{vehicle}/imu`` stands for that node of every vehicle
+of the physics node's fleet that carries an IMU (:func:`for_each_vehicle`). Without it a lockstep fleet
+whose sensor process was held up for 15 s at start (SIGSTOP) began without that process's vehicle, whose
+IMU then joined at 0.1 s of sim time (test_swarm_link's determinism test).
 """
 
 from __future__ import annotations
@@ -30,11 +36,17 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from aerial_sim.config import ParamsError
+from aerial_sim.vehicles.fleet import SENSORS
 
 #: Topics every rclpy node may read without being set up: not a sign that it is ready.
 INFRASTRUCTURE_TOPICS = frozenset({"/clock", "/parameter_events"})
 
 _NAME = re.compile(r"^(/[A-Za-z_][A-Za-z0-9_]*)+$")
+#: The namespace that stands for each vehicle of the fleet in an entry (module doc).
+VEHICLE = "{vehicle}"
+#: Nodes named after a sensor a fleet file says whether each vehicle carries (the fleet's processes
+#: serve it only on those vehicles).
+FLEET_SENSORS = SENSORS
 
 
 def parse_gate_nodes(text: str) -> tuple[str, ...]:
@@ -47,11 +59,28 @@ def parse_gate_nodes(text: str) -> tuple[str, ...]:
     for entry in re.split(r"[\s,]+", text.strip()):
         if not entry:
             continue
-        if not _NAME.match(entry):
-            raise ParamsError(f"start_gate_nodes: '{entry}' is not a fully qualified node name (e.g. /drone1/camera)")
+        if not _NAME.match(entry.replace(f"/{VEHICLE}/", "/vehicle/")):
+            raise ParamsError(f"start_gate_nodes: '{entry}' is not a fully qualified node name (e.g. /drone1/camera, "
+                              f"or /{VEHICLE}/imu for every vehicle's)")
         if entry not in names:
             names.append(entry)
     return tuple(names)
+
+
+def for_each_vehicle(names: tuple[str, ...], vehicles) -> tuple[str, ...]:
+    """``names`` with each entry that holds :data:`VEHICLE` replaced by one per vehicle, in fleet order:
+    ``vehicles`` are (name, sensors carried) pairs, and a node named after one of :data:`FLEET_SENSORS`
+    stands only for the vehicles that carry it. Each name once."""
+    expanded: list[str] = []
+    for entry in names:
+        if f"/{VEHICLE}/" not in entry:
+            concrete = [entry]
+        else:
+            node = entry.rsplit("/", 1)[1]
+            concrete = [entry.replace(f"/{VEHICLE}/", f"/{vehicle}/") for vehicle, sensors in vehicles
+                        if node not in FLEET_SENSORS or node in sensors]
+        expanded += [name for name in concrete if name not in expanded]
+    return tuple(expanded)
 
 
 def split_name(name: str) -> tuple[str, str]:
@@ -95,10 +124,12 @@ class StartGate:
         self.timeout_s = timeout_s
         self.started_at = started_at
 
-    def holdups(self, views: Mapping[str, NodeView], lockstep: bool) -> list[tuple[str, str]]:
-        """(node, why) for each named node not ready yet, in the order named; one without a view is absent."""
+    def holdups(self, views: Mapping[str, NodeView], lockstep: bool,
+                among: tuple[str, ...] | None = None) -> list[tuple[str, str]]:
+        """(node, why) for each named node (of ``among`` only, when given: those not seen ready yet) not ready
+        yet, in the order named; one without a view is absent."""
         found = []
-        for name in self.nodes:
+        for name in self.nodes if among is None else among:
             why = why_not_ready(views.get(name, NodeView(present=False)), lockstep)
             if why is not None:
                 found.append((name, why))

@@ -6,7 +6,9 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from aerial_sim.physics.start_gate import INFRASTRUCTURE_TOPICS, NodeView, StartGate, parse_gate_nodes, split_name
+from aerial_sim.physics.start_gate import (INFRASTRUCTURE_TOPICS, NodeView, StartGate, for_each_vehicle,
+                                           parse_gate_nodes, split_name)
+from aerial_sim.vehicles.fleet import SENSORS, FleetSelection
 from aerial_sim.nodes.ros.lockstep import LOCKSTEP_PARTICIPANTS_TOPIC
 
 if TYPE_CHECKING:  # annotations only: that module imports this one
@@ -22,13 +24,26 @@ CONNECT_GRACE_S = 0.2
 
 
 def own_publishers(node: "PhysicsNode") -> dict[str, object]:
-    """The physics node's publishers of what the simulated nodes read, by topic."""
+    """The physics node's publishers of what the simulated nodes read, by topic (a fleet's processes with
+    the swarm link read ``/swarm/state`` instead of each vehicle's ground truth)."""
     publishers = {}
     for vehicle in node.vehicles:
         for publisher in (vehicle.odom_pub, vehicle.imu_pub, vehicle.rotors_pub, vehicle.wind_pub, vehicle.battery_pub):
             if publisher is not None:
                 publishers[publisher.topic_name] = publisher
+    if node.swarm.many:
+        publishers[node.swarm.state_pub.topic_name] = node.swarm.state_pub
     return publishers
+
+
+def fleet_sensors(node: "PhysicsNode") -> list[tuple[str, tuple[str, ...]]]:
+    """(name, sensors carried) of each of the node's vehicles, for the gate's ``/{vehicle}/...`` entries: what
+    the fleet file says (a grid fleet's vehicles carry the default four), every sensor for a vehicle not in it."""
+    params = node.params
+    selection = FleetSelection(fleet=params.fleet, vehicles=params.vehicles,
+                               vehicle_type=params.vehicle_types[0] if params.vehicle_types else "quad_x")
+    carried = {v.name: v.sensors for v in selection.load()} if selection.given else {}
+    return [(v.name, carried.get(v.name, SENSORS)) for v in node.vehicles]
 
 
 def _full_name(info) -> str:
@@ -88,13 +103,20 @@ def await_start_gate(node: "PhysicsNode") -> None:
     """Hold the first step (simulation thread) until every ``start_gate_nodes`` node is ready, at most
     ``start_gate_timeout_s`` of wall time; nothing is published meanwhile. No names: returns at once."""
     names = parse_gate_nodes(node.params.start_gate_nodes)
+    if any("{" in name for name in names):
+        names = for_each_vehicle(names, fleet_sensors(node))
     if not names:
         return
     gate = StartGate(names, node.params.start_gate_timeout_s, time.monotonic())
     log = node.get_logger()
-    log.info(f"start gate: the clock waits at 0 for {', '.join(names)} (at most {gate.timeout_s:g} s)")
+    shown = ", ".join(names[:12]) + (f", ... ({len(names)} nodes)" if len(names) > 12 else "")
+    log.info(f"start gate: the clock waits at 0 for {shown} (at most {gate.timeout_s:g} s)")
+    # A node seen ready is not looked at again: a hundred vehicles' nodes cost graph queries each per poll.
+    pending = names
     while not node._stop.is_set() and node.context.ok():
-        holdups = gate.holdups(graph_views(node, names), node.params.lockstep)
+        holdups = gate.holdups(graph_views(node, pending), node.params.lockstep, among=pending)
+        held = {name for name, _ in holdups}
+        pending = tuple(name for name in pending if name in held)
         if not holdups:
             log.info(f"start gate: every node ready after {time.monotonic() - gate.started_at:.1f} s")
             if not node.params.lockstep:  # (lockstep settles the graph next, and re-sends a state nobody answered)
