@@ -17,7 +17,8 @@ contract            MAVLink (PX4 conventions; ArduPilot's where noted)
                     than ``command_timeout_s`` -> hold the position reached
 ``cmd_attitude``    SET_ATTITUDE_TARGET quaternion + thrust (throttle form only)
 ``cmd_rates``       SET_ATTITUDE_TARGET body rates + thrust (throttle form only)
-odometry            LOCAL_POSITION_NED + ATTITUDE_QUATERNION -> map ENU / base_link FLU
+odometry            LOCAL_POSITION_NED + ATTITUDE_QUATERNION -> map ENU / base_link FLU, stamped with the
+                    position's ``time_boot_ms`` mapped to ROS time (:mod:`aerial_sim.mavlink.autopilot_clock`)
 ``/diagnostics``    armed, mode (the built-in controller's mode names), autopilot mode
 ==================  ==============================================================================
 
@@ -27,7 +28,7 @@ Every conversion goes through :mod:`aerial_sim.airsim.ned`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pymavlink.dialects.v20 import common as mav
@@ -36,6 +37,7 @@ from aerial_sim.airsim.ned import (body_to_frd, heading_to_enu, heading_to_ned, 
                                    orientation_to_ned, world_to_enu, world_to_ned)
 from aerial_sim.config import require, require_positive
 from aerial_sim.mavlink import modes
+from aerial_sim.mavlink.autopilot_clock import AutopilotClock, AutopilotClockParams
 
 POSITION_AND_YAW = 0b100111111000  # use x, y, z and yaw
 VELOCITY_AND_YAW_RATE = 0b010111000111  # use vx, vy, vz and yaw rate
@@ -58,6 +60,8 @@ class DriverParams:
     setpoint_rate_hz: float = 20.0
     #: A command without COMMAND_ACK within this time failed, s.
     ack_timeout_s: float = 3.0
+    #: How the autopilot's ``time_boot_ms`` is mapped to ROS time for the stamps.
+    clock: AutopilotClockParams = field(default_factory=AutopilotClockParams)
 
     def __post_init__(self):
         require(self.conventions in ("px4", "ardupilot"), f"conventions must be px4 or ardupilot, got {self.conventions!r}")
@@ -69,6 +73,7 @@ class DriverParams:
 class Estimate:
     """The autopilot's state estimate in aerial_sim's frames (map ENU, base_link FLU)."""
 
+    #: When the autopilot measured the position, on the ROS clock (its ``time_boot_ms`` mapped), s.
     time_s: float
     position: tuple[float, float, float]
     velocity_world: tuple[float, float, float]
@@ -94,15 +99,24 @@ class AutopilotDriver:
         self._position = self._velocity = None
         self._orientation = self._rates = None
         self.last_position_time_s = -math.inf
+        #: The autopilot's clock mapped to ROS time, and the ROS time of the newest position.
+        self.clock = AutopilotClock(params.clock)
+        self.position_stamp_s = math.nan
         self.setpoint: tuple[str, object] | None = None  # ("position", msg) / ("velocity", msg) / ...
         self.setpoint_time_s = -math.inf
         self._mode_requested_s = -math.inf
 
     # -- from the autopilot ----------------------------------------------------------------
-    def receive(self, message, time_s: float) -> None:
+    def receive(self, message, time_s: float, ros_time_s: float = math.nan) -> None:
+        """Take in one frame received at ``time_s`` (the caller's monotonic clock, for timeouts) and
+        ``ros_time_s`` (the ROS clock, for the stamps; NaN: stamps are receipt times)."""
         if message.get_srcSystem() != self.params.target_system:
             return
         kind = message.get_type()
+        stamp_s = ros_time_s
+        boot_ms = getattr(message, "time_boot_ms", None)
+        if boot_ms is not None and message.get_srcComponent() == self.params.target_component:
+            stamp_s = self.clock.stamp(boot_ms / 1000.0, ros_time_s)
         if kind == "HEARTBEAT" and message.get_srcComponent() == self.params.target_component:
             self.heartbeat = message
             self.armed = bool(message.base_mode & modes.MAV_MODE_FLAG_SAFETY_ARMED)
@@ -117,6 +131,7 @@ class AutopilotDriver:
             self._position = world_to_enu((message.x, message.y, message.z))
             self._velocity = world_to_enu((message.vx, message.vy, message.vz))
             self.last_position_time_s = time_s
+            self.position_stamp_s = stamp_s
         elif kind == "ATTITUDE_QUATERNION":
             q = (message.q1, message.q2, message.q3, message.q4)
             if all(math.isfinite(c) for c in q) and sum(c * c for c in q) > 0.5:
@@ -142,10 +157,12 @@ class AutopilotDriver:
             return ""
         return self.last_statustext[1]
 
-    def estimate(self, time_s: float) -> Estimate | None:
+    def estimate(self) -> Estimate | None:
+        """The newest estimate, stamped when the autopilot measured its position (None before both a
+        position and an attitude arrived)."""
         if self._position is None or self._orientation is None:
             return None
-        return Estimate(time_s, self._position, self._velocity, self._orientation, self._rates)
+        return Estimate(self.position_stamp_s, self._position, self._velocity, self._orientation, self._rates)
 
     def controller_mode(self) -> str:
         """The built-in controller's mode name for what the autopilot is doing (for /diagnostics)."""

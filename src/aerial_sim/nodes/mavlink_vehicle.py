@@ -10,8 +10,10 @@ a real PX4/ArduPilot vehicle or its SITL:
   autopilot's COMMAND_ACK (or why the driver refused to send it);
 - topics ``cmd_pose``, ``cmd_vel`` (``map`` or ``<ns>/base_link``), ``cmd_attitude`` and ``cmd_rates``
   (throttle form: frame ``<ns>/base_link``), streamed to the autopilot at ``setpoint_rate_hz``;
-- publishes ``odom`` (nav_msgs/Odometry: the autopilot's estimate, ``map`` ENU / ``base_link`` FLU)
-  and ``/diagnostics`` (armed, mode in the built-in controller's words, the autopilot's mode).
+- publishes ``odom`` (nav_msgs/Odometry: the autopilot's estimate, ``map`` ENU / ``base_link`` FLU),
+  one per LOCAL_POSITION_NED as it arrives, stamped with the time the autopilot measured it (its
+  ``time_boot_ms`` mapped to this node's ROS clock by :mod:`aerial_sim.mavlink.autopilot_clock`), and
+  ``/diagnostics`` (armed, mode in the built-in controller's words, the autopilot's mode).
 
 Tested against aerial_sim's own MAVLink autopilot (``mavlink`` node) over loopback, not against PX4
 or ArduPilot firmware.
@@ -31,8 +33,10 @@ from pymavlink import mavutil
 from rclpy.clock import Clock as WallClock
 from rclpy.clock import ClockType
 from rclpy.node import Node
+from rclpy.time import Time
 from std_srvs.srv import SetBool, Trigger
 
+from aerial_sim.config import require_positive
 from aerial_sim.mavlink.driver import AutopilotDriver, DriverParams, DriverRejected
 from aerial_sim.nodes.ros.parameters import declare_params
 from aerial_sim.nodes.ros.qos import COMMAND_QOS
@@ -48,9 +52,14 @@ class MavlinkVehicleParams:
     #: This node's own MAVLink system and component id (MAVROS': 1/191; here 255 = a ground station's).
     source_system: int = 255
     source_component: int = 191
+    #: At most about this many odometry messages per second of the autopilot's time (one per LOCAL_POSITION_NED
+    #: up to it), Hz.
     odom_rate_hz: float = 50.0
     diagnostics_period_s: float = 1.0
     driver: DriverParams = field(default_factory=DriverParams)
+
+    def __post_init__(self):
+        require_positive(self, "odom_rate_hz", "diagnostics_period_s")
 
 
 class MavlinkVehicleNode(Node):
@@ -63,6 +72,8 @@ class MavlinkVehicleNode(Node):
         self.namespace = self.get_namespace().strip("/")
         self.body_frames = {"base_link", f"{self.namespace}/base_link"}
         self._refused_at: dict[str, float] = {}
+        self._odom_stamp_s = -math.inf
+        self._clock_resets = 0
         self.connection = mavutil.mavlink_connection(params.url, source_system=params.source_system,
                                                      source_component=params.source_component, autoreconnect=True)
         self.odom_pub = self.create_publisher(Odometry, "odom", 10)
@@ -77,7 +88,6 @@ class MavlinkVehicleNode(Node):
         self.create_subscription(TwistStamped, "cmd_rates", self.on_cmd_rates, COMMAND_QOS)
         wall = WallClock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(1.0 / params.driver.setpoint_rate_hz, self.send_setpoints, clock=wall)
-        self.create_timer(1.0 / params.odom_rate_hz, self.publish_odometry, clock=wall)
         self.create_timer(params.diagnostics_period_s, self.publish_diagnostics, clock=wall)
         self._running = True
         self._reader = threading.Thread(target=self._read, name="mavlink-vehicle", daemon=True)
@@ -100,9 +110,17 @@ class MavlinkVehicleNode(Node):
                 continue
             if message is None or message.get_type() == "BAD_DATA":
                 continue
+            received_s = self.get_clock().now().nanoseconds * 1e-9
             with self.lock:
-                self.driver.receive(message, time.monotonic())
-            if message.get_type() == "COMMAND_ACK":
+                self.driver.receive(message, time.monotonic(), received_s)
+                resets = self.driver.clock.resets
+            if resets != self._clock_resets:
+                self._clock_resets = resets
+                self.get_logger().warning(f"the autopilot's clock no longer matched the mapping to ROS time (a reboot, "
+                                          f"or a clock that stepped): re-synchronised (time {resets})")
+            if message.get_type() == "LOCAL_POSITION_NED":
+                self.publish_odometry()
+            elif message.get_type() == "COMMAND_ACK":
                 waiter = self.acks.get(int(message.command))
                 if waiter is not None:
                     waiter[1].append(int(message.result))
@@ -217,12 +235,17 @@ class MavlinkVehicleNode(Node):
         self._send(messages)
 
     def publish_odometry(self) -> None:
+        """The newest estimate, stamped when the autopilot measured it (called by the reader per position)."""
         with self.lock:
-            estimate = self.driver.estimate(time.monotonic())
-        if estimate is None:
+            estimate = self.driver.estimate()
+        if estimate is None or not math.isfinite(estimate.time_s) or estimate.time_s <= 0.0:
             return
+        period = 1.0 / self.params.odom_rate_hz
+        if 0.0 <= estimate.time_s - self._odom_stamp_s < 0.75 * period:  # the rate cap, with the stream's jitter
+            return
+        self._odom_stamp_s = estimate.time_s
         message = Odometry()
-        message.header.stamp = self.get_clock().now().to_msg()
+        message.header.stamp = Time(nanoseconds=int(round(estimate.time_s * 1e9))).to_msg()
         message.header.frame_id = "map"
         message.child_frame_id = f"{self.namespace}/base_link" if self.namespace else "base_link"
         pose, twist = message.pose.pose, message.twist.twist
