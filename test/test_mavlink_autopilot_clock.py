@@ -6,6 +6,7 @@ the driver."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from aerial_sim.mavlink.autopilot_clock import REBOOT_CONFIRM, AutopilotClock, A
 from aerial_sim.mavlink.driver import AutopilotDriver, DriverParams
 
 RATE_HZ = 50.0  # LOCAL_POSITION_NED's rate
+DATA = Path(__file__).parent / "data" / "mavlink"
 
 
 def link(seed: int, n: int, min_latency_s: float = 0.5e-3, spikes: bool = True):
@@ -34,28 +36,54 @@ def test_stamps_follow_the_autopilot_clock_at_a_constant_offset_while_receipt_ti
     boot = 12.0 + np.arange(n) / RATE_HZ
     receipt = boot + offset + link(1, n)
     stamps = np.array([clock.stamp(b, r) for b, r in zip(boot, receipt)])
-    assert np.all(stamps <= receipt)  # never stamped after it arrived
-    error = stamps - (boot + offset)  # late by the link's smallest latency, learned from the fastest frames
+    error = stamps - (boot + offset)  # late by about the link's smallest latency, learned from the fastest frames
     settled = error[int(RATE_HZ):]  # after the first second
-    # At least the minimum latency (0.5 ms); above it by what the envelope may rise (max_drift, 1 ms per s)
-    # until the next frame that came within a fraction of a millisecond of the minimum (one in eight).
+    # At least the minimum latency (0.5 ms, the shortest half of the samples starts at the fastest frame or
+    # near it: the latency's density is highest at its minimum), within a fraction of its spread (8 ms).
     assert np.all(settled >= 0.5e-3 - 1e-9) and np.all(settled < 0.5e-3 + 1.5e-3), (settled.min(), settled.max())
-    # The stamps' spacing is the autopilot's (20 ms) to about a millisecond, the receipts' is not (14 ms rms).
-    assert np.abs(np.diff(stamps[int(RATE_HZ):]) - 1 / RATE_HZ).max() < 1.5e-3
+    # The stamps' spacing is the autopilot's (20 ms) to a millisecond, the receipts' is not (14 ms rms).
+    assert np.abs(np.diff(stamps[int(RATE_HZ):]) - 1 / RATE_HZ).max() < 1e-3
     assert np.abs(np.diff(receipt) - 1 / RATE_HZ).max() > 0.1
-    assert np.std(settled) < 0.5e-3 < 0.01 < np.std(receipt - boot)
+    assert np.std(settled) < 0.3e-3 < 0.01 < np.std(receipt - boot)
+    assert np.all(stamps[int(RATE_HZ):] - receipt[int(RATE_HZ):] < 1e-3)  # never much after it arrived
+    assert clock.resets == 0
+
+
+def test_a_lagging_sim_clock_does_not_pull_the_stamps_early():
+    """A node on /clock reads a clock its executor updates, behind simulation time when the host is loaded:
+    the samples scatter both ways. Replayed: what the driver read beside test_mavlink_vehicle's graph at load 17
+    (the autopilot's clock is sim time: the true offset is 0), whose minimum is 416 ms low and 10 % quantile
+    68 ms low; and an endless stream drawn like it."""
+    receipt, boot_ms = np.loadtxt(DATA / "clock_samples_loaded.txt", unpack=True)
+    boot = boot_ms / 1000.0
+    clock = AutopilotClock()
+    stamps = np.array([clock.stamp(b, r) for b, r in zip(boot, receipt)])
+    assert np.quantile(receipt - boot, 0.1) < -0.06
+    settled = (stamps - boot)[boot >= boot[0] + 0.5]  # after the first half second (a backlog at start)
+    assert np.all(np.abs(settled) <= 0.020 + 1e-9), (settled.min(), settled.max())  # 5 frames of /clock
+    rng = np.random.default_rng(5)
+    n = int(30 * RATE_HZ)
+    boot = 6.0 + np.arange(n) / RATE_HZ
+    kind = rng.random(n)
+    error = np.where(kind < 0.1, -rng.uniform(0.068, 0.416, n),
+                     np.where(kind < 0.4, rng.uniform(0.05, 1.0, n), rng.uniform(-0.004, 0.004, n)))
+    clock = AutopilotClock()
+    stamps = np.array([clock.stamp(b, b + e) for b, e in zip(boot, error)])
+    settled = (stamps - boot)[int(RATE_HZ):]
+    assert np.all(np.abs(settled) <= 4e-3), (settled.min(), settled.max())  # the central cluster's width
     assert clock.resets == 0
 
 
 def test_a_drifting_autopilot_crystal_is_followed():
     clock = AutopilotClock()
-    n = int(300 * RATE_HZ)  # five minutes with the ROS clock 100 ppm fast against the autopilot's
+    n = int(120 * RATE_HZ)  # two minutes with the ROS clock 100 ppm fast against the autopilot's
     boot = 5.0 + np.arange(n) / RATE_HZ
     true_offset = 50.0 + 100e-6 * boot
     receipt = boot + true_offset + link(2, n, spikes=False)
     stamps = np.array([clock.stamp(b, r) for b, r in zip(boot, receipt)])
     error = (stamps - (boot + true_offset))[int(RATE_HZ):]
-    assert np.all(error > 0.0) and error.max() < 2.5e-3  # 30 ms drifted away in all, followed to 2.5 ms
+    # 12 ms drifted away in all, followed to within the link's latency spread less the window's drift (0.5 ms).
+    assert np.all(error > -0.5e-3) and np.all(error < 2e-3), (error.min(), error.max())
 
 
 def test_a_reboot_of_the_autopilot_starts_a_new_mapping_within_a_few_frames():
@@ -68,9 +96,8 @@ def test_a_reboot_of_the_autopilot_starts_a_new_mapping_within_a_few_frames():
     boot = 3.0 + np.arange(500) / RATE_HZ
     receipt = reboot_ros + (boot - 3.0) + latency[1500:2000]
     stamps = np.array([clock.stamp(b, r) for b, r in zip(boot, receipt)])
-    assert np.all(stamps <= receipt)
     # Until the new timeline is confirmed the frames are stamped on receipt (not 200 s in the past), then by it.
-    assert np.array_equal(stamps[:REBOOT_CONFIRM], receipt[:REBOOT_CONFIRM])
+    assert np.array_equal(stamps[:REBOOT_CONFIRM - 1], receipt[:REBOOT_CONFIRM - 1])
     new_offset = reboot_ros - 3.0
     assert np.all(np.abs(stamps[int(RATE_HZ):] - (boot[int(RATE_HZ):] + new_offset)) < 2e-3)
     assert clock.resets == 1
@@ -110,8 +137,8 @@ def test_a_ros_clock_that_steps_back_is_followed_after_reset_after_s():
 def test_params_are_checked():
     with pytest.raises(ParamsError):
         AutopilotClockParams(tolerance_s=0.0)
-    with pytest.raises(ParamsError, match="max_drift"):
-        AutopilotClockParams(max_drift=-1e-6)
+    with pytest.raises(ParamsError, match="densest_fraction"):
+        AutopilotClockParams(densest_fraction=0.0)
     with pytest.raises(ParamsError, match="tolerance"):
         params_from_mapping(AutopilotClockParams, {"tolerence_s": 1.0})
 
@@ -138,5 +165,4 @@ def test_the_driver_stamps_its_estimate_with_the_position_time_boot_ms_mapped_to
                               component=100), float(i), t + latency[i])
     estimate = driver.estimate()
     assert estimate.position == pytest.approx((2.0, 1.0, 3.0))  # NED -> ENU
-    assert estimate.time_s == pytest.approx((30000 + 20 * 199) / 1000 + offset, abs=1.5e-3)
-    assert estimate.time_s <= offset + (30000 + 20 * 199) / 1000 + latency[199] + 1e-4
+    assert estimate.time_s == pytest.approx((30000 + 20 * 199) / 1000 + offset + 1e-3, abs=1e-3)

@@ -2,7 +2,8 @@
 contract (arm/takeoff/land services, cmd_pose/cmd_vel, odom, /diagnostics) by commanding a MAVLink
 autopilot. The far end here is aerial_sim's own PX4-style autopilot (the ``mavlink`` node in front of
 the simulated drone1) over loopback UDP: the driver in namespace /px4 flies /drone1, and what it
-publishes as the autopilot's estimate must match drone1's ground truth."""
+publishes as the autopilot's estimate must match drone1's ground truth at the estimate's stamp (the
+autopilot's time_boot_ms, simulation time, mapped to the driver's ROS clock, here /clock)."""
 
 from __future__ import annotations
 
@@ -37,16 +38,34 @@ def test_mavlink_vehicle_flies_the_simulated_px4_through_the_controller_contract
                    "mavlink_api_local_port:=0", f"run_dir:={tmp_path / 'run'}")
     log = open(tmp_path / "vehicle.log", "w")
     driver = subprocess.Popen([sys.executable, "-m", "aerial_sim.nodes.mavlink_vehicle", "--ros-args",
-                               "-r", "__ns:=/px4", "-p", f"url:=udpin:127.0.0.1:{api}"], stdout=log,
+                               "-r", "__ns:=/px4", "-p", f"url:=udpin:127.0.0.1:{api}", "-p", "use_sim_time:=true"],
+                              stdout=log,
                               stderr=subprocess.STDOUT)
     try:
         latest = {}
-        truth_track = deque(maxlen=500)  # the last 2 s of ground truth positions (250 Hz)
+        truth_track = deque(maxlen=500)  # the last 2 s of ground truth (250 Hz): (stamp, position)
 
         def on_truth(message):
             latest["truth"] = message
             p = message.pose.pose.position
-            truth_track.append((p.x, p.y, p.z))
+            truth_track.append((stamp_s(message), (p.x, p.y, p.z)))
+
+        def stamp_s(message):
+            return message.header.stamp.sec + 1e-9 * message.header.stamp.nanosec
+
+        def truth_at_estimate():
+            """The newest estimate, the ground truth at its stamp (interpolated between the two truths this process
+            received around it: it drops some under load), and the gap between those two (None: none around it)."""
+            estimate = latest["estimate"]
+            t = stamp_s(estimate)
+            spin_until(ros_node, lambda: truth_track[-1][0] >= t, 2.0)
+            p = estimate.pose.pose.position
+            track = list(truth_track)
+            for (t0, a), (t1, b) in zip(track, track[1:]):
+                if t0 <= t <= t1:
+                    f = (t - t0) / (t1 - t0) if t1 > t0 else 0.0
+                    return (p.x, p.y, p.z), tuple(u + f * (v - u) for u, v in zip(a, b)), t1 - t0
+            return (p.x, p.y, p.z), track[-1][1], None
         ros_node.create_subscription(Odometry, "/px4/odom", lambda m: latest.__setitem__("estimate", m), 10)
         ros_node.create_subscription(Odometry, "/drone1/ground_truth/odom", on_truth, qos_profile_sensor_data)
 
@@ -88,12 +107,15 @@ def test_mavlink_vehicle_flies_the_simulated_px4_through_the_controller_contract
         assert arrived, (position("estimate"), latest["px4"], (tmp_path / "vehicle.log").read_text()[-2000:])
         # The driver's estimate is the autopilot's (here: ground truth through MAVLink and back), so it is the
         # truth of a moment ago: a telemetry period and the UDP and DDS hops behind the newest truth (the vehicle,
-        # still moving as it arrives, was 0.16 m further on at CI's load 30). The estimate's stamp is the driver's
-        # receipt time, not the sample's, so it is compared with the nearest truth of the last 2 s (at load 9 with two
-        # CPU hogs: 9 mm from the nearest, 14 mm from the newest).
-        estimate = position("estimate")
-        nearest = min(math.dist(estimate, p) for p in truth_track)
-        assert nearest < 0.1, (estimate, position("truth"), nearest)
+        # still moving as it arrives, was 0.16 m further on at CI's load 30). Its stamp is when the autopilot
+        # measured it (time_boot_ms, sim time here), so it is the truth at that stamp, to the mapping's error
+        # (milliseconds on an idle host, tens of them on a loaded one: the vehicle is slowing down here).
+        for _ in range(20):  # an estimate whose truth this process received around it (it drops some under load)
+            estimate, truth, gap = truth_at_estimate()
+            if gap is not None and gap < 0.1:
+                break
+            spin_until(ros_node, lambda: False, 0.05)
+        assert gap is not None and gap < 0.1 and math.dist(estimate, truth) < 0.1, (estimate, truth, gap)
         assert spin_until(ros_node, lambda: latest["px4"]["autopilot_mode"] == "Offboard", 5)
 
         velocity = TwistStamped()
@@ -102,10 +124,18 @@ def test_mavlink_vehicle_flies_the_simulated_px4_through_the_controller_contract
         vel_pub = ros_node.create_publisher(TwistStamped, "/px4/cmd_vel", COMMAND_QOS)
         start = position("estimate")[1]
         deadline = time.monotonic() + 6
+        errors = []  # moving at 1 m/s, a stamp 10 ms off is 1 cm off the truth at it
         while time.monotonic() < deadline and position("estimate")[1] < start + 2.0:
             vel_pub.publish(velocity)
             spin_until(ros_node, lambda: False, 0.1)
+            estimate, truth, gap = truth_at_estimate()
+            if gap is not None and gap < 0.2:
+                errors.append(math.dist(estimate, truth))
         assert position("estimate")[1] >= start + 2.0
+        # Mostly within millimetres. On a loaded host the driver's /clock (read by its executor) lags now and then
+        # and frames wait to be read, so the offset learned from them strays for a while (load 15 on 2 cores: up to
+        # 0.26 s, 0.26 m here, though the median stayed under 3 cm; stamped on receipt, frames were up to 1 s late).
+        assert len(errors) >= 5 and sorted(errors)[len(errors) // 2] < 0.05, errors
         assert latest["px4"]["mode"] == "velocity"
 
         assert call(Trigger, "/px4/land", Trigger.Request()).success

@@ -7,41 +7,49 @@ its jitter (queues, radio bursts, a busy host) to every stamp. The two clocks di
 
     t_ros = t_boot + offset
 
-that each received frame bounds from above: it was measured before it arrived, so
-``offset <= t_receipt - t_boot`` (the latency is never negative). :class:`AutopilotClock` keeps the lower
-envelope of these samples, the frame that came fastest fixing it, which converges on ``offset`` plus the
-link's smallest latency (microseconds on loopback UDP, about one frame's transmission time on a serial
-link). Clocks of real hardware drift apart by tens of ppm, so the envelope may rise by ``max_drift`` seconds
-per second of boot time since it was last confirmed; a faster frame lowers it at once.
+and each received frame gives a sample ``t_receipt - t_boot = offset + latency``. On a wall clock the
+latency is never negative and the smallest sample is the best (offset plus the link's minimum latency:
+microseconds on loopback, about a frame's transmission time on a serial link). On ``/clock`` (a node with
+``use_sim_time``) the node's own clock is updated by its executor and can lag behind simulation time when the
+host is loaded, so samples scatter both ways around the true offset (measured beside the test graph at load 17:
+10 % of them 68-416 ms low, 20 % within 4 ms of it, the rest late by up to 0.2 s and more). A minimum or a low
+quantile would then stamp everything tens of milliseconds early. :class:`AutopilotClock` takes the densest
+part of the samples of the last ``window_s`` of boot time instead: the offset is the lower end of the shortest
+interval that holds ``densest_fraction`` of them (half: the "shorth"). On a clean link that interval starts at the fastest
+frame (latency's density is highest at its minimum), so the offset is the minimum's; on a lagging clock it
+is the cluster of frames read while the clock was current, not the tails. Across the window it follows a
+drifting crystal (a 100 ppm drift moves the offset 0.5 ms in 5 s).
 
 MAVROS solves the same problem with the TIMESYNC exchange (``mavros/src/lib/uas_timesync.cpp`` maps
 ``time_boot_ms * 1e6 + offset_ns`` to a ROS stamp, the offset filtered from TIMESYNC round trips halved,
-and stamps with the receipt time until it has one). The one-way envelope here needs nothing from the
-autopilot beyond the stamps it already sends (ArduPilot, PX4 and aerial_sim's own autopilot alike) and has no
-symmetric-path assumption; its error is the link's minimum latency rather than half the round trip's
-asymmetry (the two agree to within a millisecond on USB, UDP and loopback).
+and stamps with the receipt time until it has one). The one-way samples here need nothing from the autopilot
+beyond the stamps it already sends (ArduPilot, PX4 and aerial_sim's own autopilot alike), no traffic of their
+own and no symmetric-path assumption.
 
 What it does with what should not happen:
 
-- a sample that disagrees with the envelope by more than ``tolerance_s`` is not used (garbage, a latency
-  spike, a jump of either clock), and its message is stamped with its receipt time;
+- a sample more than ``tolerance_s`` above the mapping (a late frame: a radio burst, a starved reader) is not
+  learned from and the frame is stamped by the mapping; one more than ``tolerance_s`` below it (a frame that
+  arrived before it was measured: garbage, or a clock that stepped) is not learned from and the frame is
+  stamped with its receipt time;
 - the autopilot's clock going back by more than ``tolerance_s`` (a reboot; or ``time_boot_ms`` wrapping after
-  49.7 days) starts a new mapping once ``REBOOT_CONFIRM`` consecutive samples agree on it;
-- any other lasting disagreement (the ROS clock stepped, ``/clock`` restarted, the clocks drift apart faster
-  than ``max_drift``, e.g. a driver on wall time in front of an autopilot on simulation time away from real
-  time) starts a new mapping once it has held for ``reset_after_s`` of boot time;
+  49.7 days) starts a new mapping once ``REBOOT_CONFIRM`` consecutive samples agree on it (those frames are
+  stamped with their receipt times);
+- any other lasting disagreement (the ROS clock stepped, ``/clock`` restarted, a driver on wall time in front
+  of an autopilot on simulation time away from real time) starts a new mapping once it has held for
+  ``reset_after_s`` of boot time;
 - non-finite or negative times, and a ROS clock still at zero (``use_sim_time`` before the first ``/clock``),
-  are not samples; such a message is stamped with its receipt time.
-
-No stamp is ever later than its message's receipt.
+  are not samples; such a frame is stamped with its receipt time.
 """
 
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, insort
+from collections import deque
 from dataclasses import dataclass
 
-from aerial_sim.config import require_non_negative, require_positive
+from aerial_sim.config import require, require_positive
 
 #: Consecutive samples on a new timeline after the autopilot's clock went back that confirm a reboot.
 REBOOT_CONFIRM = 3
@@ -51,27 +59,30 @@ REBOOT_CONFIRM = 3
 class AutopilotClockParams:
     """How the autopilot's boot time is mapped to ROS time (defaults here only)."""
 
-    #: The envelope may rise this fast, s per s of boot time: 1000 ppm, twenty times a poor crystal's drift.
-    max_drift: float = 1e-3
-    #: A sample further than this from the envelope does not belong to the current mapping, s.
+    #: The offset is the lower end of the shortest interval that holds this fraction of the recent samples.
+    densest_fraction: float = 0.5
+    #: Samples of this much boot time are kept, s (a 100 ppm drift moves the offset 0.5 ms across it).
+    window_s: float = 5.0
+    #: A sample further than this from the mapping does not belong to it, s.
     tolerance_s: float = 0.5
     #: A disagreement that lasts this long (boot time) replaces the mapping, s.
-    reset_after_s: float = 2.0
+    reset_after_s: float = 5.0
 
     def __post_init__(self):
-        require_non_negative(self, "max_drift")
-        require_positive(self, "tolerance_s", "reset_after_s")
+        require(0.0 < self.densest_fraction <= 1.0, f"densest_fraction must be in (0, 1], got {self.densest_fraction}")
+        require_positive(self, "window_s", "tolerance_s", "reset_after_s")
 
 
 @dataclass
 class _Candidate:
     """Consecutive samples that disagree with the mapping in force but agree with each other."""
 
-    offset_s: float
-    first_boot_s: float
-    last_boot_s: float
-    count: int
+    samples: list[tuple[float, float]]  # (boot time, sample)
     reboot: bool
+
+    def agrees(self, boot_s: float, sample: float, tolerance_s: float) -> bool:
+        last_boot, first_sample = self.samples[-1][0], self.samples[0][1]
+        return boot_s >= last_boot - tolerance_s and abs(sample - first_sample) <= tolerance_s
 
 
 class AutopilotClock:
@@ -79,41 +90,71 @@ class AutopilotClock:
 
     def __init__(self, params: AutopilotClockParams | None = None):
         self.params = params or AutopilotClockParams()
-        #: ROS time minus boot time (None until the first sample): the lower envelope, as of ``_boot_s``.
+        #: ROS time minus boot time (None until the first sample).
         self.offset_s: float | None = None
-        self._boot_s = -math.inf
+        self._window: deque[tuple[float, float]] = deque()  # (boot time, sample), oldest first
+        self._sorted: list[float] = []  # the window's samples, in order
+        self._boot_s = -math.inf  # the newest boot time of the mapping
         self._candidate: _Candidate | None = None
         #: How many times the mapping was replaced (a reboot, a clock step), for the node's log line.
         self.resets = 0
 
     def stamp(self, boot_s: float, receipt_s: float) -> float:
         """The ROS time at which a frame stamped ``boot_s`` (autopilot boot time, s) was measured, given that it
-        was received at ``receipt_s`` (ROS time, s); learns from the pair. Never later than ``receipt_s``."""
+        was received at ``receipt_s`` (ROS time, s); learns from the pair."""
         if not (math.isfinite(boot_s) and math.isfinite(receipt_s)) or boot_s < 0.0 or receipt_s <= 0.0:
             return receipt_s
         sample = receipt_s - boot_s
         if self.offset_s is None:
-            self._adopt(sample, boot_s)
+            self._adopt([(boot_s, sample)])
             return receipt_s
-        p = self.params
-        envelope = self.offset_s + p.max_drift * max(boot_s - self._boot_s, 0.0)
-        went_back = boot_s < self._boot_s - p.tolerance_s
-        if not went_back and self.offset_s - p.tolerance_s <= sample <= envelope + p.tolerance_s:
+        tolerance = self.params.tolerance_s
+        went_back = boot_s < self._boot_s - tolerance
+        if not went_back and abs(sample - self.offset_s) <= tolerance:
             self._candidate = None
-            self.offset_s, self._boot_s = min(envelope, sample), max(boot_s, self._boot_s)
-            return min(boot_s + self.offset_s, receipt_s)
-        self._disagree(sample, boot_s, went_back)
+            self._learn(boot_s, sample)
+            return boot_s + self.offset_s
+        if self._disagree(boot_s, sample, went_back):
+            return boot_s + self.offset_s
+        if not went_back and sample > self.offset_s:  # a late frame: the mapping stands
+            return boot_s + self.offset_s
         return receipt_s
 
-    def _disagree(self, sample: float, boot_s: float, went_back: bool) -> None:
-        p, c = self.params, self._candidate
-        if c is None or not (c.last_boot_s - p.tolerance_s <= boot_s and abs(sample - c.offset_s) <= p.tolerance_s):
-            self._candidate = _Candidate(sample, boot_s, boot_s, 1, went_back)
-            return
-        c.offset_s, c.last_boot_s, c.count = min(c.offset_s, sample), max(c.last_boot_s, boot_s), c.count + 1
-        if (c.reboot and c.count >= REBOOT_CONFIRM) or c.last_boot_s - c.first_boot_s >= p.reset_after_s:
-            self.resets += 1
-            self._adopt(c.offset_s, c.last_boot_s)
+    def _learn(self, boot_s: float, sample: float) -> None:
+        self._window.append((boot_s, sample))
+        insort(self._sorted, sample)
+        self._boot_s = max(self._boot_s, boot_s)
+        while self._window and self._window[0][0] < self._boot_s - self.params.window_s:
+            _, old = self._window.popleft()
+            del self._sorted[bisect_left(self._sorted, old)]
+        self.offset_s = densest_start(self._sorted, self.params.densest_fraction)
 
-    def _adopt(self, offset_s: float, boot_s: float) -> None:
-        self.offset_s, self._boot_s, self._candidate = offset_s, boot_s, None
+    def _disagree(self, boot_s: float, sample: float, went_back: bool) -> bool:
+        """Keep a disagreeing sample as evidence for a new mapping; True when it adopted one."""
+        p, c = self.params, self._candidate
+        if c is None or not c.agrees(boot_s, sample, p.tolerance_s):
+            self._candidate = _Candidate([(boot_s, sample)], went_back)
+            return False
+        c.samples.append((boot_s, sample))
+        if (c.reboot and len(c.samples) >= REBOOT_CONFIRM) or c.samples[-1][0] - c.samples[0][0] >= p.reset_after_s:
+            self.resets += 1
+            self._adopt(c.samples)
+            return True
+        return False
+
+    def _adopt(self, samples: list[tuple[float, float]]) -> None:
+        self._window.clear()
+        self._sorted.clear()
+        self._boot_s, self._candidate = -math.inf, None
+        for boot_s, sample in samples:
+            self._learn(boot_s, sample)
+
+
+def densest_start(ordered: list[float], fraction: float) -> float:
+    """The lower end of the shortest interval holding ``fraction`` of the ``ordered`` values (the lowest such
+    interval on a tie): where the values are densest (a "shorth", Andrews et al. 1972)."""
+    k = int(fraction * (len(ordered) - 1))
+    if k < 1:
+        return ordered[0]
+    widths = [high - low for low, high in zip(ordered, ordered[k:])]
+    return ordered[widths.index(min(widths))]

@@ -42,6 +42,8 @@ from aerial_sim.mavlink.autopilot_clock import AutopilotClock, AutopilotClockPar
 POSITION_AND_YAW = 0b100111111000  # use x, y, z and yaw
 VELOCITY_AND_YAW_RATE = 0b010111000111  # use vx, vy, vz and yaw rate
 ARDUPILOT_GUIDED, ARDUPILOT_LAND = 4, 9
+#: The messages the estimate is made of: their time_boot_ms teach the mapping of the autopilot's clock.
+STAMPED = ("LOCAL_POSITION_NED", "ATTITUDE_QUATERNION")
 
 
 @dataclass(frozen=True)
@@ -114,9 +116,8 @@ class AutopilotDriver:
             return
         kind = message.get_type()
         stamp_s = ros_time_s
-        boot_ms = getattr(message, "time_boot_ms", None)
-        if boot_ms is not None and message.get_srcComponent() == self.params.target_component:
-            stamp_s = self.clock.stamp(boot_ms / 1000.0, ros_time_s)
+        if kind in STAMPED and message.get_srcComponent() == self.params.target_component:
+            stamp_s = self.clock.stamp(message.time_boot_ms / 1000.0, ros_time_s)
         if kind == "HEARTBEAT" and message.get_srcComponent() == self.params.target_component:
             self.heartbeat = message
             self.armed = bool(message.base_mode & modes.MAV_MODE_FLAG_SAFETY_ARMED)

@@ -4,7 +4,8 @@ Every stream is named by its MAVLink message (``attitude`` -> ATTITUDE, ``vfr_hu
 :class:`TelemetryRates`, in :data:`STREAMS` and as the builder method of :class:`Telemetry`; a stream
 is due every ``1 / rate`` of simulation time on an absolute schedule, and SET_MESSAGE_INTERVAL changes
 one rate at run time. Times are simulation time (``time_boot_ms`` = sim time), as PX4 SITL in lockstep
-reports them.
+reports them; a message that reports the vehicle's state carries the time of that state (the ground truth's
+stamp), as PX4 stamps its estimate with the estimator's time, not the time the message was sent.
 """
 
 from __future__ import annotations
@@ -120,6 +121,13 @@ class Telemetry:
     def _ms(self) -> int:
         return int(self.ap.now * 1000.0) & 0xFFFFFFFF
 
+    def _state_ms(self, state) -> int:
+        """``time_boot_ms`` of a message reporting ``state``: when it was true (sim time), else now."""
+        time_s = getattr(state, "time_s", math.nan)
+        if not math.isfinite(time_s) or time_s < 0.0:
+            return self._ms()
+        return int(round(time_s * 1000.0)) & 0xFFFFFFFF
+
     def heartbeat(self):
         ap = self.ap
         if not ap.ready:
@@ -135,7 +143,7 @@ class Telemetry:
             return None
         roll, pitch, yaw = quaternion_to_euler(orientation_to_ned(state.orientation))
         p, q, r = body_to_frd(state.angular_velocity_body)
-        return mav.MAVLink_attitude_message(self._ms(), roll, pitch, yaw, p, q, r)
+        return mav.MAVLink_attitude_message(self._state_ms(state), roll, pitch, yaw, p, q, r)
 
     def attitude_quaternion(self):
         state = self.ap.state
@@ -143,7 +151,7 @@ class Telemetry:
             return None
         w, x, y, z = orientation_to_ned(state.orientation)
         p, q, r = body_to_frd(state.angular_velocity_body)
-        return mav.MAVLink_attitude_quaternion_message(self._ms(), w, x, y, z, p, q, r, [0.0, 0.0, 0.0, 0.0])
+        return mav.MAVLink_attitude_quaternion_message(self._state_ms(state), w, x, y, z, p, q, r, [0.0, 0.0, 0.0, 0.0])
 
     def local_position_ned(self):
         state = self.ap.state
@@ -151,7 +159,7 @@ class Telemetry:
             return None
         n, e, d = world_to_ned(state.position)
         vn, ve, vd = world_to_ned(state.velocity_world)
-        return mav.MAVLink_local_position_ned_message(self._ms(), n, e, d, vn, ve, vd)
+        return mav.MAVLink_local_position_ned_message(self._state_ms(state), n, e, d, vn, ve, vd)
 
     def _geodetic(self):
         return enu_to_geodetic(*self.ap.state.position, self.ap.home_point)
@@ -166,7 +174,7 @@ class Telemetry:
         vn, ve, vd = world_to_ned(state.velocity_world)
         hdg = math.degrees(heading_to_ned(heading(state.orientation))) % 360.0
         return mav.MAVLink_global_position_int_message(
-            self._ms(), int(round(lat * 1e7)), int(round(lon * 1e7)), int(round(alt * 1000)),
+            self._state_ms(state), int(round(lat * 1e7)), int(round(lon * 1e7)), int(round(alt * 1000)),
             int(round((state.position[2] - self.ap.home_z) * 1000)), _i16(vn * 100), _i16(ve * 100), _i16(vd * 100),
             int(round(hdg * 100)) % 36000)
 
