@@ -36,6 +36,7 @@ def stop(*processes) -> None:
 
 def test_node_publishes_drag_on_each_stamps_own_wind_in_the_body_frame(ros_node, tmp_path):
     from geometry_msgs.msg import Vector3Stamped, WrenchStamped
+    from rclpy.duration import Duration
     from nav_msgs.msg import Odometry
     from sensor_msgs.msg import JointState
 
@@ -96,15 +97,20 @@ def test_node_publishes_drag_on_each_stamps_own_wind_in_the_body_frame(ros_node,
         rotors2_pub = ros_node.create_publisher(JointState, "/drone2/rotors", LOCKSTEP_QOS)
         odom2_pub = ros_node.create_publisher(Odometry, "/drone2/ground_truth/odom", LOCKSTEP_QOS)
         received2 = []
-        ros_node.create_subscription(WrenchStamped, "/drone2/rotor_drag/wrench", received2.append, LOCKSTEP_QOS)
+        wrench2 = ros_node.create_subscription(WrenchStamped, "/drone2/rotor_drag/wrench", received2.append,
+                                               LOCKSTEP_QOS)
+        # And the node's wrench publisher, which it makes (lockstep) only once its inputs have a publisher:
+        # odometry it takes before then gives no wrench.
         connected = lambda: (mean_pub.get_subscription_count() and rotors2_pub.get_subscription_count()
-                             and odom2_pub.get_subscription_count())
+                             and odom2_pub.get_subscription_count() and wrench2.get_publisher_count())
         assert spin_until(ros_node, connected, timeout_s=10), mean_wind.log_path.read_text()
         wind = Vector3Stamped()
         wind.header.frame_id = "map"
         wind.vector.x = 2.0
         mean_pub.publish(wind)
-        spin_until(ros_node, lambda: False, timeout_s=0.5)
+        # In the node's queue before the odometry that uses it (its events executor takes them in order of
+        # arrival), rather than half a second of wall time, which a starved process may not use.
+        assert mean_pub.wait_for_all_acked(Duration(seconds=10)), mean_wind.log_path.read_text()
         odom = Odometry()
         odom.header.stamp.sec, odom.header.stamp.nanosec = 2, 0
         odom.pose.pose.orientation.w = 1.0
