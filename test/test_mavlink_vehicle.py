@@ -102,6 +102,8 @@ def test_mavlink_vehicle_flies_the_simulated_px4_through_the_controller_contract
         pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = 3.0, -2.0, 2.5
         pose.pose.orientation.w = 1.0
         pose_pub = ros_node.create_publisher(PoseStamped, "/px4/cmd_pose", COMMAND_QOS)
+        # Sent once, reliably: only to a reader this publisher has matched (a new publisher has none yet).
+        assert spin_until(ros_node, lambda: pose_pub.get_subscription_count() > 0, 10)
         pose_pub.publish(pose)
         arrived = spin_until(ros_node, lambda: math.dist(position("estimate"), (3.0, -2.0, 2.5)) < 0.2, 25)
         assert arrived, (position("estimate"), latest["px4"], (tmp_path / "vehicle.log").read_text()[-2000:])
