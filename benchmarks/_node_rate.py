@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+from _domain import private_domain
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -17,8 +19,7 @@ def start_node(module: str, *ros_args: str, source: Path | None = None) -> subpr
 
     ``source``: another checkout's ``src`` to run the node from (a before/after comparison)."""
     env = dict(os.environ, PYTHONPATH=str(source or REPO / "src"), AERIAL_SIM_SHARE=str(REPO),
-               ROS_DOMAIN_ID=os.environ.get("ROS_DOMAIN_ID", str(150 + os.getpid() % 80)),
-               ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+               ROS_DOMAIN_ID=private_domain(), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
     os.environ.update({k: env[k] for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE")})
     command = [sys.executable, "-m", f"aerial_sim.nodes.{module}", "--ros-args", "-r", "__ns:=/drone1",
                "-p", "lockstep:=true", *ros_args]

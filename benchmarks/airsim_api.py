@@ -130,7 +130,9 @@ def launch_graph(log_path: Path) -> tuple[subprocess.Popen, int]:
 def main() -> int:
     from airsim_clients import client_python
 
-    os.environ.setdefault("ROS_DOMAIN_ID", str(150 + os.getpid() % 80))
+    from _domain import private_domain
+
+    private_domain()
     print("server share (in-process, no socket):")
     share = server_share()
     print(f"  getMultirotorState: {share['state_cached_us']:.0f} us (same snapshot), "

@@ -65,7 +65,9 @@ def node_graph_rate(scene: str, seconds: float = NODE_SECONDS) -> None:
     from aerial_sim.nodes.ros.qos import stream_qos
     from aerial_sim.nodes.ros.transport import use_transport_profile
 
-    os.environ.setdefault("ROS_DOMAIN_ID", str(120 + os.getpid() % 30))
+    from _domain import private_domain
+
+    private_domain()
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     os.environ["PYTHONPATH"] = str(REPO / "src")
     launch_file = Path(tempfile.mkdtemp()) / "camera_bench.launch.yaml"

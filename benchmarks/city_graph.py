@@ -4,7 +4,7 @@ every camera stream at 30 Hz of sim time at a real-time factor >= 0.95 on 2 core
     tools/dev.sh bench city_graph [--checkout DIR] [--runs N] [--window 15]
 
 Each run launches ``sim.launch.yaml scene:=city`` (the mission square_5m, the recorder, the web viewer, the
-AirSim server on a free port, shadows on: the scene's own lighting) in ``ROS_DOMAIN_ID`` (default 112), waits
+AirSim server on a free port, shadows on: the scene's own lighting) in ``ROS_DOMAIN_ID`` (default: a free one of 1-101), waits
 for the mission's "flying square" line, measures the CPU of every node process for ``--window`` s from /proc
 (utime + stime per wall second: cores; and per simulated second, from the graph's /clock over the window), lets the mission land, and prints from the run's ``recording.txt`` the
 real-time factor (simulated over wall time of the whole recording) and the rate of each camera stream per
@@ -94,10 +94,15 @@ def main() -> int:
     parser.add_argument("--checkout", type=Path, help="another checkout to fly first in each round (before/after)")
     parser.add_argument("--runs", type=int, default=1, help="rounds (each: --checkout's flight, then this one's)")
     parser.add_argument("--window", type=float, default=15.0, help="seconds of CPU measured mid-flight")
-    parser.add_argument("--domain", default=os.environ.get("ROS_DOMAIN_ID", "112"))
+    parser.add_argument("--domain", default=None, help="ROS_DOMAIN_ID (default: $ROS_DOMAIN_ID, else a free "
+                        "one of AERIAL_SIM_DOMAIN_RANGE, 1-101)")
     parser.add_argument("--no-record", action="store_true", help="leave doc/results/city_graph.json alone")
     options = parser.parse_args()
-    os.environ["ROS_DOMAIN_ID"] = options.domain  # this process reads the graph's /clock
+    if options.domain is not None:
+        os.environ["ROS_DOMAIN_ID"] = options.domain
+    from _domain import private_domain
+
+    options.domain = private_domain()  # this process reads the graph's /clock
     checkouts = ([("before", options.checkout.resolve())] if options.checkout else []) + [("this", REPO)]
     last = None
     for round_index in range(options.runs):

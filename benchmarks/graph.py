@@ -48,7 +48,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "src")]
-os.environ.setdefault("ROS_DOMAIN_ID", str(150 + os.getpid() % 80))
+from _domain import private_domain  # noqa: E402
+
+private_domain()
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("AERIAL_SIM_SHARE", str(REPO))
 os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])

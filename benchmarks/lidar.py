@@ -76,7 +76,9 @@ def node_run(preset: str, seconds: float) -> None:
 
     from aerial_sim.nodes.ros.transport import use_transport_profile
 
-    os.environ.setdefault("ROS_DOMAIN_ID", str(120 + os.getpid() % 30))
+    from _domain import private_domain
+
+    private_domain()
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     os.environ["PYTHONPATH"] = str(REPO / "src")
     folder = Path(tempfile.mkdtemp())

@@ -253,7 +253,9 @@ def measure_physics_node(clock_speed: float, seconds: float) -> NodeFigures:
 
 def physics_node(seconds: float) -> None:
     """Print the node's figures in real time and as fast as possible (or why they were skipped)."""
-    os.environ["ROS_DOMAIN_ID"] = str(150 + os.getpid() % 50)
+    from _domain import private_domain
+
+    private_domain()
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     try:
         import rclpy
