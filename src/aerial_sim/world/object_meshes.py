@@ -4,12 +4,16 @@ pose and scale."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import trimesh
 
 from aerial_sim.world.assets import SurfacePart, load_asset
 from aerial_sim.world.rotations import quaternion_to_matrix
 from aerial_sim.world.scene import Scene, SceneObject
+
+if TYPE_CHECKING:  # imported where a primitive or a mesh is built: a camera or lidar whose tables come from the
+    import trimesh  # scene cache needs none of it (0.85 CPU s of a camera process's 1.9 s of imports)
 
 #: Sides of the prism a cylinder is drawn as.
 CYLINDER_SECTIONS = 48
@@ -30,6 +34,8 @@ def object_parts(obj: SceneObject, scene: Scene) -> list[SurfacePart]:
         transform = object_transform(obj)
         transform[:3, :3] *= obj.scale
         return [part.transformed(transform) for part in parts]
+    import trimesh
+
     if obj.shape == "box":
         mesh = trimesh.creation.box(extents=obj.size)
     elif obj.shape == "cylinder":
@@ -51,6 +57,8 @@ def mesh_file_parts(obj: SceneObject, scene: Scene) -> list[SurfacePart]:
 
 def object_mesh(obj: SceneObject, scene: Scene) -> trimesh.Trimesh:
     """The object's triangle mesh in the world frame (all its parts as one mesh, vertices merged)."""
+    import trimesh
+
     vertices, faces = object_surface(obj, scene)
     return trimesh.Trimesh(vertices=vertices, faces=faces, process=False)
 
@@ -94,6 +102,8 @@ def merged_surface(triangles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def load_mesh_file(path, where: str) -> trimesh.Trimesh:
     """Load a mesh file (OBJ/STL/glTF/GLB) as one triangle mesh in its own frame; ParamsError if unusable."""
+    import trimesh
+
     triangles = np.concatenate([part.triangles for part in load_asset(path, where)])
     return trimesh.Trimesh(vertices=triangles.reshape(-1, 3), faces=np.arange(3 * len(triangles)).reshape(-1, 3),
                            process=False)
