@@ -40,10 +40,20 @@ def test_ten_vehicle_launch_serves_every_namespace(launch, ros_node, tmp_path):
 
     from std_srvs.srv import SetBool, Trigger
 
-    from aerial_sim.nodes.ros.qos import stream_qos
+    from rosgraph_msgs.msg import Clock
 
+    from aerial_sim.nodes.ros.qos import stream_qos
+    from aerial_sim.nodes.ros.stamps import from_stamp
+
+    clocks: list[float] = []
+    clock_reader = ros_node.create_subscription(Clock, "/clock", lambda m: clocks.append(from_stamp(m.clock)),
+                                                stream_qos())
     graph = launch("sim.launch.yaml", f"vehicles:={COUNT}", "scene:=empty", "mission:=none", "use_camera:=false",
                    "viewer:=false", "airsim_api:=false", "record:=false", f"run_dir:={tmp_path / 'run'}")
+    # The start gate: the clock waits at 0 for every vehicle's four sensor nodes and its controller. Our /clock
+    # reader meets the physics node's publisher while the processes still start (unless the gate opened first).
+    assert spin_until(ros_node, lambda: clock_reader.get_publisher_count() > 0, timeout_s=60), graph.output()[-3000:]
+    gate_was_open = "start gate: every node ready" in graph.output()
     names = [f"drone{i}" for i in range(1, COUNT + 1)]
     received: dict[str, list] = {}
     for name in names:
@@ -60,6 +70,12 @@ def test_ten_vehicle_launch_serves_every_namespace(launch, ros_node, tmp_path):
 
     # Not one process per vehicle: two share the sensors (half the fleet each), one the controllers.
     output = graph.output()
+    # The gate named 5 nodes of each vehicle and opened with every one ready (not after its timeout), the clock
+    # at 0 until then.
+    assert "start gate: the clock waits at 0 for /drone1/imu, /drone2/imu, /drone3/imu" in output, output[-4000:]
+    assert f"({5 * COUNT} nodes)" in output and "start gate: every node ready after" in output, output[-4000:]
+    assert "start gate: starting the clock after" not in output, output[-4000:]
+    assert gate_was_open or clocks[0] < 0.005, clocks[:5]
     assert f"serving {COUNT} vehicles in one process" in output, output[-4000:]  # the controllers
     for process in ("sensors_0", "sensors_1"):
         assert f"[{process}] " in output, output[-4000:]
