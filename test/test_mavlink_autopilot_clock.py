@@ -82,8 +82,9 @@ def test_a_drifting_autopilot_crystal_is_followed():
     receipt = boot + true_offset + link(2, n, spikes=False)
     stamps = np.array([clock.stamp(b, r) for b, r in zip(boot, receipt)])
     error = (stamps - (boot + true_offset))[int(RATE_HZ):]
-    # 12 ms drifted away in all, followed to within the link's latency spread less the window's drift (0.5 ms).
-    assert np.all(error > -0.5e-3) and np.all(error < 2e-3), (error.min(), error.max())
+    # 12 ms drifted away in all, followed to within the window's drift (2 ms across 20 s, its densest half
+    # lagging by about half that) against the link's minimum latency (0.5 ms).
+    assert np.all(np.abs(error) < 1.5e-3), (error.min(), error.max())
 
 
 def test_a_reboot_of_the_autopilot_starts_a_new_mapping_within_a_few_frames():

@@ -14,11 +14,12 @@ microseconds on loopback, about a frame's transmission time on a serial link). O
 host is loaded, so samples scatter both ways around the true offset (measured beside the test graph at load 17:
 10 % of them 68-416 ms low, 20 % within 4 ms of it, the rest late by up to 0.2 s and more). A minimum or a low
 quantile would then stamp everything tens of milliseconds early. :class:`AutopilotClock` takes the densest
-part of the samples of the last ``window_s`` of boot time instead: the offset is the lower end of the shortest
-interval that holds ``densest_fraction`` of them (half: the "shorth"). On a clean link that interval starts at the fastest
-frame (latency's density is highest at its minimum), so the offset is the minimum's; on a lagging clock it
-is the cluster of frames read while the clock was current, not the tails. Across the window it follows a
-drifting crystal (a 100 ppm drift moves the offset 0.5 ms in 5 s).
+part of the samples of the last ``window_s`` (20 s) of boot time instead: the offset is the lower end of the
+shortest interval that holds ``densest_fraction`` of them (half: the "shorth"). On a clean link that interval
+starts at the fastest frame (latency's density is highest at its minimum), so the offset is the minimum's; on
+a lagging clock it is the cluster of frames read while the clock was current, not the tails. Across the window it follows a
+drifting crystal (a 100 ppm drift moves the offset 2 ms in 20 s). It is recomputed every ``update_period_s``
+(0.2 s): between, the stamps follow ``time_boot_ms`` at exactly one offset.
 
 MAVROS solves the same problem with the TIMESYNC exchange (``mavros/src/lib/uas_timesync.cpp`` maps
 ``time_boot_ms * 1e6 + offset_ns`` to a ROS stamp, the offset filtered from TIMESYNC round trips halved,
@@ -53,6 +54,8 @@ from aerial_sim.config import require, require_positive
 
 #: Consecutive samples on a new timeline after the autopilot's clock went back that confirm a reboot.
 REBOOT_CONFIRM = 3
+#: Until the window holds this many samples, the offset is recomputed with each.
+MIN_SAMPLES = 50
 
 
 @dataclass(frozen=True)
@@ -61,8 +64,11 @@ class AutopilotClockParams:
 
     #: The offset is the lower end of the shortest interval that holds this fraction of the recent samples.
     densest_fraction: float = 0.5
-    #: Samples of this much boot time are kept, s (a 100 ppm drift moves the offset 0.5 ms across it).
-    window_s: float = 5.0
+    #: Samples of this much boot time are kept, s: long enough that a few seconds of a starved reader are a
+    #: minority of them, short enough that a 100 ppm drift moves the offset only 2 ms across it.
+    window_s: float = 20.0
+    #: The offset is recomputed this often (boot time), s; between, stamps follow time_boot_ms at one offset.
+    update_period_s: float = 0.2
     #: A sample further than this from the mapping does not belong to it, s.
     tolerance_s: float = 0.5
     #: A disagreement that lasts this long (boot time) replaces the mapping, s.
@@ -70,7 +76,7 @@ class AutopilotClockParams:
 
     def __post_init__(self):
         require(0.0 < self.densest_fraction <= 1.0, f"densest_fraction must be in (0, 1], got {self.densest_fraction}")
-        require_positive(self, "window_s", "tolerance_s", "reset_after_s")
+        require_positive(self, "window_s", "update_period_s", "tolerance_s", "reset_after_s")
 
 
 @dataclass
@@ -95,6 +101,7 @@ class AutopilotClock:
         self._window: deque[tuple[float, float]] = deque()  # (boot time, sample), oldest first
         self._sorted: list[float] = []  # the window's samples, in order
         self._boot_s = -math.inf  # the newest boot time of the mapping
+        self._updated_s = -math.inf  # the boot time the offset was last computed at
         self._candidate: _Candidate | None = None
         #: How many times the mapping was replaced (a reboot, a clock step), for the node's log line.
         self.resets = 0
@@ -127,7 +134,12 @@ class AutopilotClock:
         while self._window and self._window[0][0] < self._boot_s - self.params.window_s:
             _, old = self._window.popleft()
             del self._sorted[bisect_left(self._sorted, old)]
+        if len(self._sorted) < MIN_SAMPLES or abs(boot_s - self._updated_s) >= self.params.update_period_s:
+            self._update()
+
+    def _update(self) -> None:
         self.offset_s = densest_start(self._sorted, self.params.densest_fraction)
+        self._updated_s = self._boot_s
 
     def _disagree(self, boot_s: float, sample: float, went_back: bool) -> bool:
         """Keep a disagreeing sample as evidence for a new mapping; True when it adopted one."""
@@ -148,6 +160,7 @@ class AutopilotClock:
         self._boot_s, self._candidate = -math.inf, None
         for boot_s, sample in samples:
             self._learn(boot_s, sample)
+        self._update()
 
 
 def densest_start(ordered: list[float], fraction: float) -> float:
