@@ -34,6 +34,7 @@ extensions = [
     "sphinx.ext.viewcode",
     "benchmark_results",  # doc/_ext: renders doc/results/*.json (written by the benchmarks)
     "py_xref_shortcut",  # doc/_ext: a type hint no object could match skips the fuzzy search (a tenth of the build)
+    "py_definitions_from_ast",  # doc/_ext: definitions' line spans from the syntax tree, not a token walk
 ]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"
