@@ -2,6 +2,7 @@
 
     tools/dev.sh bench scene_startup [--scene city] [--rounds 3] [--checkout DIR]
     tools/dev.sh bench scene_startup --concurrent 5 [--no-cache]   # N processes load it at once
+    tools/dev.sh bench scene_startup --nodes [--checkout DIR]      # the scene markers and camera nodes' start
 
 Each round, in a fresh process: ``load_scene`` (every node that takes ``scene`` pays it), then the physics
 node's colliders (``scene_colliders``: one FCL convex hull per mesh object) and the scene markers node's
@@ -102,6 +103,57 @@ def concurrent(scene: str, count: int, cache: str) -> None:
           f"{sum(r['load_scene'] for r in results):.2f} CPU s in all, load {os.getloadavg()[0]:.1f}")
 
 
+#: The node processes whose start a scene's cache shortens, and the line each logs once it is set up.
+NODES = {"scene_markers": "markers on /scene_markers", "camera": "renderer warmed up in"}
+
+
+def node_start(checkout: Path, executable: str, scene: str, cache: str, timeout_s: float = 300.0) -> float:
+    """CPU s (utime + stime from /proc) of the node process ``executable`` from its start to its set-up line."""
+    import signal
+    import time
+
+    env = dict(os.environ, AERIAL_SIM_SHARE=str(REPO), PYTHONPATH=str(checkout / "src"), AERIAL_SIM_SCENE_CACHE=cache,
+               PYTHONUNBUFFERED="1")
+    process = subprocess.Popen([sys.executable, "-m", f"aerial_sim.nodes.{executable}", "--ros-args", "-p",
+                                f"scene:={scene}"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline, lines = time.monotonic() + timeout_s, []
+    try:
+        for line in process.stdout:
+            lines.append(line)
+            if NODES[executable] in line:
+                fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+                return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            if time.monotonic() > deadline:
+                break
+        raise SystemExit(f"{executable} did not log {NODES[executable]!r}:\n{''.join(lines[-20:])}")
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def nodes(scene: str, rounds: int, checkout: Path | None) -> None:
+    """Each node's start, CPU s from its process's start to its set-up line: the first with an empty scene
+    cache folder (what the first launch pays), then from the cache it left (every later launch)."""
+    trees = ([("before", checkout.resolve())] if checkout else []) + [("this", REPO)]
+    best: dict[tuple[str, str, str], float] = {}
+    for _ in range(rounds):
+        for label, tree in trees:
+            for executable in NODES:
+                with tempfile.TemporaryDirectory(prefix="scene_cache_nodes_") as folder:
+                    for state in ("empty cache", "from the cache"):
+                        cpu = node_start(tree, executable, scene, folder)
+                        best[label, executable, state] = min(cpu, best.get((label, executable, state), cpu))
+                        print(f"{label} {executable} ({state}): {cpu:.2f} CPU s  load {os.getloadavg()[0]:.1f}",
+                              flush=True)
+    for executable in NODES:
+        for state in ("empty cache", "from the cache"):
+            print(f"{executable} node start, {scene}, {state} (best of {rounds}): " + "  ->  ".join(
+                f"{label} {best[label, executable, state]:.2f}" for label, _ in trees) + " CPU s")
+
+
 def one_round(checkout: Path, scene: str, cache: str) -> dict:
     env = dict(os.environ, AERIAL_SIM_SHARE=str(REPO), PYTHONPATH=str(checkout / "src"), AERIAL_SIM_SCENE_CACHE=cache)
     out = subprocess.run([sys.executable, "-c", PROBE, scene], env=env, capture_output=True, text=True, check=True)
@@ -116,7 +168,12 @@ def main() -> None:
     parser.add_argument("--no-record", action="store_true")
     parser.add_argument("--no-cache", action="store_true", help="load every scene from its files")
     parser.add_argument("--concurrent", type=int, default=0, help="only: N processes load the scene at once")
+    parser.add_argument("--nodes", action="store_true", help="only: the scene markers and camera node processes' "
+                        "start, empty cache and from the cache (ROS_DOMAIN_ID: the domain they start in)")
     args = parser.parse_args()
+    if args.nodes:
+        nodes(args.scene, args.rounds, args.checkout)
+        return
     folder = tempfile.TemporaryDirectory(prefix="scene_cache_bench_")
     cache = "off" if args.no_cache else folder.name
     if args.concurrent:
