@@ -196,7 +196,7 @@ def launch(tmp_path):
 
 
 def pytest_collection_modifyitems(config, items):
-    """On a pytest-xdist worker: the test files longest first (test/scheduling.py), so the two workers of
+    """On a pytest-xdist worker: the test files longest first (test/scheduling.py), so the workers of
     ``tools/dev.sh test`` finish together."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         from scheduling import share_between_workers

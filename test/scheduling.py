@@ -1,6 +1,6 @@
 """How the suite is shared between pytest-xdist workers (``tools/dev.sh test``: ``--dist loadfile``).
 
-Two rules, so the two workers finish together:
+Two rules, so the workers (three on 2 cores: tools/dev.sh) finish together:
 
 - **A module fixture is built once.** A test file is one work unit (``loadfile``): one worker runs all
   of its tests, and builds each module fixture (the batch sweep's four runs, the MAVLink clients'

@@ -130,13 +130,14 @@ case "$command" in
     ensure_browser
     cd "$repo"
     # Run test/ unless the arguments name test files or directories themselves. The whole suite runs in
-    # two pytest-xdist workers where the machine has 2 cores or more (each its own ROS_DOMAIN_ID and
-    # ports, test/conftest.py): its graphs wait on each other's I/O and timers enough that two share
-    # 2 cores well (8.5 min instead of 17). AERIAL_SIM_TEST_WORKERS sets how many (1: one process).
+    # three pytest-xdist workers where the machine has 2 cores or more (each its own ROS_DOMAIN_ID and
+    # ports, test/conftest.py): its graphs fly in real time and wait on I/O and timers, so two workers kept
+    # 2 cores only about 70 % busy (~900 CPU s in 10-11 min); a third fills the gaps
+    # (doc/install.md). AERIAL_SIM_TEST_WORKERS sets how many (1: one process).
     targets=(test)
     workers=()
     default_workers=1
-    (( $(nproc 2>/dev/null || echo 1) >= 2 )) && default_workers=2
+    (( $(nproc 2>/dev/null || echo 1) >= 2 )) && default_workers=3
     # loadfile: a file's tests (and its module fixtures) stay on one worker; the longest files go first (test/scheduling.py).
     [[ "${AERIAL_SIM_TEST_WORKERS:-$default_workers}" != 1 ]] \
       && workers=(-n "${AERIAL_SIM_TEST_WORKERS:-$default_workers}" --dist loadfile --no-loadscope-reorder)
