@@ -21,6 +21,7 @@ from aerial_sim.world.camera import CameraModel, CameraParams
 from aerial_sim.world.closed_surfaces import closed_rows
 from aerial_sim.world.colliders import scene_colliders
 from aerial_sim.world.scene import load_scene
+from aerial_sim.world.ray_caster import ray_caster_of
 from aerial_sim.world.scene_cache import ENV
 from aerial_sim.world.surface_tables import render_surfaces, scene_surfaces
 
@@ -257,12 +258,14 @@ def test_the_cameras_levels_and_the_colliders_hulls_come_from_the_cache_bit_iden
     cached = observations(hit)
     # the camera's and lidar's tables and the colliders' hulls from their files; the levels are in the draw tables
     assert hit.cache["surfaces_cache"][0] == "hit" and hit.cache["draw_cache"][0] == "hit"
+    assert hit.cache["raster_cache"][0] == "hit"  # the camera's rasteriser (its hierarchies) too
     assert hit.cache["hulls_cache"][0] == "hit" and "lod_cache" not in hit.cache
     assert camera_tables(hit) == camera_tables(fresh)
     for name in expected:
         assert cached[name] == expected[name], name
     # a broken levels, surface or draw table file is one warning and a rebuild
-    for kind, damage in (("lod", _flipped), ("surfaces", _flipped), ("draw", lambda d: d[: len(d) // 2])):
+    for kind, damage in (("lod", _flipped), ("surfaces", _flipped), ("draw", lambda d: d[: len(d) // 2]),
+                         ("raster", _flipped)):
         file = built.cache[f"{kind}_cache"][1]
         file.write_bytes(damage(file.read_bytes()))
         if kind == "lod":  # read only to make the draw tables
@@ -271,6 +274,7 @@ def test_the_cameras_levels_and_the_colliders_hulls_come_from_the_cache_bit_iden
         with caplog.at_level(logging.WARNING, logger="aerial_sim.scene_cache"):
             rebuilt = load_scene(path)
             assert camera_tables(rebuilt) == camera_tables(fresh)
+            ray_caster_of(rebuilt).rasterizer  # noqa: B018 - made (or read) on first use
         warnings = [r for r in caplog.records if r.name == "aerial_sim.scene_cache"]
         assert len(warnings) == 1 and str(file) in warnings[0].getMessage() and "rebuilding" in warnings[0].getMessage()
         assert rebuilt.cache[f"{kind}_cache"][0] == "built"

@@ -68,6 +68,39 @@ class PinholeRasterizer:
         self._local = threading.local()
         raster_kernels.warm_up()
 
+    #: What :meth:`state` holds: every array the frames read (the normals' float32 copy is made again).
+    STATE = ("triangles", "index", "surface_of_triangle", "closed", "world_normals", "_surface_lower", "_surface_upper")
+
+    def state(self) -> dict:
+        """Everything a frame reads, as arrays and numbers (the scene cache's ``.raster`` file,
+        :func:`aerial_sim.world.scene_cache.cached_rasterizer`); :meth:`from_state` makes the same rasteriser."""
+        return {**{name: getattr(self, name) for name in self.STATE}, "ground_plane": self.ground_plane,
+                "static_count": self._static_count, "levels": None if self._levels is None else list(self._levels),
+                "tree": [self.tree.order, self.tree.lower, self.tree.upper, int(self.tree.first_leaf)]}
+
+    @classmethod
+    def from_state(cls, state: dict) -> "PinholeRasterizer":
+        """The rasteriser :meth:`state` was taken of; ValueError when ``state`` is not one."""
+        from aerial_sim.world.shadow_kernels import TriangleBVH
+
+        rasterizer = cls.__new__(cls)
+        for name in cls.STATE:
+            setattr(rasterizer, name, state[name])
+        rows = len(rasterizer.triangles)
+        if rasterizer.triangles.shape != (rows, 3, 3) or \
+                any(len(getattr(rasterizer, name)) != rows for name in ("index", "surface_of_triangle", "closed",
+                                                                        "world_normals")):
+            raise ValueError("the rasteriser's rows do not match")
+        rasterizer.ground_plane = bool(state["ground_plane"])
+        rasterizer._static_count = int(state["static_count"])
+        rasterizer._levels = None if state["levels"] is None else tuple(state["levels"])
+        order, lower, upper, first_leaf = state["tree"]
+        rasterizer.tree = TriangleBVH(order, lower, upper, int(first_leaf))
+        rasterizer.world_normals32 = rasterizer.world_normals.astype(np.float32)
+        rasterizer._local = threading.local()
+        raster_kernels.warm_up()
+        return rasterizer
+
     def _level_trees(self, rows: np.ndarray, lod: LodGroups, start: int) -> list[np.ndarray]:
         """A hierarchy over each level of each group, stored after the ``start`` triangles always drawn;
         returns the rows of each level in its leaf order."""

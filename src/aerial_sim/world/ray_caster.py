@@ -136,9 +136,11 @@ class RayCaster:
         """A :class:`~aerial_sim.world.pinhole_rasterizer.PinholeRasterizer` over the same triangles and the simplified levels of the scene's large
         meshes (:func:`~aerial_sim.world.surface_tables.render_surfaces`; built once, on first use)."""
         if self._rasterizer is None:
+            from aerial_sim.world.scene_cache import cached_rasterizer
+
             surfaces, lod = render_surfaces(self.scene)
-            self._rasterizer = PinholeRasterizer(surfaces.triangles, surfaces.surface, self.ground_plane, lod,
-                                                 closed_rows(self.scene))
+            self._rasterizer = cached_rasterizer(self.scene, lambda: PinholeRasterizer(
+                surfaces.triangles, surfaces.surface, self.ground_plane, lod, closed_rows(self.scene)))
         return self._rasterizer
 
     def occluded(self, origins: np.ndarray, directions: np.ndarray, max_distance: float = np.inf) -> np.ndarray:
