@@ -64,8 +64,10 @@ class HoverFeeder:
                 self.odom.publish(zero_quaternion)
             self.k += 1
             next_time += pace_s
-            while (remaining := next_time - time.monotonic()) > 0:
-                executor.spin_once(timeout_sec=remaining)
+            while next_time - time.monotonic() > 0:
+                # One constant timeout: with the time left (a new value each call) rclpy's executor waits afresh
+                # at each call and runs the first ready subscription only (test_sensors_nodes.SPIN_S).
+                executor.spin_once(timeout_sec=0.001)
 
 
 def test_clouds_and_ranges_arrive_with_their_fields_frames_and_stamps_and_survive_malformed_truth(ros_node, launch):

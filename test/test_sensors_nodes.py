@@ -15,6 +15,12 @@ from conftest import requires_ros, spin_until
 pytestmark = [requires_ros, pytest.mark.ros]
 
 TRUTH_RATE_HZ = 250.0
+#: The one timeout of every spin_once here. rclpy's executor keeps the ready callbacks of one wait and hands
+#: them out over the following spin_once calls only while their arguments stay equal; given the time left
+#: (a new float each call) it waited afresh at each call and ran the first ready subscription, imu/data (200
+#: Hz), again and again: a test process short of CPU took nothing else (ci24 at load ~15: 1,429 IMU messages,
+#: 1 barometer, 0 GPS in 40 s; throttling this process to a quarter of a core did the same).
+SPIN_S = 0.001
 
 
 class TruthFeeder:
@@ -63,8 +69,8 @@ class TruthFeeder:
         for _ in range(periods):
             self.publish_next()
             next_time += pace_s
-            while (remaining := next_time - time.monotonic()) > 0:
-                executor.spin_once(timeout_sec=remaining)
+            while next_time - time.monotonic() > 0:
+                executor.spin_once(timeout_sec=SPIN_S)
 
     def run_lockstep(self, executor, periods, caught_up, behind_s=0.1, stall_s=15.0, pace_s=1.0 / TRUTH_RATE_HZ):
         """``periods`` more periods with a lockstep clock: the next one goes out (at most at ``pace_s``)
@@ -81,11 +87,11 @@ class TruthFeeder:
                 while not caught_up(clock_s):
                     if time.monotonic() > deadline:
                         return f"outputs due at t = {clock_s:.3f} s missing after {stall_s:g} s"
-                    executor.spin_once(timeout_sec=0.005)
+                    executor.spin_once(timeout_sec=SPIN_S)
             self.publish_next()
             next_time = max(next_time + pace_s, time.monotonic())
-            while (remaining := next_time - time.monotonic()) > 0:
-                executor.spin_once(timeout_sec=remaining)
+            while next_time - time.monotonic() > 0:
+                executor.spin_once(timeout_sec=SPIN_S)
         return None
 
 
