@@ -293,24 +293,24 @@ def thread_niceness(pid: int) -> list[int]:
     ("true", {"AERIAL_SIM_BACKGROUND_NICE": "high"}, 0),  # refused in one line, priority kept
     ("false", {}, 0),  # real time: every stream has its own wall-clock deadline
 ])
-def test_sensor_process_yields_the_cpu_in_lockstep_only(lockstep, environment, expected):
+def test_sensor_process_yields_the_cpu_in_lockstep_only(ros_node, lockstep, environment, expected):
     import os
 
     process = subprocess.Popen(
         [sys.executable, "-m", "aerial_sim.nodes.sensors", "--ros-args", "-r", "__ns:=/nice", "-p", f"lockstep:={lockstep}"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, **environment})
     try:
-        deadline = time.monotonic() + 30.0
-        line, read = "", []
-        while "one process for" not in line and time.monotonic() < deadline:  # logged once every node is built
-            line = process.stdout.readline()
-            read.append(line)
-        time.sleep(0.5)
+        # The priority is lowered (or the setting refused, in one line) after every node is built and before
+        # the process spins: a node that answers a parameter request is past it, so the niceness read is the
+        # one it runs at. (Half a second after its 'one process for' line, read with readline, a descheduled
+        # process might not have got there; and a late reader's readline had taken the refusal line into
+        # its buffer with that one, where communicate(), reading the pipe itself, never saw it: ci24's
+        # missing 'high' line, reproduced by reading 4 s late.)
+        assert parameter_values(ros_node, "/nice/imu", ["lockstep"]) == [lockstep == "true"]
         niceness = thread_niceness(process.pid)
     finally:
         process.terminate()
         output, _ = process.communicate(timeout=30)
-    output = "".join(read) + output  # the lines read while waiting for the nodes count too
     assert niceness and set(niceness) == {expected}, (niceness, output)
     if environment.get("AERIAL_SIM_BACKGROUND_NICE") == "high":
         assert output.count("'high' is not a niceness in 0..19") == 1, output
