@@ -3,10 +3,11 @@
 import math
 
 import boule
+import numpy as np
 import pytest
 
 from aerial_sim.config import ParamsError
-from aerial_sim.environment.atmosphere import AltitudeOutOfRangeError, standard_atmosphere
+from aerial_sim.environment.atmosphere import AltitudeOutOfRangeError, standard_atmosphere, standard_pressure_pa
 from aerial_sim.environment.environment import Environment, EnvironmentParams
 from aerial_sim.environment.geodesy import HomePoint, enu_to_geodetic, geodetic_to_enu
 from aerial_sim.environment.gravity import normal_gravity
@@ -44,6 +45,19 @@ def test_standard_atmosphere_matches_the_published_1976_table(altitude, temperat
 def test_atmosphere_outside_its_range_is_a_clear_error():
     with pytest.raises(AltitudeOutOfRangeError, match="outside the 1976 standard atmosphere"):
         standard_atmosphere(90000.0)
+    with pytest.raises(AltitudeOutOfRangeError, match="outside the 1976 standard atmosphere"):
+        standard_pressure_pa(-5000.5)
+
+
+def test_the_barometers_pressure_alone_is_the_standard_atmospheres_to_the_bit():
+    """standard_pressure_pa (what the barometer samples) gives the very float standard_atmosphere does: every
+    layer, its boundaries, and a flight's few hundred metres densely (a recorded bag stays the same bytes)."""
+    rng = np.random.default_rng(7)
+    boundaries = [-5000.0, 0.0, 11000.0, 20000.0, 32000.0, 47000.0, 51000.0, 71000.0, 86000.0]
+    altitudes = [*boundaries, *np.nextafter(boundaries, 0.0), *rng.uniform(-5000.0, 86000.0, 3000),
+                 *rng.uniform(-20.0, 400.0, 3000)]
+    differing = [z for z in altitudes if standard_pressure_pa(z) != standard_atmosphere(z).pressure_pa]
+    assert not differing, differing[:5]
 
 
 # Published WGS-84 normal gravity on the ellipsoid (NIMA TR8350.2, 3rd ed., table 3.4), m/s^2.

@@ -169,6 +169,11 @@ class FieldComponents:
         return math.degrees(math.atan2(self.down_t, math.hypot(self.north_t, self.east_t)))
 
 
+#: pymap3d's default ellipsoid, built once: ``geodetic2ecef`` without ``ell`` builds it anew at every call
+#: (a third of a magnetometer sample's cost).
+_WGS84 = pymap3d.Ellipsoid.from_name("wgs84")
+
+
 class TiltedDipole:
     """The IGRF-14 dipole at one date, as ``dipole(lat, lon, alt) -> FieldComponents`` (module docstring)."""
 
@@ -190,7 +195,7 @@ class TiltedDipole:
         return (math.degrees(math.asin(-dz / self.equatorial_field_t)), math.degrees(math.atan2(-dy, -dx)))
 
     def __call__(self, latitude_deg: float, longitude_deg: float, altitude_m: float) -> FieldComponents:
-        x, y, z = pymap3d.geodetic2ecef(latitude_deg, longitude_deg, altitude_m)
+        x, y, z = pymap3d.geodetic2ecef(latitude_deg, longitude_deg, altitude_m, ell=_WGS84)
         radius = math.sqrt(x * x + y * y + z * z)
         ux, uy, uz = x / radius, y / radius, z / radius
         dx, dy, dz = self.moment_t

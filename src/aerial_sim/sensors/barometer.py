@@ -30,9 +30,9 @@ from typing import Literal
 import numpy as np
 
 from aerial_sim.config import require_non_negative, require_positive
-from aerial_sim.environment.atmosphere import SEA_LEVEL_PRESSURE_PA, SEA_LEVEL_TEMPERATURE_K, standard_atmosphere
+from aerial_sim.environment.atmosphere import SEA_LEVEL_PRESSURE_PA, SEA_LEVEL_TEMPERATURE_K, standard_pressure_pa
 from aerial_sim.environment.geodesy import HomePoint
-from aerial_sim.sensors.noise import GaussMarkov, RandomCheckpoint, sensor_rng
+from aerial_sim.sensors.noise import GaussMarkov, NormalStream, RandomCheckpoint, sensor_rng
 from aerial_sim.sensors.params import check_rate_and_seed
 from aerial_sim.sensors.truth import STANDARD_GRAVITY, GroundTruthLike
 
@@ -90,6 +90,7 @@ class Barometer:
         rng = rng if rng is not None else sensor_rng(params.seed, "barometer")
         self._noise_rng, drift_rng = rng.spawn(2)
         self._random_start = RandomCheckpoint(self._noise_rng, drift_rng)
+        self._noise = NormalStream(self._noise_rng)
         self.drift = GaussMarkov(params.drift_tau_s, params.drift_std_pa, drift_rng,
                                  discretization=params.drift_discretization)
         self.variance_pa2 = params.noise_std_pa**2 + params.drift_std_pa**2
@@ -97,14 +98,15 @@ class Barometer:
     def reset(self) -> None:
         """Back to the state of a freshly built model (drift and noise streams rewound)."""
         self._random_start.restore()
+        self._noise.restart()
         self.drift.reset()
 
     def true_pressure(self, up_m: float) -> float:
-        return standard_atmosphere(self.home.altitude + up_m).pressure_pa
+        return standard_pressure_pa(self.home.altitude + up_m)
 
     def step(self, dt: float, truth: GroundTruthLike) -> BarometerMeasurement:
         p = self.params
-        pressure = self.true_pressure(truth.position[2]) + self.drift.value + self._noise_rng.standard_normal() * p.noise_std_pa
+        pressure = self.true_pressure(truth.position[2]) + self.drift.value + self._noise.take(1)[0] * p.noise_std_pa
         self.drift.step(dt)
         return BarometerMeasurement(
             time_s=truth.time_s,

@@ -30,7 +30,7 @@ from aerial_sim.environment.geodesy import HomePoint, enu_to_geodetic
 from aerial_sim.physics.rotation import cross, rotate  # on 3-vectors far faster than NumPy's (np.cross: 12 us a call)
 from aerial_sim.sensors.filters import DelayLine, FirstOrderFilter
 from aerial_sim.sensors.mounting import Mount
-from aerial_sim.sensors.noise import GaussMarkov, RandomCheckpoint, sensor_rng
+from aerial_sim.sensors.noise import GaussMarkov, NormalStream, RandomCheckpoint, sensor_rng
 from aerial_sim.sensors.params import check_rate_and_seed
 from aerial_sim.sensors.truth import GroundTruthLike
 
@@ -95,6 +95,7 @@ class Gps:
         error_rng, self._velocity_rng = rng.spawn(2)
         self._error_rng = error_rng
         self._random_start = RandomCheckpoint(error_rng, self._velocity_rng)
+        self._velocity_noise = NormalStream(self._velocity_rng)
         self._error = None if params.position_error_tau_s == 0 else GaussMarkov(params.position_error_tau_s, 1.0, error_rng, shape=(3,))
         self.eph = FirstOrderFilter(params.eph_tau_s, params.eph_initial_m)
         self.epv = FirstOrderFilter(params.epv_tau_s, params.epv_initial_m)
@@ -105,6 +106,7 @@ class Gps:
     def reset(self) -> None:
         """Back to the state of a freshly built model (filters, delay line and noise streams)."""
         self._random_start.restore()
+        self._velocity_noise.restart()
         self.eph.reset()
         self.epv.reset()
         self.delay.reset()
@@ -122,19 +124,19 @@ class Gps:
         if self._started:  # the first fix carries the initial estimates
             self.eph.step(dt, p.eph_final_m)
             self.epv.step(dt, p.epv_final_m)
-            unit_error = self._error.step(dt) if self._error is not None else self._error_rng.standard_normal(3)
+            unit_error = self._error.step(dt) if self._error is not None else self._error_rng.standard_normal(3).tolist()
         else:
-            unit_error = self._error.value if self._error is not None else self._error_rng.standard_normal(3)
+            unit_error = self._error.value if self._error is not None else self._error_rng.standard_normal(3).tolist()
             self._started = True
         eph, epv = self.eph.value, self.epv.value
         # In plain floats: on 3-vectors NumPy's per-call overhead was most of a fix's cost.
         lever = rotate(truth.orientation, self._offset)  # antenna - body origin, ENU
         lever_velocity = rotate(truth.orientation, cross(truth.angular_velocity_body, self._offset))
-        ux, uy, uz = unit_error.tolist()
+        ux, uy, uz = unit_error  # plain floats (GaussMarkov keeps a 3-vector in floats)
         (px, py, pz), (vx, vy, _) = truth.position, truth.velocity_world
         lat, lon, alt = enu_to_geodetic(px + lever[0] + ux * eph, py + lever[1] + uy * eph, pz + lever[2] + uz * epv,
                                         self.home)
-        nx, ny = (self._velocity_rng.standard_normal(2) * p.velocity_noise_std_m_s).tolist()
+        nx, ny = (n * p.velocity_noise_std_m_s for n in self._velocity_noise.take(2))
         fix = GpsFix(
             time_s=truth.time_s + p.latency_s,
             measured_at_s=truth.time_s,
