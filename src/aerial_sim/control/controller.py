@@ -268,14 +268,21 @@ class CascadedController:
         if horizontal > params.max_horizontal_speed_m_s:
             scale = params.max_horizontal_speed_m_s / horizontal
             vx, vy = vx * scale, vy * scale
-        vz = min(max(vz, -params.max_descent_rate_m_s), params.max_climb_rate_m_s)
+        vz = -params.max_descent_rate_m_s if -params.max_descent_rate_m_s > vz else vz
+        vz = params.max_climb_rate_m_s if params.max_climb_rate_m_s < vz else vz
         # 2.-3. velocity PI -> thrust vector with tilt and thrust limits (_thrust_vector)
         ex, ey, ez = vx - velocity[0], vy - velocity[1], vz - velocity[2]
         ki, kv, limit = self._velocity_i, self._velocity_p, self._velocity_integral_limit[0]
         old_x, old_y, old_z = self._integrators.velocity
-        cx = min(max(old_x + ki[0] * ex * dt, -limit), limit)
-        cy = min(max(old_y + ki[1] * ey * dt, -limit), limit)
-        cz = min(max(old_z + ki[2] * ez * dt, -limit), limit)
+        cx = old_x + ki[0] * ex * dt
+        cx = -limit if -limit > cx else cx
+        cx = limit if limit < cx else cx
+        cy = old_y + ki[1] * ey * dt
+        cy = -limit if -limit > cy else cy
+        cy = limit if limit < cy else cy
+        cz = old_z + ki[2] * ez * dt
+        cz = -limit if -limit > cz else cz
+        cz = limit if limit < cz else cz
         ax, ay, az = setpoint.acceleration
         mass = self.mass_kg
         fx = mass * ((ax + kv[0] * ex * 1.0) + cx)
@@ -285,8 +292,12 @@ class CascadedController:
         thrust_limited = False
         if fz < thrust_min or fz > thrust_max:
             thrust_limited = True
-            fz = min(max(fz, thrust_min), thrust_max)
-        horizontal_limit = min(fz * self._tan_tilt, math.sqrt(max(thrust_max**2 - fz**2, 0.0)))
+            fz = thrust_min if thrust_min > fz else fz
+            fz = thrust_max if thrust_max < fz else fz
+        room = thrust_max**2 - fz**2
+        room = math.sqrt(0.0 if 0.0 > room else room)
+        horizontal_limit = fz * self._tan_tilt
+        horizontal_limit = room if room < horizontal_limit else horizontal_limit
         horizontal = math.hypot(fx, fy)
         tilt_limited = horizontal > horizontal_limit
         if tilt_limited:
@@ -318,7 +329,9 @@ class CascadedController:
             yx, yy, yz = yx / length, yy / length, yz / length
         xx, xy, xz = yy * zz - yz * zy, yz * zx - yx * zz, yx * zy - yy * zx
         attitude_sp = matrix_to_quat(((xx, yx, zx), (xy, yy, zy), (xz, yz, zz)))
-        thrust_n = min(max(fx * r02 + fy * r12 + fz * r22, thrust_min), thrust_max)
+        thrust_n = fx * r02 + fy * r12 + fz * r22
+        thrust_n = thrust_min if thrust_min > thrust_n else thrust_n
+        thrust_n = thrust_max if thrust_max < thrust_n else thrust_n
         # 4. attitude P on q_e = q^-1 q_d, with the raw orientation as _rate_setpoint has it
         pw, px, py, pz = state.orientation
         px, py, pz = -px, -py, -pz
@@ -329,9 +342,12 @@ class CascadedController:
         sx = ka[0] * (pw * dx + px * dw + py * dz - pz * dy) * gain + yaw_rate * r20
         sy = ka[1] * (pw * dy - px * dz + py * dw + pz * dx) * gain + yaw_rate * r21
         sz = ka[2] * (pw * dz + px * dy - py * dx + pz * dw) * gain + yaw_rate * r22
-        sx = min(max(sx, -rate_limit[0]), rate_limit[0])
-        sy = min(max(sy, -rate_limit[1]), rate_limit[1])
-        sz = min(max(sz, -rate_limit[2]), rate_limit[2])
+        sx = -rate_limit[0] if -rate_limit[0] > sx else sx
+        sx = rate_limit[0] if rate_limit[0] < sx else sx
+        sy = -rate_limit[1] if -rate_limit[1] > sy else sy
+        sy = rate_limit[1] if rate_limit[1] < sy else sy
+        sz = -rate_limit[2] if -rate_limit[2] > sz else sz
+        sz = rate_limit[2] if rate_limit[2] < sz else sz
         self._integrators.velocity = velocity_integral
         # 5.-6. body-rate PI, mixer, rate anti-windup (_rates_to_controls)
         return self._rates_to_controls(rates, (sx, sy, sz), thrust_n, dt, attitude_sp, (vx, vy, vz),
@@ -488,9 +504,15 @@ class CascadedController:
         ex, ey, ez = rates_sp[0] - wx, rates_sp[1] - wy, rates_sp[2] - wz
         ki, kp, limit = self._rate_i, self._rate_p, self._rate_integral_limit[0]
         old_x, old_y, old_z = self._integrators.rate
-        ix = min(max(old_x + ki[0] * ex * dt, -limit), limit)
-        iy = min(max(old_y + ki[1] * ey * dt, -limit), limit)
-        iz = min(max(old_z + ki[2] * ez * dt, -limit), limit)
+        ix = old_x + ki[0] * ex * dt
+        ix = -limit if -limit > ix else ix
+        ix = limit if limit < ix else ix
+        iy = old_y + ki[1] * ey * dt
+        iy = -limit if -limit > iy else iy
+        iy = limit if limit < iy else iy
+        iz = old_z + ki[2] * ez * dt
+        iz = -limit if -limit > iz else iz
+        iz = limit if limit < iz else iz
         self._integrators.rate = (ix, iy, iz)
         ax, ay, az = kp[0] * ex * 1.0 + ix, kp[1] * ey * 1.0 + iy, kp[2] * ez * 1.0 + iz
         (j00, j01, j02), (j10, j11, j12), (j20, j21, j22) = self.inertia

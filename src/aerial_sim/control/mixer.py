@@ -130,7 +130,12 @@ class Mixer:
         yaw_scale = _yaw_headroom(base, u_yaw)
         if yaw_scale < 1.0:
             saturated = True
-        controls = tuple([min(max(b + yaw_scale * y, 0.0), 1.0) for b, y in zip(base, u_yaw)])
+        controls = []
+        for b, y in zip(base, u_yaw):  # min(max(u, 0), 1), bit for bit, without two builtin calls a rotor
+            u = b + yaw_scale * y
+            u = 0.0 if 0.0 > u else u
+            controls.append(1.0 if 1.0 < u else u)
+        controls = tuple(controls)
         return MixerOutput(controls=controls, achieved=self._achieved(controls), saturated=saturated,
                            yaw_scale=yaw_scale)
 
@@ -140,7 +145,8 @@ class Mixer:
         low = max([-b / d for b, d in pairs])
         high = min([(1.0 - b) / d for b, d in pairs])
         if low <= high:
-            return min(max(0.0, low), high)
+            shift = low if low > 0.0 else 0.0  # min(max(0, low), high)
+            return high if high < shift else shift
         return 0.5 * (low + high)  # non-uniform thrust direction (unusual geometry): split the violation
 
     def _achieved(self, controls: tuple[float, ...]) -> tuple[float, float, float, float]:
@@ -159,8 +165,10 @@ def _yaw_headroom(base: list[float], u_yaw: list[float]) -> float:
     scale = 1.0
     for b, y in zip(base, u_yaw):
         if y > 1e-12:
-            scale = min(scale, (1.0 - b) / y)
+            room = (1.0 - b) / y
+            scale = room if room < scale else scale  # min(scale, room), without the builtin's call
         elif y < -1e-12:
-            scale = min(scale, -b / y)
-    return max(0.0, scale)
+            room = -b / y
+            scale = room if room < scale else scale
+    return scale if scale > 0.0 else 0.0  # max(0.0, scale)
 
