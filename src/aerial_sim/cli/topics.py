@@ -333,7 +333,14 @@ def _arrival_counter(meter: RateMeter):
     return on_message
 
 
+#: The one timeout of every spin_once here (s). rclpy's executor hands the callbacks ready at one wait out over
+#: the following spin_once calls only while their arguments stay equal: a timeout that changes from call to call
+#: (the time left) makes it wait afresh each time and run the first ready subscription only, so on a busy
+#: machine the topics subscribed first were counted and the others starved (test_sensors_nodes' feeder did that).
+SPIN_S = 0.01
+
+
 def _spin_for(executor, seconds: float) -> None:
     deadline = time.monotonic() + seconds
-    while (left := deadline - time.monotonic()) > 0:
-        executor.spin_once(timeout_sec=min(0.05, left))
+    while deadline - time.monotonic() > 0:
+        executor.spin_once(timeout_sec=SPIN_S)
