@@ -144,6 +144,64 @@ def test_input_guard_skips_a_timer_tick_that_raises_and_the_timer_goes_on(ros_no
 
 
 @requires_ros
+def test_input_guard_refuses_a_malformed_message_in_one_line_after_a_stop_signal_too(ros_node, monkeypatch, capfd):
+    """A malformed message taken after Ctrl-C (a sensors process under test_swarm_link's fuzzing) is refused
+    with the one warning line as at any other time, not passed on to the executor, which printed a [FATAL]
+    line and the traceback for it; rclpy's ExternalShutdownException still passes through, and an rclpy
+    error from the shutdown itself (a publish on the context going away) ends the callback quietly."""
+    import signal
+    import struct
+
+    from rclpy.executors import ExternalShutdownException
+    from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+    from std_msgs.msg import Float64
+
+    from aerial_sim.nodes.ros import process
+    from aerial_sim.nodes.ros.executors import make_executor
+    from aerial_sim.nodes.ros.input_guard import InputGuard
+    from aerial_sim.nodes.ros.qos import COMMAND_QOS
+
+    errors = {1.0: ValueError("a swarm packet of 7 bytes"), 2.0: struct.error("unpack requires a buffer of 8 bytes"),
+              3.0: ExternalShutdownException(), 4.0: _rclpy.RCLError("failed to publish: context is invalid")}
+
+    def fragile(message):
+        raise errors[message.data]
+
+    subscription = ros_node.create_subscription(Float64, "/fragile", fragile, COMMAND_QOS)
+    ticks = []
+
+    def refresh():
+        ticks.append(len(ticks))
+        raise struct.error("a malformed cloud")
+
+    guard = InputGuard(ros_node)
+    monkeypatch.setattr(process._State, "stop_signal", signal.SIGINT)  # Ctrl-C arrived; the node still spins
+    timer = ros_node.create_timer(0.01, refresh)
+    executor = make_executor(ros_node.context)  # the one every node spins in (the events executor)
+    executor.add_node(ros_node)
+    try:
+        deadline = time.monotonic() + 10.0
+        while len(ticks) < 2 and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.1)  # raised the guard's error, and printed it, before the fix
+    finally:
+        executor.remove_node(ros_node)
+        ros_node.destroy_timer(timer)
+    assert len(ticks) >= 2
+    warnings = []
+    guard.report = lambda topic, type_name, error, outcome="message dropped": warnings.append((topic, str(error)))
+    subscription.callback(Float64(data=1.0))
+    subscription.callback(Float64(data=2.0))
+    with pytest.raises(ExternalShutdownException):
+        subscription.callback(Float64(data=3.0))
+    subscription.callback(Float64(data=4.0))
+    assert warnings == [("/fragile", "a swarm packet of 7 bytes"), ("/fragile", "unpack requires a buffer of 8 bytes")]
+    err = capfd.readouterr().err
+    assert "FATAL" not in err and "Traceback" not in err and "Error occurred at" not in err, err
+    lines = [line for line in err.splitlines() if "a malformed cloud" in line]
+    assert len(lines) == 1 and "tick skipped" in lines[0] and "error: a malformed cloud" in lines[0], err
+
+
+@requires_ros
 def test_callback_cpu_adds_up_each_nodes_callbacks_and_reports_them_when_asked(ros_node, tmp_path, monkeypatch):
     """AERIAL_SIM_CALLBACK_CPU (benchmarks/batch_cpu.py --nodes): a guarded callback's CPU time counts for its
     node, a refused message too, and the process's figures go to the file as one JSON line; a file that cannot

@@ -6,6 +6,8 @@ import functools
 import math
 import time
 
+from rclpy.executors import ExternalShutdownException
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
 
 from aerial_sim.nodes.ros import callback_cpu, process
@@ -21,7 +23,17 @@ class InputGuard:
     topic, the message type and the problem, and counts what was dropped since.
     Timer callbacks are wrapped too: they work on what messages left behind (the web
     viewer draws the newest cloud at each refresh), so a failing tick is skipped and
-    reported the same way. Shutdown (a dead context, a stop signal) is not input: it passes through.
+    reported the same way.
+
+    Shutdown is not input, but neither is it a reason to print a traceback. rclpy's
+    ``ExternalShutdownException`` passes through (and ``KeyboardInterrupt``/``SystemExit``,
+    which are no ``Exception``); while the node stops (a stop signal, a dead context) an rclpy
+    error (``RCLError``, ``InvalidHandle``: a publish on the context going away) drops the
+    message quietly. Anything else, a malformed message handled after Ctrl-C included, is
+    the one warning line as at any other time: the events executor prints a ``[FATAL]`` line
+    and the traceback for whatever escapes a callback (it once did so for a malformed swarm
+    packet a sensors process took after SIGINT, when every error passed through once a stop
+    was requested), and a user's recording must close as cleanly as it ran.
     """
 
     def __init__(self, node: Node, interval_s: float = 5.0):
@@ -96,8 +108,10 @@ class InputGuard:
             try:
                 return call(*args, **kwargs)
             except Exception as error:  # noqa: BLE001 - as for a message: the node goes on
-                if process.stop_requested() or not self.node.context.ok():
-                    raise
+                if self._is_shutdown(error):
+                    if isinstance(error, ExternalShutdownException):
+                        raise
+                    return None
                 self.report(name, "timer", error, outcome="tick skipped")
         guarded.input_guard = self
         return guarded
@@ -106,14 +120,24 @@ class InputGuard:
         try:
             return callback(*args)
         except Exception as error:  # noqa: BLE001 - this is the point: input never ends the node
-            if process.stop_requested() or not self.node.context.ok():
-                raise
+            if self._is_shutdown(error):
+                if isinstance(error, ExternalShutdownException):
+                    raise
+                return refusal
             self.report(topic, type_name, error)
             if refusal is not None and hasattr(refusal, "success"):
                 refusal.success = False
                 if hasattr(refusal, "message"):
                     refusal.message = f"refused: {type(error).__name__}: {error}"
             return refusal
+
+    def _is_shutdown(self, error: Exception) -> bool:
+        """``error`` comes from the shutdown, not from the input: rclpy's own signal to stop spinning,
+        or an rclpy call failing while the node stops (its context or entities going away)."""
+        if isinstance(error, ExternalShutdownException):
+            return True
+        return (isinstance(error, (_rclpy.RCLError, _rclpy.InvalidHandle))
+                and (process.stop_requested() or not self.node.context.ok()))
 
     def report(self, topic: str, type_name: str, error: Exception, outcome: str = "message dropped") -> None:
         self._dropped[topic] = self._dropped.get(topic, 0) + 1
