@@ -73,7 +73,7 @@ from aerial_sim.nodes.ros import process
 from aerial_sim.nodes.ros.clocks import InputStampClock
 from aerial_sim.nodes.ros.parameters import declare_params, run_folder_parameter
 from aerial_sim.nodes.ros.services import serve
-from aerial_sim.nodes.ros.raw_take import ArrivalWait, take_raw_with_info, unspun_reader_node
+from aerial_sim.nodes.ros.raw_take import ArrivalWait, unspun_reader_node
 from aerial_sim.nodes.ros.run import run_node
 
 
@@ -108,6 +108,9 @@ class Recorder(Node):
         self._taker = threading.Thread(target=self._take_loop, name="recorder-take", daemon=True)
         self._arrivals = ArrivalWait(self.context)  # the taker's wait for messages, woken by close()
         self._recorded: dict[str, object] = {}  # topic -> subscription of self._reader
+        #: The same as two lists, ((topic, subscription) pairs, subscriptions), replaced when a topic is added
+        #: (the taker's wait looks up the subscriptions' handles once per list).
+        self._recorded_items: tuple[list, list] = ([], [])
         self._skipped: set[str] = set()
         self.get_logger().info(f"recording to {self.bags.writer.path} ({'all topics' if not self.selection.include else ' '.join(self.selection.include)})")
         self.lockstep = None  # the lockstep side (~/written), with lockstep
@@ -163,6 +166,7 @@ class Recorder(Node):
                                 stamped=header_first or definition.msgtype in STAMP_FIRST_TYPES)
             self._recorded[topic] = subscribe_raw(self, self._reader, message_type, topic, qos,
                                                   lambda info, t=topic: self._on_lost(t, info))
+            self._recorded_items = (list(self._recorded.items()), list(self._recorded.values()))
             self.get_logger().info(f"subscribed {topic} [{msgtype}] ({policy_name(qos.reliability)})")
             if msgtype in RATED_TYPES:
                 self.rates.find(topic, publishers)
@@ -192,28 +196,31 @@ class Recorder(Node):
 
     # -- the taker thread ---------------------------------------------------------
     def _take_loop(self) -> None:
-        """The taker thread: once something has arrived, gather for ``take_period_s`` (wall), then write
-        what has arrived. It sleeps on the middleware while nothing arrives (:class:`ArrivalWait`: no
-        round every ``take_period_s`` of a paused or settling graph), and a round takes only from the
-        topics that hold messages (a few of some 20 each physics period)."""
+        """The taker thread: once something has arrived, take what has, then gather for ``take_period_s``
+        (wall) before looking again. It sleeps on the middleware while nothing arrives (:class:`ArrivalWait`:
+        no round every ``take_period_s`` of a paused or settling graph), and a round takes only from the
+        topics that hold messages (a few of some 20 each physics period). One look at the middleware a
+        round: the wait that ends the gathering says which topics hold messages (a second look before the
+        take cost a lockstep flight's recorder a tenth of its CPU)."""
         process.name_os_thread()
         while not self._stop_taking.is_set():
             with self._lock:
-                subscriptions = list(self._recorded.values())
-            if not self._arrivals.ready(subscriptions, IDLE_WAIT_S):
+                recorded = self._recorded_items
+            ready = self._arrivals.ready(recorded[1], IDLE_WAIT_S)
+            if not ready:
                 continue  # nothing for IDLE_WAIT_S, a stop, or new topics: look again
-            if self._stop_taking.wait(self.params.take_period_s):
-                break
             try:
-                self._take_arrived(only_ready=True)
+                self._take_arrived([recorded[0][i] for i in ready])
             except Exception as error:  # noqa: BLE001 - one line, and the next round goes on
                 self.get_logger().error(f"writing the arrived messages failed: {type(error).__name__}: {error}",
                                         throttle_duration_sec=10.0)
+            if self._stop_taking.wait(self.params.take_period_s):
+                break
 
-    def _take_arrived(self, only_ready: bool = False) -> None:
+    def _take_arrived(self, ready: list | None = None) -> None:
         """Write what every recorded topic has received since the last call, in the order it arrived
-        (the middleware's receive stamps). ``only_ready``: take only from the topics the middleware
-        says hold a message (the taker's rounds); else try every topic (the close).
+        (the middleware's receive stamps). ``ready``: take only from these (topic, subscription) pairs,
+        which the middleware says hold a message (the taker's rounds); else try every topic (the close).
 
         A thread's round every ``take_period_s`` instead of an executor callback per message: at
         five times real time the recorder receives some 9,000 messages a second, and their callbacks
@@ -222,17 +229,29 @@ class Recorder(Node):
         as a callback per message gave it."""
         with self._lock:
             arrived = []
-            recorded = list(self._recorded.items())
-            if only_ready:
-                recorded = [recorded[i] for i in self._arrivals.ready([s for _, s in recorded], 0.0)]
-            for topic, subscription in recorded:
-                while (taken := take_raw_with_info(subscription)) is not None:
-                    data, info = taken
-                    arrived.append((info["received_timestamp"], len(arrived), topic, data,
-                                    info.get("source_timestamp") or 0))
+            for topic, subscription in (self._recorded_items[0] if ready is None else ready):
+                # take_raw_with_info's take, without a call and a property per message
+                handle, message_type = subscription.handle, subscription.msg_type
+                try:
+                    with handle:
+                        while (taken := handle.take_message(message_type, True)) is not None:
+                            data, info = taken
+                            arrived.append((info["received_timestamp"], len(arrived), topic, data,
+                                            info.get("source_timestamp") or 0))
+                except Exception:  # noqa: BLE001 - destroyed while stopping, or a middleware error: nothing to take
+                    pass
             arrived.sort()
-            for received_ns, _, topic, data, sent_ns in arrived:
-                self._write(topic, data, received_ns, sent_ns)
+            sim_clock = self.sim_clock
+            if sim_clock is not None and sim_clock.active:  # _write's own steps, in line for all but /clock
+                write = self.bags.write
+                for received_ns, _, topic, data, sent_ns in arrived:
+                    if topic == "/clock":
+                        self._write(topic, data, received_ns, sent_ns)
+                    else:
+                        write(topic, data, sim_clock.latest_ns, received_ns, sent_ns)
+            else:
+                for received_ns, _, topic, data, sent_ns in arrived:
+                    self._write(topic, data, received_ns, sent_ns)
             if self.deterministic and self.sim_clock.active:
                 self.bags.release(self.sim_clock.latest_ns)
 

@@ -42,13 +42,20 @@ def not_called(_message) -> None:
 class ArrivalWait:
     """A reader thread's wait on the middleware for its raw subscriptions (those of an
     :func:`unspun_reader_node`): it blocks until one of them holds a message, and says which do, so the
-    thread neither polls nor tries to take from the empty ones. :meth:`wake` ends a wait early (a stop)."""
+    thread neither polls nor tries to take from the empty ones. :meth:`wake` ends a wait early (a stop).
+
+    The subscriptions' handles are looked up once per list of subscriptions (the same list object, as
+    the recorder keeps it between discovery rounds), not at every wait: each ``Subscription.handle`` is
+    a Python property, and a recorder asks some 20 of them per round."""
 
     def __init__(self, context):
         self._context = context
         self.guard = _rclpy.GuardCondition(context.handle)
         self._wait_set = None
         self._size = -1
+        self._subscriptions = None
+        self._handles: list = []
+        self._index: dict[int, int] = {}  # handle pointer -> index in the subscriptions
 
     def wake(self) -> None:
         try:
@@ -57,21 +64,27 @@ class ArrivalWait:
             pass
 
     def ready(self, subscriptions: Sequence, timeout_s: float) -> list[int]:
-        """Indices of ``subscriptions`` with a message waiting, after waiting at most ``timeout_s`` for
-        one (0: only look); empty when none came. Where the middleware cannot be asked (the context is
-        going away) it sleeps a little and answers every index, as a poll would."""
+        """Indices of ``subscriptions`` with a message waiting (in their order), after waiting at most
+        ``timeout_s`` for one (0: only look); empty when none came. Where the middleware cannot be asked
+        (the context is going away) it sleeps a little and answers every index, as a poll would. Pass the
+        same list object while the subscriptions stay the same (a new one is looked up again)."""
         try:
+            if subscriptions is not self._subscriptions or len(subscriptions) != len(self._handles):
+                self._handles = [subscription.handle for subscription in subscriptions]
+                self._index = {handle.pointer: index for index, handle in enumerate(self._handles)}
+                self._subscriptions = subscriptions
             if self._size != len(subscriptions):
                 self._wait_set = _rclpy.WaitSet(len(subscriptions), 1, 0, 0, 0, 0, self._context.handle)
                 self._size = len(subscriptions)
             wait_set = self._wait_set
             wait_set.clear_entities()
-            for subscription in subscriptions:
-                wait_set.add_subscription(subscription.handle)
+            for handle in self._handles:
+                wait_set.add_subscription(handle)
             wait_set.add_guard_condition(self.guard)
             wait_set.wait(int(timeout_s * 1e9))
-            ready = set(wait_set.get_ready_entities("subscription"))
+            ready = wait_set.get_ready_entities("subscription")
         except Exception:  # noqa: BLE001 - stopping, or a subscription destroyed meanwhile
             time.sleep(min(timeout_s, 0.01))
             return list(range(len(subscriptions)))
-        return [i for i, s in enumerate(subscriptions) if s.handle.pointer in ready]
+        index = self._index
+        return sorted(index[pointer] for pointer in ready if pointer in index)
