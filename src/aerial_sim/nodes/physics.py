@@ -85,6 +85,7 @@ from aerial_sim.nodes.ros import process
 from aerial_sim.nodes.ros.frames import make_tf_broadcaster
 from aerial_sim.nodes.ros.parameters import declare_params
 from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
+from aerial_sim.nodes.ros.raw_publish import raw_sender
 from aerial_sim.nodes.ros.raw_take import take_raw, unspun_reader_node
 from aerial_sim.nodes.ros.run import run_node
 from aerial_sim.nodes.ros.stamps import to_stamp
@@ -109,6 +110,7 @@ class PhysicsNode(Node):
         self.command_reader = unspun_reader_node(self, "commands") if self.params.lockstep else None
         self.lockstep_outputs: LockstepOutputs | None = None
         self.clock_pub = self.create_publisher(Clock, "/clock", stream_qos(self.params.lockstep))
+        self.send_clock = raw_sender(self.clock_pub)
         self._battery_due_s = -math.inf
         self.vehicles = [
             VehicleChannel(self, name, len(self.world.rotor_states(name)), self.params.lockstep,
@@ -499,8 +501,11 @@ class PhysicsNode(Node):
         self._published_at = time.monotonic()
         stamp_ns = self._clock_ns()
         if self.params.lockstep:
-            self.clock_pub.publish(encode_clock(stamp_ns))
-        stamp = to_stamp(self.world.time_s)
+            self.send_clock(encode_clock(stamp_ns))
+        # The message stamp only where one is built (collisions, TF, battery): to_stamp's rclpy Time was a
+        # tenth of this method's own time every period.
+        stamp = (to_stamp(self.world.time_s) if self.swarm.pending or self.tf_broadcaster is not None
+                 or self.params.battery_enabled else None)
         truths = PeriodTruths(self.world)
         due = self.swarm.publish(stamp, stamp_ns, self.periods_done, truths)
         self._publish_ground_truth(stamp, stamp_ns, due, truths=truths)
@@ -512,7 +517,7 @@ class PhysicsNode(Node):
                 if pack is not None and vehicle.battery_pub is not None:
                     vehicle.battery_pub.publish(encode_battery_state_of(battery_message(pack, stamp, vehicle.frame)))
         if not self.params.lockstep:
-            self.clock_pub.publish(encode_clock(stamp_ns))
+            self.send_clock(encode_clock(stamp_ns))
 
     def _publish_ground_truth(self, stamp, stamp_ns: int, vehicles, unread_too: bool = False,
                               truths: "PeriodTruths | None" = None) -> None:
@@ -538,16 +543,15 @@ class PhysicsNode(Node):
             # when read (nothing else costs it) except in lockstep, where every stamp's outputs go out.
             if unread_too or self.params.lockstep or readers[3]:
                 if winds is None:
-                    winds = self.world.winds()
-                wind = winds[self.world.index_of(vehicle.name)]
-                vehicle.wind_pub.publish(encode_vector3_stamped(stamp_ns, "map", wind.tolist()))
+                    winds = self.world.winds_as_tuples()
+                vehicle.send_wind(encode_vector3_stamped(stamp_ns, "map", winds[self.world.index_of(vehicle.name)]))
             if odom_read:
-                vehicle.odom_pub.publish(odometry_bytes(truth, stamp_ns, vehicle.frame))
+                vehicle.send_odom(odometry_bytes(truth, stamp_ns, vehicle.frame))
             if imu_read:
-                vehicle.imu_pub.publish(imu_bytes(truth, stamp_ns, vehicle.frame))
+                vehicle.send_imu(imu_bytes(truth, stamp_ns, vehicle.frame))
             if rotors_read:
                 rotors = self.world.rotor_states(vehicle.name)
-                vehicle.rotors_pub.publish(rotors_bytes(rotors, stamp_ns, vehicle.rotor_names))
+                vehicle.send_rotors(rotors_bytes(rotors, stamp_ns, vehicle.rotor_names))
             if self.tf_broadcaster is not None:
                 transforms.append(transform_message(truth, stamp, vehicle.frame))
         if transforms:

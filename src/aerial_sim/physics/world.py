@@ -219,6 +219,14 @@ class PhysicsWorld:
         default = self.environment.wind_enu_m_s
         return np.array([body.wind_enu_m_s or default for body in bodies], dtype=float).reshape(-1, 3)
 
+    def winds_as_tuples(self) -> list[tuple[float, float, float]]:
+        """:meth:`winds` as a list of float triples (the same values): without the batched core, no array is
+        built for a vehicle's three numbers (the physics node publishes each vehicle's every period)."""
+        if self._batch is not None:
+            return [tuple(row) for row in self._batch.winds().tolist()]
+        default = self.environment.wind_enu_m_s
+        return [tuple(map(float, body.wind_enu_m_s or default)) for body in self.bodies.values()]
+
     def _use_environment_wind(self) -> None:
         """Every vehicle feels the environment's one wind again (no per-vehicle wind)."""
         for body in self.bodies.values():

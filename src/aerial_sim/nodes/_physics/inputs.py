@@ -19,6 +19,7 @@ from aerial_sim.cdr.encode import encode_pose_stamped
 from aerial_sim.environment.atmosphere import MAX_ALTITUDE_M, MIN_ALTITUDE_M
 from aerial_sim.nodes._physics.params import PhysicsNodeParams
 from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
+from aerial_sim.nodes.ros.raw_publish import raw_sender
 from aerial_sim.nodes.ros.raw_take import not_called
 from aerial_sim.nodes.ros.stamps import to_stamp_ns
 
@@ -67,6 +68,9 @@ class VehicleChannel:
         self.wind_pub = node.create_publisher(Vector3Stamped, f"/{name}/ground_truth/wind", qos)
         #: The pack's state (battery_enabled only): what the MAVLink autopilot and a user's monitor read.
         self.battery_pub = node.create_publisher(BatteryState, f"/{name}/battery", qos) if battery else None
+        #: The same four publishers' senders of CDR bytes (every period: :func:`raw_sender`).
+        self.send_odom, self.send_imu, self.send_rotors, self.send_wind = (
+            raw_sender(p) for p in (self.odom_pub, self.imu_pub, self.rotors_pub, self.wind_pub))
         self.rotor_names = [f"rotor_{i}" for i in range(rotor_count)]
         self._readers_asked_at = -math.inf
         self._readers = (True, True, True, True)

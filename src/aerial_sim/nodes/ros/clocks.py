@@ -32,6 +32,10 @@ class InputStampClock:
         if self.active:
             source.detach_node()  # drops the /clock subscription; the clock stays in ROS-time mode
         self._last_ns = 0
+        # The clock's handle and type, looked up once: both are Python properties (the type an enum), and
+        # a container's nodes advance some six clocks a lockstep period.
+        self._handle = self._clock.handle
+        self._clock_type = self._clock.clock_type
 
     @property
     def latest_ns(self) -> int:
@@ -45,9 +49,9 @@ class InputStampClock:
             self._last_ns = stamp_ns
             # What Clock.set_ros_time_override does, without building a checked rclpy Time first: a
             # fleet process sets some 10,000 clocks a second (1.5 instead of 2.5 us each here).
-            point = _rclpy.rcl_time_point_t(stamp_ns, self._clock.clock_type)
-            with self._clock.handle:
-                self._clock.handle.set_ros_time_override(point)
+            handle = self._handle
+            with handle:
+                handle.set_ros_time_override(_rclpy.rcl_time_point_t(stamp_ns, self._clock_type))
 
 
 def share_clock(nodes: list[Node]) -> None:

@@ -9,6 +9,7 @@ from rclpy.node import Node
 
 from aerial_sim.cdr.encode import encode_float64_array
 from aerial_sim.nodes.ros.qos import COMMAND_QOS
+from aerial_sim.nodes.ros.raw_publish import raw_sender
 from aerial_sim.nodes.ros.swarm_link import SWARM_COMMANDS
 
 
@@ -20,8 +21,8 @@ def motor_command_output(node: Node, topic: str) -> Callable[[Sequence[float]], 
         return send
     from std_msgs.msg import Float64MultiArray  # noqa: PLC0415
 
-    publisher = node.create_publisher(Float64MultiArray, topic, COMMAND_QOS)
+    send = raw_sender(node.create_publisher(Float64MultiArray, topic, COMMAND_QOS))
 
     def publish(controls: Sequence[float]) -> None:
-        publisher.publish(encode_float64_array(controls))  # CDR: a sixth of the typed message's cost
+        send(encode_float64_array(controls))  # CDR: a sixth of the typed message's cost
     return publish
