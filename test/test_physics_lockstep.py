@@ -117,3 +117,37 @@ def test_a_signed_entry_matches_only_its_own_announcer_and_key():
     assert signature_matches(entry, bound, "/drone1/imu", key, gid)
     assert not signature_matches(entry, bound, "/drone1/imu", key, bytes(reversed(gid)))
     assert not signature_matches(entry, signature, "/drone1/imu", key, gid)
+
+
+def test_below_the_clear_bound_no_participant_holds_the_clock_and_past_it_one_soon_does():
+    """The simulation thread skips the participants' rules below LockstepGate.clear_below_ns (issue 34): a
+    bound that is never late (no holdup below it, for rates, offsets, arming and stamps of every kind) and
+    never far early (the first holdup comes within a period of the rules after it)."""
+    import math
+    import random
+
+    from aerial_sim.physics.lockstep import CLEAR_MARGIN_NS
+
+    rng = random.Random(34)
+    for _ in range(300):
+        participants = [Participant(f"/p{i}", rng.choice([1.0, 30.0, 50.0, 75.0, 200.0, 250.0, rng.uniform(0.5, 400)]),
+                                    rng.choice([0.0, 0.0, 0.2, rng.uniform(0, 1)]), rng.choice([0.0, 0.0, 0.004, 0.1]))
+                        for i in range(rng.randint(1, 4))]
+        gate = LockstepGate(tuple(participants))
+        for participant in participants:
+            if rng.random() < 0.8:
+                gate.arm(participant.topic, rng.choice([-1, rng.randrange(0, 2_000_000_000)]))
+            for _ in range(rng.randint(0, 3)):  # outputs at due stamps (k / rate + first), or anywhere
+                k = rng.randrange(0, 600)
+                stamp = round((participant.first_s + k / participant.rate_hz) * 1e9) if rng.random() < 0.8 \
+                    else rng.randrange(0, 3_000_000_000)
+                gate.observe(participant.topic, stamp)
+        bound = gate.clear_below_ns()
+        if math.isinf(bound):
+            continue
+        below = [int(bound) - d for d in (1, 1_000, 999_999, 4_000_000, 50_000_000)] + [rng.randrange(0, max(1, int(bound)))]
+        assert all(not gate.holdups(clock) for clock in below if 0 <= clock < bound), (participants, bound)
+        # Not far early: one of them holds within its own period (or the tolerance) past the bound.
+        slowest = max(1e9 / p.rate_hz for p in participants)
+        assert any(gate.holdups(int(bound + CLEAR_MARGIN_NS + d)) for d in (0, 2_000, slowest + 2_000)), (participants, bound)
+    assert LockstepGate().clear_below_ns() == math.inf

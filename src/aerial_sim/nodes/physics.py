@@ -341,12 +341,12 @@ class PhysicsNode(Node):
         # A wait that woke on outputs takes them (or they would end every wait at once), and at least every
         # TAKE_PERIODS periods the queues are emptied all the same (the end-of-run marker, bounded queues).
         awaited_ns = self._awaited_clock_ns()
-        holdups = self.lockstep_outputs.holdups(awaited_ns)
+        holdups = self.lockstep_outputs.holdups_from_known(awaited_ns)
         if holdups or not commands_only or self._periods_untaken >= self.TAKE_PERIODS:
             # A wait for the commands alone did not look at the outputs: take from every participant's topic.
             self.lockstep_outputs.take_arrived(None if commands_only else ready)
             self._periods_untaken = 0
-            holdups = self.lockstep_outputs.holdups(awaited_ns)
+            holdups = self.lockstep_outputs.holdups_from_known(awaited_ns)
         else:
             self._periods_untaken += 1
         if holdups and self.lockstep_outputs.started and self.lockstep_outputs.drop_overdue(awaited_ns):

@@ -60,6 +60,9 @@ from aerial_sim.config import ParamsError
 
 #: Stamps within this of the awaited one count as on time (to_stamp rounds to whole ns).
 STAMP_TOLERANCE_NS = 1_000
+#: What :meth:`LockstepGate.clear_below_ns` keeps short of the exact clock (ns): far more than the rounding
+#: of the participants' rule in floating point, far less than a lockstep period.
+CLEAR_MARGIN_NS = 1_000_000
 #: Bounds of an entry (an announcement is a message anyone can send: 1e300 Hz must not overflow the
 #: stamp arithmetic in the simulation loop). No participant outputs faster than physics steps.
 MAX_RATE_HZ = 10_000.0
@@ -131,6 +134,20 @@ class Participant:
         """The entry as written in parameters and announcements (inverse of :meth:`parse`)."""
         return f"{self.topic}@{self.rate_hz:g}:{self.first_s:g}:{self.lag_s:g}"
 
+    def first_clock_owing_ns(self, produced_ns: float) -> float:
+        """A clock (ns) at or before the first at which :meth:`awaited_stamp_ns` is a stamp later than
+        ``produced_ns`` (-inf: nothing produced): below it, this participant owes nothing it has not produced.
+        Within a microsecond of the exact clock, on the safe side (:meth:`LockstepGate.clear_below_ns`
+        keeps a millisecond more)."""
+        k = 0
+        if produced_ns != -math.inf:
+            k = max(0, math.floor((produced_ns * 1e-9 - self.first_s) * self.rate_hz) - 1)
+            while round((self.first_s + k / self.rate_hz) * 1e9) <= produced_ns:
+                k += 1
+        if k == 0:  # the first due stamp: awaited from elapsed >= -STAMP_TOLERANCE
+            return (self.lag_s + self.first_s) * 1e9 - STAMP_TOLERANCE_NS
+        return ((k - 1e-6) / self.rate_hz + self.lag_s + self.first_s) * 1e9
+
     def awaited_stamp_ns(self, clock_ns: int) -> int | None:
         """The last due stamp producible at clock ``clock_ns`` (ns), or None before the first one."""
         elapsed_s = clock_ns * 1e-9 - self.lag_s - self.first_s
@@ -173,6 +190,9 @@ class LockstepGate:
         self._latest_ns: dict[str, int] = {}
         self._armed_since_ns: dict[str, int] = {}
         self._held_since: dict[str, tuple[float, int | None]] = {}  # topic -> (wall s, newest stamp then)
+        #: Counts the changes that may hold the clock sooner or later (entries, arming, stamps, restarts):
+        #: :meth:`clear_below_ns` of an unchanged version stays true.
+        self.version = 0
         for participant in participants:
             self.add(participant, self.CONFIGURED)
 
@@ -187,6 +207,7 @@ class LockstepGate:
             changed = self._participants.get(participant.topic) != participant
             self._participants[participant.topic] = participant
             self._owners[participant.topic] = owner
+            self.version += 1
             return changed
 
     def owner(self, topic: str) -> str | None:
@@ -198,6 +219,7 @@ class LockstepGate:
         with self._lock:
             for table in (self._owners, self._latest_ns, self._armed_since_ns, self._held_since):
                 table.pop(topic, None)
+            self.version += 1
             return self._participants.pop(topic, None)
 
     def owned_by(self, owner: str) -> list[Participant]:
@@ -208,6 +230,7 @@ class LockstepGate:
         """``topic`` is read from now on: it owes the due stamps after ``since_ns`` (-1: all)."""
         with self._lock:
             self._armed_since_ns.setdefault(topic, since_ns)
+            self.version += 1
 
     def armed(self, topic: str) -> bool:
         with self._lock:
@@ -221,6 +244,7 @@ class LockstepGate:
             self._held_since.clear()
             for topic in self._armed_since_ns:
                 self._armed_since_ns[topic] = -1
+            self.version += 1
 
     def participants(self) -> list[Participant]:
         with self._lock:
@@ -231,6 +255,7 @@ class LockstepGate:
         with self._lock:
             if stamp_ns > self._latest_ns.get(topic, -1):
                 self._latest_ns[topic] = stamp_ns
+                self.version += 1
 
     def overdue(self, clock_ns: int, now_s: float, timeout_s: float) -> list[Holdup]:
         """The participants that have held the clock at ``clock_ns`` for ``timeout_s`` of wall time
@@ -249,6 +274,20 @@ class LockstepGate:
             for topic in set(self._held_since) - {h.participant.topic for h in held}:
                 del self._held_since[topic]
             return stale
+
+    def clear_below_ns(self) -> float:
+        """A clock (ns) below which :meth:`holdups` is empty on what the participants have produced so far:
+        a millisecond short of the first clock at which one of them owes a stamp it has not produced
+        (inf: no participant). The simulation thread looks at the holdups only from there on (issue 34: a
+        lockstep period looked at each participant's rule, and the participants run lockstep_slack_s behind)."""
+        with self._lock:
+            bound = math.inf
+            for topic, participant in self._participants.items():
+                latest = self._latest_ns.get(topic)
+                produced = max(self._armed_since_ns.get(topic, -math.inf),
+                               -math.inf if latest is None else latest + STAMP_TOLERANCE_NS)
+                bound = min(bound, participant.first_clock_owing_ns(produced))
+            return bound - CLEAR_MARGIN_NS
 
     def holdups(self, clock_ns: int) -> list[Holdup]:
         """The participants that have not yet produced their awaited output at clock ``clock_ns``."""

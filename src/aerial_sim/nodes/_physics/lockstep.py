@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import time
 from typing import TYPE_CHECKING
@@ -102,6 +103,7 @@ class LockstepOutputs:
         #: present, and how many rounds have skipped it since (expire_and_verify).
         self._graph_seen: tuple | None = None
         self._skipped_rounds = 0
+        self._clear: tuple[int, float] = (-1, -math.inf)  # (gate version, clear_below_ns) of holdups_from_known
         if self.key is None:
             node.get_logger().info(f"lockstep: no {KEY_VARIABLE} in the environment, so any node on this ROS domain "
                                    "may announce participants (aerial_sim launch gives its nodes one)")
@@ -131,6 +133,14 @@ class LockstepOutputs:
 
     def holdups(self, clock_ns: int):
         return self.gate.holdups(clock_ns)
+
+    def holdups_from_known(self, clock_ns: int):
+        """:meth:`holdups`, looked at only from the gate's :meth:`~LockstepGate.clear_below_ns` on (kept
+        while the gate is unchanged): most periods need no look at the participants' rules."""
+        version = self.gate.version
+        if self._clear[0] != version:
+            self._clear = (version, self.gate.clear_below_ns())
+        return [] if clock_ns < self._clear[1] else self.gate.holdups(clock_ns)
 
     def all_armed(self) -> bool:
         return all(self.gate.armed(p.topic) for p in self.gate.participants())
