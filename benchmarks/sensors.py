@@ -14,6 +14,7 @@ import sys
 import time
 
 from _results import record, row
+from aerial_sim.environment.atmosphere import standard_atmosphere, standard_pressure_pa
 from aerial_sim.environment.magnetic import MagneticFieldParams, WorldMagneticModel
 from aerial_sim.sensors.barometer import Barometer
 from aerial_sim.sensors.resampling import Resampler
@@ -55,13 +56,15 @@ def bench_models() -> None:
         ("magnetometer, WMM cached", lambda: mag_wmm.step(0.02, TRUTH), 5000),
         ("WMM evaluation (uncached)", lambda: wmm(47.64, -122.14, 150.0), 500),
         ("gps", lambda: gps.step(0.02, TRUTH), 5000),
+        ("atmosphere, fluids ATMOSPHERE_1976", lambda: standard_atmosphere(150.0), 20000),
+        ("atmosphere, pressure only", lambda: standard_pressure_pa(150.0), 20000),
         ("resampler push (250 -> 200 Hz)", push, 20000),
     ]
     print("model cost per sample (us)")
     results = []
     for name, function, n in rows:
         us = per_call_us(function, n)
-        print(f"  {name:<32} {us:8.1f}")
+        print(f"  {name:<34} {us:8.1f}")
         results.append(row(name, round(us, 1), "us per sample"))
     record("sensors", "Sensor models (FSR 2017 sec. 3.4), cost per sample", results, "tools/dev.sh bench sensors --models",
            notes="The node CPU shares that `tools/dev.sh bench sensors` prints after these are not recorded.")
