@@ -16,19 +16,9 @@ import time
 
 def compile_batched_physics() -> None:
     """Step two hovering quads on the batched path: broad phase, pair test and free flight kernels."""
-    from aerial_sim.environment.environment import EnvironmentParams
-    from aerial_sim.physics.world import PhysicsParams, PhysicsWorld
-    from aerial_sim.vehicles.multirotor import load_vehicle
+    from aerial_sim.physics.world import warm_batched_path
 
-    world = PhysicsWorld(PhysicsParams(stepping="batched"), EnvironmentParams())
-    for index in range(2):
-        world.add_vehicle(f"vehicle{index}", load_vehicle("quad_x"), position=(4.0 * index, 0.0, 10.0))
-    environment = world.environment
-    for name in world.vehicle_names():
-        vehicle = world.body(name).vehicle
-        world.set_controls(name, vehicle.hover_controls(environment.air_density(10.0), environment.gravity(10.0)),
-                           spun_up=True)
-    world.step(4)
+    warm_batched_path()
 
 
 def compile_camera() -> None:

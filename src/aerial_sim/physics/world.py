@@ -468,6 +468,31 @@ def _kernels():
     return batch_kernels
 
 
+_batched_path_warm = False
+
+
+def warm_batched_path() -> None:
+    """Load the batched path's kernels into this process by stepping a throwaway world of two hovering quads
+    on it: numba's import and its cached machine code, about 1 CPU s (12 where no cache holds them yet:
+    ``aerial_sim precompile``). Once per process. A world that turns batched (a vehicle added to a running
+    one) then steps on at once, where it would first spend that time in its own step."""
+    global _batched_path_warm
+    if _batched_path_warm:
+        return
+    from aerial_sim.vehicles.multirotor import load_vehicle
+
+    world = PhysicsWorld(PhysicsParams(stepping="batched"), EnvironmentParams())
+    for index in range(2):
+        world.add_vehicle(f"vehicle{index}", load_vehicle("quad_x"), position=(4.0 * index, 0.0, 10.0))
+    environment = world.environment
+    for name in world.vehicle_names():
+        vehicle = world.body(name).vehicle
+        world.set_controls(name, vehicle.hover_controls(environment.air_density(10.0), environment.gravity(10.0)),
+                           spun_up=True)
+    world.step(4)
+    _batched_path_warm = True
+
+
 class RunControl:
     """Pause and stepping of the simulation loop (AirSim's ``simPause`` and ``simContinueForTime``).
 

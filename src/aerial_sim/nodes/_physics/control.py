@@ -5,6 +5,7 @@ changes the world, queued for the simulation thread (:meth:`PhysicsNode.edit_wor
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import fields, replace
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,7 @@ from aerial_sim.nodes._physics.world_setup import start_position
 from aerial_sim.nodes.ros.parameters import reread_params
 from aerial_sim.nodes.ros.qos import COMMAND_QOS
 from aerial_sim.nodes.ros.services import serve
+from aerial_sim.physics.world import warm_batched_path
 from aerial_sim.vehicles.multirotor import load_vehicle
 from aerial_sim.vehicles.spawn import VehicleSpawn
 
@@ -80,7 +82,8 @@ class SimulationControl:
 
     def on_add_vehicle(self, request, response):
         """``/physics/add_vehicle``: a new vehicle (:class:`VehicleSpawn`) in the world from the next control
-        period on, with its own topics; a bad request is refused with the reason, the world unchanged."""
+        period on (a world that turns batched with it: once the batched kernels are loaded), with its own topics;
+        a bad request is refused with the reason, the world unchanged."""
         node = self.node
         result = response.result
         try:
@@ -105,7 +108,21 @@ class SimulationControl:
             node.vehicles.append(channel)
             self.adding.discard(spawn.name)
 
-        node.edit_world(add)
+        stepping, batched_from = node.world.params.stepping, node.world.params.batched_min_vehicles
+        if stepping == "batched" or (stepping == "auto" and len(node.world.bodies) + len(self.adding) >= batched_from):
+            # The world turns batched with this vehicle: its kernels are loaded first, in a thread beside the
+            # simulation (about 1 CPU s; 12 with no precompiled cache), and the vehicle joins after. Loaded by
+            # the simulation thread's first batched step instead, they held the clock and every vehicle's
+            # ground truth for that long (at load 10-15, 5-10 s of wall time).
+            def warm_then_add() -> None:
+                try:
+                    warm_batched_path()
+                finally:
+                    node.edit_world(add)
+
+            threading.Thread(target=warm_then_add, name="physics-warm-up", daemon=True).start()
+        else:
+            node.edit_world(add)
         result.successful = True
         result.reason = (f"{spawn.name} ({spawn.vehicle_type}) added at ({position[0]:.2f}, {position[1]:.2f}, "
                          f"{position[2]:.2f}) m, yaw {spawn.yaw:.3f} rad")
