@@ -274,15 +274,9 @@ class CascadedController:
         ex, ey, ez = vx - velocity[0], vy - velocity[1], vz - velocity[2]
         ki, kv, limit = self._velocity_i, self._velocity_p, self._velocity_integral_limit[0]
         old_x, old_y, old_z = self._integrators.velocity
-        cx = old_x + ki[0] * ex * dt
-        cx = -limit if -limit > cx else cx
-        cx = limit if limit < cx else cx
-        cy = old_y + ki[1] * ey * dt
-        cy = -limit if -limit > cy else cy
-        cy = limit if limit < cy else cy
-        cz = old_z + ki[2] * ez * dt
-        cz = -limit if -limit > cz else cz
-        cz = limit if limit < cz else cz
+        cx = _integrated_within(old_x, ki[0] * ex * dt, limit)
+        cy = _integrated_within(old_y, ki[1] * ey * dt, limit)
+        cz = _integrated_within(old_z, ki[2] * ez * dt, limit)
         ax, ay, az = setpoint.acceleration
         mass = self.mass_kg
         fx = mass * ((ax + kv[0] * ex * 1.0) + cx)
@@ -504,15 +498,9 @@ class CascadedController:
         ex, ey, ez = rates_sp[0] - wx, rates_sp[1] - wy, rates_sp[2] - wz
         ki, kp, limit = self._rate_i, self._rate_p, self._rate_integral_limit[0]
         old_x, old_y, old_z = self._integrators.rate
-        ix = old_x + ki[0] * ex * dt
-        ix = -limit if -limit > ix else ix
-        ix = limit if limit < ix else ix
-        iy = old_y + ki[1] * ey * dt
-        iy = -limit if -limit > iy else iy
-        iy = limit if limit < iy else iy
-        iz = old_z + ki[2] * ez * dt
-        iz = -limit if -limit > iz else iz
-        iz = limit if limit < iz else iz
+        ix = _integrated_within(old_x, ki[0] * ex * dt, limit)
+        iy = _integrated_within(old_y, ki[1] * ey * dt, limit)
+        iz = _integrated_within(old_z, ki[2] * ez * dt, limit)
         self._integrators.rate = (ix, iy, iz)
         ax, ay, az = kp[0] * ex * 1.0 + ix, kp[1] * ey * 1.0 + iy, kp[2] * ez * 1.0 + iz
         (j00, j01, j02), (j10, j11, j12), (j20, j21, j22) = self.inertia
@@ -546,6 +534,13 @@ def _times(a, b, factor: float = 1.0):
 
 def _divided(vector, divisor: float):
     return (vector[0] / divisor, vector[1] / divisor, vector[2] / divisor)
+
+
+def _integrated_within(value: float, increment: float, limit: float) -> float:
+    """An integrator's ``value + increment`` held to [-limit, limit] (the comparisons min/max make, NaN included)."""
+    value = value + increment
+    value = -limit if -limit > value else value
+    return limit if limit < value else value
 
 
 def _clamped(vector, limits):
