@@ -104,3 +104,23 @@ def test_written_stamps_are_every_due_time_of_the_grid_in_turn_whatever_clock_re
     # A clock that jumped ahead: only the newest max_burst due times.
     stamps, due = written_stamps(written, 10_000 * MS, due, 50)
     assert len(stamps) == 50 and stamps[-1] == due == 10_000 * MS
+
+
+def test_the_outputs_owed_at_the_stopped_clock_follow_the_gates_rule_and_skip_the_runs_ender():
+    """~/new_bag closes a run's bag once nothing is owed: a sensor's output due at the stopped clock, not its next."""
+    from aerial_sim.physics.lockstep import Participant
+    from aerial_sim.recording.recorder import owed_outputs
+
+    imu, gps = Participant("/drone1/imu", 200.0), Participant("/drone1/gps/fix", 10.0)
+    progress, lidar = Participant("/drone1/mission/progress", 10.0), Participant("/drone1/lidar", 10.0, lag_s=0.1)
+    everyone = (imu, gps, progress, lidar)
+    clock = 5_537 * MS
+    caught_up = {"/drone1/imu": 5_535 * MS, "/drone1/gps/fix": 5_500 * MS, "/drone1/lidar": 5_400 * MS}
+    assert owed_outputs(everyone, caught_up, clock, skip={"/drone1/mission/progress"}) == []
+    late = dict(caught_up, **{"/drone1/imu": 5_530 * MS, "/drone1/lidar": 5_300 * MS})
+    assert owed_outputs(everyone, late, clock, skip={"/drone1/mission/progress"}) == [
+        "/drone1/imu (due 5.535 s, got 5.530 s)", "/drone1/lidar (due 5.400 s, got 5.300 s)"]
+    assert owed_outputs(everyone, caught_up, clock, skip=()) == ["/drone1/mission/progress (due 5.500 s, got nothing)"]
+    assert owed_outputs(everyone, {}, 0, skip={"/drone1/lidar"}) == [  # the first outputs are due at 0, a lag's not yet
+        "/drone1/gps/fix (due 0.000 s, got nothing)", "/drone1/imu (due 0.000 s, got nothing)",
+        "/drone1/mission/progress (due 0.000 s, got nothing)"]

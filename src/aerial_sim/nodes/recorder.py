@@ -41,8 +41,10 @@ discovery round, the taker thread, the clock and the services:
 - ``~/new_bag`` (std_srvs/Trigger; a warm batch run, doc/batch.md): closes the bag as a shutdown
   does and opens a new one in ``<output_dir>/bag``, with ``output_dir`` as it is now (set it first
   through the node's ``set_parameters``, as ``ros2 param set`` does). The answer comes once the old
-  bag is closed and the new one open; the new bag records the same topics, starts with the last
-  message of each latched topic (what a new subscriber would get first) and takes its first
+  bag is closed and the new one open. Once a lockstep run ended, it first waits (at most
+  ``NEW_BAG_WAIT_MAX_S``) until every participant's output due at the stopped clock is recorded,
+  so a held-up sensor's last outputs go into their run's bag. The new bag records the same topics,
+  starts with the last message of each latched topic (what a new subscriber would get first) and takes its first
   message's time from the graph (``/physics/restart`` sends ``/clock`` back to 0: the recorder then
   reports ``~/written`` from 0 again). An ``output_dir`` that cannot be used, or the current bag's
   own folder, is refused with ``success: false`` and one line; the current bag goes on.
@@ -65,7 +67,7 @@ from aerial_sim.recording.msgdefs import UnknownMessageType, message_definition
 from aerial_sim.recording.rates import CONFIGURED_KEY, LOST_KEY, RATED_TYPES, encode_table, parse_rate_table
 from aerial_sim.recording.recorder import RecorderParams, has_header
 from aerial_sim.recording.run_bags import RunBags
-from aerial_sim.nodes._recorder.lockstep import RecorderLockstep
+from aerial_sim.nodes._recorder.lockstep import NEW_BAG_WAIT_MAX_S, RecorderLockstep
 from aerial_sim.nodes._recorder.rates import LOCKSTEP_PARAMETER_TRIES, PARAMETER_TRIES, ConfiguredRates
 from aerial_sim.nodes._recorder.subscriptions import (hand_back_loss_handlers, matching_qos, message_class,
                                                       policy_name, subscribe_raw)
@@ -296,6 +298,7 @@ class Recorder(Node):
             run_dir = run_folder_parameter(str(self.get_parameter("output_dir").value))
             if (run_dir / "bag").resolve() == self.bags.writer.path.resolve():
                 raise ParamsError(f"output_dir {run_dir} holds the current bag: set a new one first")
+            self._await_last_outputs()
             with self._lock:
                 self._take_arrived()  # the old run's end into the old bag
                 bags = self._open_bags(run_dir)
@@ -319,6 +322,28 @@ class Recorder(Node):
                                f"closed in {closed - opened:.3f} s, {time.monotonic() - began:.3f} s in all)")
         response.success, response.message = True, str(bags.writer.path)
         return response
+
+    def _await_last_outputs(self) -> None:
+        """Once a lockstep run ended (its clock stopped for good), until every participant's output due at
+        the stopped clock is recorded (:meth:`RecorderLockstep.owed`), at most ``NEW_BAG_WAIT_MAX_S``
+        (then one line naming what is missing, and the bag closes anyway): a sensor process held up past
+        the run's end would otherwise bring its last outputs after the close, into the next run's bag."""
+        if self.lockstep is None or not self.lockstep.taking_part or not self.deterministic:
+            return
+        deadline = time.monotonic() + NEW_BAG_WAIT_MAX_S
+        while True:
+            with self._lock:
+                self._take_arrived()
+                ended_by = self.bags.run_ended_by
+                owed = [] if ended_by is None else self.lockstep.owed(self.sim_clock.latest_ns, ended_by,
+                                                                       self._recorded)
+            if not owed:
+                return
+            if time.monotonic() >= deadline:
+                self.get_logger().warning(f"new bag: closing the last run's bag without {', '.join(owed)} "
+                                          f"after {NEW_BAG_WAIT_MAX_S:g} s")
+                return
+            time.sleep(0.01)
 
     # -- shutdown -----------------------------------------------------------
     def destroy_node(self):

@@ -163,6 +163,27 @@ def written_stamps(participant, clock_ns: int, last_due_ns: int, max_burst: int)
     return range(first_ns, due_ns + 1, period_ns), due_ns
 
 
+def owed_outputs(participants, latest_ns: dict, clock_ns: int, skip=()) -> list[str]:
+    """Lockstep participants whose output due at the stopped clock ``clock_ns`` has not been recorded yet,
+    each as ``"TOPIC (due S s, got S s)"`` (or ``got nothing``): the rule the physics node's gate waits by
+    (:meth:`aerial_sim.physics.lockstep.Participant.awaited_stamp_ns`), over ``participants`` (Participant
+    objects) against ``latest_ns`` (topic -> its newest stamp recorded). ``skip``: topics that owe nothing
+    (the recorder's own ``~/written``, the participant that ended the run, one not recorded).
+
+    A warm batch run closes its bag (``~/new_bag``) once none is owed: a sensor process held up past the
+    end of a run would otherwise bring its last outputs after the close, into the next run's bag."""
+    owed = []
+    for participant in sorted(participants, key=lambda p: p.topic):
+        if participant.topic in skip:
+            continue
+        due_ns = participant.awaited_stamp_ns(clock_ns)
+        got_ns = latest_ns.get(participant.topic, -1)
+        if due_ns is not None and got_ns < due_ns:
+            got = f"{got_ns * 1e-9:.3f} s" if got_ns >= 0 else "nothing"
+            owed.append(f"{participant.topic} (due {due_ns * 1e-9:.3f} s, got {got})")
+    return owed
+
+
 def split_patterns(text: str) -> tuple[str, ...]:
     """``"/a, b  /c/*"`` -> ``('/a', '/b', '/c/*')``: absolute names, in order, without duplicates."""
     names = []

@@ -10,7 +10,7 @@ from std_msgs.msg import Header, String
 
 from aerial_sim.config import ParamsError
 from aerial_sim.physics.lockstep import Participant, split_signature
-from aerial_sim.recording.recorder import written_stamps
+from aerial_sim.recording.recorder import owed_outputs, written_stamps
 from aerial_sim.nodes.ros.lockstep import (LOCKSTEP_ANNOUNCEMENTS_QOS, LOCKSTEP_PARTICIPANTS_TOPIC,
                                            announce_lockstep_participant)
 from aerial_sim.nodes.ros.qos import LOCKSTEP_QOS
@@ -19,6 +19,9 @@ from aerial_sim.nodes.ros.qos import LOCKSTEP_QOS
 LOCKSTEP_HOLD_MAX_S = 10.0
 #: At most this many ``~/written`` stamps at once (a clock that jumped ahead is reported by its newest).
 MAX_WRITTEN_BURST = 50
+#: Wall seconds ``~/new_bag`` waits, once a run ended, for every participant's output due at the stopped
+#: clock (:meth:`RecorderLockstep.owed`) before it closes the bag anyway, naming what is missing.
+NEW_BAG_WAIT_MAX_S = 5.0
 
 
 class RecorderLockstep:
@@ -35,6 +38,7 @@ class RecorderLockstep:
         self.node = node
         self.participant: Participant | None = None  # set when it announces itself
         self.topics: set[str] = set()  # every announced participant's topic
+        self.participants: dict[str, Participant] = {}  # topic -> its announced entry (its rule)
         self.latest: dict[str, int] = {}  # another participant's topic -> its newest stamp recorded
         self._due_ns = -1
         self._publisher = None  # ~/written, created once discovery has settled
@@ -54,7 +58,9 @@ class RecorderLockstep:
 
     def _on_participant(self, message: String) -> None:
         try:
-            self.topics.add(Participant.parse(split_signature(message.data)[0]).topic)
+            participant = Participant.parse(split_signature(message.data)[0])
+            self.topics.add(participant.topic)
+            self.participants[participant.topic] = participant
         except ParamsError:
             pass  # the physics node reports a bad entry; nothing to wait for here
 
@@ -62,6 +68,13 @@ class RecorderLockstep:
         """A stamped message of ``topic`` was recorded: another participant's output moves its newest stamp."""
         if topic in self.topics and topic != self.participant.topic:
             self.latest[topic] = max(stamp_ns, self.latest.get(topic, stamp_ns))
+
+    def owed(self, clock_ns: int, ended_by: str | None, recorded) -> list[str]:
+        """What the bag still lacks at clock ``clock_ns``: each other participant's output due there
+        (:func:`aerial_sim.recording.recorder.owed_outputs`), but for the one that ended the run
+        (``ended_by``) and those whose topic is not recorded (``recorded``)."""
+        skip = {self.participant.topic, ended_by} | {t for t in self.participants if t not in recorded}
+        return owed_outputs(self.participants.values(), self.latest, clock_ns, skip)
 
     def clock_went_back(self) -> None:
         """``/physics/restart``: a new run owes ``~/written`` from 0, and no participant has output in it yet."""
