@@ -101,7 +101,8 @@ MISSION_FAILED = "mission"
 #: Wall seconds from a run's end (``MISSION_END_FILE``: the clock stopped there) to its bag's close
 #: (``/recorder/new_bag``): the last outputs stamped before the bag's end reach the recorder (a cold run's
 #: mission waits its ``drain_s``, 0.5 s, before it ends the launch). The next run's parameters and resets
-#: are set meanwhile.
+#: are set meanwhile. A minimum only: ``/recorder/new_bag`` itself waits (at most 5 s) until every lockstep
+#: participant's output due at the stopped clock is recorded, however long a held-up sensor process takes.
 DRAIN_S = 0.25
 
 
