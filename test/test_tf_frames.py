@@ -10,6 +10,7 @@ through what they broadcast: ``map`` -> ``<ns>/base_link`` on /tf, the sensor mo
 from __future__ import annotations
 
 import importlib
+import sys
 import threading
 import time
 
@@ -95,7 +96,7 @@ def test_every_stamped_frame_resolves_to_map(monkeypatch):
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.publisher import Publisher
 
-    from aerial_sim.nodes.ros import frames, transport
+    from aerial_sim.nodes.ros import frames, raw_publish, transport
 
     lock = threading.Lock()
     transforms: set[tuple[str, str, bool]] = set()
@@ -109,20 +110,35 @@ def test_every_stamped_frame_resolves_to_map(monkeypatch):
         if hasattr(module, "make_tf_broadcaster"):
             monkeypatch.setattr(module, "make_tf_broadcaster", recorder)
 
-    original_publish = Publisher.publish
+    original_publish, original_sender = Publisher.publish, raw_publish.raw_sender
 
-    def recording_publish(publisher, message):
-        if isinstance(message, bytes):  # the hot streams go out as CDR the node encoded (aerial_sim.cdr)
-            frames = frames_of_cdr(message, publisher.msg_type)
-        else:
-            frames = [getattr(getattr(message, "header", None), "frame_id", ""), getattr(message, "child_frame_id", "")]
+    def note(frames, topic: str) -> None:
         with lock:
             for frame in frames:
                 if isinstance(frame, str) and frame:
-                    stamped.setdefault(frame, set()).add(publisher.topic_name)
+                    stamped.setdefault(frame, set()).add(topic)
+
+    def recording_publish(publisher, message):
+        if isinstance(message, bytes):  # the hot streams go out as CDR the node encoded (aerial_sim.cdr)
+            note(frames_of_cdr(message, publisher.msg_type), publisher.topic_name)
+        else:
+            note([getattr(getattr(message, "header", None), "frame_id", ""), getattr(message, "child_frame_id", "")],
+                 publisher.topic_name)
         return original_publish(publisher, message)
 
+    def recording_sender(publisher):
+        """raw_sender's CDR bytes (the per-period streams skip Publisher.publish), noted the same way."""
+        send = original_sender(publisher)
+
+        def recorded(data: bytes) -> None:
+            note(frames_of_cdr(data, publisher.msg_type), publisher.topic_name)
+            send(data)
+        return recorded
+
     monkeypatch.setattr(Publisher, "publish", recording_publish)
+    for module in list(sys.modules.values()):
+        if getattr(module, "__name__", "").startswith("aerial_sim.") and getattr(module, "raw_sender", None) is original_sender:
+            monkeypatch.setattr(module, "raw_sender", recording_sender)
 
     transport.use_transport_profile()
     rclpy.init(args=["--ros-args", "-r", f"__ns:=/{NAMESPACE}", "-p", "scene:=empty"])
