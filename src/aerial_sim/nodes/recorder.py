@@ -200,29 +200,29 @@ class Recorder(Node):
     def _take_loop(self) -> None:
         """The taker thread: once something has arrived, take what has, then gather for ``take_period_s``
         (wall) before looking again. It sleeps on the middleware while nothing arrives (:class:`ArrivalWait`:
-        no round every ``take_period_s`` of a paused or settling graph), and a round takes only from the
-        topics that hold messages (a few of some 20 each physics period). One look at the middleware a
-        round: the wait that ends the gathering says which topics hold messages (a second look before the
-        take cost a lockstep flight's recorder a tenth of its CPU)."""
+        no round every ``take_period_s`` of a paused or settling graph). One look at the middleware a round
+        (a second look before the take cost a lockstep flight's recorder a tenth of its CPU), and the round
+        takes from every topic, not only those the look found holding messages: a topic found empty may
+        have received since, and its messages must be written before a /clock received after them
+        (test_record_order: taking the looked-at topics only stamped a probe with the next round's clock).
+        An empty topic's take costs a few microseconds."""
         process.name_os_thread()
         while not self._stop_taking.is_set():
             with self._lock:
-                recorded = self._recorded_items
-            ready = self._arrivals.ready(recorded[1], IDLE_WAIT_S)
-            if not ready:
+                subscriptions = self._recorded_items[1]
+            if not self._arrivals.ready(subscriptions, IDLE_WAIT_S):
                 continue  # nothing for IDLE_WAIT_S, a stop, or new topics: look again
             try:
-                self._take_arrived([recorded[0][i] for i in ready])
+                self._take_arrived()
             except Exception as error:  # noqa: BLE001 - one line, and the next round goes on
                 self.get_logger().error(f"writing the arrived messages failed: {type(error).__name__}: {error}",
                                         throttle_duration_sec=10.0)
             if self._stop_taking.wait(self.params.take_period_s):
                 break
 
-    def _take_arrived(self, ready: list | None = None) -> None:
+    def _take_arrived(self) -> None:
         """Write what every recorded topic has received since the last call, in the order it arrived
-        (the middleware's receive stamps). ``ready``: take only from these (topic, subscription) pairs,
-        which the middleware says hold a message (the taker's rounds); else try every topic (the close).
+        (the middleware's receive stamps).
 
         A thread's round every ``take_period_s`` instead of an executor callback per message: at
         five times real time the recorder receives some 9,000 messages a second, and their callbacks
@@ -231,7 +231,7 @@ class Recorder(Node):
         as a callback per message gave it."""
         with self._lock:
             arrived = []
-            for topic, subscription in (self._recorded_items[0] if ready is None else ready):
+            for topic, subscription in self._recorded_items[0]:
                 # take_raw_with_info's take, without a call and a property per message
                 handle, message_type = subscription.handle, subscription.msg_type
                 try:
