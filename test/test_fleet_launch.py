@@ -50,10 +50,8 @@ def test_ten_vehicle_launch_serves_every_namespace(launch, ros_node, tmp_path):
                                                 stream_qos())
     graph = launch("sim.launch.yaml", f"vehicles:={COUNT}", "scene:=empty", "mission:=none", "use_camera:=false",
                    "viewer:=false", "airsim_api:=false", "record:=false", f"run_dir:={tmp_path / 'run'}")
-    # The start gate: the clock waits at 0 for every vehicle's four sensor nodes and its controller. Our /clock
-    # reader meets the physics node's publisher while the processes still start (unless the gate opened first).
+    # The start gate: the clock waits at 0 for every vehicle's four sensor nodes and its controller.
     assert spin_until(ros_node, lambda: clock_reader.get_publisher_count() > 0, timeout_s=60), graph.output()[-3000:]
-    gate_was_open = "start gate: every node ready" in graph.output()
     names = [f"drone{i}" for i in range(1, COUNT + 1)]
     received: dict[str, list] = {}
     for name in names:
@@ -75,7 +73,10 @@ def test_ten_vehicle_launch_serves_every_namespace(launch, ros_node, tmp_path):
     assert "start gate: the clock waits at 0 for /drone1/imu, /drone2/imu, /drone3/imu" in output, output[-4000:]
     assert f"({5 * COUNT} nodes)" in output and "start gate: every node ready after" in output, output[-4000:]
     assert "start gate: starting the clock after" not in output, output[-4000:]
-    assert gate_was_open or clocks[0] < 0.005, clocks[:5]
+    # Not asserted: that our first /clock reads 0. Our reader seeing the physics node's publisher does not mean
+    # the physics node's best-effort writer has matched our reader yet, nor is the launch's output read when the
+    # gate opens: ci27 received 0.02 s first while the gate opened with every node ready, as logged above.
+    assert clocks and clocks[-1] > 0.0, clocks[:5]  # the clock runs once the gate opened
     assert f"serving {COUNT} vehicles in one process" in output, output[-4000:]  # the controllers
     for process in ("sensors_0", "sensors_1"):
         assert f"[{process}] " in output, output[-4000:]

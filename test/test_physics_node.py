@@ -368,7 +368,7 @@ def test_settings_spawn_pose_then_add_vehicle_grows_the_running_world_and_refuse
     client = ros_node.create_client(SetParametersAtomically, "/physics/add_vehicle")
     assert client.wait_for_service(timeout_sec=20.0), graph.output()
 
-    def call(**values):
+    def call(tries=1, **values):
         def value(v):
             if isinstance(v, bool):
                 return ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=v)
@@ -378,13 +378,17 @@ def test_settings_spawn_pose_then_add_vehicle_grows_the_running_world_and_refuse
                 return ParameterValue(type=ParameterType.PARAMETER_DOUBLE_ARRAY, double_array_value=v)
             return ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=v)
 
-        future = client.call_async(SetParametersAtomically.Request(
-            parameters=[Parameter(name=k, value=value(v)) for k, v in values.items()]))
-        assert spin_until(ros_node, future.done, timeout_s=10.0), graph.output()
-        return future.result().result
+        request = SetParametersAtomically.Request(parameters=[Parameter(name=k, value=value(v)) for k, v in values.items()])
+        for _ in range(tries):
+            future = client.call_async(request)
+            if spin_until(ros_node, future.done, timeout_s=10.0):
+                return future.result().result
+        raise AssertionError(f"add_vehicle {values} not answered in {tries} x 10 s\n{graph.output()}")
 
     refused = {
-        "exists": call(name="drone1"),
+        # The first request may be lost while the service's reply path is still being matched (ci27: no answer,
+        # nothing logged; wait_for_service sees only the request side): a refusal is safe to ask again.
+        "exists": call(name="drone1", tries=3),
         "type": call(name="drone2", type="../../etc/passwd"),
         "nan": call(name="drone2", position=[math.nan, 0.0, 0.0]),
         "far": call(name="drone2", position=[1e9, 0.0, 0.0]),
