@@ -659,6 +659,7 @@ class StuckTeardown(Node):
         print("work done", flush=True)
 
     def destroy_node(self):
+        print("destroying", flush=True)
         ctypes.PyDLL(None).sleep(600)  # a C call that holds the GIL
 
 sys.exit(run_node(StuckTeardown, sys.argv))
@@ -675,12 +676,17 @@ def test_a_teardown_stuck_holding_the_gil_ends_with_its_stacks_after_the_watchdo
     try:
         sent = time.monotonic()
         process.send_signal(signal.SIGINT)
-        time.sleep(1.0)
+        # SIGTERM once the teardown is stuck: sent after a fixed 1 s, it came while a slow machine's process was
+        # still on its way there, and its handler ended the process cleanly (ci27: exit 0 after 1.04 s).
+        read = []
+        while (line := process.stdout.readline()) and not line.startswith("destroying"):
+            read.append(line)
+        time.sleep(0.2)
         process.send_signal(signal.SIGTERM)  # a launcher's escalation: no Python can run to act on it
         code = process.wait(timeout=30)
         waited = time.monotonic() - sent
     finally:
         process.kill()
-    output = process.stdout.read()
+    output = "".join(read) + process.stdout.read()
     assert code == 1 and 1.5 < waited < 10.0, (code, waited, output)
     assert "work done" in output and "Timeout" in output and "destroy_node" in output, output
