@@ -530,6 +530,43 @@ def test_the_next_runs_bags_record_the_same_topics_and_start_with_each_latched_t
     assert [line.split(":")[0] for line in lines] == ["[recorder] bag closed"] * 2
 
 
+def test_a_latched_topics_first_message_is_logged_at_the_start_whenever_its_publisher_came_up(tmp_path):
+    """Deterministic files: the scene markers (latched, unstamped, from a node outside the start gate) sent
+    before the first /clock in one run and after /clock 4 ms in another give the same bag, the markers at 0;
+    a later message on the topic is logged at the /clock in force when it was sent (ci: the composed run's
+    markers came before /clock 4 ms, the other run's after it)."""
+    from types import SimpleNamespace
+
+    from rosbags.highlevel import AnyReader
+
+    from aerial_sim.recording.recorder import RecorderParams
+    from aerial_sim.recording.run_bags import RunBags
+
+    markers, commands = "/scene_markers", "/drone1/motor_commands"
+    unstamped = bytes([0, 1, 0, 0]) + bytes(12)
+    files = []
+    for run, markers_sent_ns in ((0, 100), (1, 320)):
+        folder = tmp_path / f"run{run}"
+        bags = RunBags(RecorderParams(write_report=False), folder, deterministic=True, say=lambda line: None,
+                       participants=SimpleNamespace(topics=set(), latest={}, observe=lambda topic, stamp: None))
+        bags.add_topic(markers, "std_msgs/msg/Float64MultiArray", [], latched=True, header_first=False, stamped=False)
+        bags.add_topic(commands, "std_msgs/msg/Float64MultiArray", [], latched=False, header_first=False, stamped=False)
+        arrivals = [(200, 0), (300, 4_000_000), (350, None), (markers_sent_ns, "markers"), (390, "again"), (400, 8_000_000)]
+        for sent_ns, what in sorted(arrivals, key=lambda arrival: arrival[0]):  # in the order sent
+            if isinstance(what, int):
+                bags.clock(what, sent_ns)
+                bags.release(what)
+            else:
+                topic = commands if what is None else markers
+                bags.write(topic, unstamped, now_ns=0, received_ns=sent_ns, sent_ns=sent_ns)
+        bags.close(clock_ns=8_000_000)
+        with AnyReader([folder / "bag"]) as reader:
+            logged = [(connection.topic, t_ns) for connection, t_ns, _ in reader.messages()]
+        assert logged == [(markers, 0), (commands, 4_000_000), (markers, 4_000_000)], logged
+        files.append({path.name: path.read_bytes() for path in (folder / "bag").iterdir()})
+    assert files[0] == files[1]
+
+
 @pytest.mark.parametrize("compression", ["none", "zstd"])
 def test_appending_to_the_chunk_gives_the_mcap_librarys_file_byte_for_byte(tmp_path, compression):
     """recording/mcap_append: a message appended in one struct pack makes the file the library's own

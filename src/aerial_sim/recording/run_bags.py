@@ -4,7 +4,10 @@ Where each received message goes and at which log time (:meth:`RunBags.write`): 
 in arrival order; otherwise, in a deterministic (lockstep) recording, a stamped message at its stamp, an
 unstamped one at the ``/clock`` sent before it (:mod:`aerial_sim.recording.send_clock`), held until its
 release point (:func:`aerial_sim.recording.recorder.release_point_ns`); else at the recorder's time at
-its receipt. Also the next run's bags in the same graph (:meth:`RunBags.take_over`: the same topics, each
+its receipt. A latched topic's first unstamped message (``/scene_markers``) is the state the run starts in:
+logged at 0, not at the ``/clock`` in force when its publisher happened to come up (a node outside the
+start gate: ci of 2026-11-27 saw the scene markers before ``/clock`` 4 ms in one of two identical runs and
+after it in the other). Also the next run's bags in the same graph (:meth:`RunBags.take_over`: the same topics, each
 latched topic's last message first) and the close with its report (:meth:`RunBags.close`).
 
 No ROS here: the recorder node (:mod:`aerial_sim.nodes.recorder`) takes the messages and keeps the clock.
@@ -120,6 +123,8 @@ class RunBags:
             if stamped:
                 log_ns = stamp_ns
                 self.participants.observe(topic, stamp_ns)
+            elif topic in self.latched and self.latched[topic] is None:
+                log_ns = 0  # a latched topic's first message: the state the run starts in (module doc)
             elif sent_ns:  # no stamp of its own: the sim time in force when it was sent (maybe known later)
                 log_ns = self.send_clock.place(sent_ns, (topic, data))
             else:
