@@ -161,9 +161,12 @@ class FlightPublisher:
             self.clock_pub.publish(Clock(clock=stamp(t)))
             for topic, (_, rate) in self.topics.items():
                 if t + 1e-9 >= next_due[topic]:
-                    self.pubs[topic].publish(self._message(topic, t))
+                    # Stamped at its own sample instant, as the sensor nodes' resamplers do: a 200 Hz stream
+                    # on this 250 Hz clock stamped at the tick had 8 ms intervals, 600 'stamp gaps' at 5 ms.
+                    sample_t = self.counts[topic] / rate
+                    self.pubs[topic].publish(self._message(topic, sample_t))
                     self.counts[topic] += 1
-                    next_due[topic] += 1.0 / rate
+                    next_due[topic] = (self.counts[topic]) / rate
             if at is not None and t + 1e-9 >= at[0]:
                 at[1]()
                 at = None

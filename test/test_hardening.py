@@ -13,7 +13,7 @@ import time
 from types import SimpleNamespace
 
 import pytest
-from conftest import requires_ros, spin_until
+from conftest import fast_dds_transport_line, requires_ros, spin_until
 
 from aerial_sim.control.controller import ControllerParams, VehicleState
 from aerial_sim.control.supervisor import CommandRejected, FlightSupervisor, SupervisorParams
@@ -535,7 +535,9 @@ def node_script(source: str, first_line: str):
     process = subprocess.Popen([sys.executable, "-c", source], stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
     try:
-        assert process.stdout.readline().strip() == first_line
+        while fast_dds_transport_line(line := process.stdout.readline()):
+            pass
+        assert line.strip() == first_line
     except BaseException:
         process.kill()
         raise
@@ -624,8 +626,35 @@ def test_a_stop_signal_while_the_node_is_being_built_waits_for_the_build_then_ex
     finally:
         process.kill()
     output = process.stdout.read()
-    assert output.splitlines() == ["built"], output  # built, destroyed, no traceback, nothing else
+    assert [line for line in output.splitlines() if not fast_dds_transport_line(line)] == ["built"], output  # built, destroyed, no traceback, nothing else
     assert 0.5 < waited < 5.0, waited
+
+
+#: The same slow build with a stop point between its steps (the physics node has three).
+SLOW_START_WITH_A_STOP_POINT = SLOW_START_NODE.replace(
+    '        print("built", flush=True)',
+    '        from aerial_sim.nodes.ros import process\n        process.stop_point()\n        time.sleep(5.0)\n'
+    '        print("built", flush=True)')
+
+
+@requires_ros
+@pytest.mark.ros
+def test_a_stop_signal_while_the_node_is_being_built_ends_the_build_at_its_next_stop_point():
+    # ci of 2026-11-27 at a load of 12: a physics node still building its fleet 5 s after the launch's
+    # SIGINT; with stop points the build ends at the next one, through the normal shutdown.
+    import signal
+
+    process = node_script(SLOW_START_WITH_A_STOP_POINT, "building")
+    try:
+        sent = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=10) == 0
+        waited = time.monotonic() - sent
+    finally:
+        process.kill()
+    output = process.stdout.read()
+    assert [line for line in output.splitlines() if not fast_dds_transport_line(line)] == [], output  # never built, no traceback, nothing else
+    assert waited < 4.0, waited  # the step after the stop point (5 s) never ran
 
 
 def test_a_crash_in_native_code_prints_the_nodes_python_stack():

@@ -155,7 +155,11 @@ def test_export_gives_images_with_poses(recorded_flight, tmp_path):
     assert export_main([str(run_dir), str(tmp_path), "--no-progress"]) == 0
     depth_topic = "/drone1/camera/depth/image_raw"
     frames = list(iter_frames(tmp_path, depth_topic))
-    assert abs(len(frames) - published[depth_topic]) <= 0.02 * published[depth_topic]
+    # Every recorded image, once (best effort: a loaded machine drops some in transport, which the report's
+    # test above counts; ci of 2026-11-27 recorded 350 of 361).
+    metadata = yaml.safe_load((run_dir / "bag" / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    recorded = {entry["topic_metadata"]["name"]: entry["message_count"] for entry in metadata["topics_with_message_count"]}
+    assert len(frames) == recorded[depth_topic] >= 0.9 * published[depth_topic]
     folder = tmp_path / "images" / "drone1" / "camera" / "depth" / "image_raw"
     first = frames[0]
     depth_png = np.asarray(PilImage.open(folder / first["png"]))

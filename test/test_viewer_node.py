@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import REPO, requires_ros
+from conftest import REPO, fast_dds_transport_line, requires_ros
 
 pytestmark = [pytest.mark.ros, requires_ros]
 
@@ -157,14 +157,6 @@ def test_stopping_the_viewer_while_it_shows_images_is_quiet(tmp_path, ros_node, 
     assert code == 0, output
     ours = "\n".join(line for line in output.splitlines() if not fast_dds_transport_line(line))
     assert "Traceback" not in ours and "Exception ignored" not in ours and "Error" not in ours, output
-
-
-def fast_dds_transport_line(line: str) -> bool:
-    """A line Fast DDS's own log prints about its transports, not the node's: with many participants on
-    the machine (a CI worker's tests beside the viewer) a shared-memory port's lock can be busy, and the
-    participant says ``[RTPS_TRANSPORT_SHM Error] Failed init_port fastdds_port7008: open_and_lock_file
-    failed`` and goes on over its other ports and UDP (ci of 2026-11-27: the viewer worked, exit 0)."""
-    return "RTPS_TRANSPORT_" in line
 
 
 def test_depth_to_points_takes_depth_images_only_while_someone_listens(ros_node):

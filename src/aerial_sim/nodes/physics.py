@@ -104,6 +104,7 @@ class PhysicsNode(Node):
         super().__init__("physics")
         self.params = self._with_airsim_spawns(declare_params(self, PhysicsNodeParams).with_fleet())
         self.world, self.terrain = build_world_on_terrain(self.params)
+        process.stop_point()  # a stop asked while the world was built ends the start here (process.stop_point)
         self.inputs_lock = threading.Lock()
         self.command_arrived = Wakeup(self.context if self.params.lockstep else None)
         # Lockstep: the simulation thread takes the motor commands itself (_wait_for_lockstep_inputs).
@@ -118,6 +119,7 @@ class PhysicsNode(Node):
             for name in self.params.vehicle_names
         ]
         self.tf_broadcaster = make_tf_broadcaster(self) if self.params.publish_tf else None
+        process.stop_point()
         self.run_control = RunControl()
         self._world_edits: list = []
         self._restart_queued = False  # a /physics/restart edit not yet applied (the lockstep wait applies it too)
@@ -126,6 +128,7 @@ class PhysicsNode(Node):
         self.swarm = SwarmOutputs(self)
         if self.params.lockstep:
             self.lockstep_outputs = LockstepOutputs(self)
+        process.stop_point()  # the last one before the simulation thread starts
         self._published_at = time.monotonic()
         self._lockstep_wait_s = 0.05
         self._wait_set = None  # lockstep: (participant topics read, (handles, WaitSet): all, commands only)

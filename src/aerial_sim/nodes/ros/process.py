@@ -127,6 +127,17 @@ def stop_requested() -> bool:
     return _State.stop_signal is not None
 
 
+def stop_point() -> None:
+    """Raise :class:`StopRequested` when a stop signal came while the node is being built ('starting').
+
+    A long build calls this between its steps, where no DDS call is in progress: the stop then
+    happens there, through :func:`aerial_sim.nodes.ros.run.run_nodes`' normal shutdown, instead of
+    after the whole build (ci of 2026-11-27, load 12: a physics node still building its fleet 5 s after
+    the launch's SIGINT was escalated to SIGTERM, 'failed to terminate'). Elsewhere: nothing."""
+    if _State.phase == "starting" and _State.stop_signal is not None:
+        raise StopRequested()
+
+
 def is_node_process() -> bool:
     return _State.phase is not None
 
@@ -203,6 +214,8 @@ def _take_stop_signals(read_end: int) -> None:
 def _main_thread_call() -> str:
     """Where the main thread is now, as ``function (file:line)``, for the escalation's warning line."""
     frame = sys._current_frames().get(threading.main_thread().ident)
+    if frame is not None and frame.f_code is _leave_to_the_stop_signals_thread.__code__:
+        frame = frame.f_back  # the signal's own (empty) Python handler: the call it interrupted
     if frame is None:
         return "an unknown call"
     return f"{frame.f_code.co_name} ({Path(frame.f_code.co_filename).name}:{frame.f_lineno})"
