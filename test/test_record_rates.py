@@ -22,6 +22,7 @@ from aerial_sim.recording.rates import (
 )
 from aerial_sim.recording.recorder import RecorderParams
 from aerial_sim.recording.summary import summarize
+from conftest import requires_ros
 from test_record_bag import cdr_odometry
 
 NS = 1_000_000_000
@@ -126,3 +127,24 @@ def test_a_take_period_that_is_not_a_short_positive_wait_is_refused_in_one_line(
     with pytest.raises(ParamsError, match="take_period_s"):
         RecorderParams(take_period_s=bad)
     assert RecorderParams(take_period_s=0.1).take_period_s == 0.1
+
+
+@requires_ros
+@pytest.mark.ros
+def test_the_recorder_asks_fast_dds_for_no_message_lost_events(ros_node):
+    """Fast DDS's message-lost event deadlocks a reader under loss (its take locks the event, then the reader;
+    its receive thread the other way round): a recorder stuck there ignored every stop signal, found here on
+    2026-11-27. Under it the recorder's subscriptions carry no such event; another middleware's do."""
+    from rclpy.event_handler import QoSSubscriptionEventType
+    from rclpy.qos import QoSProfile
+    from std_msgs.msg import String
+
+    from aerial_sim.nodes._recorder.subscriptions import counts_transport_losses, subscribe_raw
+
+    assert not counts_transport_losses("rmw_fastrtps_cpp") and counts_transport_losses("rmw_cyclonedds_cpp")
+    subscription = subscribe_raw(ros_node, ros_node, String, "/message_lost_probe", QoSProfile(depth=5), on_lost=print)
+    try:
+        events = {handler.event_type for handler in subscription.event_handlers}
+        assert QoSSubscriptionEventType.RCL_SUBSCRIPTION_MESSAGE_LOST not in events, events
+    finally:
+        ros_node.destroy_subscription(subscription)

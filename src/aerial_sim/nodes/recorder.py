@@ -23,7 +23,8 @@ discovery round, the taker thread, the clock and the services:
 - learns each periodic stream's configured rate from the parameters of the node
   that publishes it (``rate_hz`` ..., asked once per node over its standard
   ``get_parameters`` service; ``expected_rates`` names others) and counts the
-  messages the middleware reports lost on each subscription (``message_lost``);
+  messages the middleware reports lost on each subscription (``message_lost``; not under
+  Fast DDS, whose event can deadlock: :mod:`aerial_sim.nodes._recorder.subscriptions`);
   both go into ``metadata.yaml`` ``custom_data`` for the report
   (:mod:`aerial_sim.recording.rates`);
 - with ``lockstep``, takes part in the lockstep (``~/written``: the newest ``/clock`` stamp

@@ -21,7 +21,8 @@ configured period would have had between its first and last stamp and that are
 not in the bag, from the stamp gaps (:func:`aerial_sim.recording.digest.missing_samples`
 with the configured period; the median stamp interval when no rate is
 configured), plus those the middleware reported lost on the way to the recorder
-(DDS ``message_lost`` events: sequence-number gaps of a best-effort writer).
+(DDS ``message_lost`` events: sequence-number gaps of a best-effort writer; not asked of Fast DDS,
+whose event can deadlock the recorder: :mod:`aerial_sim.nodes._recorder.subscriptions`).
 A late start or an early stop of the recording is not a miss.
 """
 

@@ -1,10 +1,11 @@
 """A recorded topic's subscription: the QoS that matches its publishers (:func:`matching_qos`) and a raw
 subscription on the recorder's unspun reader that counts the messages the middleware reports lost
-(:func:`subscribe_raw`)."""
+(:func:`subscribe_raw`), where that is safe (:func:`counts_transport_losses`)."""
 
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Callable
 
 from rclpy.event_handler import SubscriptionEventCallbacks, UnsupportedEventTypeError
@@ -46,15 +47,38 @@ def message_class(msgtype: str):
     return getattr(importlib.import_module(f"{package}.{kind}"), name)
 
 
+#: Middlewares whose message-lost event can deadlock its reader: rmw_fastrtps's ``rmw_take_event`` locks the
+#: event's mutex, then the DataReader's (``get_sample_lost_status``), while its receive thread holds the
+#: DataReader's mutex and calls ``on_sample_lost``, which locks the event's: an AB-BA inversion
+#: (ros2/rmw_fastrtps pull request 890, fixed after the Kilted wheels this project installs). Seen here on
+#: 2026-11-27: a recorder whose main thread sat in ``get_sample_lost_status`` for ever holding the GIL, deaf
+#: to SIGINT, SIGTERM and its launcher's death (issue 34's recorder that hung, and its nodes that ignored
+#: both signals until SIGKILL, under load, where samples are lost).
+MESSAGE_LOST_DEADLOCKS = ("rmw_fastrtps_cpp", "rmw_fastrtps_dynamic_cpp")
+
+
+def counts_transport_losses(rmw: str | None = None) -> bool:
+    """Whether the recorder asks the middleware ``rmw`` (default: this process's) for message-lost events.
+    Not under Fast DDS (:data:`MESSAGE_LOST_DEADLOCKS`): a stamped stream's losses still show as stamp gaps
+    in the run report; an unstamped stream's go uncounted."""
+    if rmw is None:
+        rmw = os.environ.get("RMW_IMPLEMENTATION") or "rmw_fastrtps_cpp"
+    return rmw not in MESSAGE_LOST_DEADLOCKS
+
+
 def subscribe_raw(node: Node, reader: Node, message_type, topic: str, qos: QoSProfile,
                   on_lost: Callable[[object], None]):
     """A raw subscription of the unspun ``reader`` (the taker thread drains it) whose event handler, counting
-    the messages the middleware reports lost (``on_lost(info)``), is spun with ``node``."""
-    callbacks = SubscriptionEventCallbacks(message_lost=on_lost)
-    try:
-        subscription = reader.create_subscription(message_type, topic, not_called, qos, raw=True,
-                                                  event_callbacks=callbacks)
-    except UnsupportedEventTypeError:  # a middleware without the event: no transport-loss count
+    the messages the middleware reports lost (``on_lost(info)``), is spun with ``node`` (where the middleware
+    counts them safely: :func:`counts_transport_losses`)."""
+    subscription = None
+    if counts_transport_losses():
+        try:
+            subscription = reader.create_subscription(message_type, topic, not_called, qos, raw=True,
+                                                      event_callbacks=SubscriptionEventCallbacks(message_lost=on_lost))
+        except UnsupportedEventTypeError:  # a middleware without the event: no transport-loss count
+            pass
+    if subscription is None:
         subscription = reader.create_subscription(message_type, topic, not_called, qos, raw=True)
     for handler in subscription.event_handlers:
         reader.remove_waitable(handler)
