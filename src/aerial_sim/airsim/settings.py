@@ -50,10 +50,9 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
-
-import jsonschema
 
 from aerial_sim.airsim.sensor_noise import MAPPING as NOISE_MAPPING
 from aerial_sim.airsim.sensor_noise import noise_keys
@@ -253,7 +252,16 @@ SCHEMA = {
         },
     },
 }
-_VALIDATOR = jsonschema.Draft7Validator(SCHEMA)
+
+
+@cache
+def _validator():
+    """The schema's validator, built at the first file read: ``jsonschema`` (0.1 CPU s to import) is not imported by
+    the nodes that only look for a settings file and find none (every batch run's physics node)."""
+    import jsonschema
+
+    return jsonschema.Draft7Validator(SCHEMA)
+
 
 #: Keys read, per section; any other key is one warning naming it.
 _TOP_KEYS = set(SCHEMA["properties"]) - {"LocalHostIp"}  # the server binds 127.0.0.1 (airsim_api.launch host:=)
@@ -322,7 +330,7 @@ def load_settings(path: str | os.PathLike) -> AirSimSettings:
 
 def parse_settings(data: Any, source: str = "settings") -> AirSimSettings:
     """Map the decoded JSON of a settings file (see :func:`load_settings`)."""
-    errors = sorted(_VALIDATOR.iter_errors(data), key=lambda e: list(e.absolute_path))
+    errors = sorted(_validator().iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
         first = errors[0]
         where = "/".join(str(p) for p in first.absolute_path) or "(top level)"

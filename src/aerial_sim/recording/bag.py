@@ -74,6 +74,22 @@ from aerial_sim.recording.mcap_index import McapRepairError, needs_repair, repai
 from aerial_sim.recording.msgdefs import message_definition
 
 _SAFE_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+#: The YAML text of each QoS value dumped so far, by ``repr`` (which tells key order and types apart, as the text
+#: does). The recorder adds the same few profiles to every topic of every bag: PyYAML's emitter took 0.5 ms a dump,
+#: two a topic, about 40 at a graph's start and again at each warm run's new bag.
+_QOS_TEXT: dict[tuple[bool, str], str] = {}
+_QOS_TEXT_MAX = 256
+
+
+def _qos_text(value: Any, sort_keys: bool) -> str:
+    """``yaml.safe_dump(value, sort_keys=sort_keys)``, kept for the next equal ``value``."""
+    key = (sort_keys, repr(value))
+    text = _QOS_TEXT.get(key)
+    if text is None:
+        if len(_QOS_TEXT) >= _QOS_TEXT_MAX:
+            _QOS_TEXT.clear()
+        text = _QOS_TEXT[key] = yaml.safe_dump(value, sort_keys=sort_keys)
+    return text
 
 BAG_FORMAT_VERSION = 9
 MAX_TIME_NS = 2**63 - 1
@@ -300,9 +316,9 @@ class BagWriter:
         definition = message_definition(msgtype)
         # One profile per distinct QoS, sorted: how many publishers discovery had found by then, and in
         # which order, is timing (a bag's bytes must not depend on it).
-        distinct = {yaml.safe_dump(dict(q), sort_keys=True): dict(q) for q in offered_qos}
+        distinct = {_qos_text(dict(q), sort_keys=True): dict(q) for q in offered_qos}
         qos = [distinct[key] for key in sorted(distinct)] or [qos_profile_dict()]
-        qos_yaml = yaml.safe_dump(qos, sort_keys=False).strip()
+        qos_yaml = _qos_text(qos, sort_keys=False).strip()
         self._topics[name] = _Topic(name, definition.msgtype, definition.type_hash, qos_yaml, qos)
         if self._writer is not None and not self.deterministic:  # deterministic: at its first message
             self._register(self._topics[name])

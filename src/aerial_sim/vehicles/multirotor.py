@@ -28,7 +28,8 @@ from typing import Any, Mapping
 
 import yaml
 
-from aerial_sim.config import ParamsError, params_from_mapping, require, require_non_negative, require_positive
+from aerial_sim.config import (SAFE_LOADER, ParamsError, params_from_mapping, require, require_non_negative,
+                               require_positive)
 from aerial_sim.environment.atmosphere import SEA_LEVEL_DENSITY_KG_M3
 from aerial_sim.paths import resolve_config
 
@@ -233,7 +234,7 @@ def load_vehicle(name_or_path: str) -> MultirotorParams:
     """Load ``config/vehicles/<name>.yaml`` (e.g. ``quad_x``, ``hexa_x``) or a YAML file path."""
     path = resolve_config(name_or_path, "vehicles")
     try:
-        document = yaml.safe_load(Path(path).read_text())
+        document = yaml.load(Path(path).read_text(), Loader=SAFE_LOADER)
     except FileNotFoundError as error:
         available = sorted(p.stem for p in Path(path).parent.glob("*.yaml"))
         raise ParamsError(f"vehicle '{name_or_path}': {path} not found (available: {', '.join(available)})") from error

@@ -10,7 +10,7 @@ import rclpy.logging
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from aerial_sim.config import ParamsError
+from aerial_sim.config import SAFE_LOADER, ParamsError
 from aerial_sim.nodes.ros.clocks import share_clock
 from aerial_sim.nodes.ros.parameters import is_array
 from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
@@ -120,7 +120,7 @@ def selection_given(args: list[str]) -> bool:
         elif ros and argument == "--params-file" and index + 1 < len(args):
             try:
                 with open(args[index + 1], encoding="utf-8") as stream:
-                    document = yaml.safe_load(stream)
+                    document = yaml.load(stream, Loader=SAFE_LOADER)
             except (OSError, yaml.YAMLError):
                 return True
             if _keys_of(document) & names:
