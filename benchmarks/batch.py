@@ -2,11 +2,12 @@
 process for the graph, 1 and 2 workers, side by side.
 
     tools/dev.sh bench batch [--runs 6 | --runs-per-worker 3] [--workers 1 2] [--modes cold warm] [--layouts processes one]
-                             [--mission hop_1m] [--scene empty] [--camera] [--pin] [--keep DIR] [--no-record]
+                             [--mission hop_1m] [--scene empty] [--camera] [--pin] [--plots] [--keep DIR] [--no-record]
 
 Each configuration (mode x workers) runs the same sweep: ``--runs`` seeds of the mission (the smoke
 sweep's by default: ``hop_1m`` in the empty scene, IMU, barometer, magnetometer, GPS, recording,
-dataset export and plots; no camera unless ``--camera``) into a fresh folder with the local backend,
+dataset export, each run's PNG plots as the checkout's ``run.plots`` default says or with ``--plots``; no camera
+unless ``--camera``) into a fresh folder with the local backend,
 ``run.warm`` false (*cold*: a launch per run) or true (*warm*: one graph per worker, runs flown in it), and
 ``run.compose`` false (*processes*: a process per node) or true (*one*: the graph's nodes in one process,
 ``aerial_sim launch --compose``).
@@ -56,13 +57,14 @@ import _results  # noqa: E402
 
 
 def write_sweep(folder: Path, runs: int, mission: str, scene: str, camera: bool, pin: bool, warm: bool,
-                compose: bool = True) -> Path:
+                compose: bool = True, plots: bool = False) -> Path:
+    """``plots``: ``run.plots: true``; otherwise the checkout's default."""
     document = {
         "name": "bench",
         "base": {"scene": scene, "mission": mission, "use_camera": camera, "use_depth_noise": camera},
         "grid": {"seed": list(range(runs))},
         "run": {"timeout_s": 900, "retries": 0, "cpus": 1, "pin_cpus": pin, "warm": warm,
-                "compose": compose},
+                "compose": compose, **({"plots": True} if plots else {})},
     }
     path = folder / f"bench_{'warm' if warm else 'cold'}_{'one' if compose else 'processes'}.yaml"
     path.write_text(yaml.safe_dump(document, sort_keys=False))
@@ -156,7 +158,7 @@ def measure_before(checkout: Path, root: Path, runs: int, options, workers: int,
     command = [sys.executable, str(Path(__file__).resolve()), "--runs", str(runs), "--workers", str(workers),
                "--modes", mode, "--layouts", layout, "--mission", options.mission, "--scene", options.scene,
                "--no-record", "--json", str(out), "--keep", str(root / "before")]
-    command += ["--camera"] * options.camera + ["--pin"] * options.pin
+    command += ["--camera"] * options.camera + ["--pin"] * options.pin + ["--plots"] * options.plots
     out.unlink(missing_ok=True)
     subprocess.run(command, env=environment, stdout=subprocess.DEVNULL, check=False)
     result = json.loads(out.read_text())["results"][0]
@@ -222,6 +224,8 @@ def main() -> int:
     parser.add_argument("--layouts", nargs="+", choices=("processes", "one"), default=["processes", "one"],
                         help="a process per node (run.compose false) and/or the graph in one process (true)")
     parser.add_argument("--pin", action="store_true", help="each run on one core of its own (run.pin_cpus)")
+    parser.add_argument("--plots", action="store_true",
+                        help="every run's PNG plots (run.plots: true); otherwise each checkout's default")
     parser.add_argument("--keep", type=Path, default=None, help="keep the batch folders here")
     parser.add_argument("--no-record", action="store_true", help="do not write doc/results/batch.json")
     parser.add_argument("--json", type=Path, default=None,
@@ -242,7 +246,8 @@ def main() -> int:
         return 0
 
     count = f"{options.runs}" if options.runs_per_worker is None else f"{options.runs_per_worker} per worker:"
-    what = (f"{count} runs of {options.mission} in the {options.scene} scene, sensors + recording + export + plots"
+    what = (f"{count} runs of {options.mission} in the {options.scene} scene, sensors + recording + export"
+            f"{' + plots' if options.plots else ' (plots: the default of each checkout)'}"
             f"{', camera' if options.camera else ', no camera'}{', each run pinned to one core' if options.pin else ''}")
     with tempfile.TemporaryDirectory(prefix="bench_batch_") as tmp:
         root = options.keep or Path(tmp)
@@ -253,7 +258,7 @@ def main() -> int:
                 for layout in options.layouts:
                     runs = options.runs if options.runs_per_worker is None else options.runs_per_worker * workers
                     sweep = write_sweep(root, runs, options.mission, options.scene, options.camera, options.pin,
-                                        mode == "warm", layout == "one")
+                                        mode == "warm", layout == "one", options.plots)
                     name = f"{mode} {layout}"
                     print(f"{name}: {runs} x {options.mission} with {workers} worker(s)... (load average "
                           f"{os.getloadavg()[0]:.1f})", flush=True)

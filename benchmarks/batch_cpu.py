@@ -1,7 +1,7 @@
 """Where a batch run's CPU goes: per process and per phase (start-up, flight, stop, post-processing).
 
     tools/dev.sh bench batch_cpu [--runs 1] [--before DIR] [--processes] [--threads] [--nodes] [--mission hop_1m]
-                                 [--no-plots] [--no-record]
+                                 [--plots] [--no-record]
 
 Runs the smoke sweep's graph (empty scene, no camera, IMU + barometer + magnetometer + GPS,
 controller, mission, recorder, export) ``--runs`` times, one run at a time, with
@@ -54,13 +54,13 @@ PHASES = ("start-up", "flight", "stop", "post-processing")
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def write_sweep(folder: Path, mission: str, seed: int, plots: bool = True, compose: bool | None = None) -> Path:
-    """``compose`` None: the checkout's default layout (a checkout from before ``run.compose`` has no such key)."""
+def write_sweep(folder: Path, mission: str, seed: int, plots: bool | None = None, compose: bool | None = None) -> Path:
+    """``compose``, ``plots`` None: the checkout's default (a checkout from before ``run.compose`` has no such key)."""
     document = {
         "name": "cpu",
         "base": {"scene": "empty", "mission": mission, "use_camera": False, "use_depth_noise": False},
         "grid": {"seed": [seed]},
-        "run": {"timeout_s": 600, "retries": 0, "warm": False, **({} if plots else {"plots": False}),
+        "run": {"timeout_s": 600, "retries": 0, "warm": False, **({} if plots is None else {"plots": plots}),
                 **({} if compose is None else {"compose": compose})},
     }
     path = folder / "cpu.yaml"
@@ -155,7 +155,7 @@ class Sampler:
             self.thread_last[key] = cpu
 
 
-def measure(src: Path, mission: str, seed: int, root: Path, plots: bool = True, compose: bool | None = None,
+def measure(src: Path, mission: str, seed: int, root: Path, plots: bool | None = None, compose: bool | None = None,
             nodes: bool = False) -> dict:
     """One run of the sweep with ``src`` first on PYTHONPATH; its CPU per process and phase (``nodes``:
     and per node, the CPU of its callbacks, ``AERIAL_SIM_CALLBACK_CPU``)."""
@@ -249,7 +249,8 @@ def main() -> int:
     parser.add_argument("--threads", action="store_true", help="also print the flight's CPU per thread")
     parser.add_argument("--nodes", action="store_true",
                         help="also print each node's callback CPU (AERIAL_SIM_CALLBACK_CPU; the whole run, start-up and stop included)")
-    parser.add_argument("--no-plots", action="store_true", help="this checkout's runs without their PNG plots (run.plots: false)")
+    parser.add_argument("--plots", action="store_true",
+                        help="this checkout's runs with their PNG plots (run.plots: true; otherwise each checkout's default)")
     parser.add_argument("--no-record", action="store_true", help="do not write doc/results/batch_cpu.json")
     options = parser.parse_args()
     checkouts = {"this": REPO / "src"}
@@ -264,7 +265,8 @@ def main() -> int:
         for seed in range(options.runs):
             for label, src in checkouts.items():
                 print(f"{label}: run {seed + 1}/{options.runs}...", flush=True)
-                runs[label].append(measure(src, options.mission, seed, Path(tmp), plots=label != "this" or not options.no_plots,
+                plots = True if label == "this" and options.plots else None
+                runs[label].append(measure(src, options.mission, seed, Path(tmp), plots=plots,
                                            compose=layouts.get(label), nodes=options.nodes))
     summaries = {label: summarise(r) for label, r in runs.items()}
     for label, summary in summaries.items():

@@ -102,7 +102,7 @@ def four_runs(tmp_path_factory):
     its bag and for post-processing, and on a loaded machine all four flew before the first row came.
     The resumed batch flies warm, as a sweep does by default; run ids do not depend on ``run:``."""
     folder = tmp_path_factory.mktemp("batch")
-    sweep, out = write_sweep(folder, "four", FOUR_RUNS, run={"warm": False}), folder / "out"
+    sweep, out = write_sweep(folder, "four", FOUR_RUNS, run={"warm": False, "plots": True}), folder / "out"
     first = subprocess.Popen(batch_command(sweep, out, "--workers", "1"), stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True, cwd=REPO)
     try:
@@ -114,7 +114,7 @@ def four_runs(tmp_path_factory):
     finished = {run_id: (path.stat().st_mtime_ns, path.read_text()) for run_id, path in finished.items()}
     orphans_gone = wait_until(lambda: not processes_naming(str(out)), 40)
     left = processes_naming(str(out))
-    write_sweep(folder, "four", FOUR_RUNS)
+    write_sweep(folder, "four", FOUR_RUNS, run={"plots": True})  # plots: off by default, asked for here
     second = subprocess.run(batch_command(sweep, out, "--workers", "2"), capture_output=True, text=True, cwd=REPO, timeout=280)
     return {"out": out, "first_output": first_output, "finished": finished, "orphans_gone": orphans_gone,
             "left": left, "second": second}

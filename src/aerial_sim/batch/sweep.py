@@ -24,7 +24,7 @@ A sweep (``config/sweeps/<name>.yaml``)::
       timeout_s: 600               # wall-clock limit of one attempt
       retries: 2                   # attempts after a crash or timeout
       export: true                 # export the bag to PNG/NPY/CSV (aerial_sim export)
-      plots: true                  # draw trajectory.png, xy_over_time.png, top_view.png per run
+      plots: false                 # draw trajectory.png, xy_over_time.png, top_view.png per run (or later: --draw-plots)
       cpus: 1                      # CPUs a run declares (a Ray task's num_cpus)
       pin_cpus: false              # local backend: each run on `cpus` cores of its own
       warm: true                   # fly runs in a graph already running (false: launch each)
@@ -81,9 +81,11 @@ class RunOptions:
     retries: int = 2
     #: Export each bag to a dataset folder (PNG/NPY/CSV) after the run.
     export: bool = True
-    #: Draw each run's three PNG plots (trajectory, xy over time, top view) in its post-processing; false
-    #: leaves them out: about 1.3 CPU s a run (0.12 CPU s per simulated second of the smoke sweep's 1.5).
-    plots: bool = True
+    #: Draw each run's three PNG plots (trajectory, xy over time, top view) in its post-processing. Off by
+    #: default: a farm's runs are read as data, and the plots were a sixth of a warm smoke batch's CPU (0.3 CPU s a
+    #: run, matplotlib's import once per post-processing process); ``aerial_sim batch SWEEP --draw-plots [RUN_ID ...]``
+    #: draws them for the runs one looks at (doc/batch.md).
+    plots: bool = False
     #: CPUs one run declares (the Ray task's ``num_cpus``).
     cpus: float = 1.0
     #: Local backend: run each launch on ``cpus`` cores of its own (Linux affinity), disjoint from

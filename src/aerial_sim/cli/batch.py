@@ -75,6 +75,9 @@ def main(argv: list[str]) -> int:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     _print_outcome(outcome, out_dir)
+    if not sweep.options.plots and outcome.ok:
+        print(f"run plots: not drawn (run.plots: false); aerial_sim batch {options.sweep} --out {out_dir} "
+              "--draw-plots [RUN_ID ...] draws them")
     return outcome.exit_code
 
 
