@@ -11,6 +11,10 @@ of a pip install may run it once after installing. Later runs load the cache in 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import importlib.util
+import multiprocessing
+import os
 import time
 
 
@@ -26,6 +30,8 @@ def compile_camera() -> None:
     of its four versions (with and without glTF normal/occlusion/emissive maps, with and without textures on
     TEXCOORD_1) and the maps' per-pixel loop, which a scene with such textures would otherwise compile at
     its camera's start (about 20 s on 2 cores)."""
+    import numpy as np
+
     from aerial_sim.world import material_maps, raster_kernels, render_kernels, shadow_kernels
 
     raster_kernels.warm_up()
@@ -34,21 +40,45 @@ def compile_camera() -> None:
     material_maps.warm_up(uv_sets=False)
     material_maps.warm_up(uv_sets=True)
     shadow_kernels.warm_up()
+    shadow_kernels.build_bvh(np.array([[[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]]))  # a scene's first rasteriser
 
 
-KERNELS = {"batched physics": compile_batched_physics, "camera": compile_camera}
+def compile_swarm_flight() -> None:
+    """The batched flight controller and IMU of a swarm flight (SwarmFlight, ``tools/dev.sh bench swarm``) and the
+    batched physics' contact prefilter and array interface."""
+    from aerial_sim.control.swarm_flight import warm_up
+
+    warm_up()
+
+
+#: Kernel groups in the order they compile. The groups share no kernel, so on a machine with two cores or more
+#: each compiles in its own process, side by side (compiling is single-threaded): the camera's kernels beside
+#: the physics' and the swarm flight's (which also runs the batched physics: those two stay one group).
+GROUPS = ({"batched physics": compile_batched_physics, "swarm flight": compile_swarm_flight},
+          {"camera": compile_camera})
+
+
+def compile_group(group: dict) -> list[str]:
+    """Compile ``group``'s kernels in order; one line per kernel set, with its seconds."""
+    lines = []
+    for name, compile_kernels in group.items():
+        started = time.perf_counter()
+        compile_kernels()
+        lines.append(f"[aerial_sim] {name} kernels ready in {time.perf_counter() - started:.1f} s")
+    return lines
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="aerial_sim precompile", description=__doc__.splitlines()[0])
     parser.parse_args(argv)
-    from aerial_sim.jit import COMPILED
-
-    if not COMPILED:
+    if importlib.util.find_spec("numba") is None:
         print("[aerial_sim] numba is not installed: nothing to compile (the NumPy reference paths run)")
         return 0
-    for name, compile_kernels in KERNELS.items():
-        started = time.perf_counter()
-        compile_kernels()
-        print(f"[aerial_sim] {name} kernels ready in {time.perf_counter() - started:.1f} s", flush=True)
+    if (os.cpu_count() or 1) < 2:
+        for group in GROUPS:
+            print("\n".join(compile_group(group)), flush=True)
+        return 0
+    with concurrent.futures.ProcessPoolExecutor(len(GROUPS), mp_context=multiprocessing.get_context("spawn")) as pool:
+        for done in concurrent.futures.as_completed([pool.submit(compile_group, group) for group in GROUPS]):
+            print("\n".join(done.result()), flush=True)
     return 0

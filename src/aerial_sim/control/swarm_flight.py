@@ -73,3 +73,30 @@ class SwarmFlight:
         self.world.set_all_controls(controls)
         self.world.step(self.steps_per_period)
         return controls
+
+
+def warm_up() -> None:
+    """Compile (or load from the cache) every kernel a swarm flight runs, for the arrays it is given: the
+    batched controller and IMU on views of the world's state (what :meth:`SwarmFlight.period` passes) and on
+    arrays of their own (what a caller of ``BatchedController.update`` or ``BatchedImu.step`` passes: numba
+    compiles each memory layout apart), the IMU's compiled noise, and the batched physics' ground truth,
+    rotor inputs and contact prefilter (two quads 0.2 m apart touch). ``aerial_sim precompile`` runs it: with
+    no cache, the first swarm flight of a process spent about 12 CPU s compiling these (60 s of a CI worker)."""
+    from aerial_sim.environment.environment import EnvironmentParams
+    from aerial_sim.physics.world import PhysicsParams, PhysicsWorld
+    from aerial_sim.vehicles.multirotor import load_vehicle
+
+    quad = load_vehicle("quad_x")
+    world = PhysicsWorld(PhysicsParams(stepping="batched"), EnvironmentParams())
+    hover = quad.hover_controls(world.environment.air_density(10.0), world.environment.gravity(10.0))
+    for index in range(2):
+        world.add_vehicle(f"vehicle{index}", quad, position=(0.2 * index, 0.0, 10.0))
+        world.set_controls(f"vehicle{index}", hover, spun_up=True)
+    flight = SwarmFlight(world)
+    start = world.truth_arrays()["position"].copy()
+    for _ in range(3):
+        flight.period(start)
+    zeros3, zeros = np.zeros((2, 3)), np.zeros(2)
+    level = np.tile([1.0, 0.0, 0.0, 0.0], (2, 1))
+    flight.controller.update(start, level, zeros3, zeros3, start, zeros3, zeros3, zeros, zeros, flight.dt)
+    flight.imu.step(flight.dt, zeros3, zeros3, zeros3)

@@ -317,8 +317,10 @@ def warm_up(shading: bool = False, maps: bool = False, uv_sets: bool = False) ->
     directions = np.array([[0.0, 0.0, -1.0]], np.float32)
     origins[0, 2] = 1.0
     distance, surface, normal = np.empty(1, np.float32), np.empty(1, np.int32), np.empty((1, 3), np.float32)
-    merge_hits(origins, directions, np.empty(0, np.float32), np.empty(0, np.int32), np.empty((0, 3), np.float32),
-               np.empty(0, np.int32), True, distance, surface, normal, np.empty(1, np.int32))
+    for own_origins in (True, False):  # RayCaster.cast: one origin for all rays, or a lidar's read-only (N, 3) of them
+        origins.setflags(write=own_origins)
+        merge_hits(origins, directions, np.empty(0, np.float32), np.empty(0, np.int32), np.empty((0, 3), np.float32),
+                   np.empty(0, np.int32), True, distance, surface, normal, np.empty(1, np.int32))
     if shading:
         colour = np.zeros(3, np.float32)
         shade_surfaces(np.zeros(3), directions, distance, surface, np.full(1, -1, np.int32), normal,
