@@ -13,6 +13,7 @@ import time
 from types import SimpleNamespace
 
 import pytest
+import yaml
 from conftest import fast_dds_transport_line, requires_ros, spin_until
 
 from aerial_sim.control.controller import ControllerParams, VehicleState
@@ -368,6 +369,10 @@ FUZZ_SECONDS = 8.0
 GRAPH_START_S = 180.0
 #: At least this many attack messages, however long a loaded machine takes to send them (up to 5 x FUZZ_SECONDS).
 FUZZ_MESSAGES = 300
+#: The camera's images at 160 x 120 instead of 460 x 320: every image stream, and every node that takes one
+#: (depth noise, depth points, recorder, viewer), is still there to attack, at a seventh of the pixels that
+#: the camera renders and the others copy, filter and record all through the test.
+SMALL_CAMERA = {"/**/camera": {"ros__parameters": {"width": 160, "height": 120}}}
 
 
 @requires_ros
@@ -382,8 +387,11 @@ def test_fuzzed_messages_on_every_subscribed_topic_never_stop_the_graph(launch, 
 
     from aerial_sim.nodes.ros.qos import stream_qos
 
+    small_camera = tmp_path / "small_camera.yaml"
+    small_camera.write_text(yaml.safe_dump(SMALL_CAMERA))
     graph = launch("sim.launch.yaml", "scene:=empty", "mission:=none", "airsim_api:=false", "use_rotor_drag:=true",
-                   "linear_drag:=false", "use_distance:=true", f"run_dir:={tmp_path / 'run'}")
+                   "linear_drag:=false", "use_distance:=true", f"run_dir:={tmp_path / 'run'}",
+                   "--params-file", str(small_camera))
     truth, clock = [], []  # truth: (publisher gid, message); the attack publishes on this topic too
     ros_node.create_subscription(Odometry, "/drone1/ground_truth/odom",
                                  lambda m, info: truth.append((info["publisher_gid"]["data"], m)), stream_qos())
