@@ -14,7 +14,8 @@
 #   PYTHON=python3                 interpreter (the device's has numpy, numba, scipy, matplotlib, pyyaml, ...)
 #
 # Sweep (benchmarks/batch.py): scene empty, mission hop_1m (10.6 s simulated), no camera: IMU, barometer,
-# magnetometer, GPS, controller, mission, recording, export and plots, as config/sweeps/smoke.yaml;
+# magnetometer, GPS, controller, mission, recording and export (plots as the checkout's run.plots default),
+# as config/sweeps/smoke.yaml;
 # run.retries 0 (a failure is counted, not retried), cpus 1, unpinned.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -77,6 +78,13 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 export PYTHONUNBUFFERED=1
 export _ROS_WHEELS_BOOTSTRAP_COMPLETE=1
 say "installed: site $SITE ($(du -sh "$WORK/prefix" | cut -f1))"
+# Bytecode, once, for the installed wheels (pip ran with --no-compile) and the project's copy (carried without
+# __pycache__): where Python may not write it itself (PYTHONDONTWRITEBYTECODE=1, as in this project's sessions),
+# every process of every run compiled rclpy, the message packages and aerial_sim again at each start (doc/scale.md,
+# "Imports": 0.71 against 0.97 CPU s for the node container alone).
+b0=$(date +%s.%N)
+$PY -m compileall -q -j 0 "$SITE" "$PROJ/src" >/dev/null 2>&1 || say "  (bytecode: some files not compiled)"
+say "  bytecode written in $(awk -v a="$b0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') s wall"
 $PY -c "
 import rclpy, std_msgs.msg, sensor_msgs.msg, mcap, rosbags, fcl, trimesh, fluids, pymap3d, aerial_sim.jit
 rclpy.init(); n = rclpy.create_node('batch16_check'); p = n.create_publisher(std_msgs.msg.String, 'x', 1)
