@@ -28,6 +28,7 @@ from aerial_sim.cdr.encode import (
     encode_fluid_pressure,
     encode_imu,
     encode_joint_state,
+    joint_state_encoder,
     encode_magnetic_field,
     encode_nav_sat_fix,
     encode_odometry,
@@ -332,6 +333,9 @@ def test_encoded_odometry_imu_and_joint_states_are_rclpys_bytes_for_every_string
             encoded = encode_joint_state(stamp_ns(joints.header), joints.header.frame_id, joints.name,
                                          joints.position, joints.velocity, joints.effort)
             ours_and_rclpys(encoded, joint_state_writer(joints, "<"), joints)
+            counts = (len(joints.position), len(joints.velocity), len(joints.effort))
+            encoder = joint_state_encoder(joints.header.frame_id, joints.name, counts)  # the physics node's rotors
+            assert encoder(stamp_ns(joints.header), joints.position, joints.velocity, joints.effort) == encoded
 
 
 @requires_ros

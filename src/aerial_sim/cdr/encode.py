@@ -166,6 +166,22 @@ def encode_joint_state(stamp_ns: int, frame_id: str, names, position, velocity, 
                    *_sequence(position), *_sequence(velocity), *_sequence(effort))
 
 
+def joint_state_encoder(frame_id: str, names, counts: tuple[int, int, int]):
+    """``encode(stamp_ns, position, velocity, effort)``: :func:`encode_joint_state` for a fixed frame, joint
+    names and sequence lengths ``counts``, with those parts encoded once (a message every lockstep period:
+    the physics node's ``rotors``). The same bytes; other lengths raise ``ValueError``."""
+    frame = frame_id.encode()
+    encoded_names = [name.encode() for name in names]
+    layout = _joint_state_struct(len(frame), tuple(map(len, encoded_names)), tuple(counts))
+    head = (len(frame) + 1, frame, len(encoded_names), *(v for name in encoded_names for v in (len(name) + 1, name)))
+
+    def encode(stamp_ns: int, position, velocity, effort) -> bytes:
+        sec, nanosec = _stamp(stamp_ns)
+        return _packed("joint state", layout, sec, nanosec, *head, *_sequence(position), *_sequence(velocity),
+                       *_sequence(effort))
+    return encode
+
+
 def encode_clock(stamp_ns: int) -> bytes:
     """``rosgraph_msgs/Clock`` as CDR bytes."""
     return _packed("clock", _CLOCK, *_stamp(stamp_ns))

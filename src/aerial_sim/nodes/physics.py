@@ -76,7 +76,6 @@ from aerial_sim.nodes._physics.publishing import (
     battery_message,
     imu_bytes,
     odometry_bytes,
-    rotors_bytes,
     transform_message,
 )
 from aerial_sim.nodes._physics.world_setup import build_world_on_terrain
@@ -86,9 +85,13 @@ from aerial_sim.nodes.ros.frames import make_tf_broadcaster
 from aerial_sim.nodes.ros.parameters import declare_params
 from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
 from aerial_sim.nodes.ros.raw_publish import raw_sender
-from aerial_sim.nodes.ros.raw_take import take_raw, unspun_reader_node
+from aerial_sim.nodes.ros.raw_take import unspun_reader_node
 from aerial_sim.nodes.ros.run import run_node
 from aerial_sim.nodes.ros.stamps import to_stamp
+
+
+#: The external wrench of a vehicle without a fresh ``rotor_drag/wrench``: (force, torque), body frame.
+NO_WRENCH = ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
 
 
 class SimulationDiverged(RuntimeError):
@@ -133,6 +136,7 @@ class PhysicsNode(Node):
         self._lockstep_wait_s = 0.05
         self._wait_set = None  # lockstep: (participant topics read, (handles, WaitSet): all, commands only)
         self._periods_untaken = 0  # lockstep: periods released on the outputs known, without taking (_lockstep_ready)
+        self._command_reader_cache = None  # lockstep: (subscriptions, what _command_readers returns)
         self.periods_done = 0
         self.exit_code = 0
         self.done = False  # set by the simulation thread when it cannot go on
@@ -194,6 +198,9 @@ class PhysicsNode(Node):
                 edit(self.world)
             except ValueError as error:  # a request its checks let through and the world refuses: dropped
                 self.get_logger().warning(f"world edit refused: {error}", throttle_duration_sec=2.0)
+        if edits:
+            for vehicle in self.vehicles:  # a reset, restart or teleport may have changed the held wrench
+                vehicle.applied_wrench = None
         return bool(edits)
 
     # -- the simulation loop (its own thread; callbacks run in the executor) --
@@ -402,19 +409,34 @@ class PhysicsNode(Node):
         """Lockstep: hand every motor command waiting to its vehicle (simulation thread). A message
         that is no Float64MultiArray, or an unusable row, is dropped with one line, as InputGuard would.
         ``ready``: only these subscriptions (``handle.pointer``) hold messages (None: try every one)."""
-        readers = [(v.command_subscription, v.on_motor_commands) for v in self.vehicles]
-        if self.swarm.commands_subscription is not None:
-            readers.append((self.swarm.commands_subscription, self.swarm.on_commands))
-        for subscription, handle in readers:
-            if ready is not None and subscription.handle.pointer not in ready:
+        for handle, pointer, message_type, on_bytes, topic in self._command_readers():
+            if ready is not None and pointer not in ready:
                 continue
-            while (data := take_raw(subscription)) is not None:
+            while True:  # take_raw's take, without two calls and three properties per message
                 try:
-                    handle(data)
+                    with handle:
+                        taken = handle.take_message(message_type, True)
+                except Exception:  # noqa: BLE001 - destroyed while stopping, or a middleware error: nothing to take
+                    taken = None
+                if taken is None:
+                    break
+                try:
+                    on_bytes(taken[0])
                 except Exception as error:  # noqa: BLE001 - no message may stop the simulation
-                    self.get_logger().warning(f"{subscription.topic_name}: message dropped "
+                    self.get_logger().warning(f"{topic}: message dropped "
                                               f"(Float64MultiArray: {type(error).__name__}: {error})",
                                               throttle_duration_sec=2.0)
+
+    def _command_readers(self) -> list[tuple]:
+        """(handle, its pointer, message type, handler, topic) of each motor-command subscription, looked
+        up once (every lockstep period takes from them; each is a Python property)."""
+        if self._command_reader_cache is None or self._command_reader_cache[0] != len(self.vehicles):
+            subscriptions = [(v.command_subscription, v.on_motor_commands) for v in self.vehicles]
+            if self.swarm.commands_subscription is not None:
+                subscriptions.append((self.swarm.commands_subscription, self.swarm.on_commands))
+            self._command_reader_cache = (len(self.vehicles), [
+                (s.handle, s.handle.pointer, s.msg_type, on_bytes, s.topic_name) for s, on_bytes in subscriptions])
+        return self._command_reader_cache[1]
 
     def _lockstep_awaited(self) -> str:
         """Who lockstep is waiting for, for the log."""
@@ -444,8 +466,10 @@ class PhysicsNode(Node):
                 elif self._commands_stale(vehicle, now):
                     self._start_failsafe(vehicle)
                 fresh = vehicle.wrench is not None and now - vehicle.wrench_received_at <= self.params.wrench_timeout_s
-                force, torque = vehicle.wrench if fresh else ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
-                self.world.set_external_wrench(vehicle.name, force, torque)
+                wrench = vehicle.wrench if fresh else NO_WRENCH
+                if wrench is not vehicle.applied_wrench:  # the world holds a wrench until it is replaced
+                    self.world.set_external_wrench(vehicle.name, *wrench)
+                    vehicle.applied_wrench = wrench
             self.command_arrived.clear()
 
     def _commands_stale(self, vehicle: VehicleChannel, now: float) -> bool:
@@ -552,9 +576,9 @@ class PhysicsNode(Node):
                 vehicle.send_odom(odometry_bytes(truth, stamp_ns, vehicle.frame))
             if imu_read:
                 vehicle.send_imu(imu_bytes(truth, stamp_ns, vehicle.frame))
-            if rotors_read:
-                rotors = self.world.rotor_states(vehicle.name)
-                vehicle.send_rotors(rotors_bytes(rotors, stamp_ns, vehicle.rotor_names))
+            if rotors_read:  # (JointState: velocity = speed, rad/s; effort = thrust, N)
+                speeds, thrusts = self.world.rotor_speeds_and_thrusts(vehicle.name)
+                vehicle.send_rotors(vehicle.encode_rotors(stamp_ns, vehicle.rotor_positions, speeds, thrusts))
             if self.tf_broadcaster is not None:
                 transforms.append(transform_message(truth, stamp, vehicle.frame))
         if transforms:

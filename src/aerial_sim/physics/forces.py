@@ -94,6 +94,22 @@ class RotorArray:
 
     def states(self, air_density: float) -> tuple[RotorState, ...]:
         """Speed, thrust and torque of each rotor at its current lagged control."""
+        return tuple(RotorState(speed * math.sqrt(u), thrust * u, torque * u, u)
+                     for (speed, thrust, torque), u in zip(self._at_full_control(air_density), self._clamped()))
+
+    def speeds_and_thrusts(self, air_density: float) -> tuple[list[float], list[float]]:
+        """:meth:`states`' speeds (rad/s) and thrusts (N), the same products, without a ``RotorState`` per
+        rotor: what the physics node's ``rotors`` message carries every period."""
+        speeds, thrusts = [], []
+        for (speed, thrust, _), u in zip(self._at_full_control(air_density), self._clamped()):
+            speeds.append(speed * math.sqrt(u))
+            thrusts.append(thrust * u)
+        return speeds, thrusts
+
+    def _clamped(self) -> list[float]:
+        return [min(max(u, 0.0), 1.0) for u in self.filtered]
+
+    def _at_full_control(self, air_density: float) -> list[tuple[float, float, float]]:
         cached = self._state_constants
         if cached is None or cached[0] != air_density:
             # Per rotor, at this density: top speed, thrust at u = 1, signed reaction torque at u = 1 (the
@@ -101,8 +117,4 @@ class RotorArray:
             cached = self._state_constants = (air_density, [
                 (r.max_speed_rad_s, r.max_thrust_n(air_density), -r.turning_direction * r.max_torque_nm(air_density))
                 for r in self.rotors])
-        result = []
-        for (speed, thrust, torque), u in zip(cached[1], self.filtered):
-            u = min(max(u, 0.0), 1.0)
-            result.append(RotorState(speed * math.sqrt(u), thrust * u, torque * u, u))
-        return tuple(result)
+        return cached[1]

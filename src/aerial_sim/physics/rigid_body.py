@@ -126,10 +126,11 @@ class RigidBody:
 
     def set_controls(self, controls: Sequence[float], spun_up: bool = False) -> None:
         """Hold rotor inputs; ``spun_up`` also jumps the motors to them (and the accelerations with them)."""
+        if not spun_up:
+            self.rotors.set_commands(controls)
+            return
         before = list(self.rotors.filtered)
         self.rotors.set_commands(controls, spun_up)
-        if not spun_up:
-            return
         self._rest = None
         delta = [0.0] * 6
         for old, new, constants in zip(before, self.rotors.filtered, self.rotors.constants):

@@ -381,6 +381,11 @@ class PhysicsWorld:
         body = self.body(name)
         return body.rotors.states(body.air_density)
 
+    def rotor_speeds_and_thrusts(self, name: str) -> tuple[list[float], list[float]]:
+        """:meth:`rotor_states`' speeds (rad/s) and thrusts (N) as two lists (the ``rotors`` message's)."""
+        body = self.body(name)
+        return body.rotors.speeds_and_thrusts(body.air_density)
+
     def poses(self) -> tuple[np.ndarray, np.ndarray]:
         """Positions (N, 3; ENU, m) and orientations (N, 4; w, x, y, z) of every vehicle, in the
         order of :meth:`vehicle_names` (one copy of the arrays, for swarm-wide consumers)."""

@@ -15,7 +15,7 @@ from sensor_msgs.msg import BatteryState, Imu, JointState
 from std_msgs.msg import Float64MultiArray
 
 from aerial_sim.cdr.decode import decode_float64_array
-from aerial_sim.cdr.encode import encode_pose_stamped
+from aerial_sim.cdr.encode import encode_pose_stamped, joint_state_encoder
 from aerial_sim.environment.atmosphere import MAX_ALTITUDE_M, MIN_ALTITUDE_M
 from aerial_sim.nodes._physics.params import PhysicsNodeParams
 from aerial_sim.nodes.ros.qos import COMMAND_QOS, stream_qos
@@ -72,6 +72,11 @@ class VehicleChannel:
         self.send_odom, self.send_imu, self.send_rotors, self.send_wind = (
             raw_sender(p) for p in (self.odom_pub, self.imu_pub, self.rotors_pub, self.wind_pub))
         self.rotor_names = [f"rotor_{i}" for i in range(rotor_count)]
+        #: ``rotors`` (sensor_msgs/JointState) as CDR: ``encode_rotors(stamp_ns, positions, speeds, thrusts)``.
+        self.encode_rotors = joint_state_encoder("", self.rotor_names, (rotor_count,) * 3)
+        self.rotor_positions = [0.0] * rotor_count
+        #: The wrench last given to the world (None: give the next one): unchanged, it is not given again.
+        self.applied_wrench = None
         self._readers_asked_at = -math.inf
         self._readers = (True, True, True, True)
         self.pending_controls: list[float] | None = None
@@ -112,7 +117,9 @@ class VehicleChannel:
 
     def accept_controls(self, controls: list[float], source: str) -> None:
         """A command from ``<vehicle>/motor_commands`` or the vehicle's row of ``/swarm/motor_commands``."""
-        problem = motor_command_problem(controls, self.rotor_count)
+        # The common case in one look (a NaN or infinity fails both comparisons); the reason only when not.
+        valid = len(controls) == self.rotor_count and all(0.0 <= u <= 1.0 for u in controls)
+        problem = None if valid else motor_command_problem(controls, self.rotor_count)
         if problem:
             self._node.get_logger().warning(
                 f"{self.name}: {source} rejected ({problem}); keeping the last valid command",
@@ -124,7 +131,7 @@ class VehicleChannel:
             self.commands_received += 1
             self.command_received_at = self._node.world.time_s
             self.command_received_wall = time.monotonic()
-        if threading.current_thread() is not self._node.simulation_thread:  # it is looking already (lockstep)
+        if threading.get_ident() != self._node.simulation_thread.ident:  # it is looking already (lockstep)
             self._node.command_arrived.set()
 
     def on_wrench(self, message: WrenchStamped) -> None:

@@ -12,7 +12,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseArray, TransformStamped
 from sensor_msgs.msg import BatteryState, PointCloud2
 
-from aerial_sim.cdr.encode import (encode_diagnostics_of, encode_imu, encode_joint_state, encode_odometry,
+from aerial_sim.cdr.encode import (encode_diagnostics_of, encode_imu, encode_odometry,
                                    encode_pose_array)
 from aerial_sim.nodes._physics.inputs import command_subscription
 from aerial_sim.nodes._physics.world_setup import hovering_copy
@@ -257,12 +257,6 @@ def imu_bytes(truth, stamp_ns: int, frame: str) -> bytes:
     """sensor_msgs/Imu (CDR), noise-free: orientation, body rates and specific force (+g up at rest)."""
     return encode_imu(stamp_ns, frame, truth.orientation, VECTOR_COVARIANCE, truth.angular_velocity_body,
                       VECTOR_COVARIANCE, truth.specific_force_body, VECTOR_COVARIANCE)
-
-
-def rotors_bytes(rotor_states, stamp_ns: int, names: list[str]) -> bytes:
-    """sensor_msgs/JointState (CDR), one entry per rotor: velocity = speed (rad/s), effort = thrust (N)."""
-    return encode_joint_state(stamp_ns, "", names, [0.0] * len(names), [float(r.speed_rad_s) for r in rotor_states],
-                              [float(r.thrust_n) for r in rotor_states])
 
 
 def battery_message(pack, stamp, frame: str) -> BatteryState:
