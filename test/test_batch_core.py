@@ -452,6 +452,40 @@ def small_run(folder: Path) -> Path:
     return folder
 
 
+def test_post_processing_threads_start_one_and_grow_only_while_runs_wait():
+    """The first runs of several warm workers land together: their post-processing goes to one thread (one kept
+    process, 0.5 CPU s to start) unless a job waits ``grow_after_s`` for it; then more, up to the workers' count.
+    Results and errors come back as from any executor; nothing is taken after shutdown."""
+    import threading
+    import time
+
+    from aerial_sim.batch.postprocessor import PostThreads
+
+    names: set[str] = set()
+
+    def job(value, wait_s=0.01):
+        names.add(threading.current_thread().name)
+        time.sleep(wait_s)
+        return value
+
+    quick = PostThreads(4, grow_after_s=30.0)
+    futures = [quick.submit(job, k) for k in range(6)]  # six landings at once, each done in 10 ms
+    assert [f.result(timeout=20) for f in futures] == list(range(6))
+    failing = quick.submit(lambda: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        failing.result(timeout=20)
+    assert quick.threads == 1 and len(names) == 1
+    quick.shutdown(wait=True)
+    with pytest.raises(RuntimeError):
+        quick.submit(job, 0)
+
+    slow = PostThreads(2, grow_after_s=0.2)  # jobs of 1 s: the second waits, a second thread starts; never a third
+    futures = [slow.submit(job, k, 1.0) for k in range(4)]
+    assert [f.result(timeout=30) for f in futures] == list(range(4))
+    assert slow.threads == 2
+    slow.shutdown(wait=True)
+
+
 def test_the_kept_post_processor_serves_runs_in_one_process_and_survives_a_bad_bag_and_its_death(tmp_path):
     import json
     import os

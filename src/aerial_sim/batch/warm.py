@@ -35,7 +35,8 @@ CPU: a run's ``cpu_s`` is the CPU of the graph's processes from the landing befo
 run of a graph, from the launch) to its own landing (``/proc``), plus its post-processing; its flight
 share runs from the un-pause (first run: the physics node's ``lockstep: starting``) to its landing.
 Post-processing runs in a kept process per post-processing thread (:mod:`aerial_sim.batch.postprocessor`:
-its imports are paid once, not per run).
+its imports are paid once, not per run); one thread at first, another only while landed runs wait for one
+(:class:`~aerial_sim.batch.postprocessor.PostThreads`).
 The graph's stop after its last run is not any run's: :func:`run_local_warm` hands it to the batch as
 an entry of status ``graph`` (counted in the batch's all-in CPU figure).
 """
@@ -79,7 +80,7 @@ from aerial_sim.batch.execute import (
 from aerial_sim.batch.hangs import HangWatch, dump_stacks, session_cpu_s
 from aerial_sim.batch.manifest import OK, run_dir, write_result
 from aerial_sim.batch.postprocess import REPORT_FILE
-from aerial_sim.batch.postprocessor import PostProcessor
+from aerial_sim.batch.postprocessor import PostProcessor, PostThreads
 from aerial_sim.batch.processes import guarded_command
 from aerial_sim.batch.sweep import RunOptions, RunSpec
 from aerial_sim.run_folder import MISSION_END_FILE
@@ -630,7 +631,7 @@ def run_local_warm(
     cores = CorePool(options.cpus) if options.pin_cpus else None
     results: queue.Queue = queue.Queue()
     pending = _Queue(runs)
-    post = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="post")
+    post = PostThreads(workers)  # one kept post-processing process, more only while runs wait for one
     postprocessors = ThreadPostProcessors()
 
     def work(index: int) -> None:
