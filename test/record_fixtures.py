@@ -140,11 +140,14 @@ class FlightPublisher:
         msg.header.frame_id = msg.header.frame_id or header_frame
         return msg
 
-    def run(self, duration_s: float, clock_hz: float = 250.0, at: tuple[float, Callable[[], None]] | None = None) -> float:
+    def run(self, duration_s: float, clock_hz: float = 250.0, at: tuple[float, Callable[[], None]] | None = None,
+            until: Callable[[], bool] | None = None) -> float:
         """Publish for ``duration_s`` (wall = sim time, or later where this process falls behind: it then
         publishes as fast as it can); returns the last sim time published. ``at = (t_s, action)``: ``action()``
         once sim time ``t_s`` is published (a loaded machine's wall time says nothing about how far the
-        flight got)."""
+        flight got), and the rest of the flight in real time from then on: a publisher that had fallen behind
+        does not catch up in one burst right after the action. ``until``: the flight ends early, once
+        ``until()`` is true (asked every tick, after the action if there is one)."""
         Clock = self.Clock
         next_due = {t: 0.0 for t in self.topics}
         start = time.monotonic()
@@ -170,8 +173,11 @@ class FlightPublisher:
             if at is not None and t + 1e-9 >= at[0]:
                 at[1]()
                 at = None
+                start = time.monotonic() - t  # the next message a tick from now, not all those overdue at once
+            elif at is None and until is not None and until():
+                return t
             step += 1
-        return t
+        return t - tick
 
 
 def start_recorder(run_dir: Path, *args: str, log_path: Path) -> subprocess.Popen:
