@@ -102,7 +102,10 @@ def test_hello_drone_flies_with_both_real_clients(clients, launch, ros_node):
                 steps = flight.result()  # raises the script's failure, with its output
             except AssertionError as failure:
                 raise AssertionError(f"{failure}\n--- the graph's output ---\n{graph.output()[-4000:]}") from None
-        check_flight(module, steps, odometry, north, east)
+        try:
+            check_flight(module, steps, odometry, north, east)
+        except AssertionError as failure:  # what the graph said (a failsafe, a controller's warning) with it
+            raise AssertionError(f"{failure}\n{steps}\n--- the graph's output ---\n{graph.output()[-4000:]}") from None
     # Each client got the streams when it connected, and they were dropped when it left.
     assert graph.output().count("AirSim client connected: reading the vehicles' state") == 2, graph.output()[-4000:]
     check_sim_add_vehicle(clients, port, graph, ros_node)  # on the same graph: one launch for both

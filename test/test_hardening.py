@@ -312,6 +312,29 @@ def test_when_motor_commands_stop_the_motors_are_cut_and_diagnostics_say_why(lau
     assert spin_until(ros_node, lambda: any(s.level == DiagnosticStatus.OK for s in statuses), timeout_s=3.0)
 
 
+class OutputLines:
+    """A process's output, read as it comes by a thread (a pipe read by nobody fills and stalls the writer)."""
+
+    def __init__(self, process):
+        import threading
+
+        self._lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, args=(process.stdout,), daemon=True)
+        self._reader.start()
+
+    def _read(self, stream) -> None:
+        for line in stream:
+            self._lines.append(line)
+
+    def text(self) -> str:
+        return "".join(self._lines)
+
+    def finish(self) -> str:
+        """Everything, once the process has ended."""
+        self._reader.join(timeout=10.0)
+        return self.text()
+
+
 #: A physics node process whose world fails after 1000 control periods (an injected fault: with
 #: bounded inputs no message can make the loop fail any more).
 FAILING_PHYSICS = """
@@ -344,13 +367,22 @@ def test_a_physics_loop_that_cannot_go_on_says_why_and_the_process_exits_1(ros_n
     ros_node.create_subscription(DiagnosticArray, "/diagnostics", lambda m: statuses.extend(m.status), COMMAND_QOS)
     process = subprocess.Popen([sys.executable, "-c", FAILING_PHYSICS, "--ros-args", "-r", "__node:=physics"],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 30.0
-    while process.poll() is None and time.monotonic() < deadline:
-        spin_until(ros_node, lambda: False, timeout_s=0.05)
-    if process.poll() is None:
+    lines = OutputLines(process)
+    try:
+        # Its start (imports, the world) takes a loaded machine's scheduler anything from 2 to 60 s: the exit
+        # is timed from the loop's stop, not from the start (a 30 s deadline from the start ran out twice in
+        # two runs of the graph tests beside 2 busy loops).
+        stopped = lambda: "physics loop stopped at t = " in lines.text()  # noqa: E731
+        assert spin_until(ros_node, lambda: stopped() or process.poll() is not None, timeout_s=120.0), lines.text()
+        deadline = time.monotonic() + 30.0
+        while process.poll() is None and time.monotonic() < deadline:
+            spin_until(ros_node, lambda: False, timeout_s=0.05)
+        if process.poll() is None:
+            pytest.fail(f"the physics process hangs after its loop stopped:\n{lines.text()}")
+    finally:
         process.kill()
-        pytest.fail("the physics process hangs after its loop stopped")
-    output = process.stdout.read()
+        process.wait()
+    output = lines.finish()
     assert process.returncode == 1, output
     assert "physics loop stopped at t = " in output and "FloatingPointError: injected fault" in output, output
     assert "Traceback" not in output, output
@@ -427,13 +459,17 @@ def test_fuzzed_messages_on_every_subscribed_topic_never_stop_the_graph(launch, 
     assert spin_until(ros_node, future.done, timeout_s=10.0), graph.output()
     before = clock_seconds(clock[-1])
     assert spin_until(ros_node, lambda: clock_seconds(clock[-1]) > before + 0.5, timeout_s=10.0), graph.output()
+    # Enough of the physics node's ground truth to check for NaN: this process, publishing the attack on a
+    # loaded machine, took few of the 250 Hz (93 in all at load 40-50, 0.5 s of clock after the attack).
+    physics = {bytes(e.endpoint_gid) for e in ros_node.get_publishers_info_by_topic("/drone1/ground_truth/odom")
+               if e.node_name == "physics"}
+    enough = lambda: sum(bytes(gid) in physics for gid, _ in truth) > 0.5 * len(truth) > 100  # noqa: E731
+    spin_until(ros_node, enough, timeout_s=30.0)
 
     output = graph.output()
     assert graph.alive(), output
     assert "Traceback" not in output, output
     assert "process has died" not in output and "exited with" not in output, output
-    physics = {bytes(e.endpoint_gid) for e in ros_node.get_publishers_info_by_topic("/drone1/ground_truth/odom")
-               if e.node_name == "physics"}
     from_physics = [m for gid, m in truth if bytes(gid) in physics]
     assert len(from_physics) > 0.5 * len(truth) > 100, (len(from_physics), len(truth))
     values = [v for m in from_physics for v in (m.pose.pose.position.x, m.pose.pose.position.y,
@@ -536,7 +572,8 @@ sys.exit(run_node(Stuck, sys.argv))
 
 
 def node_script(source: str, first_line: str):
-    """Start ``python -c source`` (a node under run_node) and wait for its ``first_line``."""
+    """Start ``python -c source`` (a node under run_node) and wait for its ``first_line`` (the first of its
+    own: Fast DDS may say something about its transports before it)."""
     import subprocess
     import sys
 

@@ -33,9 +33,9 @@ TOPICS = {
 def fly_and_interrupt(tmp_path, sig, *recorder_args, kill_after_s=2.5):
     """Fly and send ``sig`` to the recorder once ``kill_after_s`` of the flight is published (sim time, not
     wall time: a loaded machine's publisher falls behind the wall clock, and a signal at 2.5 s of wall time
-    then came after much less of the flight), then go on flying in real time until the recorder has exited:
-    it stops while its topics still stream in. (A flight of a fixed 4 s instead ended before a recorder
-    slowed down by a loaded machine had acted on the signal, and the bag then held the whole flight.)"""
+    then came after much less of the flight), then go on flying in real time until the recorder has closed
+    its bag or exited: it stops while its topics still stream in. (A flight of a fixed 4 s instead ended
+    before a recorder slowed down by a loaded machine had acted on the signal: the bag held all of it.)"""
     import rclpy
     from rclpy.node import Node
 
@@ -49,7 +49,10 @@ def fly_and_interrupt(tmp_path, sig, *recorder_args, kill_after_s=2.5):
         # The recorder process starting (its imports, its subscriptions discovered): up to a minute at load 30.
         assert flight.wait_for_subscribers(60.0), (tmp_path / "recorder.log").read_text()
         killer = threading.Thread(target=stop, args=(recorder, sig))  # signal, then wait for the exit (30 s, then SIGKILL)
-        flight.run(120.0, at=(kill_after_s, killer.start), until=lambda: not killer.is_alive())
+        log = tmp_path / "recorder.log"
+        # Until the bag is closed (its report and plot follow) or the recorder has gone.
+        closed = lambda: not killer.is_alive() or "bag closed" in log.read_text()  # noqa: E731
+        flight.run(120.0, at=(kill_after_s, killer.start), until=closed)
         killer.join()
     finally:
         stop(recorder)
