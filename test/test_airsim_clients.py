@@ -14,6 +14,7 @@ import concurrent.futures
 import json
 import math
 import re
+import struct
 import subprocess
 import time
 from pathlib import Path
@@ -49,7 +50,17 @@ def run_script(python: Path, module: str, port: int, north: float, east: float) 
     return steps
 
 
-def ned_pose(message):
+def stamp_ns(data: bytes) -> int:
+    """The header stamp of a CDR-serialized message, in ns (after the 4-byte encapsulation: sec int32, nanosec uint32)."""
+    sec, nanosec = struct.unpack_from("<iI", data, 4)
+    return sec * 1_000_000_000 + nanosec
+
+
+def ned_pose(data: bytes):
+    from nav_msgs.msg import Odometry
+    from rclpy.serialization import deserialize_message
+
+    message = deserialize_message(data, Odometry)
     p, q = message.pose.pose.position, message.pose.pose.orientation
     from aerial_sim.airsim.ned import orientation_to_ned, world_to_ned
 
@@ -60,17 +71,15 @@ def test_hello_drone_flies_with_both_real_clients(clients, launch, ros_node):
     from nav_msgs.msg import Odometry
     from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-    from aerial_sim.nodes.ros.stamps import from_stamp
-
     graph = launch("sim.launch.yaml", "mission:=none", "scene:=urban", "record:=false", "viewer:=false",
                    "use_camera:=false", "use_depth_noise:=false", "use_scene_markers:=false", "airsim_port:=0",
                    f"run_dir:={Path(ros_node.get_name())}")
-    odometry: dict[int, object] = {}
+    odometry: dict[int, bytes] = {}  # stamp (ns) -> the message as it came; only those a client read are decoded
     # Best effort as the stream is offered, but deep: this process reads while it waits for the client's
     # script, in bursts on a busy machine, and a 5-deep history dropped the states the client had read.
     deep = QoSProfile(depth=1000, reliability=ReliabilityPolicy.BEST_EFFORT)
     ros_node.create_subscription(Odometry, "/drone1/ground_truth/odom",
-                                 lambda m: odometry.__setitem__(round(from_stamp(m.header.stamp) * 1e9), m), deep)
+                                 lambda data: odometry.__setitem__(stamp_ns(data), data), deep, raw=True)
     port = None
     deadline = time.monotonic() + 60
     while port is None and time.monotonic() < deadline and graph.alive():
