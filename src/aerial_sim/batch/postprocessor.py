@@ -159,6 +159,7 @@ class PostThreads(concurrent.futures.Executor):
         return len(self._threads)
 
     def submit(self, fn, /, *args, **kwargs) -> concurrent.futures.Future:
+        """``fn(...)`` on a post-processing thread, queued behind the jobs before it; its future."""
         future: concurrent.futures.Future = concurrent.futures.Future()
         with self._condition:
             if self._closing:
