@@ -70,7 +70,10 @@ def test_two_lockstep_runs_one_composed_with_every_node_record_identical_bags(la
     # Side by side, each in its own domain: each run also meets the other's load, as batch workers do.
     # The recorder as launched (record.launch.yaml's exclusions, nothing more): its default bag repeats.
     lighter = lighter_nodes(tmp_path)
-    graphs = [start_lockstep_flight(launch, MISSION, run, domain, "--params-file", lighter, *extra)
+    # Rotor drag too: its wrench goes back into the step (two runs with it recorded different flights while
+    # the step applied whichever wrench had arrived).
+    drag = ("use_rotor_drag:=true", "linear_drag:=false")
+    graphs = [start_lockstep_flight(launch, MISSION, run, domain, "--params-file", lighter, *drag, *extra)
               for run, domain, extra in zip(runs, (None, spare_domain()), ((), ("--compose",)))]
     landed_at = [landing_time(graph, run) for graph, run in zip(graphs, runs)]
     assert landed_at[0] == landed_at[1]
@@ -101,7 +104,7 @@ def test_two_lockstep_runs_one_composed_with_every_node_record_identical_bags(la
     assert set(bags[0]) == set(bags[1])
     for topic in ("/drone1/camera/depth/image_raw", "/drone1/camera/color/image_raw", "/drone1/lidar/points",
                   "/drone1/distance/range", "/drone1/imu/data", "/drone1/gps/fix", "/drone1/ground_truth/odom",
-                  "/recorder/written", "/drone1/mission/progress"):
+                  "/recorder/written", "/drone1/mission/progress", "/drone1/rotor_drag/wrench"):
         assert topic in bags[0], f"{topic} was not recorded"
     for topic in sorted(bags[0]):
         for other in bags[1:]:

@@ -129,6 +129,7 @@ class PhysicsNode(Node):
         self.control = SimulationControl(self)  # /physics/pause, reset, restart, add_vehicle, continue_for, wind
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS)
         self.swarm = SwarmOutputs(self)
+        self._wrench_topics = frozenset(vehicle.wrench_topic for vehicle in self.vehicles)
         if self.params.lockstep:
             self.lockstep_outputs = LockstepOutputs(self)
         process.stop_point()  # the last one before the simulation thread starts
@@ -361,7 +362,7 @@ class PhysicsNode(Node):
             self._periods_untaken += 1
         if holdups and self.lockstep_outputs.started and self.lockstep_outputs.drop_overdue(awaited_ns):
             holdups = self.lockstep_outputs.holdups(awaited_ns)
-        held = bool(holdups)
+        held = bool(holdups) or bool(self._feedback_holdups())
         if held and (ended := self.lockstep_outputs.end_reached(holdups)):
             self.get_logger().info(ended)
             self._publish_status(DiagnosticStatus.OK, "physics: lockstep", ended)
@@ -443,11 +444,21 @@ class PhysicsNode(Node):
         with self.inputs_lock:
             waiting = [f"/{v.name}/motor_commands" for v in self.vehicles if v.pending_controls is None]
         waiting += [holdup.describe() + self.lockstep_outputs.why_silent(holdup.participant.topic)
-                    for holdup in self.lockstep_outputs.holdups(self._awaited_clock_ns())]
+                    for holdup in self.lockstep_outputs.holdups(self._awaited_clock_ns()) + self._feedback_holdups()]
         return ", ".join(waiting) or "nothing (released)"
 
     def _clock_ns(self) -> int:
         return int(round(self.world.time_s * 1e9))
+
+    def _feedback_holdups(self) -> list:
+        """Lockstep: the participants whose output this node applies to the next step (each vehicle's
+        ``rotor_drag/wrench``) that have not answered the state just sent. They are awaited at the clock
+        itself, not ``lockstep_slack_s`` behind as the sensors are: the step then applies the wrench of its
+        own state in every run. (With the slack, the step applied whichever wrench had arrived: two runs with
+        rotor drag recorded different flights.) No wrench can be newer than that state's: the next state is
+        sent after the step. A rotor drag node that leaves, or stays silent past ``lockstep_timeout_s``, is
+        dropped from the participants like any other and holds nothing."""
+        return self.lockstep_outputs.holdups_of(self._clock_ns(), self._wrench_topics)
 
     def _awaited_clock_ns(self) -> int:
         """The clock the participants' outputs must have caught up with: ``lockstep_slack_s`` behind."""

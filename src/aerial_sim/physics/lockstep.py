@@ -289,11 +289,14 @@ class LockstepGate:
                 bound = min(bound, participant.first_clock_owing_ns(produced))
             return bound - CLEAR_MARGIN_NS
 
-    def holdups(self, clock_ns: int) -> list[Holdup]:
-        """The participants that have not yet produced their awaited output at clock ``clock_ns``."""
+    def holdups(self, clock_ns: int, topics=None) -> list[Holdup]:
+        """The participants (of ``topics`` only, when given) that have not yet produced their awaited
+        output at clock ``clock_ns``."""
         with self._lock:
             held = []
             for topic, participant in self._participants.items():
+                if topics is not None and topic not in topics:
+                    continue
                 awaited = participant.awaited_stamp_ns(clock_ns)
                 latest = self._latest_ns.get(topic)
                 if awaited is None or awaited <= self._armed_since_ns.get(topic, -math.inf):

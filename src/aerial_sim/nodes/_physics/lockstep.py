@@ -134,6 +134,10 @@ class LockstepOutputs:
     def holdups(self, clock_ns: int):
         return self.gate.holdups(clock_ns)
 
+    def holdups_of(self, clock_ns: int, topics):
+        """:meth:`holdups` of the participants publishing ``topics`` only (none known: none)."""
+        return self.gate.holdups(clock_ns, topics) if self.gate.version else []
+
     def holdups_from_known(self, clock_ns: int):
         """:meth:`holdups`, looked at only from the gate's :meth:`~LockstepGate.clear_below_ns` on (kept
         while the gate is unchanged): most periods need no look at the participants' rules."""
