@@ -172,6 +172,12 @@ def print_ratios(results: list[dict]) -> None:
     for r in results:
         if (b := before.get((r["mode"], r["workers"]))) is None:
             continue
+        if not (b["runs_per_hour"] and b["cpu_per_sim_s"] and r["runs_per_hour"]):
+            # No ratio from a side that flew nothing (on a 16-core host a checkout without its own
+            # dependencies, jsonschema at 00546fc, failed every run): say so instead of dividing by zero.
+            print(f"now / before, {r['mode']}, {r['workers']} worker(s): no ratio, {b['ok']} runs before and "
+                  f"{r['ok']} now finished (their logs say why)")
+            continue
         print(f"now / before, {r['mode']}, {r['workers']} worker(s): runs/h {r['runs_per_hour'] / b['runs_per_hour']:.2f}x, "
               f"CPU per sim s all in {r['cpu_per_sim_s'] / b['cpu_per_sim_s']:.2f}x "
               f"({b['cpu_per_sim_s']:.3f} -> {r['cpu_per_sim_s']:.3f}), in flight {r['flight_per_sim_s'] / b['flight_per_sim_s']:.2f}x "
