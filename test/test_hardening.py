@@ -655,14 +655,12 @@ sys.exit(run_node(SlowStart, sys.argv))
 """
 
 
-@requires_ros
-@pytest.mark.ros
-def test_a_stop_signal_while_the_node_is_being_built_waits_for_the_build_then_exits_quietly():
-    # Ending half-built (os._exit with DDS threads running) could leave a shared-memory lock held
-    # for a sibling that was starting at the same time; the stop is kept until the node exists.
+def stop_while_building(source: str) -> tuple[list[str], float]:
+    """SIGINT to a node script once it prints 'building'; its lines after that (Fast DDS's own left out) and
+    the seconds it took to exit, with status 0."""
     import signal
 
-    process = node_script(SLOW_START_NODE, "building")
+    process = node_script(source, "building")
     try:
         sent = time.monotonic()
         process.send_signal(signal.SIGINT)
@@ -670,8 +668,16 @@ def test_a_stop_signal_while_the_node_is_being_built_waits_for_the_build_then_ex
         waited = time.monotonic() - sent
     finally:
         process.kill()
-    output = process.stdout.read()
-    assert [line for line in output.splitlines() if not fast_dds_transport_line(line)] == ["built"], output  # built, destroyed, no traceback, nothing else
+    return [line for line in process.stdout.read().splitlines() if not fast_dds_transport_line(line)], waited
+
+
+@requires_ros
+@pytest.mark.ros
+def test_a_stop_signal_while_the_node_is_being_built_waits_for_the_build_then_exits_quietly():
+    # Ending half-built (os._exit with DDS threads running) could leave a shared-memory lock held
+    # for a sibling that was starting at the same time; the stop is kept until the node exists.
+    lines, waited = stop_while_building(SLOW_START_NODE)
+    assert lines == ["built"], lines  # built, destroyed, no traceback, nothing else
     assert 0.5 < waited < 5.0, waited
 
 
@@ -687,18 +693,8 @@ SLOW_START_WITH_A_STOP_POINT = SLOW_START_NODE.replace(
 def test_a_stop_signal_while_the_node_is_being_built_ends_the_build_at_its_next_stop_point():
     # ci of 2026-11-27 at a load of 12: a physics node still building its fleet 5 s after the launch's
     # SIGINT; with stop points the build ends at the next one, through the normal shutdown.
-    import signal
-
-    process = node_script(SLOW_START_WITH_A_STOP_POINT, "building")
-    try:
-        sent = time.monotonic()
-        process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=10) == 0
-        waited = time.monotonic() - sent
-    finally:
-        process.kill()
-    output = process.stdout.read()
-    assert [line for line in output.splitlines() if not fast_dds_transport_line(line)] == [], output  # never built, no traceback, nothing else
+    lines, waited = stop_while_building(SLOW_START_WITH_A_STOP_POINT)
+    assert lines == [], lines  # never built, no traceback, nothing else
     assert waited < 4.0, waited  # the step after the stop point (5 s) never ran
 
 
