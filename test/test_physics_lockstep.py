@@ -78,6 +78,23 @@ def test_an_entry_cannot_replace_another_owners_and_a_huge_name_is_refused_in_a_
     assert gate.add(Participant("/drone1/imu/data", 100.0), "a new imu process")
 
 
+def test_a_feedback_participant_is_awaited_at_the_clock_itself_and_dropped_when_silent_there():
+    """The physics node awaits rotor drag's wrench at the clock (no slack: the step applies it): a holdup
+    there, not at the slack's clock, and a silent one is overdue through ``also_held`` like any other."""
+    gate = LockstepGate((Participant("/drone1/rotor_drag/wrench", 250.0), Participant("/drone1/imu/data", 250.0)))
+    for topic in ("/drone1/rotor_drag/wrench", "/drone1/imu/data"):
+        gate.arm(topic, -1)
+        gate.observe(topic, 96 * MS)
+    clock, slack_behind = 100 * MS, 0
+    feedback = gate.holdups(clock, {"/drone1/rotor_drag/wrench"})
+    assert [h.participant.topic for h in feedback] == ["/drone1/rotor_drag/wrench"] and feedback[0].awaited_ns == clock
+    assert gate.holdups(slack_behind) == []  # at the slack's clock nobody holds
+    assert gate.overdue(slack_behind, 0.0, 5.0, tuple(feedback)) == []  # holds from now
+    assert [h.participant.topic for h in gate.overdue(slack_behind, 5.0, 5.0, tuple(feedback))] == ["/drone1/rotor_drag/wrench"]
+    gate.observe("/drone1/rotor_drag/wrench", clock)
+    assert gate.holdups(clock, {"/drone1/rotor_drag/wrench"}) == []
+
+
 def test_a_participant_silent_past_the_timeout_is_overdue_but_a_slow_one_is_not():
     gate = LockstepGate((Participant("/silent", 100.0), Participant("/slow", 100.0)))
     for topic in ("/silent", "/slow"):

@@ -360,9 +360,10 @@ class PhysicsNode(Node):
             holdups = self.lockstep_outputs.holdups_from_known(awaited_ns)
         else:
             self._periods_untaken += 1
-        if holdups and self.lockstep_outputs.started and self.lockstep_outputs.drop_overdue(awaited_ns):
-            holdups = self.lockstep_outputs.holdups(awaited_ns)
-        held = bool(holdups) or bool(self._feedback_holdups())
+        feedback = self._feedback_holdups()
+        if (holdups or feedback) and self.lockstep_outputs.started and self.lockstep_outputs.drop_overdue(awaited_ns, feedback):
+            holdups, feedback = self.lockstep_outputs.holdups(awaited_ns), self._feedback_holdups()
+        held = bool(holdups or feedback)
         if held and (ended := self.lockstep_outputs.end_reached(holdups)):
             self.get_logger().info(ended)
             self._publish_status(DiagnosticStatus.OK, "physics: lockstep", ended)

@@ -257,11 +257,12 @@ class LockstepGate:
                 self._latest_ns[topic] = stamp_ns
                 self.version += 1
 
-    def overdue(self, clock_ns: int, now_s: float, timeout_s: float) -> list[Holdup]:
-        """The participants that have held the clock at ``clock_ns`` for ``timeout_s`` of wall time
+    def overdue(self, clock_ns: int, now_s: float, timeout_s: float, also_held: tuple[Holdup, ...] = ()) -> list[Holdup]:
+        """The participants that have held the clock at ``clock_ns`` (or, ``also_held``, at another clock:
+        the physics node's feedback participants, awaited without the slack) for ``timeout_s`` of wall time
         (``now_s``, any monotonic clock) without producing a new output: silent, not just slow
         (each new output starts the wait again). ``timeout_s`` 0 or less: none ever is."""
-        held = self.holdups(clock_ns)
+        held = list({h.participant.topic: h for h in [*self.holdups(clock_ns), *also_held]}.values())
         with self._lock:
             stale = []
             for holdup in held:

@@ -257,12 +257,13 @@ class LockstepOutputs:
             self.node.get_logger().warning(why)
         self.node.command_arrived.set()
 
-    def drop_overdue(self, clock_ns: int) -> list[Holdup]:
-        """Drop every participant that has held the clock for ``lockstep_timeout_s`` of wall time
-        without a new output: one ERROR line (starting :data:`DROPPED_MARKER`) and an ERROR on
-        ``/diagnostics`` each; the clock goes on without them (simulation thread)."""
+    def drop_overdue(self, clock_ns: int, also_held=()) -> list[Holdup]:
+        """Drop every participant that has held the clock (at ``clock_ns``, or ``also_held``) for
+        ``lockstep_timeout_s`` of wall time without a new output: one ERROR line (starting
+        :data:`DROPPED_MARKER`) and an ERROR on ``/diagnostics`` each; the clock goes on without them
+        (simulation thread)."""
         timeout_s = self.node.params.lockstep_timeout_s
-        overdue = [holdup for holdup in self.gate.overdue(clock_ns, time.monotonic(), timeout_s)
+        overdue = [holdup for holdup in self.gate.overdue(clock_ns, time.monotonic(), timeout_s, tuple(also_held))
                    if self.ended_by is None or holdup.participant.topic != self.ended_by[0]]
         for holdup in overdue:
             topic = holdup.participant.topic
