@@ -18,7 +18,8 @@ import yaml
 
 from aerial_sim.cdr.decode import cdr_header_stamp_ns
 from aerial_sim.config import ParamsError
-from aerial_sim.recording.bag import BagWriter, BagWriterParams, mcap_is_complete, recover
+from aerial_sim.recording.bag import BagWriter, BagWriterParams
+from aerial_sim.recording.bag_recovery import mcap_is_complete, recover
 from aerial_sim.recording.msgdefs import dependencies, message_definition
 from aerial_sim.recording.recorder import TopicSelection, has_header, split_patterns
 from aerial_sim.recording.summary import summarize, write_run_report
@@ -266,7 +267,8 @@ def test_recover_command_recovers_a_lockstep_runs_log_bag_beside_its_bag(tmp_pat
 
 
 def test_recover_on_a_full_disk_says_so_in_one_line(tmp_path):
-    from aerial_sim.recording.bag import BagWriteError, last_record_end
+    from aerial_sim.recording.bag import BagWriteError
+    from aerial_sim.recording.bag_recovery import last_record_end
 
     bag, _ = unfinished_bag(tmp_path)
     capacity = last_record_end(bag / "bag_0.mcap") + 10  # no room for the 50-byte footer

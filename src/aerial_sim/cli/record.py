@@ -62,7 +62,8 @@ def recover_command(path: str) -> int:
     """``--recover DIR``: repair the bag in place; a bag that cannot be read or written is one line on stderr."""
     import sys
 
-    from aerial_sim.recording.bag import BagWriteError, recover
+    from aerial_sim.recording.bag import BagWriteError
+    from aerial_sim.recording.bag_recovery import recover
     from aerial_sim.recording.reader import BagReadError, find_bag
 
     from pathlib import Path

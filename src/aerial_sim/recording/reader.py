@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aerial_sim.recording.bag import recover
+from aerial_sim.recording.bag_recovery import recover
 from aerial_sim.recording.mcap_index import needs_repair
 
 
@@ -30,7 +30,7 @@ def open_bag(path: str | Path):
     """An opened ``rosbags.highlevel.AnyReader`` over the bag at ``path`` (use it as a context manager).
 
     A bag left by a killed recorder or a full disk (an MCAP file without its footer, or
-    without its index) is first recovered in place with :func:`aerial_sim.recording.bag.recover`.
+    without its index) is first recovered in place with :func:`aerial_sim.recording.bag_recovery.recover`.
     """
     from rosbags.highlevel import AnyReader
 
