@@ -309,3 +309,21 @@ def test_sim_clock_wakes_the_loop_only_for_a_due_sleeper_and_wakes_it_at_its_sim
         await asyncio.wait_for(fresh, 1.0)
 
     asyncio.run(scenario())
+
+
+def test_a_teleport_while_paused_waits_for_the_resent_state_not_the_one_sent_before_it():
+    """Paused, time does not move: the state sent before the teleport and the one re-sent after it carry
+    the same stamp; simSetVehiclePose must answer only once the second arrives (ci6: read back the old pose)."""
+    from aerial_sim.airsim.api_simulation import shows_teleport
+    from aerial_sim.airsim.graph import KinematicsReading
+
+    def state(time_s, position, orientation=(1.0, 0.0, 0.0, 0.0)):
+        return KinematicsReading(time_s, position, orientation, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
+
+    target, level = (3.0, -1.0, 6.0), (1.0, 0.0, 0.0, 0.0)
+    assert not shows_teleport(state(2.0, (2.0, 1.0, 5.0)), 2.0, target, level)  # sent before it, same stamp
+    assert shows_teleport(state(2.0, target), 2.0, target, level)  # re-sent after it
+    assert shows_teleport(state(2.0, target, (-1.0, 0.0, 0.0, 0.0)), 2.0, target, level)  # -q: the same rotation
+    assert not shows_teleport(state(2.0, target, (0.0, 0.0, 0.0, 1.0)), 2.0, target, level)  # only moved
+    assert shows_teleport(state(2.004, (3.0, -1.0, 5.9999)), 2.0, target, level)  # stepped on from it: falling
+    assert not shows_teleport(state(1.996, target), 2.0, target, level)  # older than the teleport

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -99,6 +100,15 @@ def head_listening(head: str) -> bool:
     return subprocess.run(["ip", "netns", "exec", head, sys.executable, "-c", probe]).returncode == 0
 
 
+def cluster_cpus(head: str) -> float:
+    """The cluster's total CPUs as the head's autoscaler reports them (``ray status``); 0 before it answers."""
+    ray = str(Path(sys.executable).parent / "ray")
+    status = subprocess.run(["ip", "netns", "exec", head, ray, "status", f"--address={HEAD_IP}:{PORT}"],
+                            capture_output=True, text=True, env=RAY_ENV, timeout=60).stdout
+    found = re.search(r"[\d.]+/([\d.]+) CPU", status)
+    return float(found.group(1)) if found else 0.0
+
+
 def test_a_sweep_across_two_namespaces_survives_losing_the_worker_node(two_namespaces, tmp_path):
     head, worker = two_namespaces
     started = [ray_node(head, tmp_path / "head.log", "--head", f"--node-ip-address={HEAD_IP}", f"--port={PORT}",
@@ -107,6 +117,9 @@ def test_a_sweep_across_two_namespaces_survives_losing_the_worker_node(two_names
         assert wait_until(lambda: head_listening(head), 90), (tmp_path / "head.log").read_text()[-3000:]
         started.append(ray_node(worker, tmp_path / "worker.log", f"--address={HEAD_IP}:{PORT}",
                                 f"--node-ip-address={WORKER_IP}"))
+        # both nodes in the cluster before the sweep: else the head's actor may fly both runs (warm runs are
+        # quick) before the worker node joins and gets an actor of its own
+        assert wait_until(lambda: cluster_cpus(head) >= 2.0, 120), (tmp_path / "worker.log").read_text()[-3000:]
         sweep = write_sweep(tmp_path, "netns", {"seed": [0, 1]}, run={"export": False, "plots": False})
         out = tmp_path / "shared"  # one folder both "machines" see, as an NFS mount would be
         driver = subprocess.Popen(["ip", "netns", "exec", head, *batch_command(sweep, out, "--backend", "ray", "--address",

@@ -83,15 +83,15 @@ class SimulationMethods:
             self.hold_kinematic(link, position, orientation)
         elif self._flying(link):
             link.send_pose(position, yaw_of(orientation))  # hold where it was put, not where it was
-        await self._wait_for_pose(link, position, before)
+        await self._wait_for_pose(link, position, orientation, before)
 
-    async def _wait_for_pose(self, link: VehicleLink, position, before) -> None:
+    async def _wait_for_pose(self, link: VehicleLink, position, orientation, before) -> None:
         """Until the vehicle's state shows the teleport, as AirSim's setPose returns with the physics body
-        already moved: the physics node says from which sim time its state does (``set_pose/applied``), then
-        a state that new arrives. No race with the wall clock: a loaded machine only makes the answer later,
-        and the vehicle cannot have left the pose unseen (after it, physics moves it: a disarmed vehicle
-        falls, as in AirSim). A teleport the physics node refused (its log says why) ends the wait after
-        ``state_wait_s`` of wall time with one log line."""
+        already moved: the physics node says at which sim time it applied it (``set_pose/applied``), then a
+        state that shows it arrives (:func:`shows_teleport`). No race with the wall clock: a loaded machine
+        only makes the answer later, and the vehicle cannot have left the pose unseen (after it, physics
+        moves it: a disarmed vehicle falls, as in AirSim). A teleport the physics node refused (its log says
+        why) ends the wait after ``state_wait_s`` of wall time with one log line."""
         deadline = time.monotonic() + self.params.state_wait_s
         applied_at = None
         while time.monotonic() < deadline:
@@ -101,7 +101,7 @@ class SimulationMethods:
                     applied_at = answer[0]
             if applied_at is not None:
                 state = link.kinematics
-                if state is not None and state.time_s >= applied_at - 1e-9:
+                if state is not None and shows_teleport(state, applied_at, position, orientation):
                     return
             await asyncio.sleep(0.005)
         self.log.warning(f"simSetVehiclePose: {link.name}'s state did not show the new pose within "
@@ -342,3 +342,17 @@ def _orientation_enu(orientation_ned) -> tuple[float, float, float, float]:
         return orientation_to_enu(quat_normalize(orientation_ned))
     except ValueError:
         raise RpcFault("pose.orientation is a zero quaternion") from None
+
+
+def shows_teleport(state, applied_at: float, position, orientation) -> bool:
+    """Whether a vehicle state shows a teleport the physics node applied at sim time ``applied_at``.
+
+    A state stamped later does (physics stepped from the teleport). One stamped ``applied_at`` itself may
+    be the state sent before the teleport or the one re-sent after it while paused (time does not move):
+    it shows the teleport only if it holds its pose."""
+    if state.time_s > applied_at + 1e-9:
+        return True
+    if state.time_s < applied_at - 1e-9:
+        return False
+    aligned = abs(sum(a * b for a, b in zip(state.orientation, orientation)))  # q and -q: one rotation
+    return math.dist(state.position, position) < 1e-6 and aligned > 1.0 - 1e-9

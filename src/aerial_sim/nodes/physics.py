@@ -26,7 +26,8 @@ A thin adapter around :class:`aerial_sim.physics.world.PhysicsWorld`:
   then pause), ``/physics/wind`` (geometry_msgs/Vector3Stamped, ``map`` ENU
   m/s) and ``/<vehicle>/set_pose`` (geometry_msgs/PoseStamped in ``map``:
   teleport, at rest; once applied, published again on ``/<vehicle>/set_pose/applied`` stamped
-  with the sim time from which ``ground_truth/odom`` shows it) and ``/physics/add_vehicle``
+  with the sim time at which it was applied: every later ``ground_truth/odom`` shows it, as does the
+  state re-sent at that time while paused) and ``/physics/add_vehicle``
   (rcl_interfaces/SetParametersAtomically: a vehicle added to the running world,
   :mod:`aerial_sim.vehicles.spawn`; its controller and sensors are started by
   whoever asks, e.g. the AirSim server's ``simAddVehicle``; refused in lockstep).
