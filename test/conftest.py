@@ -156,15 +156,38 @@ class LaunchedGraph:
         return self.process.poll() is None
 
     def stop(self, timeout_s: float = 15.0) -> int:
-        if self.alive():
-            os.killpg(self.process.pid, signal.SIGINT)
+        """SIGINT to the launcher (it stops its nodes: SIGINT, SIGTERM, SIGKILL at their timeouts); once it
+        has exited, or after ``timeout_s``, SIGKILL to whatever is left of the launch.
+
+        The launcher puts each node in a process group of its own, so a SIGKILL to the launcher's group
+        alone (as this did after 15 s) orphaned every node it had not stopped yet, and one stuck in a call
+        that holds the GIL ignored its parent-death SIGTERM and outlived the test. Every process the
+        launch started stays in the session the launcher leads, also once orphaned, and the session's id
+        is the launcher's pid, which the kernel hands out again only once the launcher is reaped and no
+        process is left in its session, so the session finds exactly them
+        (:func:`aerial_sim.batch.processes.kill_session`)."""
+        from aerial_sim.batch.processes import kill_session
+
+        pid = self.process.pid
+        reaped = self.process.returncode is not None  # alive() reaped it, or a test waited for it
+        if not reaped:
             try:
-                self.process.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+                os.killpg(pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
+            deadline = time.monotonic() + timeout_s
+            while not _exited(pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        if not (reaped and Path(f"/proc/{pid}").exists()):  # (that pid, reaped, is another program's now)
+            kill_session(pid, "")  # the launcher too, if it has not exited by now
+        self.process.wait()
         self._log.close()
         return self.process.returncode
+
+
+def _exited(pid: int) -> bool:
+    """Whether child ``pid`` has exited, leaving it unreaped (a zombie keeps its pid from reuse)."""
+    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
 
 
 @pytest.fixture

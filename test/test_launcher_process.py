@@ -79,6 +79,35 @@ def test_launched_talker_is_heard_listed_by_topics_and_stopped_by_sigint(demo_pr
     assert "[talker] talker stopped cleanly" in output  # SIGINT reached it: a clean rclpy shutdown
 
 
+def test_a_launch_that_outlasts_the_stop_timeout_leaves_no_process_behind(demo_prefix, launch):
+    """The tests' LaunchedGraph.stop: SIGINT, then after ``timeout_s`` SIGKILL to the whole launch. A node
+    still at its stop work is killed too, though the launcher put it in a process group of its own (a
+    SIGKILL to the launcher's group alone left it running on as an orphan)."""
+    graph = launch(str(DATA / "stubborn_stop.launch.yaml"))
+    deadline = time.monotonic() + 20.0
+    while "[stubborn] waiting for SIGINT" not in graph.output() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    pid = int(re.search(r"process started with pid \[(\d+)\]: stubborn", graph.output()).group(1))
+    try:
+        graph.stop(timeout_s=1.0)
+        assert "[stubborn] stopping slowly" in graph.output()  # it had the launcher's SIGINT
+        deadline = time.monotonic() + 5.0  # SIGKILL is delivered at once; its reaper may take a moment
+        while running(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not running(pid), "the node outlived its launch"
+    finally:
+        if running(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def running(pid: int) -> bool:
+    """Process ``pid`` exists and is not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def test_a_failing_node_is_reported_with_its_last_lines_and_the_rest_runs_on(demo_prefix):
     """ros2 launch's rule: without on_exit, a dead process is reported and the others keep running;
     the launch exits 0 (launch LaunchService.run_async: only an exception in launch itself makes it 1)."""
