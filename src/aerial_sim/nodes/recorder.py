@@ -53,6 +53,9 @@ discovery round, the taker thread, the clock and the services:
 
 from __future__ import annotations
 
+import bisect
+import itertools
+import math
 import threading
 import time
 
@@ -111,6 +114,9 @@ class Recorder(Node):
         self._taker = threading.Thread(target=self._take_loop, name="recorder-take", daemon=True)
         self._arrivals = ArrivalWait(self.context)  # the taker's wait for messages, woken by close()
         self._recorded: dict[str, object] = {}  # topic -> subscription of self._reader
+        #: Taken, received after the last round began: written with the next round's (_take_arrived).
+        self._held: list[tuple] = []
+        self._taken = itertools.count()  # the order messages were taken in, for equal receive stamps
         #: The same as two lists, ((topic, subscription) pairs, subscriptions), replaced when a topic is added
         #: (the taker's wait looks up the subscriptions' handles once per list).
         self._recorded_items: tuple[list, list] = ([], [])
@@ -211,7 +217,7 @@ class Recorder(Node):
         while not self._stop_taking.is_set():
             with self._lock:
                 subscriptions = self._recorded_items[1]
-            if not self._arrivals.ready(subscriptions, IDLE_WAIT_S):
+            if not self._held and not self._arrivals.ready(subscriptions, IDLE_WAIT_S):
                 continue  # nothing for IDLE_WAIT_S, a stop, or new topics: look again
             try:
                 self._take_arrived()
@@ -221,9 +227,17 @@ class Recorder(Node):
             if self._stop_taking.wait(self.params.take_period_s):
                 break
 
-    def _take_arrived(self) -> None:
+    def _take_arrived(self, everything: bool = False) -> None:
         """Write what every recorded topic has received since the last call, in the order it arrived
-        (the middleware's receive stamps).
+        (the middleware's receive stamps), up to when the call began; what arrived since waits for the
+        next call (``everything``: nothing waits, the bag is closing).
+
+        The topics are taken one after the other, so one taken earlier in the call may have received a
+        message since, before a message that a topic taken later still finds (under load the taker is
+        held up between two takes while messages come in): a /clock that came first was then written
+        in the next round, after a probe that came after it, which got the /clock before it (what
+        test_record_order saw once beside load). Every message received before the call began is in its
+        reader when the call takes, so those are written in their order.
 
         A thread's round every ``take_period_s`` instead of an executor callback per message: at
         five times real time the recorder receives some 9,000 messages a second, and their callbacks
@@ -231,7 +245,9 @@ class Recorder(Node):
         costs 80 us a tick. Taken in arrival order, each message gets the same sim-time receive stamp
         as a callback per message gave it."""
         with self._lock:
-            arrived = []
+            began_ns = time.time_ns()  # the middleware's receive stamps are system-clock ns too
+            arrived, self._held = self._held, []
+            order = self._taken
             for topic, subscription in self._recorded_items[0]:
                 # take_raw_with_info's take, without a call and a property per message
                 handle, message_type = subscription.handle, subscription.msg_type
@@ -239,11 +255,14 @@ class Recorder(Node):
                     with handle:
                         while (taken := handle.take_message(message_type, True)) is not None:
                             data, info = taken
-                            arrived.append((info["received_timestamp"], len(arrived), topic, data,
+                            arrived.append((info["received_timestamp"], next(order), topic, data,
                                             info.get("source_timestamp") or 0))
                 except Exception:  # noqa: BLE001 - destroyed while stopping, or a middleware error: nothing to take
                     pass
             arrived.sort()
+            if not everything:
+                ready = bisect.bisect_right(arrived, (began_ns, math.inf))
+                arrived, self._held = arrived[:ready], arrived[ready:]
             sim_clock = self.sim_clock
             if sim_clock is not None and sim_clock.active:  # _write's own steps, in line for all but /clock
                 write = self.bags.write
@@ -301,7 +320,7 @@ class Recorder(Node):
                 raise ParamsError(f"output_dir {run_dir} holds the current bag: set a new one first")
             self._await_last_outputs()
             with self._lock:
-                self._take_arrived()  # the old run's end into the old bag
+                self._take_arrived(everything=True)  # the old run's end into the old bag
                 bags = self._open_bags(run_dir)
         except (ParamsError, OSError) as error:
             self.get_logger().warning(f"new bag refused: {error}")
@@ -369,7 +388,7 @@ class Recorder(Node):
     def _close_bags(self) -> None:
         if self.bags.writer.closed:
             return
-        self._take_arrived()  # what came since the taker's last round: the end of the run
+        self._take_arrived(everything=True)  # what came since the taker's last round: the end of the run
         self.bags.close(self.sim_clock.latest_ns if self.sim_clock is not None else 0)
 
 
