@@ -193,9 +193,9 @@ class _Topic:
     qos: list[dict[str, Any]]
     count: int = 0  # messages on disk (in complete chunks)
     sequence: int = 0  # messages accepted
-    # Deterministic files: the log time last written and the payload digests written at it (re-sends).
+    # Deterministic files: the log time last written and the payloads written at it (re-sends).
     last_ns: int = -1
-    last_messages: set = field(default_factory=set)
+    last_messages: tuple = ()
 
 
 @dataclass
@@ -326,24 +326,30 @@ class BagWriter:
         """Append one serialized message; returns False once recording has stopped (closed or disk error)."""
         if self._closed or self._writer is None:
             return False
-        data = transport_padded(data)
+        if len(data) & 3:
+            data = transport_padded(data)
         entry = self._topics[topic]
-        publish_ns = int(publish_time_ns if publish_time_ns is not None else log_time_ns)
-        log_time_ns = max(int(log_time_ns), self._last_log_ns)
+        log_time_ns = int(log_time_ns)
+        publish_ns = log_time_ns if publish_time_ns is None else int(publish_time_ns)
+        if log_time_ns < self._last_log_ns:
+            log_time_ns = self._last_log_ns
         self._last_log_ns = log_time_ns
         try:
-            if self._split_due(len(data)):
+            if self.params.max_bag_size_bytes and self._split_due(len(data)):
                 self._finish_file()
                 self._open_next_file()
             if self.deterministic and log_time_ns >= self._next_cut_ns:
                 self._cut_chunk(log_time_ns)
-            if topic not in self._channel_ids:
+            channel_id = self._channel_ids.get(topic)
+            if channel_id is None:
                 self._register(entry)
-            size_before = self._stream.tell()
-            self._append(self._channel_ids[topic], log_time_ns, data, publish_ns, entry.sequence)
+                channel_id = self._channel_ids[topic]
+            stream = self._stream
+            size_before = stream.tell()
+            self._append(channel_id, log_time_ns, data, publish_ns, entry.sequence)
             entry.sequence += 1
-            self._pending.append((entry, int(log_time_ns)))
-            if self._stream.tell() != size_before:  # a chunk (with this message) went to the file
+            self._pending.append((entry, log_time_ns))
+            if stream.tell() != size_before:  # a chunk (with this message) went to the file
                 self._commit()
         except OSError as error:
             self._fail(error)
@@ -356,7 +362,8 @@ class BagWriter:
         A message logged at or before what was released already is written at once (:attr:`late`)."""
         if self._closed or self._writer is None:
             return False
-        data = transport_padded(data)
+        if len(data) & 3:
+            data = transport_padded(data)
         if log_time_ns <= self._released_ns:
             if stamped and self._is_resend(topic, data, log_time_ns):
                 return True
@@ -399,12 +406,13 @@ class BagWriter:
     def _is_resend(self, topic: str, data: bytes, log_ns: int) -> bool:
         """True for a stamped message already written at ``log_ns`` on ``topic`` (counted in :attr:`resends`)."""
         entry = self._topics[topic]
-        if entry.last_ns != log_ns:
-            entry.last_ns, entry.last_messages = log_ns, set()
-        if data in entry.last_messages:  # the bytes themselves: a set of one or two short messages
+        if entry.last_ns != log_ns:  # the first message at this log time (most are): nothing to compare
+            entry.last_ns, entry.last_messages = log_ns, (bytes(data),)
+            return False
+        if data in entry.last_messages:  # the bytes themselves: one or two short messages
             self.resends += 1
             return True
-        entry.last_messages.add(bytes(data))
+        entry.last_messages += (bytes(data),)
         return False
 
     def _cut_chunk(self, log_time_ns: int) -> None:
@@ -539,10 +547,15 @@ class BagWriter:
         """Push the finished chunk to the file; its messages count as written from now on."""
         self._stream.flush()
         self._good_offset = self._stream.tell()
-        for entry, t_ns in self._pending:
-            entry.count += 1
-            self._files[-1].add(t_ns)
-        self._pending.clear()
+        pending = self._pending
+        if pending:
+            for entry, _ in pending:
+                entry.count += 1
+            times = [t_ns for _, t_ns in pending]  # the file's span and count, as _FileStats.add of each would set them
+            stats = self._files[-1]
+            stats.start_ns, stats.end_ns = min(stats.start_ns, *times), max(stats.end_ns, *times)
+            stats.count += len(times)
+            pending.clear()
 
     def _open_next_file(self) -> None:
         from mcap.writer import CompressionType, Writer
