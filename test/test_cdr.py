@@ -34,6 +34,8 @@ from aerial_sim.cdr.encode import (
     encode_odometry,
     encode_twist_stamped,
     encode_vector3_stamped,
+    imu_encoder,
+    odometry_encoder,
 )
 from aerial_sim.sensors.truth import truth_from_odometry
 
@@ -266,6 +268,44 @@ def test_every_truncation_and_a_foreign_encapsulation_raise_value_error():
         decode_odometry(too_long)
     with pytest.raises(ValueError):  # a frame id that is no UTF-8
         decode_odometry(odometry[:16] + b"\xff" + odometry[17:])
+
+
+@requires_ros
+def test_a_stream_whose_frames_change_decodes_each_message_by_its_own_frames_and_refuses_a_bad_one():
+    """The decoders keep the last message's layout (its frame ids' bytes): a message with other frame ids, the
+    other byte order, a bad string or a truncated body after a good one is read (or refused) on its own."""
+    rng = random.Random(8)
+    odometries = [odometry_writer(random_odometry(rng, frame, child), order).bytes()
+                  for frame, child, order in ((3, 16, "<"), (3, 16, "<"), (4, 1, "<"), (4, 1, ">"), (0, 0, "<"))]
+    imus = [imu_writer(random_imu(rng, frame), order).bytes() for frame, order in ((8, "<"), (8, "<"), (2, ">"), (9, "<"))]
+    for decode, stream in ((decode_odometry, odometries), (decode_imu, imus)):
+        expected = [decode(data) for data in stream]
+        for _ in range(3):  # each message after each other one
+            for index in rng.sample(range(len(stream)), len(stream)):
+                assert decode(stream[index]) == expected[index]
+                with pytest.raises(ValueError):
+                    decode(stream[index][:-1])
+                with pytest.raises(ValueError):
+                    decode(stream[index][:16] + b"\xff" + stream[index][17:])
+
+
+def test_kept_odometry_and_imu_encoders_write_the_same_bytes_and_refuse_wrong_sizes():
+    rng = random.Random(9)
+    covariance36, covariance9 = [rng.uniform(-1, 1) for _ in range(36)], [rng.uniform(-1, 1) for _ in range(9)]
+    odometry, imu = odometry_encoder("map", "drone1/base_link", covariance36, covariance36), imu_encoder("drone1/imu_link")
+    for _ in range(50):
+        stamp = rng.randrange(2**40)
+        v = [rng.uniform(-1e3, 1e3) for _ in range(16)]
+        assert odometry(stamp, v[0:3], v[3:7], v[7:10], v[10:13]) == encode_odometry(
+            stamp, "map", "drone1/base_link", v[0:3], v[3:7], covariance36, v[7:10], v[10:13], covariance36)
+        assert imu(stamp, v[3:7], covariance9, v[0:3], covariance9, v[7:10], covariance9) == encode_imu(
+            stamp, "drone1/imu_link", v[3:7], covariance9, v[0:3], covariance9, v[7:10], covariance9)
+    with pytest.raises(ValueError):
+        odometry(5, (0.0, 0.0), (1.0, 0.0, 0.0, 0.0), (0.0,) * 3, (0.0,) * 3)
+    with pytest.raises(ValueError, match="orientation covariance"):
+        imu(5, (1.0, 0.0, 0.0, 0.0), [0.0] * 8, (0.0,) * 3, [0.0] * 9, (0.0,) * 3, [0.0] * 9)
+    with pytest.raises(ValueError, match="twist covariance"):
+        odometry_encoder("map", "base_link", covariance36, covariance36[:35])
 
 
 def test_the_header_stamp_reader_stays_lenient():

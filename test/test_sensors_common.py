@@ -69,7 +69,8 @@ def measurement_numbers(measurement) -> np.ndarray:
     """Every number a measurement (or list of GPS fixes) carries, flattened."""
     if isinstance(measurement, list):
         return np.concatenate([measurement_numbers(m) for m in measurement] or [np.zeros(0)])
-    values = [getattr(measurement, f.name) for f in dataclasses.fields(measurement)]
+    names = getattr(measurement, "_fields", None) or [f.name for f in dataclasses.fields(measurement)]  # named tuple or dataclass
+    values = [getattr(measurement, name) for name in names]
     return np.concatenate([np.ravel(np.asarray(v, dtype=float)) for v in values if not isinstance(v, str)])
 
 

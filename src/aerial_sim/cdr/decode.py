@@ -136,29 +136,49 @@ def decode_clock(data: bytes) -> tuple[int, int]:
     return _read_stamp(data, byte_order(data))
 
 
+#: The layout of the last message each decoder below read: (its encapsulation header, its bytes from the
+#: frame id's length to the body, frame id(s), body offset, byte order). A stream's messages all share one
+#: (the same frame ids): the next message with the same bytes there has the same strings and offsets, so
+#: only its stamp and body are read (the strings' parse was a third of a decode).
+_ODOMETRY_LAYOUT: tuple = (b"", b"", "", "", 0, "")
+_IMU_LAYOUT: tuple = (b"", b"", "", 0, "")
+
+
 def decode_odometry(data: bytes) -> OdometryFields:
     """``nav_msgs/Odometry`` CDR bytes -> :class:`OdometryFields` (``ValueError`` if they are not one)."""
-    order = byte_order(data)
-    sec, nanosec = _read_stamp(data, order)
-    frame_id, offset = read_string(data, 12, order)
-    child_frame_id, offset = read_string(data, offset, order)
-    body = _ODOMETRY_BODY[order]
-    offset = align(offset, 8)
-    if len(data) < offset + body.size:
-        raise ValueError(f"truncated: nav_msgs/Odometry needs {offset + body.size} bytes, got {len(data)}")
+    global _ODOMETRY_LAYOUT
+    encapsulation, strings, frame_id, child_frame_id, offset, order = _ODOMETRY_LAYOUT
+    body = _ODOMETRY_BODY.get(order)
+    if not (offset and data.startswith(strings, 12) and data.startswith(encapsulation) and len(data) >= offset + body.size):
+        order = byte_order(data)
+        _read_stamp(data, order)
+        frame_id, offset = read_string(data, 12, order)
+        child_frame_id, offset = read_string(data, offset, order)
+        body = _ODOMETRY_BODY[order]
+        offset = align(offset, 8)
+        if len(data) < offset + body.size:
+            raise ValueError(f"truncated: nav_msgs/Odometry needs {offset + body.size} bytes, got {len(data)}")
+        _ODOMETRY_LAYOUT = (bytes(data[:4]), bytes(data[12:offset]), frame_id, child_frame_id, offset, order)
+    sec, nanosec = _STAMP[order].unpack_from(data, ENCAPSULATION_BYTES)
     v = body.unpack_from(data, offset)
     return OdometryFields(sec, nanosec, frame_id, child_frame_id, v[0:3], (v[6], v[3], v[4], v[5]), v[7:10], v[10:13])
 
 
 def decode_imu(data: bytes) -> ImuFields:
     """``sensor_msgs/Imu`` CDR bytes -> :class:`ImuFields` (``ValueError`` if they are not one)."""
-    order = byte_order(data)
-    sec, nanosec = _read_stamp(data, order)
-    frame_id, offset = read_string(data, 12, order)
-    body = _IMU_BODY[order]
-    offset = align(offset, 8)
-    if len(data) < offset + body.size:
-        raise ValueError(f"truncated: sensor_msgs/Imu needs {offset + body.size} bytes, got {len(data)}")
+    global _IMU_LAYOUT
+    encapsulation, strings, frame_id, offset, order = _IMU_LAYOUT
+    body = _IMU_BODY.get(order)
+    if not (offset and data.startswith(strings, 12) and data.startswith(encapsulation) and len(data) >= offset + body.size):
+        order = byte_order(data)
+        _read_stamp(data, order)
+        frame_id, offset = read_string(data, 12, order)
+        body = _IMU_BODY[order]
+        offset = align(offset, 8)
+        if len(data) < offset + body.size:
+            raise ValueError(f"truncated: sensor_msgs/Imu needs {offset + body.size} bytes, got {len(data)}")
+        _IMU_LAYOUT = (bytes(data[:4]), bytes(data[12:offset]), frame_id, offset, order)
+    sec, nanosec = _STAMP[order].unpack_from(data, ENCAPSULATION_BYTES)
     v = body.unpack_from(data, offset)
     return ImuFields(sec, nanosec, frame_id, (v[3], v[0], v[1], v[2]), v[4:13], v[13:16], v[16:25], v[25:28], v[28:37])
 

@@ -1,7 +1,7 @@
 """Write the messages the nodes publish at high rate as CDR bytes, no rclpy message objects (the wire
 rules: :mod:`aerial_sim.cdr`).
 
-Writing (``encode_odometry``, ``encode_imu``, ``encode_joint_state``, ``encode_clock``,
+Writing (``encode_odometry``, ``encode_imu`` (and for fixed frames ``odometry_encoder``, ``imu_encoder``), ``encode_joint_state``, ``encode_clock``,
 ``encode_float64_array``, ``encode_fluid_pressure``, ``encode_magnetic_field``, ``encode_nav_sat_fix``,
 ``encode_twist_stamped``, ``encode_pose_stamped``, ``encode_pose_array``, ``encode_point_cloud2``,
 ``encode_diagnostic_array``, ``encode_image`` / ``encode_image_array``, ``encode_camera_info_of``, ``encode_range``): little-endian plain CDR by the same rules, one precompiled ``struct`` per
@@ -141,6 +141,26 @@ def encode_odometry(stamp_ns: int, frame_id: str, child_frame_id: str, position,
                    *linear, *angular, *_exactly(36, twist_covariance, "twist covariance"))
 
 
+def odometry_encoder(frame_id: str, child_frame_id: str, pose_covariance, twist_covariance):
+    """``encode(stamp_ns, position, orientation_wxyz, linear, angular)``: :func:`encode_odometry` for fixed frames
+    and covariances, those encoded and checked once (the physics node's odometry, every period). The same
+    bytes; a vector of another length raises ``ValueError``."""
+    frame, child = frame_id.encode(), child_frame_id.encode()
+    pack = _odometry_struct(len(frame), len(child)).pack
+    head = (len(frame) + 1, frame, len(child) + 1, child)
+    pose = tuple(_exactly(36, pose_covariance, "pose covariance"))
+    twist = tuple(_exactly(36, twist_covariance, "twist covariance"))
+
+    def encode(stamp_ns: int, position, orientation_wxyz, linear, angular) -> bytes:
+        sec, nanosec = _stamp(stamp_ns)
+        (px, py, pz), (w, x, y, z), (vx, vy, vz), (ax, ay, az) = position, orientation_wxyz, linear, angular
+        try:
+            return pack(CDR_LE_HEADER, sec, nanosec, *head, px, py, pz, x, y, z, w, *pose, vx, vy, vz, ax, ay, az, *twist)
+        except struct.error as error:
+            raise ValueError(f"odometry: {error}") from None
+    return encode
+
+
 def encode_imu(stamp_ns: int, frame_id: str, orientation_wxyz, orientation_covariance, angular_velocity,
                angular_velocity_covariance, linear_acceleration, linear_acceleration_covariance) -> bytes:
     """``sensor_msgs/Imu`` as CDR bytes (quaternion given ``(w, x, y, z)``; covariances 9 values)."""
@@ -153,6 +173,29 @@ def encode_imu(stamp_ns: int, frame_id: str, orientation_wxyz, orientation_covar
               *_exactly(3, linear_acceleration, "linear acceleration"),
               *_exactly(9, linear_acceleration_covariance, "linear acceleration covariance"))
     return _packed("imu", _header_then_doubles_struct(len(frame), 37), sec, nanosec, len(frame) + 1, frame, *values)
+
+
+def imu_encoder(frame_id: str):
+    """``encode(stamp_ns, orientation_wxyz, orientation_covariance, angular_velocity, angular_velocity_covariance,
+    linear_acceleration, linear_acceleration_covariance)``: :func:`encode_imu` for a fixed frame, encoded once
+    (the physics node's ground-truth IMU and the IMU node's output, every period). The same bytes; a vector or
+    covariance of another length raises ``ValueError``."""
+    frame = frame_id.encode()
+    pack = _header_then_doubles_struct(len(frame), 37).pack
+    head = (len(frame) + 1, frame)
+
+    def encode(stamp_ns: int, orientation_wxyz, orientation_covariance, angular_velocity, angular_velocity_covariance,
+               linear_acceleration, linear_acceleration_covariance) -> bytes:
+        sec, nanosec = _stamp(stamp_ns)
+        (w, x, y, z), (gx, gy, gz), (fx, fy, fz) = orientation_wxyz, angular_velocity, linear_acceleration
+        try:
+            return pack(CDR_LE_HEADER, sec, nanosec, *head, x, y, z, w,
+                        *_exactly(9, orientation_covariance, "orientation covariance"), gx, gy, gz,
+                        *_exactly(9, angular_velocity_covariance, "angular velocity covariance"), fx, fy, fz,
+                        *_exactly(9, linear_acceleration_covariance, "linear acceleration covariance"))
+        except struct.error as error:
+            raise ValueError(f"imu: {error}") from None
+    return encode
 
 
 def encode_joint_state(stamp_ns: int, frame_id: str, names, position, velocity, effort) -> bytes:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -152,9 +153,11 @@ class ControllerParams:
         )
 
 
-@dataclass(frozen=True)
-class VehicleState:
-    """What the controller knows about the vehicle (ground truth, or IMU attitude and rates)."""
+class VehicleState(NamedTuple):
+    """What the controller knows about the vehicle (ground truth, or IMU attitude and rates).
+
+    This, :class:`Setpoint` and :class:`ControlOutput` are named tuples (immutable values, made at every
+    control step: a third of a frozen dataclass's construction)."""
 
     position: tuple[float, float, float]
     orientation: tuple[float, float, float, float]
@@ -169,8 +172,7 @@ class VehicleState:
         )
 
 
-@dataclass(frozen=True)
-class Setpoint:
+class Setpoint(NamedTuple):
     """A desired state. ``position=None`` means velocity control (``velocity`` is then the target)."""
 
     position: tuple[float, float, float] | None = None
@@ -183,8 +185,7 @@ class Setpoint:
     yaw_rate: float = 0.0
 
 
-@dataclass(frozen=True)
-class ControlOutput:
+class ControlOutput(NamedTuple):
     controls: tuple[float, ...]
     thrust_n: float
     torque_nm: tuple[float, float, float]
@@ -415,14 +416,8 @@ class CascadedController:
                     rate_integral_before, self._integrators.rate, achieved_torque, torque
                 )
             )
-        return ControlOutput(
-            controls=mixed.controls,
-            thrust_n=mixed.achieved[0],
-            torque_nm=achieved_torque,
-            attitude_setpoint=attitude_sp,
-            velocity_setpoint=velocity_sp,
-            saturated=mixed.saturated or limited,
-        )
+        return ControlOutput(mixed.controls, mixed.achieved[0], achieved_torque, attitude_sp, velocity_sp,
+                             mixed.saturated or limited)
 
     # -- the stages ------------------------------------------------------------
 

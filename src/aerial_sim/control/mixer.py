@@ -26,7 +26,7 @@ what is kept (the order PX4's multirotor mixer uses, without "air mode"):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -36,9 +36,8 @@ from aerial_sim.config import ParamsError
 SEA_LEVEL_DENSITY_KG_M3 = 1.225
 
 
-@dataclass(frozen=True)
-class MixerOutput:
-    """Rotor inputs and what they achieve."""
+class MixerOutput(NamedTuple):
+    """Rotor inputs and what they achieve (a named tuple: made at every control step)."""
 
     controls: tuple[float, ...]
     #: [thrust N, tau_x, tau_y, tau_z N m] that ``controls`` really produce.
@@ -136,8 +135,7 @@ class Mixer:
             u = 0.0 if 0.0 > u else u
             controls.append(1.0 if 1.0 < u else u)
         controls = tuple(controls)
-        return MixerOutput(controls=controls, achieved=self._achieved(controls), saturated=saturated,
-                           yaw_scale=yaw_scale)
+        return MixerOutput(controls, self._achieved(controls), saturated, yaw_scale)
 
     def _thrust_shift(self, base: list[float]) -> float:
         """Smallest move of ``base`` along the thrust direction that brings every input into [0, 1]."""

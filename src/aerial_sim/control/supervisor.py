@@ -73,6 +73,8 @@ class Mode(str, enum.Enum):
 
 FLYING_MODES = (Mode.TAKEOFF, Mode.HOLD, Mode.VELOCITY, Mode.LANDING, Mode.ATTITUDE, Mode.RATES, Mode.MOTORS)
 STREAM_MODES = (Mode.VELOCITY, Mode.ATTITUDE, Mode.RATES, Mode.MOTORS)
+#: A zero vector (a setpoint's feed-forward where there is none).
+ZERO3 = (0.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -350,18 +352,13 @@ class FlightSupervisor:
             lead = wrap_angle(self._target_yaw + self._target_yaw_rate * dt - yaw)
             lead = min(max(lead, -params.max_yaw_lead_rad), params.max_yaw_lead_rad)
             self._target_yaw = wrap_angle(yaw + lead)
-            return Setpoint(
-                position=None,
-                velocity=self._target_velocity,
-                yaw=self._target_yaw,
-                yaw_rate=self._target_yaw_rate,
-            )
+            return Setpoint(None, self._target_velocity, ZERO3, self._target_yaw, self._target_yaw_rate)
         if self.mode is Mode.LANDING:
             # Horizontal hold; vertical: a target sliding down at the landing speed, never far below.
             x, y, z = self._target_position
             self._target_position = (x, y, max(z - params.land_speed_m_s * dt, state.position[2] - 1.0))
-            return Setpoint(position=self._target_position, velocity=(0.0, 0.0, -params.land_speed_m_s), yaw=self._target_yaw)
-        return Setpoint(position=self._target_position, yaw=self._target_yaw)
+            return Setpoint(self._target_position, (0.0, 0.0, -params.land_speed_m_s), ZERO3, self._target_yaw)
+        return Setpoint(self._target_position, ZERO3, ZERO3, self._target_yaw)
 
     def _check_transitions(self, time_s: float, state: VehicleState) -> None:
         params = self.params

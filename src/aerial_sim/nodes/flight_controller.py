@@ -175,17 +175,17 @@ class FlightControllerNode(Node):
         if truth is None:
             self.get_logger().warning(UNUSABLE_ODOMETRY, throttle_duration_sec=5)
             return
-        if odom.time_s < self._odom_time - STAMP_TOLERANCE_S:
+        stamp = truth.time_s  # the odometry's stamp (s), as OdometryFields.time_s computes it
+        if stamp < self._odom_time - STAMP_TOLERANCE_S:
             # Sim time went back: /physics/restart began a new run in this graph (a warm batch run).
             # It starts as under a freshly launched controller, so it repeats a cold run bit for bit.
             self._start_run()
-            self.get_logger().info(f"sim time went back to {odom.time_s:.3f} s: a new run, controller as at start")
+            self.get_logger().info(f"sim time went back to {stamp:.3f} s: a new run, controller as at start")
         orientation, rates = truth.orientation, truth.angular_velocity_body
         if self._imu is not None:
             orientation, rates = self._imu
         self._odom_state = VehicleState(truth.position, orientation, truth.velocity_world, rates)
         self.fc.observe(self._odom_state)
-        stamp = odom.time_s
         self.note_odometry_period(stamp)
         self._odom_time = stamp
         self.apply_early_setpoints()

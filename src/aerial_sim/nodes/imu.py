@@ -13,7 +13,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import Imu as ImuMsg
 
 from aerial_sim.cdr.decode import ImuFields, JointStateFields
-from aerial_sim.cdr.encode import encode_imu
+from aerial_sim.cdr.encode import imu_encoder
 from aerial_sim.nodes._sensor import sensor_defaults, serve_sensor_reset
 from aerial_sim.nodes.ros.clocks import InputStampClock
 from aerial_sim.nodes.ros.frames import frame_in_namespace, publish_static_mount
@@ -32,6 +32,7 @@ from aerial_sim.sensors.imu import Imu, ImuParams
 
 
 IDENTITY_WXYZ = (1.0, 0.0, 0.0, 0.0)
+ZERO3 = (0.0, 0.0, 0.0)
 #: REP-145: no orientation estimate.
 NO_ORIENTATION = (-1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
@@ -42,12 +43,14 @@ class ImuNode(Node):
         options = declare_params(self, SensorNodeOptions, defaults=SensorNodeOptions(preset="mpu6000", frame_id="imu_link"))
         self.params = declare_params(self, ImuParams, defaults=sensor_defaults(self, ImuParams, options))
         self.frame_id = frame_in_namespace(self, options.frame_id)
+        self._encode = imu_encoder(self.frame_id)
         publish_static_mount(self, self.frame_id, self.params.mount.position_m, self.params.mount.orientation)
         self.model = Imu(self.params)
         self.resampler = Resampler(self.params.rate_hz, options.interpolation)
         self.dt = 1.0 / self.params.rate_hz
         self.rotor_speeds: tuple[float, ...] = ()
         self._previous: tuple[float, tuple[float, float, float]] | None = None
+        self._covariances: tuple = ((None, None), (), ())
         qos = stream_qos(options.lockstep)
         self.publisher = participant_publisher(self, ImuMsg, "imu/data", qos, options.lockstep, self.params.rate_hz,
                                                inputs=("ground_truth/imu",))
@@ -68,29 +71,32 @@ class ImuNode(Node):
             self.rotor_speeds = rotors.velocity
 
     def on_truth(self, imu: ImuFields) -> None:
-        values = imu.orientation_wxyz + imu.angular_velocity + imu.linear_acceleration
-        if not is_finite_sequence(values):
+        orientation, omega, force = imu.orientation_wxyz, imu.angular_velocity, imu.linear_acceleration
+        if not is_finite_sequence(orientation + omega + force):
             self.get_logger().warning("ground_truth/imu with non-finite values ignored", throttle_duration_sec=5)
             return
-        time_s = imu.time_s
-        omega = values[4:7]
+        time_s = imu.stamp_sec + imu.stamp_nanosec * 1e-9
         alpha = (0.0, 0.0, 0.0)  # angular acceleration by finite difference, for the lever-arm term
         if self._previous is not None and time_s > self._previous[0]:
             before_s, (x, y, z) = self._previous  # plain floats: NumPy on three numbers cost more than the sums
             span = time_s - before_s
             alpha = ((omega[0] - x) / span, (omega[1] - y) / span, (omega[2] - z) / span)
         self._previous = (time_s, omega)
-        truth = TruthSample(time_s, orientation=values[0:4], angular_velocity_body=values[4:7],
-                            specific_force_body=values[7:10], angular_acceleration_body=alpha)
-        for sample in resample_for(self.model, self.resampler, truth):
-            self.publisher.publish(self.to_bytes(self.model.step(self.dt, sample, self.rotor_speeds)))
+        truth = TruthSample(time_s, ZERO3, orientation, ZERO3, omega, force, alpha)
+        model, dt, rotors, send, to_bytes = self.model, self.dt, self.rotor_speeds, self.publisher.publish, self.to_bytes
+        for sample in resample_for(model, self.resampler, truth):
+            send(to_bytes(model.step(dt, sample, rotors)))
 
     def to_bytes(self, m) -> bytes:
-        """The sensor_msgs/Imu of one measurement as CDR (:func:`aerial_sim.cdr.encode.encode_imu`: a sixth of the
-        cost of building and publishing the typed message); no orientation (covariance[0] = -1, REP-145)."""
-        return encode_imu(to_stamp_ns(m.time_s), self.frame_id, IDENTITY_WXYZ, NO_ORIENTATION, m.angular_velocity,
-                          diagonal_covariance(m.angular_velocity_variance), m.linear_acceleration,
-                          diagonal_covariance(m.linear_acceleration_variance))
+        """The sensor_msgs/Imu of one measurement as CDR (:func:`aerial_sim.cdr.encode.imu_encoder`: a sixth of the
+        cost of building and publishing the typed message); no orientation (covariance[0] = -1, REP-145).
+        The covariances of the last variances are kept (the same at every sample of a fixed rate)."""
+        variances = (m.angular_velocity_variance, m.linear_acceleration_variance)
+        if variances != self._covariances[0]:
+            self._covariances = (variances, diagonal_covariance(variances[0]), diagonal_covariance(variances[1]))
+        _, gyro, accel = self._covariances
+        return self._encode(to_stamp_ns(m.time_s), IDENTITY_WXYZ, NO_ORIENTATION, m.angular_velocity, gyro,
+                            m.linear_acceleration, accel)
 
 
 #: How one process serves a fleet's imus (also inside the shared ``sensors`` process).

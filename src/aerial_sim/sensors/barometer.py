@@ -25,7 +25,7 @@ ellipsoidal height, the geoid undulation ignored, as AirSim does).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 
@@ -70,8 +70,9 @@ class BarometerParams:
         require_positive(self, "drift_tau_s", "sea_level_pressure_pa")
 
 
-@dataclass(frozen=True)
-class BarometerMeasurement:
+class BarometerMeasurement(NamedTuple):
+    """One sample (a named tuple, as every sensor's measurement: immutable, and cheap to make per sample)."""
+
     time_s: float
     pressure_pa: float
     #: Altitude the driver derives with the barometric formula (m above the p0 level).
@@ -108,9 +109,5 @@ class Barometer:
         p = self.params
         pressure = self.true_pressure(truth.position[2]) + self.drift.value + self._noise.take(1)[0] * p.noise_std_pa
         self.drift.step(dt)
-        return BarometerMeasurement(
-            time_s=truth.time_s,
-            pressure_pa=float(pressure),
-            altitude_m=float(pressure_to_altitude(pressure, p.sea_level_pressure_pa)),
-            variance_pa2=self.variance_pa2,
-        )
+        return BarometerMeasurement(truth.time_s, float(pressure),
+                                    float(pressure_to_altitude(pressure, p.sea_level_pressure_pa)), self.variance_pa2)

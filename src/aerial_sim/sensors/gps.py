@@ -22,6 +22,7 @@ Gauss-Markov processes of time constant ``position_error_tau_s`` (0 = white), so
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -69,8 +70,7 @@ class GpsParams:
         require(self.fix_3d_max_eph_m <= self.fix_2d_max_eph_m, "fix_3d_max_eph_m cannot exceed fix_2d_max_eph_m")
 
 
-@dataclass(frozen=True)
-class GpsFix:
+class GpsFix(NamedTuple):
     """One fix as the receiver delivers it: ``time_s`` = when it is output (measured ``latency_s`` earlier)."""
 
     time_s: float
@@ -137,16 +137,8 @@ class Gps:
         lat, lon, alt = enu_to_geodetic(px + lever[0] + ux * eph, py + lever[1] + uy * eph, pz + lever[2] + uz * epv,
                                         self.home)
         nx, ny = (n * p.velocity_noise_std_m_s for n in self._velocity_noise.take(2))
-        fix = GpsFix(
-            time_s=truth.time_s + p.latency_s,
-            measured_at_s=truth.time_s,
-            latitude_deg=lat,
-            longitude_deg=lon,
-            altitude_m=alt,
-            velocity_enu=(vx + lever_velocity[0] + nx, vy + lever_velocity[1] + ny, 0.0),
-            eph_m=float(eph),
-            epv_m=float(epv),
-            fix_type=self.fix_type(eph),
-        )
+        fix = GpsFix(truth.time_s + p.latency_s, truth.time_s, lat, lon, alt,
+                     (vx + lever_velocity[0] + nx, vy + lever_velocity[1] + ny, 0.0), float(eph), float(epv),
+                     self.fix_type(eph))
         self.delay.push(truth.time_s, fix)
         return [item for _, item in self.delay.pop_ready(truth.time_s)]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -90,9 +91,9 @@ class ImuParams:
         return self.accel_noise_density**2 / dt
 
 
-@dataclass(frozen=True)
-class ImuMeasurement:
-    """One IMU sample in ``imu_link``; variances are per axis (REP-145 covariance diagonals)."""
+class ImuMeasurement(NamedTuple):
+    """One IMU sample in ``imu_link``; variances are per axis (REP-145 covariance diagonals). A named tuple:
+    immutable, and made 200 times a simulated second for a third of a frozen dataclass's cost."""
 
     time_s: float
     angular_velocity: tuple[float, float, float]
@@ -156,6 +157,8 @@ class Imu:
         self._to_sensor_rows = params.mount.rotation.T.tolist()  # base_link vectors -> imu_link
         self._offset = np.asarray(params.mount.position_m, dtype=float)
         self._has_offset = bool(self._offset.any())
+        self._white_dt: float | None = None
+        self._white = (0.0, 0.0, 0.0, 0.0)
 
     def reset(self) -> None:
         """Back to the state of a freshly built model (biases and noise streams rewound)."""
@@ -173,22 +176,22 @@ class Imu:
         if self._has_offset:
             lever = lever_arm_acceleration(truth, self._offset)
             force_body = (force_body[0] + lever[0], force_body[1] + lever[1], force_body[2] + lever[2])
-        gyro_var, accel_var = p.gyro_white_variance(dt), p.accel_white_variance(dt)
-        gyro_std, accel_std = math.sqrt(gyro_var), math.sqrt(accel_var)
+        if dt != self._white_dt:  # the white noise's figures, once per sample interval (a sensor's is fixed)
+            gyro_var, accel_var = p.gyro_white_variance(dt), p.accel_white_variance(dt)
+            self._white = (gyro_var, accel_var, math.sqrt(gyro_var), math.sqrt(accel_var))
+            self._white_dt = dt
+        gyro_var, accel_var, gyro_std, accel_std = self._white
+        n0, n1, n2 = self._gyro_noise.take(3)
         gyro = in_sensor_frame(self._to_sensor_rows, truth.angular_velocity_body, self.gyro_bias.value,
-                               [n * gyro_std for n in self._gyro_noise.take(3)])
+                               (n0 * gyro_std, n1 * gyro_std, n2 * gyro_std))
+        n0, n1, n2 = self._accel_noise.take(3)
         accel = in_sensor_frame(self._to_sensor_rows, force_body, self.accel_bias.value,
-                                [n * accel_std for n in self._accel_noise.take(3)])
+                                (n0 * accel_std, n1 * accel_std, n2 * accel_std))
         if p.vibration_enabled:
             shake = self.vibration.step(dt, rotor_speeds_rad_s).tolist()
             accel = (accel[0] + shake[0], accel[1] + shake[1], accel[2] + shake[2])
             accel_var += p.vibration_accel_std**2
         self.gyro_bias.step(dt)
         self.accel_bias.step(dt)
-        return ImuMeasurement(
-            time_s=truth.time_s,
-            angular_velocity=gyro,
-            linear_acceleration=accel,
-            angular_velocity_variance=gyro_var + p.gyro_bias_stability**2,
-            linear_acceleration_variance=accel_var + p.accel_bias_stability**2,
-        )
+        return ImuMeasurement(truth.time_s, gyro, accel, gyro_var + p.gyro_bias_stability**2,
+                              accel_var + p.accel_bias_stability**2)

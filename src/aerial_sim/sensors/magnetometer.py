@@ -14,6 +14,7 @@ with ``R`` the body->world rotation. Output in tesla (sensor_msgs/MagneticField)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -45,8 +46,9 @@ class MagnetometerParams:
         require_non_negative(self, "noise_std_t")
 
 
-@dataclass(frozen=True)
-class MagnetometerMeasurement:
+class MagnetometerMeasurement(NamedTuple):
+    """One sample in ``mag_link`` (a named tuple: immutable, and cheap to make per sample)."""
+
     time_s: float
     magnetic_field_t: tuple[float, float, float]
     variance_t2: float

@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Any, Literal
 
 import numpy as np
@@ -52,18 +51,21 @@ class Resampler:
         return index / self.rate_hz
 
     def push(self, truth: GroundTruthLike) -> list[TruthSample]:
-        sample = as_truth_sample(truth)
+        sample = truth if truth.__class__ is TruthSample else as_truth_sample(truth)
         last = self._last
-        self.restarted = last is None or sample.time_s < last.time_s - TIME_EPSILON_S or sample.time_s - last.time_s > self.max_gap_s
+        time_s = sample.time_s
+        self.restarted = last is None or time_s < last.time_s - TIME_EPSILON_S or time_s - last.time_s > self.max_gap_s
         if self.restarted:
             self._last = sample
-            self._next_index = math.ceil(sample.time_s * self.rate_hz - TIME_EPSILON_S * self.rate_hz)
-            return self._emit_until(sample, lambda t: replace(sample, time_s=t))
+            self._next_index = math.ceil(time_s * self.rate_hz - TIME_EPSILON_S * self.rate_hz)
+            return self._emit_until(sample, lambda t: sample._replace(time_s=t))
         self._last = sample
-        if sample.time_s <= last.time_s + TIME_EPSILON_S:  # duplicate stamp: nothing new
+        if time_s <= last.time_s + TIME_EPSILON_S:  # duplicate stamp: nothing new
             return []
+        if self._next_index / self.rate_hz > time_s + TIME_EPSILON_S:
+            return []  # no instant of the sensor's in (last, this]: most pushes of a sensor slower than the truth
         if self.mode == "hold":
-            return self._emit_until(sample, lambda t: replace(sample if t >= sample.time_s - TIME_EPSILON_S else last, time_s=t))
+            return self._emit_until(sample, lambda t: (sample if t >= time_s - TIME_EPSILON_S else last)._replace(time_s=t))
         return self._emit_until(sample, lambda t: interpolate(last, sample, t))
 
     def _emit_until(self, sample: TruthSample, make) -> list[TruthSample]:
@@ -88,15 +90,11 @@ def interpolate(a: TruthSample, b: TruthSample, time_s: float) -> TruthSample:
     """Ground truth at ``time_s`` between samples ``a`` and ``b`` (linear; slerp for orientation)."""
     span = b.time_s - a.time_s
     f = 0.0 if span <= 0 else min(max((time_s - a.time_s) / span, 0.0), 1.0)
-    return TruthSample(
-        time_s=time_s,
-        position=_lerp3(a.position, b.position, f),
-        orientation=slerp(a.orientation, b.orientation, f),
-        velocity_world=_lerp3(a.velocity_world, b.velocity_world, f),
-        angular_velocity_body=_lerp3(a.angular_velocity_body, b.angular_velocity_body, f),
-        specific_force_body=_lerp3(a.specific_force_body, b.specific_force_body, f),
-        angular_acceleration_body=_lerp3(a.angular_acceleration_body, b.angular_acceleration_body, f),
-    )
+    return TruthSample(time_s, _lerp3(a.position, b.position, f), slerp(a.orientation, b.orientation, f),
+                       _lerp3(a.velocity_world, b.velocity_world, f),
+                       _lerp3(a.angular_velocity_body, b.angular_velocity_body, f),
+                       _lerp3(a.specific_force_body, b.specific_force_body, f),
+                       _lerp3(a.angular_acceleration_body, b.angular_acceleration_body, f))
 
 
 def _lerp3(x: Vec3, y: Vec3, f: float) -> Vec3:
