@@ -59,18 +59,22 @@ def test_launched_talker_is_heard_listed_by_topics_and_stopped_by_sigint(demo_pr
     assert spin_until(ros_node, lambda: len(heard) >= 3, timeout_s=20), graph.output()
     assert heard[-1].startswith("hi_from_test "), heard
 
-    listing = subprocess.run(
+    listing = subprocess.Popen(
         [sys.executable, "-m", "aerial_sim", "topics", "--namespace", "demo", "--discovery", "2", "--duration", "2"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        cwd=REPO,
-    )
-    assert listing.returncode == 0, listing.stdout + listing.stderr
-    row = re.search(r"^/demo/chatter_remapped\s+std_msgs/msg/String\s+(\d+)\s+([\d.]+)\s*$", listing.stdout, re.M)
-    assert row, listing.stdout
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO)
+    # Meanwhile the talker's own rate, from its message counter: a timer's 20 Hz is what it asks for; on a
+    # loaded machine it publishes fewer (ci8 at load 18: 12.4 Hz listed), and the listing must say so.
+    first, began = int(heard[-1].split()[-1]), time.monotonic()
+    spin_until(ros_node, lambda: listing.poll() is not None, timeout_s=30)
+    talker_hz = (int(heard[-1].split()[-1]) - first) / (time.monotonic() - began)
+    output = listing.communicate(timeout=10)[0]
+    assert listing.returncode == 0, output
+    row = re.search(r"^/demo/chatter_remapped\s+std_msgs/msg/String\s+(\d+)\s+([\d.]+)\s*$", output, re.M)
+    assert row, output
     assert int(row.group(1)) == 1
-    assert 15.0 < float(row.group(2)) < 25.0, listing.stdout  # published at 20 Hz (timer), heard over 2 s
+    # heard over the listing's last 2 s, against the talker's mean over the whole listing (2 s of discovery too)
+    assert 5.0 < float(row.group(2)) <= 25.0 and abs(float(row.group(2)) - talker_hz) < 0.3 * talker_hz + 1.0, \
+        (talker_hz, output)
 
     code = graph.stop()
     output = graph.log_path.read_text()  # stop() closed the fixture's handle on it

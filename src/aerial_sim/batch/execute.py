@@ -364,9 +364,11 @@ class _FlightCpu:
         """Call at every poll; ``landed``: metrics.json exists (then the flight's end is taken at once)."""
         if self._end is not None:
             return
-        if self._start is None and self._line_seen():
+        # A line first read at the landing is not the flight's start: the launcher relays the nodes' output
+        # and, on a loaded machine, may lag the whole flight (a flight of 0 CPU s was booked so).
+        if self._start is None and not landed and self._line_seen():
             self.begin()
-        elif self._start is None and self._bag_start is None:
+        if self._start is None and self._bag_start is None:
             if self._bag_grew():
                 self._bag_start = self._last = session_cpu_s(self.session_id, self.marker)
                 self._next = time.monotonic() + 1.0
