@@ -760,3 +760,54 @@ def test_a_teardown_stuck_holding_the_gil_ends_with_its_stacks_after_the_watchdo
     output = "".join(read) + process.stdout.read()
     assert code == 1 and 1.5 < waited < 10.0, (code, waited, output)
     assert "work done" in output and "Timeout" in output and "destroy_node" in output, output
+
+
+#: A node whose callback, once the stop has begun, sticks in a C call holding the GIL (a middleware
+#: deadlock met while stopping): before its teardown, so no teardown watchdog is armed yet.
+STUCK_ON_STOP_NODE = """
+import ctypes, sys, time
+from rclpy.node import Node
+from aerial_sim.nodes.ros import process
+from aerial_sim.nodes.ros.run import run_node
+
+class StuckOnStop(Node):
+    def __init__(self):
+        super().__init__("stuck_on_stop")
+        self.create_timer(0.05, self.work)
+
+    def work(self):
+        print("running", flush=True)
+        while not process.stop_requested():
+            time.sleep(0.01)
+        print("stopping", flush=True)
+        ctypes.PyDLL(None).sleep(600)
+
+sys.exit(run_node(StuckOnStop, sys.argv))
+"""
+
+
+@requires_ros
+@pytest.mark.ros
+def test_a_node_stuck_holding_the_gil_once_stopping_ends_with_its_stacks_before_the_sigkill(monkeypatch):
+    """The first stop signal arms a C-level watchdog (AERIAL_SIM_STOP_TIMEOUT_S, 8 s: after the launchers'
+    SIGTERM at 5 s, before their SIGKILL at 10 s): the MAVLink node once ignored SIGINT and SIGTERM until
+    the SIGKILL, its log silent on where it was stuck."""
+    import signal
+
+    monkeypatch.setenv("AERIAL_SIM_STOP_TIMEOUT_S", "2")
+    process = node_script(STUCK_ON_STOP_NODE, "running")
+    try:
+        sent = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        read = []
+        while (line := process.stdout.readline()) and not line.startswith("stopping"):
+            read.append(line)
+        time.sleep(0.2)
+        process.send_signal(signal.SIGTERM)  # a launcher's escalation: no Python can run to act on it
+        code = process.wait(timeout=15)
+        waited = time.monotonic() - sent
+    finally:
+        process.kill()
+    output = "".join(read) + process.stdout.read()
+    assert code == 1 and 1.5 < waited < 10.0, (code, waited, output)
+    assert "Timeout" in output and "in work" in output, output

@@ -41,8 +41,13 @@ thread stuck inside a C call (a DDS lock, an executor that does not return) neve
 does: the flight controller of a batch run once ignored SIGINT and SIGTERM that
 way until SIGKILL. The ``stop-signals`` thread needs no help from the main thread,
 so the launcher's escalating SIGTERM ends such a process with status 0, naming
-the call the main thread is stuck in. (Should the main thread hold the GIL while
-stuck, no Python runs at all and the launcher's SIGKILL remains the way out.)
+the call the main thread is stuck in. Should a thread hold the GIL while stuck, no
+Python runs at all, the stop-signals thread included; for a stuck call the stop itself
+runs into, the first stop signal arms a C-level watchdog (:func:`arm_stop_watchdog`):
+``AERIAL_SIM_STOP_TIMEOUT_S`` (8 s, after a launcher's escalating SIGTERM at 5 s and before
+its SIGKILL at 10 s) after it, every thread's Python stack goes to stderr and the process
+exits with status 1. A call stuck holding the GIL before any stop signal came still leaves
+the SIGKILL as the way out.
 
 rclpy's own signal handlers are not installed (they raise KeyboardInterrupt in
 arbitrary places on a second Ctrl-C); :func:`aerial_sim.nodes.ros.run.run_node`
@@ -83,6 +88,7 @@ class _State:
     phase: str | None = None  # None: not a node process (signals untouched)
     stop_signal: int | None = None
     stop_at = 0.0  # time.monotonic() of the first stop signal
+    stop_deadline: float | None = None  # time.monotonic() the stop watchdog fires (None: not armed)
 
 
 def is_node_executable(argv0: str | None = None, orig_argv: list[str] | None = None) -> bool:
@@ -147,6 +153,52 @@ TEARDOWN_TIMEOUT_VARIABLE = "AERIAL_SIM_TEARDOWN_TIMEOUT_S"
 DEFAULT_TEARDOWN_TIMEOUT_S = 10.0
 
 
+#: Environment variable: seconds a node may take to stop after its first stop signal (:func:`arm_stop_watchdog`).
+STOP_TIMEOUT_VARIABLE = "AERIAL_SIM_STOP_TIMEOUT_S"
+DEFAULT_STOP_TIMEOUT_S = 8.0
+
+
+def _timeout_from(variable: str, default: float) -> float:
+    try:
+        return float(os.environ.get(variable, default))
+    except ValueError:
+        return default
+
+
+def _dump_and_exit_after(timeout_s: float) -> bool:
+    """``faulthandler``'s watchdog: after ``timeout_s``, every thread's stack to stderr and exit status 1."""
+    try:
+        faulthandler.dump_traceback_later(timeout_s, exit=True, file=sys.stderr)
+    except (OSError, ValueError, RuntimeError, AttributeError):
+        return False  # no watchdog: the launcher's stop timeouts remain
+    return True
+
+
+def arm_stop_watchdog() -> None:
+    """At the first stop signal: past ``AERIAL_SIM_STOP_TIMEOUT_S`` (8 s; 0: never) every thread's Python
+    stack goes to stderr and the process exits with status 1.
+
+    The stop-signals thread leaves on a launcher's escalating SIGTERM, but it is Python and needs the GIL:
+    a thread stuck in a C call that holds it (a deadlock inside the middleware) freezes every other
+    thread, and the MAVLink node once ignored SIGINT and SIGTERM until the launcher's SIGKILL 10 s later
+    (load 20) with nothing in its log to say where it was. ``faulthandler``'s watchdog is a C thread: it
+    needs no GIL, and its stacks name the call. Its default falls after both launchers' escalating
+    SIGTERM (``sigterm_timeout``, 5 s), which still ends a node whose Python can run, with status 0, and
+    before their SIGKILL (5 s later). A node's own stop work (the recorder closing its bag and writing its
+    report, which a launch may give minutes) is bounded by the launcher's timeouts instead: the watchdog is
+    set aside for it (:func:`set_aside_stop_watchdog`), and :func:`arm_teardown_watchdog` bounds the rest."""
+    timeout_s = _timeout_from(STOP_TIMEOUT_VARIABLE, DEFAULT_STOP_TIMEOUT_S)
+    if timeout_s > 0 and _dump_and_exit_after(timeout_s):
+        _State.stop_deadline = time.monotonic() + timeout_s
+
+
+def set_aside_stop_watchdog() -> None:
+    """Before a node's own stop work (:func:`arm_stop_watchdog`): no watchdog until :func:`arm_teardown_watchdog`."""
+    if _State.stop_deadline is not None:
+        faulthandler.cancel_dump_traceback_later()
+        _State.stop_deadline = None
+
+
 def arm_teardown_watchdog() -> None:
     """Once a stopping node has done its own work (the recorder: bag closed, report written), bound
     what is left, destroying its ROS entities and shutting rclpy down, to ``AERIAL_SIM_TEARDOWN_TIMEOUT_S``
@@ -161,15 +213,12 @@ def arm_teardown_watchdog() -> None:
     its stop timeout and SIGKILL. A batch keeps such a run: its bag was closed first
     (:func:`aerial_sim.batch.execute.judge_stop_failures`).
     """
-    try:
-        timeout_s = float(os.environ.get(TEARDOWN_TIMEOUT_VARIABLE, DEFAULT_TEARDOWN_TIMEOUT_S))
-    except ValueError:
-        timeout_s = DEFAULT_TEARDOWN_TIMEOUT_S
+    timeout_s = _timeout_from(TEARDOWN_TIMEOUT_VARIABLE, DEFAULT_TEARDOWN_TIMEOUT_S)
+    if _State.stop_deadline is not None:  # the stop watchdog armed at the stop signal stays the limit
+        left = max(_State.stop_deadline - time.monotonic(), 0.001)
+        timeout_s = min(timeout_s, left) if timeout_s > 0 else left
     if timeout_s > 0:
-        try:
-            faulthandler.dump_traceback_later(timeout_s, exit=True, file=sys.stderr)
-        except (OSError, ValueError, RuntimeError, AttributeError):
-            pass  # no watchdog: the launcher's stop timeouts remain
+        _dump_and_exit_after(timeout_s)
 
 
 def exit_now(code: int) -> None:
@@ -225,8 +274,9 @@ def _on_stop_signal(signum: int) -> None:
     first = _State.stop_signal is None
     if first:
         _State.stop_signal = signum
-    if first:
         _State.stop_at = time.monotonic()
+        if _State.phase in ("starting", "running"):
+            arm_stop_watchdog()  # while this thread can still run: a stuck call may come next
     if _State.phase == "importing":
         # Nothing worth keeping exists yet, and no DDS thread. Ending here is the only prompt, quiet
         # way out: an exception raised from this handler lands wherever the main thread happens to

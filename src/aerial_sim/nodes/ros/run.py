@@ -90,6 +90,8 @@ def run_nodes(build: Callable[[list[Node]], None], default_name: str, args: list
     finally:
         process.set_phase("stopping")
         restore_cpu_priority()  # the launch waits for what is left
+        if any(hasattr(node, "finish_work") for node in nodes):
+            process.set_aside_stop_watchdog()  # its own work is the launcher's timeouts' to bound
         for node in reversed(nodes):
             _finish_work(node)
         process.arm_teardown_watchdog()  # what is left must not hang (process.arm_teardown_watchdog)
