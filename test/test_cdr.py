@@ -26,6 +26,7 @@ from aerial_sim.cdr.encode import (
     encode_clock,
     encode_float64_array,
     encode_fluid_pressure,
+    encode_header,
     encode_imu,
     encode_joint_state,
     joint_state_encoder,
@@ -34,6 +35,7 @@ from aerial_sim.cdr.encode import (
     encode_odometry,
     encode_twist_stamped,
     encode_vector3_stamped,
+    float64_array_encoder,
     imu_encoder,
     odometry_encoder,
 )
@@ -289,7 +291,7 @@ def test_a_stream_whose_frames_change_decodes_each_message_by_its_own_frames_and
                     decode(stream[index][:16] + b"\xff" + stream[index][17:])
 
 
-def test_kept_odometry_and_imu_encoders_write_the_same_bytes_and_refuse_wrong_sizes():
+def test_kept_odometry_imu_and_command_encoders_write_the_same_bytes_and_refuse_wrong_sizes():
     rng = random.Random(9)
     covariance36, covariance9 = [rng.uniform(-1, 1) for _ in range(36)], [rng.uniform(-1, 1) for _ in range(9)]
     odometry, imu = odometry_encoder("map", "drone1/base_link", covariance36, covariance36), imu_encoder("drone1/imu_link")
@@ -306,6 +308,12 @@ def test_kept_odometry_and_imu_encoders_write_the_same_bytes_and_refuse_wrong_si
         imu(5, (1.0, 0.0, 0.0, 0.0), [0.0] * 8, (0.0,) * 3, [0.0] * 9, (0.0,) * 3, [0.0] * 9)
     with pytest.raises(ValueError, match="twist covariance"):
         odometry_encoder("map", "base_link", covariance36, covariance36[:35])
+    commands = float64_array_encoder(6)
+    for _ in range(20):
+        controls = tuple(rng.uniform(0.0, 1.0) for _ in range(6))
+        assert commands(controls) == encode_float64_array(controls)
+    with pytest.raises(ValueError, match="expected 6"):
+        commands((0.5,) * 4)
 
 
 def test_the_header_stamp_reader_stays_lenient():
@@ -384,7 +392,7 @@ def test_encoded_sensor_clock_and_command_messages_read_back_as_rclpys():
     from rosgraph_msgs.msg import Clock
     from sensor_msgs.msg import FluidPressure, MagneticField, NavSatFix
     from geometry_msgs.msg import TwistStamped, Vector3Stamped
-    from std_msgs.msg import Float64MultiArray
+    from std_msgs.msg import Float64MultiArray, Header
 
     rng = random.Random(8)
     for frame_length in range(10):
@@ -415,6 +423,7 @@ def test_encoded_sensor_clock_and_command_messages_read_back_as_rclpys():
              twist),
             (encode_vector3_stamped(stamp, frame, (wind.vector.x, wind.vector.y, wind.vector.z)), wind),
             (encode_clock(stamp), Clock(clock=pressure.header.stamp)),
+            (encode_header(stamp, frame), Header(stamp=pressure.header.stamp, frame_id=frame)),
             (encode_float64_array([rng.random() for _ in range(frame_length)]), None),
         ]
         encoded[-1] = (encoded[-1][0], deserialize_message(encoded[-1][0], Float64MultiArray))

@@ -2,8 +2,8 @@
 rules: :mod:`aerial_sim.cdr`).
 
 Writing (``encode_odometry``, ``encode_imu`` (and for fixed frames ``odometry_encoder``, ``imu_encoder``), ``encode_joint_state``, ``encode_clock``,
-``encode_float64_array``, ``encode_fluid_pressure``, ``encode_magnetic_field``, ``encode_nav_sat_fix``,
-``encode_twist_stamped``, ``encode_pose_stamped``, ``encode_pose_array``, ``encode_point_cloud2``,
+``encode_float64_array`` (``float64_array_encoder``), ``encode_fluid_pressure``, ``encode_magnetic_field``, ``encode_nav_sat_fix``,
+``encode_twist_stamped``, ``encode_pose_stamped``, ``encode_header``, ``encode_pose_array``, ``encode_point_cloud2``,
 ``encode_diagnostic_array``, ``encode_image`` / ``encode_image_array``, ``encode_camera_info_of``, ``encode_range``): little-endian plain CDR by the same rules, one precompiled ``struct`` per
 layout (frame id and name lengths), zero padding bytes. ``Publisher.publish`` sends such bytes as
 they are; building and publishing the typed message costs about five times as much (``bench cdr``).
@@ -237,6 +237,34 @@ def encode_float64_array(values, dims=()) -> bytes:
     dim_values = [v for label, (_, size, stride) in zip(labels, dims) for v in (len(label) + 1, label, size, stride)]
     return _packed("float64 array", _float64_array_struct(len(values), tuple(map(len, labels))), len(labels),
                    *dim_values, 0, *_sequence(values))
+
+
+def float64_array_encoder(count: int):
+    """``encode(values)``: :func:`encode_float64_array` of ``count`` values and no dimensions, its layout built
+    once (a flight controller's motor commands, every period). The same bytes; another count raises
+    ``ValueError``."""
+    pack = _float64_array_struct(count, ()).pack
+
+    def encode(values) -> bytes:
+        if len(values) != count:
+            raise ValueError(f"float64 array: expected {count} values, got {len(values)}")
+        try:
+            return pack(CDR_LE_HEADER, 0, 0, count, *values)
+        except struct.error as error:
+            raise ValueError(f"float64 array: {error}") from None
+    return encode
+
+
+@functools.lru_cache(maxsize=64)
+def _header_struct(frame_length: int) -> struct.Struct:
+    return _header(_Layout(), frame_length).build()
+
+
+def encode_header(stamp_ns: int, frame_id: str) -> bytes:
+    """``std_msgs/Header`` as CDR bytes (a lockstep participant's progress stamps)."""
+    frame = frame_id.encode()
+    sec, nanosec = _stamp(stamp_ns)
+    return _packed("header", _header_struct(len(frame)), sec, nanosec, len(frame) + 1, frame)
 
 
 def encode_fluid_pressure(stamp_ns: int, frame_id: str, fluid_pressure: float, variance: float) -> bytes:

@@ -7,7 +7,7 @@ from typing import Callable, Sequence
 
 from rclpy.node import Node
 
-from aerial_sim.cdr.encode import encode_float64_array
+from aerial_sim.cdr.encode import float64_array_encoder
 from aerial_sim.nodes.ros.qos import COMMAND_QOS
 from aerial_sim.nodes.ros.raw_publish import raw_sender
 from aerial_sim.nodes.ros.swarm_link import SWARM_COMMANDS
@@ -22,7 +22,11 @@ def motor_command_output(node: Node, topic: str) -> Callable[[Sequence[float]], 
     from std_msgs.msg import Float64MultiArray  # noqa: PLC0415
 
     send = raw_sender(node.create_publisher(Float64MultiArray, topic, COMMAND_QOS))
+    encoders: dict[int, Callable[[Sequence[float]], bytes]] = {}
 
     def publish(controls: Sequence[float]) -> None:
-        send(encode_float64_array(controls))  # CDR: a sixth of the typed message's cost
+        encode = encoders.get(len(controls))  # one per rotor count: the layout built once
+        if encode is None:
+            encode = encoders[len(controls)] = float64_array_encoder(len(controls))
+        send(encode(controls))  # CDR: a sixth of the typed message's cost
     return publish
