@@ -66,6 +66,7 @@ def fly(seconds: float) -> list[tuple[bytes, bytes]]:
 def replay(inputs_path: str, rounds: int) -> dict[str, float]:
     """In a child process: the best round's CPU per period (us) of each part."""
     import rclpy
+    import rclpy.executors
     from nav_msgs.msg import Odometry
     from rclpy.parameter import Parameter
     from sensor_msgs.msg import Imu
