@@ -99,7 +99,7 @@ class InProcessVehicle:
 
     def teleport(self, position, orientation):
         self.graph.world.set_kinematics(self.world_name, position, orientation, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
-        self.pose_set = (self.graph.world.time_s, tuple(position))
+        self.pose_set = (self.graph.world.time_s, tuple(position), tuple(orientation))
         self.refresh()
 
 
@@ -122,6 +122,7 @@ class InProcessGraph:
         self.clock = SimClock()
         self.run_control = RunControl()
         self.wind = (0.0, 0.0, 0.0)
+        self._edits: list = []  # world edits for the next step (the physics node's reset)
 
     @property
     def paused(self) -> bool:
@@ -135,6 +136,8 @@ class InProcessGraph:
         self.clock.advance(self.world.time_s)
         wall0, sim0 = time.monotonic(), self.world.time_s
         while True:
+            while self._edits:  # also while paused, as the physics node applies them
+                self._edits.pop(0)()
             if real_time_factor is not None:
                 ahead = (self.world.time_s - sim0) / real_time_factor - (time.monotonic() - wall0)
                 if ahead > 0:
@@ -163,10 +166,17 @@ class InProcessGraph:
         await self.clock.wait_until(start + seconds - 1e-6)
 
     async def reset(self):
+        """As the physics node's: answered once queued; the simulation applies it before its next step (paused
+        or not) and says so on each vehicle's ``set_pose/applied``."""
+        self._edits.append(self._reset_now)
+        return ServiceAnswer(True, "reset")
+
+    def _reset_now(self) -> None:
         for link in self.vehicles.values():
             self.world.reset_vehicle(link.world_name)
+            body = self.world.bodies[link.world_name]
+            link.pose_set = (self.world.time_s, tuple(body.position), tuple(body.orientation))
             link.refresh()
-        return ServiceAnswer(True, "reset")
 
     async def add_vehicle(self, spawn):
         if spawn.name in self.world.bodies:

@@ -35,12 +35,18 @@ class SimulationMethods:
     # -- simulation control -------------------------------------------------------------------
     async def rpc_reset(self):
         """Every vehicle back to its start, API control off, in its default state (AirSim's reset: armed,
-        unless the settings say DefaultVehicleState Inactive); sim time goes on."""
+        unless the settings say DefaultVehicleState Inactive); sim time goes on. Answered once every vehicle's
+        state shows it back at its start, as AirSim's reset returns with the vehicles moved: the physics node
+        answers the reset when it has queued it, and a client reading the state right after (hello_drone, at a
+        load of 39) read where the vehicle was falling before."""
         for name in list(self._tasks):
             self._cancel(name)
+        before = {name: link.pose_set for name, link in self.graph.vehicles.items()}
         answer = await self.graph.reset()
         if not answer.success:
             raise RpcFault(answer.message)
+        for name, link in list(self.graph.vehicles.items()):
+            await self._wait_for_pose(link, before.get(name), what="reset")
         for link in self.graph.vehicles.values():
             await link.reset_controller()
             self._api_control[link.name] = False
@@ -83,28 +89,31 @@ class SimulationMethods:
             self.hold_kinematic(link, position, orientation)
         elif self._flying(link):
             link.send_pose(position, yaw_of(orientation))  # hold where it was put, not where it was
-        await self._wait_for_pose(link, position, orientation, before)
+        await self._wait_for_pose(link, before, (position, orientation))
 
-    async def _wait_for_pose(self, link: VehicleLink, position, orientation, before) -> None:
-        """Until the vehicle's state shows the teleport, as AirSim's setPose returns with the physics body
-        already moved: the physics node says at which sim time it applied it (``set_pose/applied``), then a
-        state that shows it arrives (:func:`shows_teleport`). No race with the wall clock: a loaded machine
-        only makes the answer later, and the vehicle cannot have left the pose unseen (after it, physics
-        moves it: a disarmed vehicle falls, as in AirSim). A teleport the physics node refused (its log says
-        why) ends the wait after ``state_wait_s`` of wall time with one log line."""
+    async def _wait_for_pose(self, link: VehicleLink, before, wanted=None, what: str = "simSetVehiclePose") -> None:
+        """Until the vehicle's state shows the teleport (``wanted``: the position and orientation asked for) or
+        reset (None: wherever the physics node put it), as AirSim's setPose and reset return with the physics
+        body already moved: the physics node says at which sim time and where it applied it
+        (``set_pose/applied``, newer than ``before``), then a state that shows it arrives
+        (:func:`shows_teleport`). No race with the wall clock: a loaded machine only makes the answer later,
+        and the vehicle cannot have left the pose unseen (after it, physics moves it: a disarmed vehicle
+        falls, as in AirSim). A teleport the physics node refused (its log says why) ends the wait after
+        ``state_wait_s`` of wall time with one log line."""
         deadline = time.monotonic() + self.params.state_wait_s
-        applied_at = None
+        applied = None  # (sim time, position, orientation)
         while time.monotonic() < deadline:
-            if applied_at is None:
+            if applied is None:
                 answer = link.pose_set
-                if answer is not None and answer is not before and math.dist(answer[1], position) < 1e-6:
-                    applied_at = answer[0]
-            if applied_at is not None:
+                if (answer is not None and answer is not before
+                        and (wanted is None or math.dist(answer[1], wanted[0]) < 1e-6)):
+                    applied = (answer[0], *(wanted or answer[1:]))
+            if applied is not None:
                 state = link.kinematics
-                if state is not None and shows_teleport(state, applied_at, position, orientation):
+                if state is not None and shows_teleport(state, *applied):
                     return
             await asyncio.sleep(0.005)
-        self.log.warning(f"simSetVehiclePose: {link.name}'s state did not show the new pose within "
+        self.log.warning(f"{what}: {link.name}'s state did not show the new pose within "
                          f"{self.params.state_wait_s:g} s (refused by the physics node? its log says why)")
 
     async def rpc_simSetWind(self, wind):

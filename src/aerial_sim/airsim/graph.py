@@ -136,9 +136,9 @@ class VehicleLink(Protocol):
     battery: BatteryReading | None
     #: The flight controller's mode from ``/diagnostics`` (None until one arrives or without a controller).
     controller_mode: str | None
-    #: The last teleport the physics node applied (``set_pose/applied``): the sim time at which it was
-    #: applied, and the position (None before the first).
-    pose_set: tuple[float, Vector3] | None
+    #: The last teleport or reset the physics node applied (``set_pose/applied``): the sim time at which it
+    #: was applied, the position and the orientation (None before the first).
+    pose_set: tuple[float, Vector3, Quaternion] | None
 
     async def arm(self, arm: bool) -> ServiceAnswer: ...
     async def takeoff(self) -> ServiceAnswer: ...

@@ -282,8 +282,8 @@ class RosVehicleLink:
                                       message.percentage, message.capacity * 1000.0, max(len(message.cell_voltage), 1))
 
     def on_pose_set(self, message: PoseStamped) -> None:
-        p = message.pose.position
-        self.pose_set = (from_stamp(message.header.stamp), (p.x, p.y, p.z))
+        p, q = message.pose.position, message.pose.orientation
+        self.pose_set = (from_stamp(message.header.stamp), (p.x, p.y, p.z), (q.w, q.x, q.y, q.z))
 
     def on_diagnostics(self, status) -> None:
         self.controller_has_state = status.level == DiagnosticStatus.OK

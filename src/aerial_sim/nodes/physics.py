@@ -18,7 +18,7 @@ A thin adapter around :class:`aerial_sim.physics.world.PhysicsWorld`:
 - simulation control (what AirSim's API needs; standard interfaces only):
   services ``/physics/pause`` (std_srvs/SetBool: stop or restart the clock)
   and ``/physics/reset`` (std_srvs/Trigger: every vehicle back to its start,
-  at rest; sim time goes on), ``/physics/restart`` (std_srvs/Trigger: a new run in the
+  at rest, said on ``set_pose/applied`` as a teleport once applied; sim time goes on), ``/physics/restart`` (std_srvs/Trigger: a new run in the
   same graph, a warm batch run's: sim time back to 0, every vehicle at its start, the wind
   from the ``wind_enu_m_s`` and ``wind.*`` parameters as they are now, lockstep participants
   owing every stamp from 0 again; call it paused, after the graph's other resets), topics ``/physics/continue_for``

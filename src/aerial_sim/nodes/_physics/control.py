@@ -74,6 +74,8 @@ class SimulationControl:
             for vehicle in node.vehicles:
                 world.reset_vehicle(vehicle.name)
                 vehicle.pending_controls, vehicle.wrench = None, None
+                body = world.bodies[vehicle.name]  # back at its start: said as a teleport is
+                vehicle.say_pose_applied(world, body.position, body.orientation)
 
         node.edit_world(reset)
         response.success, response.message = True, "every vehicle back at its start"

@@ -167,12 +167,15 @@ class VehicleChannel:
 
         def teleport(world) -> None:
             world.set_kinematics(self.name, position, orientation, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
-            # Said once applied, with the sim time at which it was: every later ground_truth/odom shows
-            # it, and so does the state re-sent at that time while paused. A client (the AirSim server)
-            # waits for such a state, not for a position it might miss.
-            self.pose_set_pub.publish(encode_pose_stamped(to_stamp_ns(world.time_s), "map", position, orientation))
+            self.say_pose_applied(world, position, orientation)
 
         self._node.edit_world(teleport)
+
+    def say_pose_applied(self, world, position, orientation) -> None:
+        """A teleport or reset once applied, on ``set_pose/applied`` with the sim time at which it was: every
+        later ground_truth/odom shows it, and so does the state re-sent at that time while paused. A client
+        (the AirSim server) waits for such a state, not for a position it might miss."""
+        self.pose_set_pub.publish(encode_pose_stamped(to_stamp_ns(world.time_s), "map", position, orientation))
 
 
 def wrench_problem(force, torque, params: PhysicsNodeParams) -> str | None:
