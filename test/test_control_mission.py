@@ -92,6 +92,28 @@ def test_track_csv_reads_back_what_was_written(tmp_path):
     assert all(math.isnan(v) for v in back.rows[0][8:11]) and back.rows[-1][8:11] == pytest.approx(recorder.rows[-1][8:11])
 
 
+def test_track_csv_is_what_the_csv_module_writes_for_any_values_and_phases(tmp_path):
+    """write_csv's one-format path writes csv.writer's bytes (nan, infinities, -0.0, rounding at the 6th
+    decimal); a phase the dialect would quote sends the rows through csv.writer, quoted."""
+    import csv
+    import random
+
+    rng = random.Random(4)
+    special = [math.nan, math.inf, -math.inf, -0.0, 1e300, -1e-300, 5e-7, -5e-7, 123456789.1234565]
+    for phases in (("climb", "pattern", " spaced"), ("climb", "a,b", 'say "x"', "")):
+        recorder = TrackRecorder()
+        for step in range(300):
+            values = [rng.choice(special) if rng.random() < 0.2 else rng.uniform(-1e4, 1e4) for _ in range(9)]
+            recorder.add(values[0], values[0:3], values[3:6], rng.choice(phases), None if step % 3 else values[6:9])
+        recorder.write_csv(tmp_path / "track.csv")
+        with open(tmp_path / "expected.csv", "w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["time_s", "x_m", "y_m", "z_m", "vx_m_s", "vy_m_s", "vz_m_s", "phase", "ref_x_m", "ref_y_m",
+                             "ref_z_m"])
+            writer.writerows([f"{v:.6f}" if isinstance(v, float) else v for v in row] for row in recorder.rows)
+        assert (tmp_path / "track.csv").read_bytes() == (tmp_path / "expected.csv").read_bytes()
+
+
 def test_control_core_does_not_import_ros():
     import subprocess
     import sys
