@@ -26,20 +26,44 @@ REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
 
 
+#: Test sessions' own domain ids (``aerial_sim batch`` runs started by tests use 51..101).
+TEST_DOMAINS = range(1, 51)
+_held_domain: list = []  # this process's DomainLease, held (its flock) as long as the process lives
+
+
 def private_domain_id() -> int:
-    """This pytest process's ROS_DOMAIN_ID: ``AERIAL_SIM_TEST_DOMAIN_ID``, else one in 1..50 from the pid
-    (``aerial_sim batch`` runs started by tests use 51..101, so they never share a test's domain). Under
-    pytest-xdist each worker adds its index to one base shared by the run, so no two workers share a
-    domain (nor the ports tests derive from it)."""
+    """This pytest process's ROS_DOMAIN_ID, held for the process's life as ``aerial_sim batch`` holds a run's
+    (:mod:`aerial_sim.batch.domains`: a flock per id, an id whose DDS ports another program has bound
+    skipped), so no other test process on this host has it: not another xdist worker, nor another session
+    (a CI run beside a developer's). It used to come from the pid or the xdist run id alone, and two sessions
+    that drew one id saw each other's graphs, and the MAVLink tests, whose UDP ports derive from it (20000 +
+    20 x id), each other's vehicles: a pymavlink script read the other graph's vehicle 3.75 m up after its
+    own had landed. ``AERIAL_SIM_TEST_DOMAIN_ID`` chooses it instead (an xdist worker adds its index), held
+    likewise when it is free; otherwise a free one in 1..50."""
+    if _held_domain:
+        return _held_domain[0].domain_id
+    if str(SRC) not in sys.path:
+        sys.path.insert(0, str(SRC))
+    from aerial_sim.batch.domains import DomainLease, DomainPool
+
     chosen = os.environ.get("AERIAL_SIM_TEST_DOMAIN_ID")
-    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
     if chosen:
-        return int(chosen) + worker
-    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    if run_id is None:
-        return 1 + os.getpid() % 50
-    workers = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
-    return 1 + workers * (int(run_id, 16) % max(1, 50 // workers)) + worker
+        domain_id = int(chosen) + int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+        pool = DomainPool(range(domain_id, domain_id + 1))
+        lease = pool.try_acquire()
+        if lease is None:
+            try:  # the holder writes its pid: xdist's controller holds the base its first worker uses
+                holder = (pool.lock_dir / f"{domain_id}.lock").read_text().strip()
+            except OSError:
+                holder = ""
+            if holder != str(os.getppid()):
+                print(f"[conftest] ROS domain {domain_id} (AERIAL_SIM_TEST_DOMAIN_ID) is held or used by another "
+                      "process on this host: its graphs may meet this session's", file=sys.stderr)
+            lease = DomainLease(domain_id, None)
+    else:
+        lease = DomainPool(TEST_DOMAINS).acquire(timeout_s=120)
+    _held_domain.append(lease)
+    return lease.domain_id
 
 
 os.environ["ROS_DOMAIN_ID"] = str(private_domain_id())
