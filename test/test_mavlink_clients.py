@@ -167,6 +167,7 @@ def test_mavproxy_connects_lists_and_sets_parameters_and_changes_mode(graph, tmp
                     time.sleep(0.1)
                 if answered() or time.monotonic() >= deadline:
                     break
+            assert answered(), f"{command!r}: no {answer!r} within 30 s:\n{''.join(lines)[-3000:]}"
         mavproxy.stdin.close()  # closing its input ends MAVProxy
         mavproxy.wait(timeout=20)
         reader.join(timeout=5)
@@ -178,7 +179,9 @@ def test_mavproxy_connects_lists_and_sets_parameters_and_changes_mode(graph, tmp
     count = int(re.search(r"Received (\d+) parameters", out).group(1))
     assert count >= 25
     assert re.search(r"MIS_TAKEOFF_ALT\s+6\.0", out), out[-3000:]
-    assert out.count("DO_SET_MODE: ACCEPTED") == 2 and "Mode POSCTL" in out, out[-3000:]
+    # Each mode command was answered ACCEPTED (above); one sent again when MAVProxy had shown no answer within 5 s
+    # (a loaded machine) is answered again, so count the refusals, not the answers.
+    assert re.search(r"DO_SET_MODE: (?!ACCEPTED)", out) is None and "Mode POSCTL" in out, out[-3000:]
     assert "LOITER>" in out.split("Mode POSCTL")[-1]  # its prompt names the mode of the last HEARTBEAT: Hold again
     assert re.search(r"sysid 1: mode \w+ -> Position", graph.output()) and graph.alive()
 
