@@ -173,9 +173,13 @@ def test_killed_batch_leaves_nothing_running_and_resumes_without_redoing_finishe
 
 def test_crashing_and_hanging_runs_are_retried_then_reported(tmp_path):
     # physics.scene is only a string to the sweep check, but the physics node refuses an unknown scene:
-    # a real crash at start. A 4 s timeout is far shorter than any hop: a real hang, stopped and killed.
+    # a real crash at start. A hop that hovers 2 x 120 s never lands within a 4 s timeout: a real hang,
+    # stopped and killed (the short hop itself now lands within 4 s of its start: ci10, 6.5x real time).
     crash = write_sweep(tmp_path, "crash", {"physics.scene": ["no_such_scene"]}, run={"timeout_s": 120, "retries": 1})
-    hang = write_sweep(tmp_path, "hang", {"seed": [0]}, run={"timeout_s": 4, "retries": 1})
+    long_hover = tmp_path / "long_hover.yaml"
+    long_hover.write_text(SHORT_HOP.replace("hold_s: 0.0", "hold_s: 120.0"))
+    hang = write_sweep(tmp_path, "hang", {"seed": [0]}, run={"timeout_s": 4, "retries": 1},
+                       base={"mission": str(long_hover)})
     outs = {"crash": tmp_path / "crash_out", "hang": tmp_path / "hang_out"}
     batches = {name: subprocess.Popen(batch_command(sweep, outs[name]), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                       text=True, cwd=REPO) for name, sweep in (("crash", crash), ("hang", hang))}
