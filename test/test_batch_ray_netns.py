@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, requires_ros
-from test_batch_runs import RAY_ENV, batch_command, processes_naming, wait_until, write_sweep
+from test_batch_runs import RAY_ENV, SHORT_HOP, batch_command, processes_naming, wait_until, write_sweep
 
 from aerial_sim.batch.manifest import read_manifest
 
@@ -120,7 +120,12 @@ def test_a_sweep_across_two_namespaces_survives_losing_the_worker_node(two_names
         # both nodes in the cluster before the sweep: else the head's actor may fly both runs (warm runs are
         # quick) before the worker node joins and gets an actor of its own
         assert wait_until(lambda: cluster_cpus(head) >= 2.0, 120), (tmp_path / "worker.log").read_text()[-3000:]
-        sweep = write_sweep(tmp_path, "netns", {"seed": [0, 1]}, run={"export": False, "plots": False})
+        # the short hop with 2 x 5 s of hover: 15 s of sim time, so the worker's run is still flying when its
+        # node is killed (the hop alone now flies at up to 6.5x real time: 0.8 s)
+        mission = tmp_path / "hover_hop.yaml"
+        mission.write_text(SHORT_HOP.replace("hold_s: 0.0", "hold_s: 5.0"))
+        sweep = write_sweep(tmp_path, "netns", {"seed": [0, 1]}, run={"export": False, "plots": False},
+                            base={"mission": str(mission)})
         out = tmp_path / "shared"  # one folder both "machines" see, as an NFS mount would be
         driver = subprocess.Popen(["ip", "netns", "exec", head, *batch_command(sweep, out, "--backend", "ray", "--address",
                                                                                f"{HEAD_IP}:{PORT}")],
@@ -149,7 +154,7 @@ def test_a_sweep_across_two_namespaces_survives_losing_the_worker_node(two_names
         assert wait_until(lambda: launched_on_worker() or driver.poll() is not None, 150), \
             (tmp_path / "worker.log").read_text()[-3000:]
         assert driver.poll() is None, driver.communicate()[0][-3000:]
-        time.sleep(3.0)
+        time.sleep(1.0)
         killed_at = time.time()
         kill_namespace(worker)
         output = driver.communicate(timeout=280)[0]
