@@ -736,20 +736,19 @@ sys.exit(run_node(StuckTeardown, sys.argv))
 """
 
 
-@requires_ros
-@pytest.mark.ros
-def test_a_teardown_stuck_holding_the_gil_ends_with_its_stacks_after_the_watchdog(monkeypatch):
+def stop_a_stuck_node(script: str, stuck_line: str) -> tuple[int, float, str]:
+    """SIGINT to a node script once it runs, then a launcher's escalating SIGTERM once it printed
+    ``stuck_line`` (sent after a fixed 1 s, it came while a slow machine's process was still on its way
+    there, and its handler ended the process cleanly: ci27, exit 0 after 1.04 s). Returns (exit code,
+    seconds from the SIGINT to the exit, everything it printed)."""
     import signal
 
-    monkeypatch.setenv("AERIAL_SIM_TEARDOWN_TIMEOUT_S", "2")
-    process = node_script(STUCK_TEARDOWN_NODE, "running")
+    process = node_script(script, "running")
     try:
         sent = time.monotonic()
         process.send_signal(signal.SIGINT)
-        # SIGTERM once the teardown is stuck: sent after a fixed 1 s, it came while a slow machine's process was
-        # still on its way there, and its handler ended the process cleanly (ci27: exit 0 after 1.04 s).
         read = []
-        while (line := process.stdout.readline()) and not line.startswith("destroying"):
+        while (line := process.stdout.readline()) and not line.startswith(stuck_line):
             read.append(line)
         time.sleep(0.2)
         process.send_signal(signal.SIGTERM)  # a launcher's escalation: no Python can run to act on it
@@ -757,7 +756,14 @@ def test_a_teardown_stuck_holding_the_gil_ends_with_its_stacks_after_the_watchdo
         waited = time.monotonic() - sent
     finally:
         process.kill()
-    output = "".join(read) + process.stdout.read()
+    return code, waited, "".join(read) + process.stdout.read()
+
+
+@requires_ros
+@pytest.mark.ros
+def test_a_teardown_stuck_holding_the_gil_ends_with_its_stacks_after_the_watchdog(monkeypatch):
+    monkeypatch.setenv("AERIAL_SIM_TEARDOWN_TIMEOUT_S", "2")
+    code, waited, output = stop_a_stuck_node(STUCK_TEARDOWN_NODE, "destroying")
     assert code == 1 and 1.5 < waited < 10.0, (code, waited, output)
     assert "work done" in output and "Timeout" in output and "destroy_node" in output, output
 
@@ -792,22 +798,7 @@ def test_a_node_stuck_holding_the_gil_once_stopping_ends_with_its_stacks_before_
     """The first stop signal arms a C-level watchdog (AERIAL_SIM_STOP_TIMEOUT_S, 8 s: after the launchers'
     SIGTERM at 5 s, before their SIGKILL at 10 s): the MAVLink node once ignored SIGINT and SIGTERM until
     the SIGKILL, its log silent on where it was stuck."""
-    import signal
-
     monkeypatch.setenv("AERIAL_SIM_STOP_TIMEOUT_S", "2")
-    process = node_script(STUCK_ON_STOP_NODE, "running")
-    try:
-        sent = time.monotonic()
-        process.send_signal(signal.SIGINT)
-        read = []
-        while (line := process.stdout.readline()) and not line.startswith("stopping"):
-            read.append(line)
-        time.sleep(0.2)
-        process.send_signal(signal.SIGTERM)  # a launcher's escalation: no Python can run to act on it
-        code = process.wait(timeout=15)
-        waited = time.monotonic() - sent
-    finally:
-        process.kill()
-    output = "".join(read) + process.stdout.read()
+    code, waited, output = stop_a_stuck_node(STUCK_ON_STOP_NODE, "stopping")
     assert code == 1 and 1.5 < waited < 10.0, (code, waited, output)
     assert "Timeout" in output and "in work" in output, output
