@@ -41,7 +41,7 @@ def test_forged_participant_entries_leave_the_clock_running_with_an_error(launch
     from rosgraph_msgs.msg import Clock
     from std_msgs.msg import String
 
-    from aerial_sim.nodes.ros.lockstep import LOCKSTEP_PARTICIPANTS_TOPIC
+    from aerial_sim.nodes.ros.lockstep import LOCKSTEP_ANNOUNCEMENTS_QOS, LOCKSTEP_PARTICIPANTS_TOPIC
     from aerial_sim.nodes.ros.qos import COMMAND_QOS, LATCHED_QOS
 
     params = tmp_path / "physics.yaml"
@@ -59,7 +59,9 @@ def test_forged_participant_entries_leave_the_clock_running_with_an_error(launch
         lambda m: errors.extend(s.message for s in m.status if s.level == DiagnosticStatus.ERROR), COMMAND_QOS)
     assert spin_until(ros_node, lambda: clock and clock[-1] > 0.5, 40.0), physics.output() + control.output()
 
-    forger = ros_node.create_publisher(String, LOCKSTEP_PARTICIPANTS_TOPIC, LATCHED_QOS)
+    # Four entries from one writer: its history must keep them all until the physics node's reader has them (a
+    # latched writer keeps one: ci11 delivered only the last, the three entries before it overwritten unsent).
+    forger = ros_node.create_publisher(String, LOCKSTEP_PARTICIPANTS_TOPIC, LOCKSTEP_ANNOUNCEMENTS_QOS)
     leaver = Node("leaving_announcer", context=ros_node.context)
     side_nodes.append(leaver)
     leaving = leaver.create_publisher(String, LOCKSTEP_PARTICIPANTS_TOPIC, LATCHED_QOS)
