@@ -72,8 +72,14 @@ def test_two_lockstep_runs_one_composed_with_every_node_record_identical_bags(la
     lighter = lighter_nodes(tmp_path)
     # Rotor drag too: its wrench goes back into the step (two runs with it recorded different flights while
     # the step applied whichever wrench had arrived).
-    drag = ("use_rotor_drag:=true", "linear_drag:=false")
-    graphs = [start_lockstep_flight(launch, MISSION, run, domain, "--params-file", lighter, *drag, *extra)
+    options = ("use_rotor_drag:=true", "linear_drag:=false")
+    # Not the RViz helper that publishes the scene once, latched, from outside the start gate: where its one
+    # message lands in the file depends on when that node came up (ci13: after the first records were written
+    # in one run, before them in the other). The recorder logs it at 0 either way (test_record_bag), but the
+    # writer never goes back in log time, so a late one stands where it arrived (bag.py's documented
+    # exception); a batch run does not start it.
+    options = (*options, "use_scene_markers:=false")
+    graphs = [start_lockstep_flight(launch, MISSION, run, domain, "--params-file", lighter, *options, *extra)
               for run, domain, extra in zip(runs, (None, spare_domain()), ((), ("--compose",)))]
     landed_at = [landing_time(graph, run) for graph, run in zip(graphs, runs)]
     assert landed_at[0] == landed_at[1]
