@@ -533,8 +533,9 @@ def test_the_next_runs_bags_record_the_same_topics_and_start_with_each_latched_t
 
 
 def test_a_latched_topics_first_message_is_logged_at_the_start_whenever_its_publisher_came_up(tmp_path):
-    """Deterministic files: the scene markers (latched, unstamped, from a node outside the start gate) sent
-    before the first /clock in one run and after /clock 4 ms in another give the same bag, the markers at 0;
+    """Deterministic files: the scene markers (latched, unstamped; from a node outside the start gate, as a
+    viewer launched on its own against a running graph) sent before the first /clock in one run and after
+    /clock 4 ms in another give the same bag, the markers at 0;
     a later message on the topic is logged at the /clock in force when it was sent (ci: the composed run's
     markers came before /clock 4 ms, the other run's after it)."""
     from types import SimpleNamespace

@@ -12,8 +12,8 @@ import re
 import pytest
 
 from aerial_sim.config import ParamsError
-from aerial_sim.physics.start_gate import (NodeView, StartGate, for_each_vehicle, parse_gate_nodes, split_name,
-                                           why_not_ready)
+from aerial_sim.physics.start_gate import (NodeView, StartGate, for_each_vehicle, parse_gate_nodes, split_entry,
+                                           split_name, why_not_ready)
 from conftest import requires_ros, spin_until
 
 
@@ -24,6 +24,14 @@ def test_gate_names_parse_and_bad_ones_are_refused_by_name():
         with pytest.raises(ParamsError, match="start_gate_nodes: '.*' is not a fully qualified node name"):
             parse_gate_nodes(bad)
     assert split_name("/drone1/camera") == ("/drone1", "camera") and split_name("/recorder") == ("/", "recorder")
+    # A node that reads nothing and must publish before the start: NODE>TOPIC, both parts fully qualified.
+    entries = ("/drone1/imu", "/scene_markers>/scene_markers")
+    assert parse_gate_nodes(" ".join(entries)) == entries
+    assert split_entry("/scene_markers>/scene_markers") == ("/scene_markers", "/scene_markers")
+    assert split_entry("/drone1/imu") == ("/drone1/imu", None)
+    for bad in ("/scene_markers>", "/scene_markers>scene_markers", ">/scene_markers", "/a>/b>/c"):
+        with pytest.raises(ParamsError, match=f"start_gate_nodes: '{bad}' is not a fully qualified node name"):
+            parse_gate_nodes(bad)
 
 
 def test_a_fleets_entries_stand_for_each_vehicle_that_carries_the_node():
@@ -50,6 +58,14 @@ def test_a_node_is_ready_once_in_the_graph_subscribed_connected_and_in_lockstep_
     assert gate.holdups({"/d/imu": ready, "/d/camera": ready}, True) == []
     assert gate.holdups({"/d/imu": ready}, True) == [("/d/camera", "not in the graph")]
     assert gate.holdups({}, True, among=("/d/camera",)) == [("/d/camera", "not in the graph")]  # /d/imu seen ready
+    # NODE>TOPIC: ready once it publishes TOPIC, reading nothing (the scene markers' latched message is then out).
+    markers = StartGate(("/scene_markers>/scene_markers",), timeout_s=5.0, started_at=100.0)
+    silent = NodeView(present=True, outputs=("/rosout", "/parameter_events"))
+    assert markers.holdups({"/scene_markers>/scene_markers": silent}, True) == [
+        ("/scene_markers>/scene_markers", "not publishing /scene_markers yet (still setting up)")]
+    published = NodeView(present=True, outputs=("/parameter_events", "/rosout", "/scene_markers"))
+    assert markers.holdups({"/scene_markers>/scene_markers": published}, True) == []
+    assert markers.holdups({}, True)[0][1] == "not in the graph"
     assert not gate.expired(104.9) and gate.expired(105.0)
     line = gate.timeout_line([("/d/camera", "not in the graph")])
     assert line.startswith("start gate: starting the clock after 5 s without /d/camera (not in the graph)")

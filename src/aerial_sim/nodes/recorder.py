@@ -30,8 +30,9 @@ discovery round, the taker thread, the clock and the services:
 - with ``lockstep``, takes part in the lockstep (``~/written``: the newest ``/clock`` stamp
   written, at ``lockstep_rate_hz``; :class:`~aerial_sim.recording.recorder.RecorderParams`). It
   announces itself at once but creates ``~/written`` only once it has recorded every topic it found
-  for a whole discovery round and reads every announced participant's topic from its publisher
-  (at most ``LOCKSTEP_HOLD_MAX_S``, :mod:`aerial_sim.nodes._recorder.lockstep`): the physics node does not take its first step before every
+  for a whole discovery round, reads every announced participant's topic from its publisher and has
+  taken each latched topic's message (the scene markers, logged at 0), at most ``LOCKSTEP_HOLD_MAX_S``
+  (:mod:`aerial_sim.nodes._recorder.lockstep`): the physics node does not take its first step before every
   participant's topic has a publisher, so no run's bag starts later than another's (the clock may
   run ``lockstep_slack`` ahead of the recorder, but not before it has started);
 - logs progress every ``progress_period_s``; flushes to disk every
@@ -181,7 +182,8 @@ class Recorder(Node):
                 self.rates.find(topic, publishers)
         self.rates.ask()
         if self.lockstep is not None:
-            self.lockstep.discovery_round(new_topics, self.selection, self._recorded)
+            unheard = [topic for topic, last in self.bags.latched.items() if last is None]
+            self.lockstep.discovery_round(new_topics, self.selection, self._recorded, unheard)
 
     def _on_lost(self, topic: str, info) -> None:
         with self._lock:

@@ -44,7 +44,9 @@ seconds, so a killed recorder still loses at most that much), never on a wall-cl
 ``metadata.yaml`` lists topics and QoS profiles sorted, with no wall-clock field (the recorder
 writes its wall-clock span beside the bag: :data:`WALL_CLOCK_FILE`). A message that arrives after
 its place was written (:attr:`BagWriter.late`, which the recorder reports when it closes) is written
-where it arrives: its content is in the bag, but that file's bytes may differ from another run's.
+where it arrives: its content is in the bag, but that file's bytes may differ from another run's. (The
+lockstep launch's own latched message, the scene markers logged at 0, is not such a case: the start gate
+holds the clock until it is sent, and the recorder takes part only once it has it; doc/lockstep.md.)
 
 Every message is written as a DDS transport between processes delivers it: its CDR bytes padded with
 zero bytes to a multiple of 4 (:func:`transport_padded`). A reader in the writer's own process (a node

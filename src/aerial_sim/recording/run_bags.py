@@ -5,9 +5,10 @@ in arrival order; otherwise, in a deterministic (lockstep) recording, a stamped 
 unstamped one at the ``/clock`` sent before it (:mod:`aerial_sim.recording.send_clock`), held until its
 release point (:func:`aerial_sim.recording.recorder.release_point_ns`); else at the recorder's time at
 its receipt. A latched topic's first unstamped message (``/scene_markers``) is the state the run starts in:
-logged at 0, not at the ``/clock`` in force when its publisher happened to come up (a node outside the
-start gate: ci of 2026-11-27 saw the scene markers before ``/clock`` 4 ms in one of two identical runs and
-after it in the other). Also the next run's bags in the same graph (:meth:`RunBags.take_over`: the same topics, each
+logged at 0, not at the ``/clock`` in force when its publisher happened to come up (ci of 2026-11-27 saw the
+scene markers, then outside the start gate, before ``/clock`` 4 ms in one of two identical runs and after it
+in the other; a lockstep launch now gates them, a viewer launched on its own against a running graph does
+not). Also the next run's bags in the same graph (:meth:`RunBags.take_over`: the same topics, each
 latched topic's last message first) and the close with its report (:meth:`RunBags.close`).
 
 No ROS here: the recorder node (:mod:`aerial_sim.nodes.recorder`) takes the messages and keeps the clock.

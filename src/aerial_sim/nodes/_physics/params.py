@@ -124,8 +124,9 @@ class PhysicsNodeParams:
     battery_rate_hz: float = 10.0
     #: The start gate (aerial_sim.physics.start_gate): fully qualified names of the nodes the clock waits for
     #: at 0, separated by spaces or commas, until each is ready in the graph (its input subscriptions made and
-    #: connected; in lockstep its participants announced). The launch files fill it with the simulated nodes
-    #: they start; empty (or none): the clock starts at once, as a physics node launched alone.
+    #: connected; in lockstep its participants announced; ``NODE>TOPIC``: once it publishes TOPIC). The launch
+    #: files fill it with the simulated nodes they start; empty (or none): the clock starts at once, as a
+    #: physics node launched alone.
     start_gate_nodes: str = ""
     #: Wall seconds the gate waits at most; then the clock starts with one warning naming who is missing.
     start_gate_timeout_s: float = 60.0

@@ -7,7 +7,7 @@ import time
 from typing import TYPE_CHECKING
 
 from aerial_sim.physics.start_gate import (INFRASTRUCTURE_TOPICS, NodeView, StartGate, for_each_vehicle,
-                                           parse_gate_nodes, split_name)
+                                           parse_gate_nodes, split_entry, split_name)
 from aerial_sim.vehicles.fleet import SENSORS, FleetSelection
 from aerial_sim.nodes.ros.lockstep import LOCKSTEP_PARTICIPANTS_TOPIC
 
@@ -51,14 +51,17 @@ def _full_name(info) -> str:
 
 
 def graph_views(node: "PhysicsNode", names: tuple[str, ...]) -> dict[str, NodeView]:
-    """What the graph shows of each named node (:class:`NodeView`).
+    """What the graph shows of each named node (:class:`NodeView`), by entry (``NODE>TOPIC`` ones too, whose
+    view also lists the topics the node publishes).
 
     A node's inputs are its own subscriptions and, of the physics node's topics, those its process reads:
     the nodes of one process share one reader of ground truth (:mod:`aerial_sim.nodes.ros.shared_subscriptions`),
     which the graph lists under the node that asked first. A process is known by the GUID prefix (the first
     12 bytes) of its nodes' endpoints; a node's own are its ``/rosout`` and ``/parameter_events`` publishers."""
     present = {f"{namespace.rstrip('/')}/{name}" for name, namespace in node.get_node_names_and_namespaces()}
-    named = [full for full in names if full in present]
+    entries = {entry: split_entry(entry) for entry in names}
+    nodes = {full for full, _ in entries.values()}
+    named = sorted({full for full in nodes if full in present})
     process: dict[str, bytes] = {}
     for topic in ("/rosout", "/parameter_events"):
         for info in node.get_publishers_info_by_topic(topic):
@@ -78,7 +81,7 @@ def graph_views(node: "PhysicsNode", names: tuple[str, ...]) -> dict[str, NodeVi
     unmatched = set()
     for topic, publisher in publishers.items():
         readers = [info for info in node.get_subscriptions_info_by_topic(topic)
-                   if _full_name(info) in names or bytes(info.endpoint_gid)[:12] in prefixes]
+                   if _full_name(info) in nodes or bytes(info.endpoint_gid)[:12] in prefixes]
         for info in readers:
             read_by_process.setdefault(bytes(info.endpoint_gid)[:12], set()).add(topic)
         if publisher.get_subscription_count() < len(readers):
@@ -90,13 +93,25 @@ def graph_views(node: "PhysicsNode", names: tuple[str, ...]) -> dict[str, NodeVi
             announcers.setdefault(_full_name(info), set()).add(bytes(info.endpoint_gid))
         taken = {bytes(entry[0]) for entry in list(node.lockstep_outputs.announcers.values())}
     views = {}
-    for full in named:
+    for entry, (full, output) in entries.items():
+        if full not in own:
+            continue
         inputs = own[full] | read_by_process.get(process.get(full, b""), set())
         gids = announcers.get(full, set())
-        views[full] = NodeView(present=True, inputs=tuple(sorted(inputs)),
-                               unmatched=tuple(sorted(inputs & unmatched)),
-                               announcements=len(gids), announcements_taken=len(gids & taken))
+        views[entry] = NodeView(present=True, inputs=tuple(sorted(inputs)),
+                                unmatched=tuple(sorted(inputs & unmatched)),
+                                announcements=len(gids), announcements_taken=len(gids & taken),
+                                outputs=_published_by(node, full) if output is not None else ())
     return views
+
+
+def _published_by(node: "PhysicsNode", full: str) -> tuple[str, ...]:
+    """The topics the node ``full`` publishes (none when it left the graph meanwhile)."""
+    namespace, name = split_name(full)
+    try:
+        return tuple(sorted(topic for topic, _ in node.get_publisher_names_and_types_by_node(name, namespace)))
+    except Exception:  # noqa: BLE001 - it left the graph between the two questions
+        return ()
 
 
 def await_start_gate(node: "PhysicsNode") -> None:

@@ -81,17 +81,19 @@ class RecorderLockstep:
         self._due_ns = -1
         self.latest.clear()
 
-    def discovery_round(self, new_topics: int, selection, recorded: dict) -> None:
-        """After each discovery round while not yet taking part: count quiet rounds, take part once settled."""
+    def discovery_round(self, new_topics: int, selection, recorded: dict, unheard=()) -> None:
+        """After each discovery round while not yet taking part: count quiet rounds, take part once settled
+        (``unheard``: the recorded latched topics whose message has not been taken yet)."""
         if self.participant is None or self._publisher is not None:
             return
         self._quiet_rounds = 0 if new_topics else self._quiet_rounds + 1
-        self._take_part_when_settled(selection, recorded)
+        self._take_part_when_settled(selection, recorded, unheard)
 
-    def _take_part_when_settled(self, selection, recorded: dict) -> None:
+    def _take_part_when_settled(self, selection, recorded: dict, unheard=()) -> None:
         """Create ``~/written`` (the physics node then takes its first step) once a whole discovery
-        round found nothing new to record and every announced participant's topic is recorded from
-        its publisher, or after ``LOCKSTEP_HOLD_MAX_S`` (saying what is missing)."""
+        round found nothing new to record, every announced participant's topic is recorded from
+        its publisher and every recorded latched topic's message is taken, or after
+        ``LOCKSTEP_HOLD_MAX_S`` (saying what is missing)."""
         own = self.participant.topic
         missing = sorted(t for t in self.topics if t != own and selection.wants(t)
                          and (t not in recorded or recorded[t].get_publisher_count() == 0))
@@ -100,6 +102,9 @@ class RecorderLockstep:
         # the first 16 motor commands of a run, and t = 0 range and lidar messages arriving late).
         missing += sorted(t for t, subscription in recorded.items() if t != own and t not in missing
                           and subscription.get_publisher_count() < self.node.count_publishers(t))
+        # A latched topic's message (the scene markers: the start gate holds the clock until they are sent) is
+        # logged at 0: taken before the first records are written, it stands there in every run's file.
+        missing += sorted(t for t in unheard if t not in missing)
         waited = time.monotonic() - self._holding_since
         if (self._quiet_rounds < 1 or missing) and waited < LOCKSTEP_HOLD_MAX_S:
             return
