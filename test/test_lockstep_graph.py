@@ -72,13 +72,10 @@ def test_two_lockstep_runs_one_composed_with_every_node_record_identical_bags(la
     lighter = lighter_nodes(tmp_path)
     # Rotor drag too: its wrench goes back into the step (two runs with it recorded different flights while
     # the step applied whichever wrench had arrived).
+    # The RViz scene markers as launched: in lockstep the start gate holds the clock until their one latched
+    # message is out (ci13, when they were outside it: it came after the first records were written in one
+    # run, before them in the other, and the files differed).
     options = ("use_rotor_drag:=true", "linear_drag:=false")
-    # Not the RViz helper that publishes the scene once, latched, from outside the start gate: where its one
-    # message lands in the file depends on when that node came up (ci13: after the first records were written
-    # in one run, before them in the other). The recorder logs it at 0 either way (test_record_bag), but the
-    # writer never goes back in log time, so a late one stands where it arrived (bag.py's documented
-    # exception); a batch run does not start it.
-    options = (*options, "use_scene_markers:=false")
     graphs = [start_lockstep_flight(launch, MISSION, run, domain, "--params-file", lighter, *options, *extra)
               for run, domain, extra in zip(runs, (None, spare_domain()), ((), ("--compose",)))]
     landed_at = [landing_time(graph, run) for graph, run in zip(graphs, runs)]
@@ -90,6 +87,7 @@ def test_two_lockstep_runs_one_composed_with_every_node_record_identical_bags(la
     assert "one process for imu, barometer, magnetometer, gps" in composed  # the sensors' own hosting, inside
     # The recorder takes part too: the clock never outran what it had written by more than the slack.
     assert "lockstep participant: /recorder/written@50" in graphs[0].output(), graphs[0].output()[-3000:]
+    assert all("/scene_markers>/scene_markers" in graph.output() for graph in graphs)  # the start gate waits for them
     # The mission's track ends at the disarm's own stamp: the whole flight repeats, bit for bit, phase
     # labels included (a service's answer takes effect at the first due stamp after the call, whenever
     # it arrives: issue 32 found `arm` vs `takeoff` in the first 30 ms).
@@ -110,7 +108,7 @@ def test_two_lockstep_runs_one_composed_with_every_node_record_identical_bags(la
     assert set(bags[0]) == set(bags[1])
     for topic in ("/drone1/camera/depth/image_raw", "/drone1/camera/color/image_raw", "/drone1/lidar/points",
                   "/drone1/distance/range", "/drone1/imu/data", "/drone1/gps/fix", "/drone1/ground_truth/odom",
-                  "/recorder/written", "/drone1/mission/progress", "/drone1/rotor_drag/wrench"):
+                  "/recorder/written", "/drone1/mission/progress", "/drone1/rotor_drag/wrench", "/scene_markers"):
         assert topic in bags[0], f"{topic} was not recorded"
     for topic in sorted(bags[0]):
         for other in bags[1:]:
