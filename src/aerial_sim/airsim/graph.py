@@ -1,7 +1,7 @@
 """What the AirSim API core needs from the rest of the simulation, as plain Python (no ROS).
 
 The ``airsim_api`` node implements :class:`Graph` and :class:`VehicleLink` on
-ROS topics and services (the latest message of each topic, converted to the
+ROS topics and services (the link: ``nodes/_vehicle_link.py``) (the latest message of each topic, converted to the
 readings below, ENU/FLU and SI as on the graph); tests implement them on an
 in-process physics world. The API core never sees a ROS message.
 

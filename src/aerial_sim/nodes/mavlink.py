@@ -4,7 +4,7 @@ A thin adapter around :class:`aerial_sim.mavlink.autopilot.Autopilot` (one per v
 :class:`aerial_sim.mavlink.server.MavlinkServer` (UDP as PX4 SITL: vehicle i binds 18570+i and sends to 14550 for ground stations, binds 14580+i and
 sends to 14540+i for offboard APIs such as MAVSDK; system id ``sysid_base + i``). It reads and
 commands the graph exactly as the AirSim server does, through the same
-:class:`aerial_sim.nodes.airsim_api.RosVehicleLink` (the flight controller's public topics and
+:class:`aerial_sim.nodes._vehicle_link.RosVehicleLink` (the flight controller's public topics and
 services only), so it serves a fleet and can run beside the AirSim server.
 
 Per vehicle (namespace = vehicle name): reads ``ground_truth/odom``, ``ground_truth/imu``,
@@ -27,7 +27,8 @@ from aerial_sim.config import require
 from aerial_sim.environment.geodesy import HomePoint
 from aerial_sim.mavlink.autopilot import Autopilot, AutopilotParams
 from aerial_sim.mavlink.server import EndpointParams, MavlinkServer
-from aerial_sim.nodes.airsim_api import AirSimApiNode, RosVehicleLink
+from aerial_sim.nodes._vehicle_link import RosVehicleLink
+from aerial_sim.nodes.airsim_api import AirSimApiNode
 from aerial_sim.nodes.ros.clocks import InputStampClock
 from aerial_sim.nodes.ros.event_loop_thread import EventLoopThread
 from aerial_sim.nodes.ros.parameters import declare_params
