@@ -122,6 +122,7 @@ def test_slow_odometry_is_warned_about_once_per_ten_seconds_and_still_flown(laun
     assert spin_until(ros_node, connected, 20.0), control.output()
 
     sent = 200
+    burst_start = time.monotonic()
     for k in range(sent):
         message = Odometry()
         message.header.stamp = to_stamp(1.0 + k * 0.05)
@@ -130,6 +131,9 @@ def test_slow_odometry_is_warned_about_once_per_ten_seconds_and_still_flown(laun
         odom_pub.publish(message)
         spin_until(ros_node, lambda: False, 0.01)
     assert spin_until(ros_node, lambda: len(commands) >= 0.5 * sent, 10.0), (len(commands), control.output())
+    burst_s = time.monotonic() - burst_start
     warnings = [line for line in control.output().splitlines() if "below the 50 Hz" in line]
-    assert len(warnings) == 1, warnings  # 200 messages in 2-3 s of wall time
+    # 200 messages in 2-3 s of wall time on a quiet machine: one warning; at most one per 10 s of wall time when
+    # the burst took longer (ci16, load 10: two)
+    assert 1 <= len(warnings) <= 1 + int(burst_s // 10.0), (burst_s, warnings)
     assert re.search(r"arrives every \d+ ms of sim time", warnings[0]), warnings[0]  # the running average

@@ -49,8 +49,8 @@ async def main(port: int, steps: list[str]) -> None:
     config = Configuration.create_with_component_type(ComponentType.GROUND_STATION)
     async with Mavsdk(config) as mavsdk:
         await mavsdk.add_any_connection(f"udpin://127.0.0.1:{port}")
-        drone = await mavsdk.first_autopilot(timeout_s=20.0)
-        assert drone is not None, "no autopilot found"
+        drone = await mavsdk.first_autopilot(timeout_s=60.0)  # three clients start beside a three-vehicle graph
+        assert drone is not None, f"no autopilot found on udp port {port} within 60 s"
         action, telemetry = ActionAsync(drone), TelemetryAsync(drone)
         mission, offboard, param = MissionAsync(drone), OffboardAsync(drone), ParamAsync(drone)
         fence, plans = GeofenceAsync(drone), MissionRawAsync(drone)
