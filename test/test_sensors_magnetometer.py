@@ -2,6 +2,7 @@
 
 import datetime
 import math
+import struct
 
 import numpy as np
 import ppigrf
@@ -77,6 +78,24 @@ def igrf_enu_t(latitude, longitude, altitude_m, when, max_degree=13):
     """IGRF-14 field (east, north, up) in tesla from ppigrf, the IAGA V-MOD working group's Python IGRF."""
     east, north, up = ppigrf.igrf(longitude, latitude, altitude_m / 1000.0, when, max_degree=max_degree)
     return np.array([float(np.ravel(c)[0]) for c in (east, north, up)]) * 1e-9
+
+
+def test_dipole_in_plain_floats_gives_pymap3d_s_bits():
+    """The field written out in floats (issue 34: a magnetometer sample's cost) against the same maths through
+    pymap3d's NumPy functions, bit for bit: around home as a flight moves, over the whole Earth and its heights,
+    on two dates; a point that is not finite still gives NaNs."""
+    rng = np.random.default_rng(34)
+    home = [(HOME.latitude + d, HOME.longitude + e, HOME.altitude + h)
+            for d, e, h in zip(rng.normal(0, 1e-4, 5_000), rng.normal(0, 1e-4, 5_000), rng.uniform(-50, 500, 5_000))]
+    world = list(zip(rng.uniform(-90, 90, 5_000), rng.uniform(-180, 180, 5_000), rng.uniform(-1000, 86000, 5_000)))
+    poles = [(90.0, 0.0, 0.0), (-90.0, 45.0, 10.0), (0.0, 180.0, 0.0), (0.0, -180.0, -1000.0)]
+    for year in (2026.0, 2021.3):
+        dipole = TiltedDipole(year)
+        for point in [*home, *world, *poles]:
+            assert struct.pack("3d", *dipole.enu(*point)) == struct.pack("3d", *dipole._enu_by_pymap3d(*point)), point
+    assert all(math.isnan(v) for v in TiltedDipole(2026.0).enu(math.nan, 0.0, 0.0))
+    field = MagneticField(MagneticFieldParams(date=2026.0))
+    assert struct.pack("3d", *field.enu(*home[0])) == struct.pack("3d", *field(*home[0]).enu)
 
 
 @pytest.mark.parametrize("iso_date", ["2025-01-01", "2026-01-01", "2027-07-02", "2029-12-31"])

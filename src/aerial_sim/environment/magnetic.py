@@ -172,6 +172,9 @@ class FieldComponents:
 #: pymap3d's default ellipsoid, built once: ``geodetic2ecef`` without ``ell`` builds it anew at every call
 #: (a third of a magnetometer sample's cost).
 _WGS84 = pymap3d.Ellipsoid.from_name("wgs84")
+#: geodetic2ecef's ``ell.semimajor_axis**2`` and ``(ell.semiminor_axis / ell.semimajor_axis) ** 2``, made once.
+_A_SQUARED = _WGS84.semimajor_axis**2
+_B_OVER_A_SQUARED = (_WGS84.semiminor_axis / _WGS84.semimajor_axis) ** 2
 
 
 class TiltedDipole:
@@ -195,6 +198,42 @@ class TiltedDipole:
         return (math.degrees(math.asin(-dz / self.equatorial_field_t)), math.degrees(math.atan2(-dy, -dx)))
 
     def __call__(self, latitude_deg: float, longitude_deg: float, altitude_m: float) -> FieldComponents:
+        east, north, up = self.enu(latitude_deg, longitude_deg, altitude_m)
+        return FieldComponents(north_t=north, east_t=east, down_t=-up)
+
+    def enu(self, latitude_deg: float, longitude_deg: float, altitude_m: float) -> tuple[float, float, float]:
+        """The field's east, north, up components (T): :attr:`FieldComponents.enu` of a call, without the object.
+
+        pymap3d's ``geodetic2ecef`` and ``ecef2enuv`` written out in plain floats, the same operations in the same
+        order: its NumPy functions on scalars cost two thirds of a magnetometer sample (issue 34). NumPy's
+        ``radians``, ``sin`` and ``cos`` of a float64 give ``math``'s bits (both call the C library's); its
+        ``hypot`` is the C library's, which ``abs(complex(x, y))`` calls too (``math.hypot`` is CPython's own
+        and differs in the last bit about once in 200 calls). ``test_sensors_magnetometer.py`` checks the bits
+        against pymap3d's over random points. A point that is not finite goes through pymap3d itself."""
+        if not (math.isfinite(latitude_deg) and math.isfinite(longitude_deg) and math.isfinite(altitude_m)):
+            return self._enu_by_pymap3d(latitude_deg, longitude_deg, altitude_m)
+        lat, lon = math.radians(latitude_deg), math.radians(longitude_deg)
+        sin_lat, cos_lat, sin_lon, cos_lon = math.sin(lat), math.cos(lat), math.sin(lon), math.cos(lon)
+        # geodetic2ecef: N = a^2 / hypot(a cos(lat), b sin(lat)), x = (N + h) cos(lat) cos(lon), ...
+        n = _A_SQUARED / abs(complex(_WGS84.semimajor_axis * cos_lat, _WGS84.semiminor_axis * sin_lat))
+        x = (n + altitude_m) * cos_lat * cos_lon
+        y = (n + altitude_m) * cos_lat * sin_lon
+        z = (n * _B_OVER_A_SQUARED + altitude_m) * sin_lat
+        radius = math.sqrt(x * x + y * y + z * z)
+        ux, uy, uz = x / radius, y / radius, z / radius
+        dx, dy, dz = self.moment_t
+        along = 3.0 * (dx * ux + dy * uy + dz * uz)
+        scale = (IGRF_REFERENCE_RADIUS_M / radius) ** 3
+        bx, by, bz = (scale * (along * ux - dx), scale * (along * uy - dy), scale * (along * uz - dz))
+        # ecef2enuv
+        t = cos_lon * bx + sin_lon * by
+        east = -sin_lon * bx + cos_lon * by
+        up = cos_lat * t + sin_lat * bz
+        north = -sin_lat * t + cos_lat * bz
+        return east, north, up
+
+    def _enu_by_pymap3d(self, latitude_deg: float, longitude_deg: float, altitude_m: float) -> tuple[float, float, float]:
+        """:meth:`enu` through pymap3d's own functions (the reference the tests compare it with)."""
         x, y, z = pymap3d.geodetic2ecef(latitude_deg, longitude_deg, altitude_m, ell=_WGS84)
         radius = math.sqrt(x * x + y * y + z * z)
         ux, uy, uz = x / radius, y / radius, z / radius
@@ -203,7 +242,7 @@ class TiltedDipole:
         scale = (IGRF_REFERENCE_RADIUS_M / radius) ** 3
         bx, by, bz = (scale * (along * ux - dx), scale * (along * uy - dy), scale * (along * uz - dz))
         east, north, up = pymap3d.ecef2enuv(bx, by, bz, latitude_deg, longitude_deg)
-        return FieldComponents(north_t=float(north), east_t=float(east), down_t=-float(up))
+        return float(east), float(north), float(up)
 
 
 def tilted_dipole(latitude_deg: float, longitude_deg: float, altitude_m: float, year: float | str = "today") -> FieldComponents:
@@ -252,6 +291,13 @@ class MagneticField:
             self.evaluations += 1
             self._cached, self._cached_at = self._wmm(*here), here
         return self._cached
+
+    def enu(self, latitude_deg: float, longitude_deg: float, altitude_m: float) -> tuple[float, float, float]:
+        """``self(...).enu``: east, north, up (T); the dipole's without building :class:`FieldComponents`."""
+        if self._wmm is None:
+            self.evaluations += 1
+            return self._dipole.enu(latitude_deg, longitude_deg, altitude_m)
+        return self(latitude_deg, longitude_deg, altitude_m).enu
 
 
 def _distance_m(a: tuple[float, float, float], b: tuple[float, float, float]) -> float:

@@ -78,7 +78,7 @@ class Magnetometer:
 
     def _field_enu(self, position_enu) -> tuple[float, float, float]:
         lat, lon, alt = enu_to_geodetic(*position_enu, self.home)
-        return self.field(lat, lon, alt).enu
+        return self.field.enu(lat, lon, alt)
 
     def step(self, dt: float, truth: GroundTruthLike) -> MagnetometerMeasurement:
         world = self._field_enu(truth.position)
