@@ -92,3 +92,53 @@ def test_geometry_without_yaw_authority_is_rejected():
     positions = [(arm, -arm, 0), (-arm, arm, 0), (arm, arm, 0), (-arm, -arm, 0)]
     with pytest.raises(ParamsError, match="rank"):
         Mixer(positions, [(0, 0, 1)] * 4, [1, 1, 1, 1], [4.0] * 4, [0.05] * 4)
+
+
+def mix_by_priorities(mixer, thrust_n, torque_nm):
+    """The three priorities one after the other with Python's own max and min (the form ``Mixer.mix`` had before
+    its one-pass loops, issue 34): what ``mix`` must give bit for bit."""
+    roll, pitch, yaw = torque_nm
+    u_attitude = [r * roll + p * pitch for r, p in zip(mixer._roll_column, mixer._pitch_column)]
+    saturated = False
+    spread = max(u_attitude) - min(u_attitude)
+    if spread > 1.0:
+        u_attitude, saturated = [u / spread for u in u_attitude], True
+    base = [t * thrust_n + u for t, u in zip(mixer._thrust_column, u_attitude)]
+    pairs = list(zip(base, mixer._thrust_direction))
+    low, high = max([-b / d for b, d in pairs]), min([(1.0 - b) / d for b, d in pairs])
+    shift = min(max(0.0, low), high) if low <= high else 0.5 * (low + high)
+    if shift != 0.0:
+        base, saturated = [b + shift * d for b, d in pairs], True
+    u_yaw = [y * yaw for y in mixer._yaw_column]
+    scale = 1.0
+    for b, y in zip(base, u_yaw):
+        if y > 1e-12:
+            scale = min(scale, (1.0 - b) / y)
+        elif y < -1e-12:
+            scale = min(scale, -b / y)
+    scale = max(0.0, scale)
+    controls = tuple(min(max(b + scale * y, 0.0), 1.0) for b, y in zip(base, u_yaw))
+    achieved = [0.0, 0.0, 0.0, 0.0]
+    for column, u in zip(mixer._allocation_columns, controls):
+        achieved = [a + c * u for a, c in zip(achieved, column)]
+    return controls, tuple(achieved), saturated or scale < 1.0, scale
+
+
+def test_mix_gives_the_priorities_bits():
+    """Quad, hexa and a tilted-rotor hexa (a thrust direction that is not uniform), requests from hover to far
+    beyond every limit and a few NaNs: the same rotor inputs, wrench, saturation and yaw scale, bit for bit."""
+    rng = np.random.default_rng(34)
+    quad, hexa = load_vehicle("quad_x"), load_vehicle("hexa_x")
+    tilted = [np.asarray(r.normal) + rng.normal(0, 0.1, 3) for r in hexa.rotors]
+    mixers = [Mixer.from_vehicle(quad, RHO), Mixer.from_vehicle(hexa, RHO),
+              Mixer([r.position_m for r in hexa.rotors], tilted, [r.turning_direction for r in hexa.rotors],
+                    [r.max_thrust_n(RHO) for r in hexa.rotors], [r.max_torque_nm(RHO) for r in hexa.rotors])]
+    assert len(set(mixers[2]._thrust_direction)) > 1
+    for mixer in mixers:
+        thrusts = rng.uniform(-0.2, 1.3, 4_000) * mixer.max_thrust_n
+        torques = rng.normal(0, 1, (4_000, 3)) * rng.choice([0.01, 0.3, 3.0], (4_000, 1))
+        torques[:8] = [[math.nan, 0, 0], [0, math.nan, 0], [0, 0, math.nan], [math.inf, 0, 0], [0, 0, -math.inf],
+                       [0, 0, 0], [1e-13, -1e-13, 1e-13], [0.1, 0.1, 1e-12]]
+        for thrust, torque in zip(thrusts.tolist(), torques.tolist()):
+            out = mixer.mix(thrust, torque)
+            assert repr(tuple(out)) == repr(mix_by_priorities(mixer, thrust, torque)), (thrust, torque)

@@ -104,8 +104,9 @@ class Mixer:
     def mix(self, thrust_n: float, torque_nm) -> MixerOutput:
         """Rotor inputs in [0, 1] for collective thrust ``thrust_n`` and body torque ``torque_nm``.
 
-        Runs at every control step: the per-rotor loops are list comprehensions over precomputed
-        column pairs (``_mix_columns``), and the three priorities are each one pass."""
+        Runs at every control step, so in one function: the per-rotor loops are list comprehensions over
+        precomputed column pairs, and each later priority is one pass that also finds its limit (the
+        comparisons ``max``, ``min`` and a clamp make, in their order: the same bits, NaN included)."""
         thrust_n = float(thrust_n)
         roll, pitch, yaw = map(float, torque_nm)
         u_attitude = [r * roll + p * pitch for r, p in self._roll_pitch]
@@ -118,55 +119,49 @@ class Mixer:
             saturated = True
         base = [t * thrust_n + u for t, u in zip(self._thrust_column, u_attitude)]
 
-        # 2. collective thrust: shift along the thrust direction until every input fits.
-        shift = self._thrust_shift(base)
+        # 2. collective thrust: the smallest shift along the thrust direction that brings every input into
+        # [0, 1]: max over the rotors of -b/d, min of (1 - b)/d.
+        low = high = None
+        for b, d in zip(base, self._thrust_direction):
+            below, above = -b / d, (1.0 - b) / d
+            if low is None:
+                low, high = below, above
+            else:
+                low = below if below > low else low
+                high = above if above < high else high
+        if low <= high:
+            shift = low if low > 0.0 else 0.0  # min(max(0, low), high)
+            shift = high if high < shift else shift
+        else:
+            shift = 0.5 * (low + high)  # non-uniform thrust direction (unusual geometry): split the violation
         if shift != 0.0:
             base = [b + shift * d for b, d in zip(base, self._thrust_direction)]
             saturated = True
 
-        # 3. yaw: whatever headroom is left.
+        # 3. yaw: whatever headroom is left, the largest scale s <= 1 keeping every base + s u_yaw in [0, 1].
         u_yaw = [y * yaw for y in self._yaw_column]
-        yaw_scale = _yaw_headroom(base, u_yaw)
+        yaw_scale = 1.0
+        for b, y in zip(base, u_yaw):
+            if y > 1e-12:
+                room = (1.0 - b) / y
+                yaw_scale = room if room < yaw_scale else yaw_scale
+            elif y < -1e-12:
+                room = -b / y
+                yaw_scale = room if room < yaw_scale else yaw_scale
+        yaw_scale = yaw_scale if yaw_scale > 0.0 else 0.0
         if yaw_scale < 1.0:
             saturated = True
+
+        # The inputs, min(max(u, 0), 1), and what they achieve (:meth:`wrench` in plain floats), rotor by rotor.
         controls = []
-        for b, y in zip(base, u_yaw):  # min(max(u, 0), 1), bit for bit, without two builtin calls a rotor
+        thrust = tau_x = tau_y = tau_z = 0.0
+        for b, y, (column_thrust, column_x, column_y, column_z) in zip(base, u_yaw, self._allocation_columns):
             u = b + yaw_scale * y
             u = 0.0 if 0.0 > u else u
-            controls.append(1.0 if 1.0 < u else u)
-        controls = tuple(controls)
-        return MixerOutput(controls, self._achieved(controls), saturated, yaw_scale)
-
-    def _thrust_shift(self, base: list[float]) -> float:
-        """Smallest move of ``base`` along the thrust direction that brings every input into [0, 1]."""
-        pairs = tuple(zip(base, self._thrust_direction))
-        low = max([-b / d for b, d in pairs])
-        high = min([(1.0 - b) / d for b, d in pairs])
-        if low <= high:
-            shift = low if low > 0.0 else 0.0  # min(max(0, low), high)
-            return high if high < shift else shift
-        return 0.5 * (low + high)  # non-uniform thrust direction (unusual geometry): split the violation
-
-    def _achieved(self, controls: tuple[float, ...]) -> tuple[float, float, float, float]:
-        """:meth:`wrench` of ``controls``, in plain floats."""
-        thrust = tau_x = tau_y = tau_z = 0.0
-        for (column_thrust, column_x, column_y, column_z), u in zip(self._allocation_columns, controls):
+            u = 1.0 if 1.0 < u else u
+            controls.append(u)
             thrust += column_thrust * u
             tau_x += column_x * u
             tau_y += column_y * u
             tau_z += column_z * u
-        return (thrust, tau_x, tau_y, tau_z)
-
-
-def _yaw_headroom(base: list[float], u_yaw: list[float]) -> float:
-    """Largest yaw scale s <= 1 that keeps every ``base + s u_yaw`` in [0, 1] (0 if none does)."""
-    scale = 1.0
-    for b, y in zip(base, u_yaw):
-        if y > 1e-12:
-            room = (1.0 - b) / y
-            scale = room if room < scale else scale  # min(scale, room), without the builtin's call
-        elif y < -1e-12:
-            room = -b / y
-            scale = room if room < scale else scale
-    return scale if scale > 0.0 else 0.0  # max(0.0, scale)
-
+        return MixerOutput(tuple(controls), (thrust, tau_x, tau_y, tau_z), saturated, yaw_scale)
