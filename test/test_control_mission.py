@@ -9,7 +9,7 @@ from aerial_sim.cli.fly import main as fly_main
 from aerial_sim.config import ParamsError
 from aerial_sim.control.mission import MissionParams, is_setpoint_due, load_mission, pattern_path
 from aerial_sim.control.track import TrackRecorder, compare_tracks, distances_to_polyline
-from aerial_sim.control.trajectory import Trajectory
+from aerial_sim.control.trajectory import PathFollower, Trajectory
 
 START = (1.0, 2.0, 3.0)
 
@@ -59,6 +59,48 @@ def test_trajectory_respects_speed_and_acceleration_and_stops_at_corners():
     circle = MissionParams(pattern="circle", size_m=10.0, speed_m_s=5.0, acceleration_m_s2=2.0)
     timed = Trajectory(pattern_path(circle, START), circle.speed_m_s, circle.acceleration_m_s2)
     assert timed.speeds.max() == pytest.approx(math.sqrt(2.0 * 10.0), rel=0.01)  # centripetal limit v^2/r <= a
+
+
+def sample_with_numpy(trajectory, t):
+    """``Trajectory.sample`` as it was on the arrays (NumPy's search and arithmetic on 3-vectors), before issue 34
+    wrote it in floats: what ``sample`` and ``at`` must give bit for bit."""
+    times = trajectory.times
+    if t <= times[0] or t >= times[-1]:
+        return trajectory.points[0 if t <= times[0] else -1], np.zeros(3), np.zeros(3)
+    i = int(np.searchsorted(times, t, side="right")) - 1
+    f = (t - times[i]) / (times[i + 1] - times[i])
+    return tuple(a[i] + f * (a[i + 1] - a[i]) for a in (trajectory.points, trajectory.velocities, trajectory.accelerations))
+
+
+def command_with_numpy(follower, t, position):
+    """``PathFollower.command`` as it was on arrays (``np.linalg.norm`` for the correction's size)."""
+    reference = sample_with_numpy(follower.trajectory, t)[0]
+    velocity = sample_with_numpy(follower.trajectory, t + follower.lookahead_s)[1]
+    correction = follower.gain * (reference - np.asarray(position, dtype=float))
+    size = float(np.linalg.norm(correction))
+    if size > follower.max_correction:
+        correction *= follower.max_correction / size
+    return velocity + correction, reference
+
+
+def test_path_following_in_floats_gives_the_array_forms_bits():
+    """The shipped patterns and random waypoint paths, at random times (before, inside and after each, and on
+    vertices) and positions near and far from the path (the correction limited or not): the samples, the velocity
+    command and the reference, bit for bit."""
+    rng = np.random.default_rng(34)
+    paths = [pattern_path(load_mission(name), START) for name in ("square_5m", "circle_10m", "figure_eight")]
+    paths += [np.array([START, np.add(START, (1.0, 0.0, 0.0))]), np.array([START])]
+    paths += [np.cumsum(rng.normal(0, 3, (count, 3)), axis=0) for count in (2, 3, 5, 8)]
+    for path in paths:
+        trajectory = Trajectory(path, 2.0, 1.0)
+        follower = PathFollower(trajectory, 1.2, 0.5, 0.3)
+        vertices = trajectory.times[rng.integers(0, len(trajectory.times), 50)]
+        for t in [*rng.uniform(-1.0, trajectory.duration_s + 1.0, 300), *vertices, 0.0, trajectory.duration_s]:
+            expected = sample_with_numpy(trajectory, t)
+            assert [v.tobytes() for v in trajectory.sample(t)] == [np.asarray(v, float).tobytes() for v in expected]
+            position = expected[0] + rng.normal(0, rng.choice([0.01, 0.3, 3.0]), 3)
+            got, wanted = follower.command(t, position), command_with_numpy(follower, t, position)
+            assert [np.array(v).tobytes() for v in got] == [np.asarray(v, float).tobytes() for v in wanted], (t, position)
 
 
 def test_hausdorff_and_cross_track_on_known_geometry():
