@@ -85,6 +85,45 @@ def test_physics_wrench_caps_name_the_limit():
     assert wrench_problem((math.nan, 0.0, 0.0), (0.0, 0.0, 0.0), params) == "NaN/inf"
 
 
+def test_motor_commands_in_the_last_layout_decode_as_the_decoder_does():
+    """The physics node reads a motor command laid out as the last one (same length, same bytes before
+    the values) with one unpack (nodes/_physics/inputs.py CommandLayout): the decoder's values, bit for bit;
+    anything else (another count, dimensions, big-endian, damaged or cut bytes) goes to the decoder."""
+    import random
+    import struct
+
+    from aerial_sim.cdr.decode import decode_float64_array
+    from aerial_sim.cdr.encode import encode_float64_array, float64_array_encoder
+    from aerial_sim.nodes._physics.inputs import CommandLayout
+
+    def bits(values):
+        return struct.pack(f"<{len(values)}d", *values)
+
+    rng = random.Random(34)
+    layout, fast = None, 0
+    for _ in range(3000):
+        count = rng.choice([4, 4, 4, 6, 1, 0])
+        values = [rng.random() for _ in range(count)]
+        data = bytearray(float64_array_encoder(count)(values) if rng.random() < 0.7 else encode_float64_array(values))
+        for _ in range(rng.choice([0, 0, 0, 1, 2])):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        if rng.random() < 0.05:
+            data = data[:rng.randrange(len(data) + 1)]
+        data = bytes(data)
+        try:
+            expected = bits(decode_float64_array(data)[2])
+        except ValueError:
+            expected = None
+        if layout is not None and len(data) == layout.size and data.startswith(layout.prefix):
+            fast += 1
+            assert bits(layout.unpack_from(data, layout.start)) == expected
+        elif expected is not None:
+            layout = CommandLayout.of(data, decode_float64_array(data)[2])
+    assert fast > 300  # most messages that could take the fast path did
+    big_endian = b"\x00\x00" + float64_array_encoder(4)([0.5] * 4)[2:]
+    assert CommandLayout.of(big_endian, (0.5,) * 4) is None
+
+
 # --------------------------------------------------------------------------- one node, in process
 
 

@@ -145,9 +145,13 @@ def test_motor_lag_is_first_order_with_the_configured_time_constant():
     assert world.rotor_states("d")[0].control == pytest.approx(0.8 * (1 - math.exp(-1)), rel=1e-9)
     world.step(45)
     assert world.rotor_states("d")[0].control == pytest.approx(0.8, rel=1e-4)
-    # The rotors message's lists are the states' speeds and thrusts, bit for bit (physics node, every period).
-    states = world.rotor_states("d")
-    assert world.rotor_speeds_and_thrusts("d") == ([s.speed_rad_s for s in states], [s.thrust_n for s in states])
+    # The rotors message's lists are the states' speeds and thrusts, bit for bit (physics node, every period),
+    # also while the air density changes with the altitude every period (a climb, then a fall).
+    for period in range(300):
+        world.set_controls("d", [1.0 if period < 150 else 0.1, 0.9, 1.0 if period < 150 else 0.0, 0.95])
+        world.step(4)
+        states = world.rotor_states("d")
+        assert world.rotor_speeds_and_thrusts("d") == ([s.speed_rad_s for s in states], [s.thrust_n for s in states])
 
 
 def test_reaction_torques_yaw_the_vehicle_against_the_faster_rotors():

@@ -93,6 +93,9 @@ def test_a_feedback_participant_is_awaited_at_the_clock_itself_and_dropped_when_
     assert [h.participant.topic for h in gate.overdue(slack_behind, 5.0, 5.0, tuple(feedback))] == ["/drone1/rotor_drag/wrench"]
     gate.observe("/drone1/rotor_drag/wrench", clock)
     assert gate.holdups(clock, {"/drone1/rotor_drag/wrench"}) == []
+    # A vehicle without rotor drag: its wrench topic takes no part, so nothing of it holds the clock.
+    assert gate.holdups(clock + 40 * MS, {"/drone2/rotor_drag/wrench"}) == []
+    assert [h.participant.topic for h in gate.holdups(clock + 40 * MS)] == ["/drone1/rotor_drag/wrench", "/drone1/imu/data"]
 
 
 def test_a_participant_silent_past_the_timeout_is_overdue_but_a_slow_one_is_not():

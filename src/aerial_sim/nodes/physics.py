@@ -577,11 +577,16 @@ class PhysicsNode(Node):
             truth = truths[vehicle.name]
             if not all(map(math.isfinite, (*truth.position, *truth.velocity_world, *truth.orientation))):
                 raise SimulationDiverged(f"{vehicle.name}: state is no longer finite (position {truth.position})")
-            readers = vehicle.readers()
-            odom_read, imu_read, rotors_read = (True, True, True) if every else readers[:3]
             # The wind goes first, then the odometry the rotor drag node pairs it with (issue 31). Built only
-            # when read (nothing else costs it) except in lockstep, where every stamp's outputs go out.
-            if unread_too or self.params.lockstep or readers[3]:
+            # when read (nothing else costs it) except in lockstep, where every stamp's outputs go out (and
+            # nobody is asked who reads them).
+            if unread_too or self.params.lockstep:
+                odom_read = imu_read = rotors_read = wind_read = True
+            else:
+                odom_read, imu_read, rotors_read, wind_read = vehicle.readers()
+                if every:
+                    odom_read = imu_read = rotors_read = True
+            if wind_read:
                 if winds is None:
                     winds = self.world.winds_as_tuples()
                 vehicle.send_wind(encode_vector3_stamped(stamp_ns, "map", winds[self.world.index_of(vehicle.name)]))

@@ -86,6 +86,9 @@ class RotorArray:
 
     def _rebuild(self) -> None:
         self._state_constants = None  # (air density, per-rotor constants) of states(); rotors changed
+        #: Per rotor: top speed (rad/s) and the factors of its thrust at u = 1 (speeds_and_thrusts).
+        self._thrust_factors = [(r.max_speed_rad_s, r.thrust_coefficient, r.max_speed_rev_s**2, r.diameter_m**4)
+                                for r in self.rotors]
         #: Per rotor: (lag gain, Fx, Fy, Fz, Tx, Ty, Tz) per unit u and unit density.
         self.constants = [
             (1.0 - math.exp(-self.dt / r.time_constant_s) if r.time_constant_s > 0 else 1.0,) + unit_wrench(r)
@@ -99,11 +102,17 @@ class RotorArray:
 
     def speeds_and_thrusts(self, air_density: float) -> tuple[list[float], list[float]]:
         """:meth:`states`' speeds (rad/s) and thrusts (N), the same products, without a ``RotorState`` per
-        rotor: what the physics node's ``rotors`` message carries every period."""
+        rotor: what the physics node's ``rotors`` message carries every period.
+
+        The density changes with the altitude, so in flight the constants :meth:`states` keeps per density
+        were made again nearly every period (two ``RotorParams`` methods a rotor). The thrust at u = 1 is
+        :meth:`~aerial_sim.vehicles.multirotor.RotorParams.max_thrust_n`'s product in its order,
+        ``C_T * rho * n_max**2 * D**4``, from factors kept per rotor: the same bits."""
         speeds, thrusts = [], []
-        for (speed, thrust, _), u in zip(self._at_full_control(air_density), self._clamped()):
+        for (speed, c_t, n2, d4), u in zip(self._thrust_factors, self.filtered):
+            u = min(max(u, 0.0), 1.0)
             speeds.append(speed * math.sqrt(u))
-            thrusts.append(thrust * u)
+            thrusts.append(c_t * air_density * n2 * d4 * u)
         return speeds, thrusts
 
     def _clamped(self) -> list[float]:

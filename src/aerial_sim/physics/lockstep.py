@@ -294,6 +294,8 @@ class LockstepGate:
         """The participants (of ``topics`` only, when given) that have not yet produced their awaited
         output at clock ``clock_ns``."""
         with self._lock:
+            if topics is not None and self._participants.keys().isdisjoint(topics):
+                return []  # none of them takes part (the physics node's rotor-drag feedback, every period)
             held = []
             for topic, participant in self._participants.items():
                 if topics is not None and topic not in topics:

@@ -4,9 +4,10 @@ checked before they reach the world, and the simulation thread's wake-up."""
 from __future__ import annotations
 
 import math
+import struct
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from geometry_msgs.msg import PoseStamped, Vector3Stamped, WrenchStamped
 from nav_msgs.msg import Odometry
@@ -35,6 +36,12 @@ class Wakeup(threading.Event):
     def __init__(self, context=None):
         super().__init__()
         self.guard = _rclpy.GuardCondition(context.handle) if context is not None else None
+
+    def clear(self) -> None:
+        """As :meth:`threading.Event.clear`; an event not set is left alone (the simulation thread clears it
+        two or three times a lockstep period, and a clear takes the event's lock)."""
+        if self.is_set():
+            super().clear()
 
     def set(self) -> None:
         super().set()
@@ -80,6 +87,7 @@ class VehicleChannel:
         self._readers_asked_at = -math.inf
         self._readers = (True, True, True, True)
         self.pending_controls: list[float] | None = None
+        self._command_layout: CommandLayout | None = None  # of the last motor command (on_motor_commands)
         self.commands_received = 0
         self.command_received_at = -math.inf  # sim time of the last valid motor command
         self.command_received_wall = -math.inf  # and its time.monotonic()
@@ -111,8 +119,14 @@ class VehicleChannel:
     def on_motor_commands(self, data: bytes) -> None:
         """Raw: decoding the values alone costs a fraction of rclpy's message (on every lockstep period's
         critical path); bytes that are no Float64MultiArray raise ValueError, which InputGuard reports (in
-        lockstep :meth:`PhysicsNode._take_commands`)."""
-        _, _, values = decode_float64_array(data)
+        lockstep :meth:`PhysicsNode._take_commands`). A message laid out as the last one (the same length
+        and the same bytes before its values: :class:`CommandLayout`) has its values read in one unpack."""
+        layout = self._command_layout
+        if layout is not None and len(data) == layout.size and data.startswith(layout.prefix):
+            values = layout.unpack_from(data, layout.start)
+        else:
+            _, _, values = decode_float64_array(data)
+            self._command_layout = CommandLayout.of(data, values)
         self.accept_controls(list(values), "motor_commands")
 
     def accept_controls(self, controls: list[float], source: str) -> None:
@@ -176,6 +190,32 @@ class VehicleChannel:
         later ground_truth/odom shows it, and so does the state re-sent at that time while paused. A client
         (the AirSim server) waits for such a state, not for a position it might miss."""
         self.pose_set_pub.publish(encode_pose_stamped(to_stamp_ns(world.time_s), "map", position, orientation))
+
+
+class CommandLayout(NamedTuple):
+    """Where a ``std_msgs/Float64MultiArray``'s values lie in its CDR bytes, learnt from one message that
+    :func:`~aerial_sim.cdr.decode.decode_float64_array` decoded: they end the message (little-endian, right
+    after their count). A message of the same length that starts with the same ``prefix`` (the dimensions,
+    the data offset and the count, byte for byte) has its values at ``start`` too, and they decode to the
+    same floats with one ``unpack_from``."""
+
+    size: int
+    prefix: bytes
+    start: int
+    unpack_from: Callable
+
+    @classmethod
+    def of(cls, data: bytes, values: tuple[float, ...]) -> "CommandLayout | None":
+        """The layout of ``data`` whose decoded ``values`` are given; None where they do not end it as above."""
+        count = len(values)
+        start = len(data) - 8 * count
+        if data[:2] != b"\x00\x01" or start < 8:  # CDR little-endian only
+            return None
+        packing = struct.Struct(f"<{count}d")
+        counted = any(data[at:at + 4] == count.to_bytes(4, "little") for at in (start - 4, start - 8))
+        if not counted or packing.pack(*values) != data[start:]:
+            return None
+        return cls(len(data), bytes(data[:start]), start, packing.unpack_from)
 
 
 def wrench_problem(force, torque, params: PhysicsNodeParams) -> str | None:

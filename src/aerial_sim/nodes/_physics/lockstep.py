@@ -19,7 +19,7 @@ from aerial_sim.physics.lockstep import (DROPPED_MARKER, KEY_VARIABLE, STAMP_TOL
                                          split_signature)
 from aerial_sim.nodes.ros.lockstep import (END_OF_RUN_FRAME, END_OF_RUN_TEXT, LOCKSTEP_ANNOUNCEMENTS_QOS,
                                            LOCKSTEP_PARTICIPANTS_TOPIC)
-from aerial_sim.nodes.ros.raw_take import not_called, take_raw, unspun_reader_node
+from aerial_sim.nodes.ros.raw_take import not_called, unspun_reader_node
 
 if TYPE_CHECKING:  # annotations only: that module imports this one
     from aerial_sim.nodes.physics import PhysicsNode
@@ -89,6 +89,8 @@ class LockstepOutputs:
         # Not spun by any executor (see the class doc); its own name, not launch's remapped one.
         self.reader = unspun_reader_node(node, "lockstep_outputs")
         self.taken: dict[str, object] = {}  # topic -> subscription of self.reader
+        #: (len(taken), [(topic, handle, its pointer, message type)]): take_arrived's readers, looked up once.
+        self._readers: tuple[int, list] = (0, [])
         #: Announced topic -> (announcing publisher's GID, rounds it has been missing from the graph).
         self.announcers: dict[str, list] = {}
         self.refused: set[str] = set()
@@ -324,10 +326,21 @@ class LockstepOutputs:
     def take_arrived(self, ready: set[int] | None = None) -> None:
         """Observe the stamp of every participant output that has arrived (simulation thread); ``ready``:
         only these subscriptions (``handle.pointer``) hold messages (None: try every one)."""
-        for topic, subscription in list(self.taken.items()):
-            if ready is not None and subscription.handle.pointer not in ready:
+        if self._readers[0] != len(self.taken):  # a topic was added (they are never replaced nor removed)
+            self._readers = (len(self.taken), [(topic, s.handle, s.handle.pointer, s.msg_type)
+                                               for topic, s in list(self.taken.items())])
+        for topic, handle, pointer, message_type in self._readers[1]:
+            if ready is not None and pointer not in ready:
                 continue
-            while (cdr := take_raw(subscription)) is not None:
+            while True:  # take_raw's take, without two calls and two properties per message
+                try:
+                    with handle:
+                        taken = handle.take_message(message_type, True)
+                except Exception:  # noqa: BLE001 - destroyed while stopping, or a middleware error: nothing to take
+                    taken = None
+                if taken is None:
+                    break
+                cdr = taken[0]
                 stamp_ns = cdr_header_stamp_ns(cdr)
                 if stamp_ns is None:
                     self.node.get_logger().warning(f"{topic}: {len(cdr)} bytes, too short for a header: dropped",
