@@ -21,6 +21,8 @@ Nothing here is an executable (executables are the modules of :mod:`aerial_sim.n
 ``input_guard``        no message, request or timer tick may end a node
 ``transport``          the Fast DDS transport profile
 ``run``                ``run_node``: the ``main()`` of every node executable
+``log_caller``         rclpy's logger finds its caller without reading source files
+``type_support``       message type support without the message code generator's imports
 ``process``            signals, start-up and exit rules of a node process
 ``swarm_link``         a fleet process's ``/swarm/state`` and ``/swarm/motor_commands``
 ``zero_padding``       CDR bytes of a typed message with zero padding (identical bags)

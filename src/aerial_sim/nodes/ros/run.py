@@ -21,7 +21,7 @@ from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 from aerial_sim.config import ParamsError
-from aerial_sim.nodes.ros import process
+from aerial_sim.nodes.ros import log_caller, process, type_support
 from aerial_sim.nodes.ros.executors import restore_cpu_priority, spin_until_stopped, yield_cpu_in_lockstep
 from aerial_sim.nodes.ros.hosting import FleetHosting, build_fleet_nodes
 from aerial_sim.nodes.ros.transport import use_transport_profile
@@ -66,6 +66,8 @@ def run_nodes(build: Callable[[list[Node]], None], default_name: str, args: list
         _Collecting.builds.append(NodeBuild(build, default_name, list(args or []), background))
         return 0
     process.start_node_process()
+    log_caller.install()  # the logger's caller without reading source files (its module doc)
+    type_support.load_without_generator()  # nor the message code generator's imports
     use_transport_profile()
     name = node_name_from_args(args if args is not None else sys.argv, default_name)
     nodes: list[Node] = []
