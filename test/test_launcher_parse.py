@@ -148,6 +148,18 @@ def test_include_is_not_scoped_and_its_arguments_beat_defaults(tmp_path):
     assert (shout.executable, shout.arguments, shout.is_node) == ("echo", ("outer", "from_inner"), False)
 
 
+def test_a_file_changed_between_two_launches_is_read_again(tmp_path):
+    """A text is parsed once per process (read_launch_entities keeps it): a file changed since is read again."""
+    path = tmp_path / "edited.launch.yaml"
+    path.write_text("launch:\n- executable: {cmd: echo first, name: shout}\n")
+    assert load_launch_file(path).processes[0].arguments == ("first",)
+    path.write_text("launch:\n- executable: {cmd: echo second one, name: shout}\n")
+    assert load_launch_file(path).processes[0].arguments == ("second", "one")
+    path.write_text("launch: [")
+    with pytest.raises(LaunchError, match="not valid YAML"):
+        load_launch_file(path)
+
+
 def test_node_command_is_what_ros2_launch_passes(demo_prefix, tmp_path):
     nodes = by_name(load_launch_file(MAIN, {"use_camera": "false"}))
     talker = str(demo_prefix / "lib" / "demo_pkg" / "talker")

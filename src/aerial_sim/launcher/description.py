@@ -221,16 +221,29 @@ def _scanned_tag(entity: Any) -> tuple[str, dict | None]:
     return tag, body if isinstance(body, dict) else None
 
 
+#: path -> (its text, its ``launch:`` list) of the files read so far (:func:`read_launch_entities`).
+_READ: dict[str, tuple[str, list[Any]]] = {}
+
+
 def read_launch_entities(path: Path) -> list[Any]:
-    """The ``launch:`` list of a YAML launch file (errors name the file)."""
+    """The ``launch:`` list of a YAML launch file (errors name the file).
+
+    A text is parsed once per process: a launch reads each of its files twice (the argument scan, then the
+    evaluation), and the parse was most of the evaluation's CPU. The lists returned are shared: read them,
+    never change them."""
     if path.suffix not in (".yaml", ".yml"):
         raise LaunchError(f"{path}: only YAML launch files (.yaml, .yml) are supported")
     try:
-        document = yaml.load(path.read_text(), Loader=_YAML_LOADER)
+        text = path.read_text()
     except FileNotFoundError as error:
         raise LaunchError(f"launch file not found: {path}") from error
     except IsADirectoryError as error:
         raise LaunchError(f"launch file is a directory: {path}") from error
+    known = _READ.get(os.fspath(path))
+    if known is not None and known[0] == text:
+        return known[1]
+    try:
+        document = yaml.load(text, Loader=_YAML_LOADER)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
@@ -240,6 +253,7 @@ def read_launch_entities(path: Path) -> list[Any]:
     entities = document["launch"] or []
     if not isinstance(entities, list):
         raise LaunchError(f"{path}: 'launch:' must be a list of tags")
+    _READ[os.fspath(path)] = (text, entities)
     return entities
 
 
