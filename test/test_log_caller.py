@@ -8,6 +8,7 @@ from __future__ import annotations
 import inspect
 import os
 import textwrap
+import types
 
 import pytest
 from rclpy.impl import rcutils_logger
@@ -82,3 +83,12 @@ def test_no_source_is_read_to_find_the_caller(rclpy_lookup, monkeypatch):
     log_here(logger, "no source read")
     assert [caller[:3] for caller in logger.contexts] == [("log_here", os.path.abspath(__file__),
                                                            log_here.__code__.co_firstlineno + 1)]
+
+
+def test_an_rclpy_without_the_replaced_internals_is_left_as_it_is(monkeypatch):
+    """Another rclpy (a real ROS 2 install of another release) may lack what install() replaces: it is left alone,
+    where setting or reading a missing attribute would end every node process at its start."""
+    other_rclpy = types.SimpleNamespace(_find_caller=object(), CallerId=type("CallerId", (tuple,), {}))
+    monkeypatch.setattr(log_caller, "rcutils_logger", other_rclpy)
+    log_caller.install()
+    assert other_rclpy._find_caller is not log_caller.find_caller and "__new__" not in other_rclpy.CallerId.__dict__

@@ -66,8 +66,15 @@ def _caller_id_new(cls, frame: FrameType | None = None):
                                frame.f_lasti))
 
 
+#: The rclpy internals :func:`install` replaces or reads (rclpy 9.x, Kilted); another rclpy keeps its own lookup.
+_RCLPY_INTERNALS = ("_find_caller", "CallerId", "_internal_callers", "_populate_internal_callers")
+
+
 def install() -> None:
-    """Give rclpy's logger :func:`find_caller` and the ``CallerId`` built from it (once per process)."""
+    """Give rclpy's logger :func:`find_caller` and the ``CallerId`` built from it (once per process); an rclpy
+    without the internals this replaces is left as it is (slower first lines, the same messages)."""
+    if not all(hasattr(rcutils_logger, name) for name in _RCLPY_INTERNALS):
+        return
     if rcutils_logger._find_caller is not find_caller:
         rcutils_logger._find_caller = find_caller
         rcutils_logger.CallerId.__new__ = staticmethod(_caller_id_new)
