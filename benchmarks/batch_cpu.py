@@ -134,10 +134,11 @@ class Sampler:
             booked = "post-processing" if name == "post-processing" else phase
             self.spent[name][booked] += cpu - self.last.get(pid, 0.0)
             self.last[pid] = cpu
-            if phase == "flight":
-                self._sample_threads(pid, name, entry)
+            self._sample_threads(pid, name, entry, flying=phase == "flight")
 
-    def _sample_threads(self, pid: int, name: str, entry: Path) -> None:
+    def _sample_threads(self, pid: int, name: str, entry: Path, flying: bool) -> None:
+        """Each thread's CPU since its last sample, booked to the flight while ``flying``; sampled in every phase,
+        so the flight's first interval counts as the process figures' does (a thread first seen: all of it)."""
         try:
             tasks = list((entry / "task").iterdir())
         except OSError:
@@ -151,7 +152,8 @@ class Sampler:
             fields = stat.rsplit(")", 1)[-1].split()
             cpu = (int(fields[11]) + int(fields[12])) / TICK
             key = (pid, int(task.name))
-            self.threads[name][comm] += cpu - self.thread_last.get(key, cpu)
+            if flying:
+                self.threads[name][comm] += cpu - self.thread_last.get(key, 0.0)
             self.thread_last[key] = cpu
 
 
@@ -272,10 +274,10 @@ def main() -> int:
     for label, summary in summaries.items():
         print_table(f"{label} ({checkouts[label].parent})", summary)
         if options.threads:
-            print("flight CPU per thread (s per simulated s):")
-            for name, threads in runs[label][-1]["threads"].items():
-                busy = ", ".join(f"{t} {c / runs[label][-1]['sim_s']:.3f}" for t, c in sorted(threads.items(), key=lambda i: -i[1]) if c > 0)
-                print(f"  {name}: {busy}")
+            print(f"flight CPU per thread (s per simulated s, the mean of {len(runs[label])} runs):")
+            for name, cpu in sorted(threads_per_sim_s(runs[label]).items(), key=lambda i: -i[1]):
+                if cpu >= 0.0005:
+                    print(f"  {name} {cpu:.3f}")
         if options.nodes:
             spent = callbacks_per_sim_s(runs[label])
             print("callback CPU per node (s per simulated s; each callback with what it publishes):"
