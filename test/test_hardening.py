@@ -184,6 +184,37 @@ def test_input_guard_skips_a_timer_tick_that_raises_and_the_timer_goes_on(ros_no
 
 
 @requires_ros
+def test_a_guarded_timer_that_asks_for_its_timer_info_gets_it(ros_node):
+    """rclpy passes a TimerInfo to a timer callback with a parameter of that type (it looks at every tick); the
+    guard's wrapper keeps the callback's signature, found once when it wraps it."""
+    import inspect
+
+    from rclpy.timer import TimerInfo
+
+    from aerial_sim.nodes.ros.executors import make_executor
+    from aerial_sim.nodes.ros.input_guard import InputGuard
+
+    infos = []
+
+    def tick(info: TimerInfo):
+        infos.append(info)
+
+    InputGuard(ros_node)
+    timer = ros_node.create_timer(0.01, tick)
+    assert inspect.signature(timer.callback) == inspect.signature(tick) and timer.callback is not tick
+    executor = make_executor(ros_node.context)
+    executor.add_node(ros_node)
+    try:
+        deadline = time.monotonic() + 10.0
+        while len(infos) < 2 and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.1)
+    finally:
+        executor.remove_node(ros_node)
+        ros_node.destroy_timer(timer)
+    assert len(infos) >= 2 and all(isinstance(info, TimerInfo) for info in infos)
+
+
+@requires_ros
 def test_input_guard_refuses_a_malformed_message_in_one_line_after_a_stop_signal_too(ros_node, monkeypatch, capfd):
     """A malformed message taken after Ctrl-C (a sensors process under test_swarm_link's fuzzing) is refused
     with the one warning line as at any other time, not passed on to the executor, which printed a [FATAL]
