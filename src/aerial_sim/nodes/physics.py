@@ -115,7 +115,7 @@ class PhysicsNode(Node):
         self.command_reader = unspun_reader_node(self, "commands") if self.params.lockstep else None
         self.lockstep_outputs: LockstepOutputs | None = None
         self.clock_pub = self.create_publisher(Clock, "/clock", stream_qos(self.params.lockstep))
-        self.send_clock = raw_sender(self.clock_pub)
+        self.send_clock = raw_sender(self.clock_pub, tap=True)
         self._battery_due_s = -math.inf
         self.vehicles = [
             VehicleChannel(self, name, len(self.world.rotor_states(name)), self.params.lockstep,

@@ -35,6 +35,12 @@ discovery round, the taker thread, the clock and the services:
   (:mod:`aerial_sim.nodes._recorder.lockstep`): the physics node does not take its first step before every
   participant's topic has a publisher, so no run's bag starts later than another's (the clock may
   run ``lockstep_slack`` ahead of the recorder, but not before it has started);
+- in a process that also runs the graph's publishers (``aerial_sim launch --compose``), takes the topics
+  whose every publisher is a writer of this process that hands its bytes over
+  (:mod:`aerial_sim.recording.tap`: the physics node's five streams and the motor commands) from that hand-off instead of DDS, a lockstep bag staying byte for byte the same
+  (doc/scale.md, "A tap for the in-process recorder"). Their DDS readers stay, at depth 1 and never taken,
+  so the graph's counts and matching are those of a recorder in its own process; a publisher of such a topic
+  in another process is not recorded (one warning line);
 - logs progress every ``progress_period_s``; flushes to disk every
   ``bag.flush_period_s``;
 - on shutdown (Ctrl-C, SIGTERM, launch stop) closes the bag, writes
@@ -72,6 +78,7 @@ from aerial_sim.recording.msgdefs import UnknownMessageType, message_definition
 from aerial_sim.recording.rates import CONFIGURED_KEY, LOST_KEY, RATED_TYPES, encode_table, parse_rate_table
 from aerial_sim.recording.recorder import RecorderParams, has_header
 from aerial_sim.recording.run_bags import RunBags
+from aerial_sim.recording import tap as taps
 from aerial_sim.nodes._recorder.lockstep import NEW_BAG_WAIT_MAX_S, RecorderLockstep
 from aerial_sim.nodes._recorder.rates import LOCKSTEP_PARAMETER_TRIES, PARAMETER_TRIES, ConfiguredRates
 from aerial_sim.nodes._recorder.subscriptions import (hand_back_loss_handlers, matching_qos, message_class,
@@ -121,6 +128,14 @@ class Recorder(Node):
         #: The same as two lists, ((topic, subscription) pairs, subscriptions), replaced when a topic is added
         #: (the taker's wait looks up the subscriptions' handles once per list).
         self._recorded_items: tuple[list, list] = ([], [])
+        #: Topics this process's own writers hand over (aerial_sim.recording.tap), not taken from DDS: their
+        #: taps, what was handed over since the last round (arrived tuples, stamped under _tap_lock) and the
+        #: tapped topics found with a publisher outside this process (one warning each).
+        self._tap_lock = threading.Lock()
+        self._tapped: list[tuple] = []
+        self._taps: list = []
+        self._foreign_writers: set[str] = set()
+        self._waiting = False  # the taker is waiting on the middleware
         self._skipped: set[str] = set()
         self.get_logger().info(f"recording to {self.bags.writer.path} ({'all topics' if not self.selection.include else ' '.join(self.selection.include)})")
         self.lockstep = None  # the lockstep side (~/written), with lockstep
@@ -174,16 +189,45 @@ class Recorder(Node):
             self.bags.add_topic(topic, msgtype, offered, latched=qos.durability == DurabilityPolicy.TRANSIENT_LOCAL,
                                 header_first=header_first,
                                 stamped=header_first or definition.msgtype in STAMP_FIRST_TYPES)
+            tap = taps.find(topic)
+            tapped = (tap is not None and tap.sink is None and qos.durability != DurabilityPolicy.TRANSIENT_LOCAL
+                      and tap.writers >= len(publishers))
+            if tapped:
+                # Kept for the graph's counts and matching, never taken: depth 1 (a full history of 1000
+                # made each publish cost 19 us instead of 5).
+                qos.depth = 1
             self._recorded[topic] = subscribe_raw(self, self._reader, message_type, topic, qos,
                                                   lambda info, t=topic: self._on_lost(t, info))
-            self._recorded_items = (list(self._recorded.items()), list(self._recorded.values()))
+            if tapped:
+                tap.sink = self._on_tapped
+                self._taps.append(tap)
+            self._recorded_items = ([(t, s) for t, s in self._recorded.items() if not self._is_tapped(t)],
+                                    [s for t, s in self._recorded.items() if not self._is_tapped(t)])
             self.get_logger().info(f"subscribed {topic} [{msgtype}] ({policy_name(qos.reliability)})")
             if msgtype in RATED_TYPES:
                 self.rates.find(topic, publishers)
         self.rates.ask()
+        for tap in self._taps:
+            if tap.topic not in self._foreign_writers and self.count_publishers(tap.topic) > tap.writers:
+                self._foreign_writers.add(tap.topic)
+                self.get_logger().warning(f"not recording {tap.topic} from its publishers outside this process: "
+                                          "it is handed over by this process's own (aerial_sim.recording.tap)")
         if self.lockstep is not None:
             unheard = [topic for topic, last in self.bags.latched.items() if last is None]
             self.lockstep.discovery_round(new_topics, self.selection, self._recorded, unheard)
+
+    def _is_tapped(self, topic: str) -> bool:
+        return any(tap.topic == topic for tap in self._taps)
+
+    def _on_tapped(self, topic: str, data: bytes) -> None:
+        """A tapped writer's message, in its thread before its DDS write: stamped ``time.time_ns()`` (the clock
+        of the middleware's stamps) as received and sent, under the lock the round's start is taken under, so a
+        round writes exactly what was handed over before it began (:meth:`_take_arrived`)."""
+        with self._tap_lock:
+            now = time.time_ns()
+            self._tapped.append((now, next(self._taken), topic, data, now))
+        if self._waiting:  # the taker sleeps on the middleware, which does not see this topic
+            self._arrivals.wake()
 
     def _on_lost(self, topic: str, info) -> None:
         with self._lock:
@@ -223,8 +267,12 @@ class Recorder(Node):
         while not self._stop_taking.is_set():
             with self._lock:
                 subscriptions = self._recorded_items[1]
-            if not flowing and not self._held and not self._arrivals.ready(subscriptions, IDLE_WAIT_S):
-                continue  # nothing for IDLE_WAIT_S, a stop, or new topics: look again
+            if not flowing and not self._held and not self._tapped:
+                self._waiting = True  # a hand-off wakes the wait (_on_tapped)
+                arrived = self._tapped or self._arrivals.ready(subscriptions, IDLE_WAIT_S)
+                self._waiting = False
+                if not arrived:
+                    continue  # nothing for IDLE_WAIT_S, a stop, or new topics: look again
             flowing = False
             try:
                 flowing = self._take_arrived() > 0
@@ -252,9 +300,13 @@ class Recorder(Node):
         costs 80 us a tick. Taken in arrival order, each message gets the same sim-time receive stamp
         as a callback per message gave it."""
         with self._lock:
-            began_ns = time.time_ns()  # the middleware's receive stamps are system-clock ns too
-            arrived, self._held = self._held, []
-            held_before = len(arrived)
+            with self._tap_lock:
+                began_ns = time.time_ns()  # the middleware's receive stamps are system-clock ns too
+                arrived, self._tapped = self._tapped, []
+            tapped = len(arrived)
+            arrived += self._held
+            self._held = []
+            held_before = len(arrived) - tapped
             order = self._taken
             for topic, subscription in self._recorded_items[0]:
                 # take_raw_with_info's take, without a call and a property per message
@@ -378,6 +430,8 @@ class Recorder(Node):
     # -- shutdown -----------------------------------------------------------
     def destroy_node(self):
         self.close()
+        for tap in self._taps:
+            tap.sink = None
         hand_back_loss_handlers(self, self._reader, self._recorded.values())  # they live on this node (subscribe_raw)
         self._reader.destroy_node()
         return super().destroy_node()

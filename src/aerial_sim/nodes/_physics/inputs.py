@@ -77,7 +77,7 @@ class VehicleChannel:
         self.battery_pub = node.create_publisher(BatteryState, f"/{name}/battery", qos) if battery else None
         #: The same four publishers' senders of CDR bytes (every period: :func:`raw_sender`).
         self.send_odom, self.send_imu, self.send_rotors, self.send_wind = (
-            raw_sender(p) for p in (self.odom_pub, self.imu_pub, self.rotors_pub, self.wind_pub))
+            raw_sender(p, tap=True) for p in (self.odom_pub, self.imu_pub, self.rotors_pub, self.wind_pub))
         self.rotor_names = [f"rotor_{i}" for i in range(rotor_count)]
         #: ``rotors`` (sensor_msgs/JointState) as CDR: ``encode_rotors(stamp_ns, positions, speeds, thrusts)``.
         self.encode_rotors = joint_state_encoder("", self.rotor_names, (rotor_count,) * 3)

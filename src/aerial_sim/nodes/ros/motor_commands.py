@@ -21,7 +21,7 @@ def motor_command_output(node: Node, topic: str) -> Callable[[Sequence[float]], 
         return send
     from std_msgs.msg import Float64MultiArray  # noqa: PLC0415
 
-    send = raw_sender(node.create_publisher(Float64MultiArray, topic, COMMAND_QOS))
+    send = raw_sender(node.create_publisher(Float64MultiArray, topic, COMMAND_QOS), tap=True)
     encoders: dict[int, Callable[[Sequence[float]], bytes]] = {}
 
     def publish(controls: Sequence[float]) -> None:
