@@ -219,12 +219,7 @@ class TiltedDipole:
         x = (n + altitude_m) * cos_lat * cos_lon
         y = (n + altitude_m) * cos_lat * sin_lon
         z = (n * _B_OVER_A_SQUARED + altitude_m) * sin_lat
-        radius = math.sqrt(x * x + y * y + z * z)
-        ux, uy, uz = x / radius, y / radius, z / radius
-        dx, dy, dz = self.moment_t
-        along = 3.0 * (dx * ux + dy * uy + dz * uz)
-        scale = (IGRF_REFERENCE_RADIUS_M / radius) ** 3
-        bx, by, bz = (scale * (along * ux - dx), scale * (along * uy - dy), scale * (along * uz - dz))
+        bx, by, bz = self._dipole_ecef(x, y, z)
         # ecef2enuv
         t = cos_lon * bx + sin_lon * by
         east = -sin_lon * bx + cos_lon * by
@@ -232,15 +227,19 @@ class TiltedDipole:
         north = -sin_lat * t + cos_lat * bz
         return east, north, up
 
-    def _enu_by_pymap3d(self, latitude_deg: float, longitude_deg: float, altitude_m: float) -> tuple[float, float, float]:
-        """:meth:`enu` through pymap3d's own functions (the reference the tests compare it with)."""
-        x, y, z = pymap3d.geodetic2ecef(latitude_deg, longitude_deg, altitude_m, ell=_WGS84)
+    def _dipole_ecef(self, x: float, y: float, z: float) -> tuple[float, float, float]:
+        """The dipole's field at ECEF point (x, y, z), T: B = (R/r)^3 (3 (m.u) u - m), m the moment (``moment_t``)."""
         radius = math.sqrt(x * x + y * y + z * z)
         ux, uy, uz = x / radius, y / radius, z / radius
         dx, dy, dz = self.moment_t
         along = 3.0 * (dx * ux + dy * uy + dz * uz)
         scale = (IGRF_REFERENCE_RADIUS_M / radius) ** 3
-        bx, by, bz = (scale * (along * ux - dx), scale * (along * uy - dy), scale * (along * uz - dz))
+        return scale * (along * ux - dx), scale * (along * uy - dy), scale * (along * uz - dz)
+
+    def _enu_by_pymap3d(self, latitude_deg: float, longitude_deg: float, altitude_m: float) -> tuple[float, float, float]:
+        """:meth:`enu` through pymap3d's own functions (the reference the tests compare it with)."""
+        x, y, z = pymap3d.geodetic2ecef(latitude_deg, longitude_deg, altitude_m, ell=_WGS84)
+        bx, by, bz = self._dipole_ecef(x, y, z)
         east, north, up = pymap3d.ecef2enuv(bx, by, bz, latitude_deg, longitude_deg)
         return float(east), float(north), float(up)
 
