@@ -414,3 +414,21 @@ def test_settings_spawn_pose_then_add_vehicle_grows_the_running_world_and_refuse
     assert 2.0 * math.atan2(pose.orientation.z, pose.orientation.w) == pytest.approx(math.pi / 2, abs=1e-6)
     assert not call(name="drone2").successful  # now it exists
     assert graph.alive() and "Traceback" not in graph.output(), graph.output()
+
+
+@requires_ros
+def test_a_physics_node_refused_at_its_start_leaves_rclpy_to_shut_down_cleanly():
+    """A parameter the node refuses ends its construction part way (here: the scene file is missing); rclpy's
+    shutdown then destroys that half-built node too, which must not raise (ci18: AttributeError '_stop')."""
+    import rclpy
+
+    from aerial_sim.config import ParamsError
+    from aerial_sim.nodes.physics import PhysicsNode
+
+    rclpy.init(args=["--ros-args", "-p", "scene:=no_such_scene"])  # the default context, as a node process's
+    try:
+        with pytest.raises(ParamsError, match="no_such_scene") as refused:  # its traceback keeps the node alive
+            PhysicsNode()
+    finally:
+        rclpy.shutdown()
+    assert refused.value is not None

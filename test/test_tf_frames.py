@@ -126,9 +126,9 @@ def test_every_stamped_frame_resolves_to_map(monkeypatch):
                  publisher.topic_name)
         return original_publish(publisher, message)
 
-    def recording_sender(publisher):
+    def recording_sender(publisher, **options):
         """raw_sender's CDR bytes (the per-period streams skip Publisher.publish), noted the same way."""
-        send = original_sender(publisher)
+        send = original_sender(publisher, **options)
 
         def recorded(data: bytes) -> None:
             note(frames_of_cdr(data, publisher.msg_type), publisher.topic_name)

@@ -173,13 +173,17 @@ class PhysicsNode(Node):
         return replace(params, initial_positions=tuple(c for p in positions for c in p), initial_yaws_rad=tuple(yaws))
 
     def destroy_node(self):
-        self._stop.set()
-        self.command_arrived.set()
-        if threading.current_thread() is not self.simulation_thread:
-            self.simulation_thread.join(timeout=2.0)
-        if self.lockstep_outputs is not None:
+        # Also for a node whose __init__ failed part way (rclpy's shutdown destroys every node of its context):
+        # only what was built is stopped.
+        if hasattr(self, "_stop"):
+            self._stop.set()
+            self.command_arrived.set()
+        thread = getattr(self, "simulation_thread", None)
+        if thread is not None and thread.is_alive() and threading.current_thread() is not thread:
+            thread.join(timeout=2.0)
+        if getattr(self, "lockstep_outputs", None) is not None:
             self.lockstep_outputs.reader.destroy_node()
-        if self.command_reader is not None:
+        if getattr(self, "command_reader", None) is not None:
             self.command_reader.destroy_node()
         return super().destroy_node()
 
