@@ -116,8 +116,6 @@ def lockstep_imu_bytes(launch, node, swarm_link: bool, tmp_path) -> list[bytes]:
     from aerial_sim.nodes.ros.lockstep import announce_lockstep_participant
     from aerial_sim.nodes.ros.qos import LOCKSTEP_QOS
 
-    graph = launch("fleet.launch.yaml", "vehicles:=2", "lockstep:=true", f"swarm_link:={str(swarm_link).lower()}",
-                   "seed:=7", f"output_dir:={tmp_path / str(swarm_link)}")
     messages: list[bytes] = []
     progress = node.create_publisher(Header, PROGRESS_TOPIC, LOCKSTEP_QOS)
     announcement = announce_lockstep_participant(node, PROGRESS_TOPIC, 200.0)
@@ -131,6 +129,10 @@ def lockstep_imu_bytes(launch, node, swarm_link: bool, tmp_path) -> list[bytes]:
         progress.publish(header)
 
     subscription = node.create_subscription(Imu, IMU_TOPIC, on_imu, LOCKSTEP_QOS, raw=True)
+    # Launched once this process reads and takes part (ci20: launched first, a graph that started quickly sent the
+    # IMU's message at 0 before this reader had matched, and the run without the link had 200 of 201)
+    graph = launch("fleet.launch.yaml", "vehicles:=2", "lockstep:=true", f"swarm_link:={str(swarm_link).lower()}",
+                   "seed:=7", f"output_dir:={tmp_path / str(swarm_link)}")
     try:
         # Wall time for the start-up too: four processes importing at a load of 18 took 36 s.
         done = spin_until(node, lambda: messages and cdr_header_stamp_ns(messages[-1]) >= UNTIL_S * 1e9 - 1, 90.0)
