@@ -98,12 +98,18 @@ class Harness:
     def acks(self, command: int) -> list[int]:
         return [m.result for m in self.of_type("COMMAND_ACK") if m.command == command]
 
+    def final_acks(self, command: int) -> list[int]:
+        """The results of ``command``'s COMMAND_ACKs, less the MAV_RESULT_IN_PROGRESS ones."""
+        return [result for result in self.acks(command) if result != mav.MAV_RESULT_IN_PROGRESS]
+
     async def command(self, command: int, *params: float, sim_s: float = 2.0) -> int | None:
-        before = len(self.acks(command))
+        """Send COMMAND_LONG and return its final result (None: none within ``sim_s``), as a client does that
+        waits on through IN_PROGRESS."""
+        before = len(self.final_acks(command))
         p = list(params) + [0.0] * (7 - len(params))
         self.send(mav.MAVLink_command_long_message(self.autopilot.system_id, 1, command, 0, *p))
-        await self.run_until(lambda: len(self.acks(command)) > before, sim_s)
-        acks = self.acks(command)
+        await self.run_until(lambda: len(self.final_acks(command)) > before, sim_s)
+        acks = self.final_acks(command)
         return acks[-1] if len(acks) > before else None
 
     @property

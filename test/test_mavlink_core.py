@@ -4,8 +4,10 @@ both ways and the in-process physics world and flight supervisor underneath (tes
 
 from __future__ import annotations
 
+import asyncio
 import math
 import struct
+import time
 
 import pytest
 from pymavlink.dialects.v20 import common as mav
@@ -260,6 +262,59 @@ def test_offboard_needs_a_stream_flies_velocity_and_fails_safe_to_hold_when_it_s
         assert any("offboard setpoints lost" in w for w in h.logger.warnings())
         await h.run_for(2.0)
         assert math.hypot(*h.link.kinematics.velocity_world[:2]) < 0.3  # holding
+        return True
+    assert run(flight)
+
+
+def test_a_retried_command_slow_to_answer_is_in_progress_until_its_result_and_runs_once():
+    """ARM_DISARM waits on the flight controller's service (here 1.5 s of wall time, longer than MAVSDK's four
+    tries): a client that sends it once gets only the final ACK (MAVROS takes the first ACK as the answer); a retry
+    (confirmation 1) is answered IN_PROGRESS at once, then every second until ACCEPTED; a copy arriving just after
+    gets ACCEPTED again, and arm runs once. A mode switch queued behind it and retried is not run twice and never
+    answered IN_PROGRESS (MAVSDK's mission and manual-control mode switches would take that for the answer)."""
+    in_progress, accepted = mav.MAV_RESULT_IN_PROGRESS, mav.MAV_RESULT_ACCEPTED
+    position = (modes.MAV_MODE_FLAG_CUSTOM_MODE_ENABLED, 3, 0)  # PX4 main mode 3: Position
+
+    async def flight(h):
+        await h.run_for(0.2)
+        answer, calls = h.link.arm, []
+
+        async def slow_arm(arm):  # the graph's own arm, answered late
+            calls.append(arm)
+            await asyncio.sleep(1.5)
+            return await answer(arm)
+
+        h.link.arm = slow_arm
+
+        def send(command, confirmation, *params):
+            p = list(params) + [NAN] * (7 - len(params))
+            h.send(mav.MAVLink_command_long_message(1, 1, command, confirmation, *p))
+
+        async def until(condition, wall_s=5.0):
+            deadline = time.monotonic() + wall_s
+            while not condition() and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            return condition()
+
+        send(ARM, 0, 1)
+        send(mav.MAV_CMD_DO_SET_MODE, 0, *position)  # waits behind the arm
+        await asyncio.sleep(0.3)
+        assert h.acks(ARM) == [] and h.acks(mav.MAV_CMD_DO_SET_MODE) == []
+        send(ARM, 1, 1)  # MAVSDK's retry (it sends confirmation 0 again; the spec says 1)
+        send(mav.MAV_CMD_DO_SET_MODE, 1, *position)
+        assert h.acks(ARM) == [in_progress] and h.acks(mav.MAV_CMD_DO_SET_MODE) == []
+        assert await until(lambda: accepted in h.acks(ARM))
+        assert h.acks(ARM) == [in_progress, in_progress, accepted]  # the retry's, at 1 s, the answer at 1.5 s
+        assert await until(lambda: h.acks(mav.MAV_CMD_DO_SET_MODE) == [accepted], 1.0)
+        send(ARM, 2, 1)  # a retry that crossed the answer: the same answer, nothing run
+        assert h.acks(ARM)[-1] == accepted and len(h.acks(ARM)) == 4
+        assert calls == [True] and h.autopilot.armed and h.autopilot.mode == FlightMode.POSCTL
+        assert h.autopilot.commands.runs == 2
+        h.link.arm = answer
+        before = len(h.of_type("COMMAND_ACK"))
+        assert await h.command(mav.MAV_CMD_SET_MESSAGE_INTERVAL, mav.MAVLINK_MSG_ID_ATTITUDE, 100_000) == accepted
+        assert await h.command(ARM, 0) == accepted and not h.autopilot.armed  # a new request: run, not remembered
+        assert [m.result for m in h.of_type("COMMAND_ACK")[before:]] == [accepted, accepted]
         return True
     assert run(flight)
 

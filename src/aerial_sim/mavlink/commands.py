@@ -1,15 +1,30 @@
 """The autopilot's command protocol: COMMAND_LONG / COMMAND_INT answered by COMMAND_ACK, and SET_MODE.
 
-Commands run one at a time in the order they came (an asyncio lock: arming and takeoff wait for the
-flight controller's services). A refused command is acknowledged with the MAV_RESULT PX4 gives
-(DENIED for a bad argument, TEMPORARILY_REJECTED for the wrong moment, UNSUPPORTED for an unknown
+Commands run one at a time in the order they came (an asyncio lock: arming, takeoff, landing and some mode
+switches wait for the flight controller's services). A refused command is acknowledged with the MAV_RESULT
+PX4 gives (DENIED for a bad argument, TEMPORARILY_REJECTED for the wrong moment, UNSUPPORTED for an unknown
 command), logged once and explained in a STATUSTEXT, as PX4 does.
+
+Arming, takeoff and landing (:data:`LONG_RUNNING`) are answered once the flight controller's service has, which can
+take seconds. A copy of a command still running (the same command, parameters and sender: a client's retry, whatever
+its ``confirmation``) starts nothing; a copy of one of these is answered MAV_RESULT_IN_PROGRESS (progress 255:
+unknown) at once, and the command IN_PROGRESS again every :data:`IN_PROGRESS_PERIOD_S` until its final ACK: the
+command protocol's long-running commands (mavlink.io, services/command, "Reporting Progress"). MAVSDK waits 0.5 s
+for an answer and re-sends a command three times, then gives up; after an IN_PROGRESS it waits 3 s
+(``MavlinkCommandSender``: ``DEFAULT_TIMEOUT_S``, ``DEFAULT_RETRIES``, ``receive_command_ack``). Only a client that
+re-sends is told IN_PROGRESS: MAVROS sends a command once and takes the first COMMAND_ACK as the answer
+(``CommandPlugin::handle_command_ack``), as do simple pymavlink scripts; PX4 itself answers arming at once. Other
+commands are never answered IN_PROGRESS: MAVSDK's mode switches for missions and manual control take it for a
+result (``MissionImpl::report_flight_mode_change``: Busy). A copy arriving just after a retried command's final
+answer is answered with that result again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+import time
+from dataclasses import dataclass
 
 from pymavlink.dialects.v20 import common as mav
 
@@ -22,6 +37,31 @@ from aerial_sim.mavlink.telemetry import STREAMS
 
 #: A goto or setpoint farther than this from the vehicle is refused, m.
 MAX_GOTO_DISTANCE_M = 10_000.0
+#: Commands whose answer waits on the flight controller's services and whose clients wait through IN_PROGRESS
+#: (MAVSDK's Action plugin drops IN_PROGRESS results: ``ActionImpl::command_result_callback``).
+LONG_RUNNING = frozenset({mav.MAV_CMD_COMPONENT_ARM_DISARM, mav.MAV_CMD_NAV_TAKEOFF, mav.MAV_CMD_NAV_LAND})
+#: A retried long-running command is said IN_PROGRESS again this often until its final answer (MAVSDK re-sends
+#: 3 s after the last one), wall time, s.
+IN_PROGRESS_PERIOD_S = 1.0
+#: A copy of a retried command arriving this soon after its final answer gets that answer again (wall time), s.
+RECENT_S = 1.0
+#: COMMAND_ACK.progress when it is not known (the MAVLink spec: UINT8_MAX).
+PROGRESS_UNKNOWN = 255
+
+
+@dataclass
+class _InFlight:
+    """One command being run (or lately answered, ``result`` set), keyed by sender, command and parameters."""
+
+    retried: bool = False  # a copy came while it ran
+    result: int | None = None
+    answered_at: float = 0.0
+
+
+def _command_key(message, command: int, p: list[float], frame: int | None) -> tuple:
+    """What makes two COMMAND_LONG/INT the same request (NaN parameters compare equal here)."""
+    params = tuple(None if math.isnan(v) else float(v) for v in p)
+    return (message.get_srcSystem(), message.get_srcComponent(), command, frame, params)
 
 
 class Commands:
@@ -30,6 +70,8 @@ class Commands:
     def __init__(self, autopilot):
         self.ap = autopilot
         self._lock: asyncio.Lock | None = None
+        self._in_flight: dict[tuple, _InFlight] = {}
+        self.runs = 0  # commands started (copies answered from one in flight are not counted), for tests
 
     def handlers(self) -> dict:
         return {"COMMAND_LONG": self.on_command_long, "COMMAND_INT": self.on_command_int,
@@ -38,21 +80,62 @@ class Commands:
     def on_command_long(self, message) -> None:
         params = [message.param1, message.param2, message.param3, message.param4, message.param5, message.param6,
                   message.param7]
-        self.ap.spawn(self._command(message, int(message.command), params, None))
+        self._receive(message, int(message.command), params, None)
 
     def on_command_int(self, message) -> None:
         params = [message.param1, message.param2, message.param3, message.param4, message.x / 1e7, message.y / 1e7,
                   message.z]
-        self.ap.spawn(self._command(message, int(message.command), params, int(message.frame)))
+        self._receive(message, int(message.command), params, int(message.frame))
 
-    async def _command(self, message, command: int, p: list[float], frame: int | None) -> None:
+    def _receive(self, message, command: int, p: list[float], frame: int | None) -> None:
+        """Start a command, or answer a copy of one in flight (a retry) without running it again."""
+        key = _command_key(message, command, p, frame)
+        now = time.monotonic()
+        known = self._in_flight.get(key)
+        if known is not None:
+            if known.result is None:  # still running: a retry
+                known.retried = True
+                if command in LONG_RUNNING:
+                    self._ack(message, command, mav.MAV_RESULT_IN_PROGRESS, PROGRESS_UNKNOWN)
+                return  # otherwise its final answer answers this copy too
+            if now - known.answered_at < RECENT_S:
+                self._ack(message, command, known.result)  # a retry that crossed the final answer on the wire
+                return
+        # A new request: answers kept for late retries are forgotten once their sender asks something else.
+        self._in_flight = {k: v for k, v in self._in_flight.items()
+                           if v.result is None or (k[:2] != key[:2] and now - v.answered_at < RECENT_S)}
+        self._in_flight[key] = _InFlight()
+        self.runs += 1
+        self.ap.spawn(self._command(message, command, p, frame, key))
+
+    def _ack(self, message, command: int, result: int, progress: int = 0) -> None:
+        self.ap.send(mav.MAVLink_command_ack_message(command, result, progress, 0, message.get_srcSystem(),
+                                                    message.get_srcComponent()))
+
+    async def _command(self, message, command: int, p: list[float], frame: int | None, key: tuple) -> None:
+        """Run the command (``_in_turn`` sends the final ACK); IN_PROGRESS every period once a client has retried it."""
+        entry = self._in_flight[key]
+        running = asyncio.ensure_future(self._in_turn(message, command, p, frame, key))
+        try:
+            # "Not done" only before _in_turn has sent the final ACK (one thread): never an IN_PROGRESS after it.
+            while not (await asyncio.wait({running}, timeout=IN_PROGRESS_PERIOD_S))[0]:
+                if entry.retried and command in LONG_RUNNING:
+                    self._ack(message, command, mav.MAV_RESULT_IN_PROGRESS, PROGRESS_UNKNOWN)
+        finally:
+            if not running.done():  # cancelled: the server is closing
+                running.cancel()
+                self._in_flight.pop(key, None)
+
+    async def _in_turn(self, message, command: int, p: list[float], frame: int | None, key: tuple) -> None:
+        """Run one command after those before it and send its final ACK; a refusal is logged once and said in a
+        STATUSTEXT."""
         ap = self.ap
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:  # one at a time, in the order they came
+            why = None
             try:
                 result = await self._run(command, p, frame)
-                why = None
             except Refused as refusal:
                 result, why = refusal.result, str(refusal)
             except Exception as error:
@@ -62,8 +145,12 @@ class Commands:
                 name = mav.enums["MAV_CMD"][command].name if command in mav.enums["MAV_CMD"] else str(command)
                 ap.logger.warning(f"sysid {ap.system_id}: {name} refused: {why}")
                 ap.statustext(mav.MAV_SEVERITY_WARNING, why)
-            ap.send(mav.MAVLink_command_ack_message(command, result, 0, 0, message.get_srcSystem(),
-                                                    message.get_srcComponent()))
+            entry = self._in_flight.get(key)
+            if entry is not None and entry.retried:  # kept a while for another copy already on the wire
+                entry.result, entry.answered_at = result, time.monotonic()
+            else:
+                self._in_flight.pop(key, None)
+            self._ack(message, command, result)
 
     async def _run(self, command: int, p: list[float], frame: int | None) -> int:
         commander = self.ap.commander

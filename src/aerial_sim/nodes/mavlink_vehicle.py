@@ -135,18 +135,24 @@ class MavlinkVehicleNode(Node):
                 self.get_logger().warning(f"MAVLink send failed: {error}", throttle_duration_sec=5.0)
 
     def _command(self, messages) -> tuple[bool, str]:
-        """Send commands (the last one is answered by its COMMAND_ACK) and wait for that ACK."""
+        """Send commands (the last one is answered by its COMMAND_ACK) and wait for that ACK; an IN_PROGRESS one
+        (a long-running command, the MAVLink command protocol) gives the autopilot ``ack_timeout_s`` more."""
         command = int(messages[-1].command)
         event, results = threading.Event(), []
         self.acks[command] = (event, results)
         sent_at = time.monotonic()
+        in_progress = mavutil.mavlink.MAV_RESULT_IN_PROGRESS
         try:
             self._send(messages)
-            if not event.wait(self.params.driver.ack_timeout_s):
-                return False, f"no COMMAND_ACK for command {command} within {self.params.driver.ack_timeout_s:g} s"
+            while True:
+                if not event.wait(self.params.driver.ack_timeout_s):
+                    return False, f"no COMMAND_ACK for command {command} within {self.params.driver.ack_timeout_s:g} s"
+                event.clear()
+                if any(result != in_progress for result in results):
+                    break
         finally:
             self.acks.pop(command, None)
-        result = results[-1]
+        result = next(result for result in results if result != in_progress)
         name = mavutil.mavlink.enums["MAV_RESULT"][result].name if result in mavutil.mavlink.enums["MAV_RESULT"] \
             else str(result)
         accepted = result == mavutil.mavlink.MAV_RESULT_ACCEPTED

@@ -22,7 +22,9 @@ def report(step, **values):
 def command(m, cmd, *params, frame=None):
     p = list(params) + [0.0] * (7 - len(params))
     m.mav.command_long_send(m.target_system, m.target_component, cmd, 0, *p)
-    ack = m.recv_match(type="COMMAND_ACK", blocking=True, timeout=10, condition=f"COMMAND_ACK.command=={cmd}")
+    # the final answer: a command waiting on the graph is first answered IN_PROGRESS
+    ack = m.recv_match(type="COMMAND_ACK", blocking=True, timeout=10, condition=f"COMMAND_ACK.command=={cmd} and "
+                       f"COMMAND_ACK.result!={mavutil.mavlink.MAV_RESULT_IN_PROGRESS}")
     assert ack is not None, f"no COMMAND_ACK for {cmd}"
     return ack.result
 
