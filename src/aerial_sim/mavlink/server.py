@@ -152,9 +152,14 @@ class MavlinkServer:
                 await asyncio.sleep(0.01)
 
     async def _heartbeats(self) -> None:
+        """HEARTBEAT at 1 Hz of wall time from the moment the ports are bound: before the graph is discovered, before
+        /clock, while paused (a client finds the autopilot at once; it is armable once the heartbeat says STANDBY)."""
         while True:
             for autopilot in self.autopilots:
-                autopilot.heartbeat()
+                try:
+                    autopilot.heartbeat()
+                except Exception as error:  # one vehicle's failure must not silence the others, nor the next round
+                    self.logger.warning(f"MAVLink heartbeat failed: {type(error).__name__}: {error}")
             await asyncio.sleep(1.0)
 
     async def close(self) -> None:
