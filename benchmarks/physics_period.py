@@ -9,7 +9,7 @@ the odometry and the ground-truth IMU: the shared odometry reader and the IMU no
 thread runs the node's period itself, the parts timed with the thread's CPU clock:
 
 - ``command in``: a motor command published raw (as the flight controller does), then the node's lockstep look
-  (``_lockstep_ready``: the wait set, the take, the decoding, the gate) and ``_apply_inputs``;
+  (``LockstepWait.ready``: the wait set, the take, the decoding, the gate) and ``_apply_inputs``;
 - ``step``: ``PhysicsWorld.step`` of one period (4 steps of 1 ms);
 - ``state out``: ``_publish_state`` (ground truth, encoded and published: clock, wind, odometry, IMU, rotors);
 - ``period``: the three in a row. The commands alternate every simulated second between a climb and a sink, so
@@ -78,7 +78,7 @@ def measure(rounds: int, periods: int) -> dict[str, float]:
 
     def command_in(k: int) -> None:
         send(climb if (k // 250) % 2 == 0 else sink)
-        while not physics._lockstep_ready():
+        while not physics.lockstep_wait.ready():
             pass
         physics._apply_inputs()
 

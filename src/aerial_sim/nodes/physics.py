@@ -61,7 +61,6 @@ from dataclasses import replace
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.duration import Duration
-from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 
@@ -69,6 +68,7 @@ from aerial_sim.cdr.encode import encode_battery_state_of, encode_clock, encode_
 from aerial_sim.nodes._physics.control import SimulationControl
 from aerial_sim.nodes._physics.inputs import VehicleChannel, Wakeup
 from aerial_sim.nodes._physics.lockstep import LockstepOutputs
+from aerial_sim.nodes._physics.lockstep_wait import LockstepWait
 from aerial_sim.nodes._physics.params import PhysicsNodeParams
 from aerial_sim.nodes._physics.start_gate import await_start_gate
 from aerial_sim.nodes._physics.publishing import (
@@ -100,10 +100,6 @@ class SimulationDiverged(RuntimeError):
 
 
 class PhysicsNode(Node):
-    #: Lockstep: the most periods in a row released on the participants' outputs known, without taking
-    #: the new ones (:meth:`_lockstep_ready`).
-    TAKE_PERIODS = 16
-
     def __init__(self):
         super().__init__("physics")
         self.params = self._with_airsim_spawns(declare_params(self, PhysicsNodeParams).with_fleet())
@@ -111,7 +107,7 @@ class PhysicsNode(Node):
         process.stop_point()  # a stop asked while the world was built ends the start here (process.stop_point)
         self.inputs_lock = threading.Lock()
         self.command_arrived = Wakeup(self.context if self.params.lockstep else None)
-        # Lockstep: the simulation thread takes the motor commands itself (_wait_for_lockstep_inputs).
+        # Lockstep: the simulation thread takes the motor commands itself (LockstepWait.ready).
         self.command_reader = unspun_reader_node(self, "commands") if self.params.lockstep else None
         self.lockstep_outputs: LockstepOutputs | None = None
         self.clock_pub = self.create_publisher(Clock, "/clock", stream_qos(self.params.lockstep))
@@ -130,15 +126,12 @@ class PhysicsNode(Node):
         self.control = SimulationControl(self)  # /physics/pause, reset, restart, add_vehicle, continue_for, wind
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", COMMAND_QOS)
         self.swarm = SwarmOutputs(self)
-        self._wrench_topics = frozenset(vehicle.wrench_topic for vehicle in self.vehicles)
+        self.lockstep_wait: LockstepWait | None = None  # lockstep: when the next period may be stepped
         if self.params.lockstep:
             self.lockstep_outputs = LockstepOutputs(self)
+            self.lockstep_wait = LockstepWait(self)
         process.stop_point()  # the last one before the simulation thread starts
         self._published_at = time.monotonic()
-        self._lockstep_wait_s = 0.05
-        self._wait_set = None  # lockstep: (participant topics read, (handles, WaitSet): all, commands only)
-        self._periods_untaken = 0  # lockstep: periods released on the outputs known, without taking (_lockstep_ready)
-        self._command_reader_cache = None  # lockstep: (subscriptions, what _command_readers returns)
         self.periods_done = 0
         self.exit_code = 0
         self.done = False  # set by the simulation thread when it cannot go on
@@ -231,7 +224,7 @@ class PhysicsNode(Node):
         period_s = params.steps_per_period / params.rate_hz
         await_start_gate(self)
         if params.lockstep:
-            self._await_settled_subscribers()
+            self.lockstep_wait.await_settled_subscribers()
         wall_start = time.monotonic()
         self._publish_state()
         waiting_since = time.monotonic()
@@ -257,14 +250,14 @@ class PhysicsNode(Node):
                     self._publish_state()
                     waiting_since = time.monotonic()
                     continue
-                if not self._lockstep_ready():
+                if not self.lockstep_wait.ready():
                     if time.monotonic() - self._published_at > 0.5:
                         # Re-send this period's state: a controller or sensor that joined late (DDS
                         # discovery) must still get it. Each answers a stamp once.
                         self._publish_state()
                     if time.monotonic() - waiting_since > 5.0:
                         self.get_logger().info(f"lockstep: waiting at t = {self.world.time_s:.3f} s for "
-                                               f"{self._lockstep_awaited()}", throttle_duration_sec=5.0)
+                                               f"{self.lockstep_wait.awaited()}", throttle_duration_sec=5.0)
                     continue
                 waiting_since = time.monotonic()
             elif params.clock_speed > 0:
@@ -286,189 +279,9 @@ class PhysicsNode(Node):
             self.swarm.collect_collisions()
             self._publish_state()
 
-    def _await_settled_subscribers(self) -> None:
-        """Lockstep: hold the first step until the graph's subscribers to /clock and ground truth (at
-        least one; a fleet's processes with the swarm link read ``/swarm/state`` instead), and every
-        topic's publisher and subscriber counts, have stopped changing for ``lockstep_settle_s`` and
-        every known lockstep participant is being read (wall time; at most ``lockstep_settle_max_s``).
-
-        Lockstep paces the clock by the controllers alone. A sensor or recorder that joins after
-        the first steps misses them, and its noise stream and bag then start elsewhere than in
-        another run of the same inputs; waiting for the graph to be complete keeps runs identical.
-        """
-        params = self.params
-        publishers = [self.clock_pub] + [p for v in self.vehicles for p in (v.odom_pub, v.imu_pub, v.rotors_pub)]
-        if self.swarm.many:
-            # With the swarm link nobody reads /clock or a vehicle's ground truth (the nodes take their time
-            # from their input's stamps): without /swarm/state here, "at least one" never held and every
-            # such fleet waited the whole lockstep_settle_max_s (20 s) before its first step.
-            publishers.append(self.swarm.state_pub)
-        start = changed = time.monotonic()
-        counts = last_graph = None
-        while not self._stop.is_set() and self.context.ok():
-            now = time.monotonic()
-            current = [p.get_subscription_count() for p in publishers]
-            graph = self._graph_snapshot()
-            if (current, graph) != (counts, last_graph):
-                counts, last_graph, changed = current, graph, now
-            # Nobody yet is no graph yet: DDS discovery can take longer than lockstep_settle_s.
-            settled = (now - changed >= params.lockstep_settle_s and any(current)
-                       and self.lockstep_outputs.all_armed())
-            if settled or now - start >= params.lockstep_settle_max_s:
-                break
-            # No state yet: a participant answers t = 0 once, and only a reader already there hears it.
-            time.sleep(0.05)
-        participants = " ".join(p.topic for p in self.lockstep_outputs.gate.participants()) or "none"
-        swarm = f" and {counts[-1]} to /swarm/state" if counts and self.swarm.many else ""
-        self.get_logger().info(f"lockstep: starting with {counts[1] if counts else 0} subscribers to ground truth"
-                               f"{swarm} after {time.monotonic() - start:.1f} s; participants: {participants}")
-        self.lockstep_outputs.started = True
-
-    def _graph_snapshot(self) -> list[tuple[str, int, int]]:
-        """Every topic in the graph with its publisher and subscriber counts.
-
-        Lockstep starts once this stops changing too: nodes that subscribe to each other's outputs
-        (depth noise to the camera, the recorder to every topic it discovers) must be connected
-        before the first outputs go out, or one run's bag starts with frames another run's lacks.
-        """
-        return sorted((name, self.count_publishers(name), self.count_subscribers(name))
-                      for name, _ in self.get_topic_names_and_types())
-
-    def _lockstep_ready(self) -> bool:
-        """Lockstep: true once every vehicle has a new command for this period and every
-        participant has produced its output for the last due time up to now.
-
-        A command or an output wakes this thread through the middleware (:meth:`_wait_for_lockstep_inputs`),
-        and it takes both here; while a participant holds the clock it also looks every
-        ``LockstepOutputs.POLL_S``."""
-        with self.inputs_lock:
-            commands_only = any(v.pending_controls is None for v in self.vehicles)
-        ready = self._wait_for_lockstep_inputs(self._lockstep_wait_s, commands_only)
-        self.command_arrived.clear()  # before looking: whatever arrives from now on wakes the next wait
-        self._take_commands(ready)
-        with self.inputs_lock:
-            commands = all(v.pending_controls is not None for v in self.vehicles)
-        if not commands:
-            self._lockstep_wait_s = 0.05
-            return False
-        # The outputs are taken only when those known so far hold the clock: stamps only grow, so what
-        # releases the clock now also releases it after taking, and with the participants some lockstep_slack_s
-        # behind, most periods need no take at all (about ten takes a period otherwise, half of them empty).
-        # A wait that woke on outputs takes them (or they would end every wait at once), and at least every
-        # TAKE_PERIODS periods the queues are emptied all the same (the end-of-run marker, bounded queues).
-        awaited_ns = self._awaited_clock_ns()
-        holdups = self.lockstep_outputs.holdups_from_known(awaited_ns)
-        if holdups or not commands_only or self._periods_untaken >= self.TAKE_PERIODS:
-            # A wait for the commands alone did not look at the outputs: take from every participant's topic.
-            self.lockstep_outputs.take_arrived(None if commands_only else ready)
-            self._periods_untaken = 0
-            holdups = self.lockstep_outputs.holdups_from_known(awaited_ns)
-        else:
-            self._periods_untaken += 1
-        feedback = self._feedback_holdups()
-        if (holdups or feedback) and self.lockstep_outputs.started and self.lockstep_outputs.drop_overdue(awaited_ns, feedback):
-            holdups, feedback = self.lockstep_outputs.holdups(awaited_ns), self._feedback_holdups()
-        held = bool(holdups or feedback)
-        if held and (ended := self.lockstep_outputs.end_reached(holdups)):
-            self.get_logger().info(ended)
-            self._publish_status(DiagnosticStatus.OK, "physics: lockstep", ended)
-        self._lockstep_wait_s = LockstepOutputs.POLL_S if held else 0.05
-        return not held and not self._stop.is_set()
-
-    def _wait_for_lockstep_inputs(self, timeout_s: float, commands_only: bool = False) -> set[int] | None:
-        """Block until a motor command or a participant's output is waiting, or anything else wakes
-        the simulation (:class:`Wakeup`), at most ``timeout_s``. The middleware wakes this thread
-        directly: no executor callback and no handing over between threads on the critical path of
-        every period (physics publishes, the controller answers, physics steps).
-
-        ``commands_only``: while a vehicle's command for this period is missing, the outputs cannot
-        release the clock, so only the commands (and the wake-up) end the wait: a sensor's output
-        arriving before the controller's answer no longer wakes this thread for nothing (issue 34:
-        nearly one such wake-up a period, about 0.2 ms of CPU each).
-
-        Returns the subscriptions (``handle.pointer``) that hold a message, so only those are taken
-        from (some ten empty takes a period otherwise); None where the middleware could not say (take
-        from all). One that receives after the wait is taken after the next, which returns at once."""
-        outputs = len(self.lockstep_outputs.taken)
-        if self._wait_set is None or self._wait_set[0] != outputs:  # a participant's topic joined
-            commands = [v.command_subscription.handle for v in self.vehicles]
-            if self.swarm.commands_subscription is not None:
-                commands.append(self.swarm.commands_subscription.handle)
-            handles = commands + [s.handle for s in self.lockstep_outputs.taken.values()]
-            self._wait_set = (outputs, (handles, self._new_wait_set(len(handles))),
-                              (commands, self._new_wait_set(len(commands))))
-        handles, wait_set = self._wait_set[2 if commands_only else 1]
-        try:
-            wait_set.clear_entities()
-            for handle in handles:
-                wait_set.add_subscription(handle)
-            wait_set.add_guard_condition(self.command_arrived.guard)
-            wait_set.wait(int(timeout_s * 1e9))
-            return set(wait_set.get_ready_entities("subscription"))
-        except Exception:  # noqa: BLE001 - the context is going away: the loop's own checks end it
-            time.sleep(min(timeout_s, 0.01))
-            return None
-
-    def _new_wait_set(self, subscriptions: int):
-        return _rclpy.WaitSet(subscriptions, 1, 0, 0, 0, 0, self.context.handle)
-
-    def _take_commands(self, ready: set[int] | None = None) -> None:
-        """Lockstep: hand every motor command waiting to its vehicle (simulation thread). A message
-        that is no Float64MultiArray, or an unusable row, is dropped with one line, as InputGuard would.
-        ``ready``: only these subscriptions (``handle.pointer``) hold messages (None: try every one)."""
-        for handle, pointer, message_type, on_bytes, topic in self._command_readers():
-            if ready is not None and pointer not in ready:
-                continue
-            while True:  # take_raw's take, without two calls and three properties per message
-                try:
-                    with handle:
-                        taken = handle.take_message(message_type, True)
-                except Exception:  # noqa: BLE001 - destroyed while stopping, or a middleware error: nothing to take
-                    taken = None
-                if taken is None:
-                    break
-                try:
-                    on_bytes(taken[0])
-                except Exception as error:  # noqa: BLE001 - no message may stop the simulation
-                    self.get_logger().warning(f"{topic}: message dropped "
-                                              f"(Float64MultiArray: {type(error).__name__}: {error})",
-                                              throttle_duration_sec=2.0)
-
-    def _command_readers(self) -> list[tuple]:
-        """(handle, its pointer, message type, handler, topic) of each motor-command subscription, looked
-        up once (every lockstep period takes from them; each is a Python property)."""
-        if self._command_reader_cache is None or self._command_reader_cache[0] != len(self.vehicles):
-            subscriptions = [(v.command_subscription, v.on_motor_commands) for v in self.vehicles]
-            if self.swarm.commands_subscription is not None:
-                subscriptions.append((self.swarm.commands_subscription, self.swarm.on_commands))
-            self._command_reader_cache = (len(self.vehicles), [
-                (s.handle, s.handle.pointer, s.msg_type, on_bytes, s.topic_name) for s, on_bytes in subscriptions])
-        return self._command_reader_cache[1]
-
-    def _lockstep_awaited(self) -> str:
-        """Who lockstep is waiting for, for the log."""
-        with self.inputs_lock:
-            waiting = [f"/{v.name}/motor_commands" for v in self.vehicles if v.pending_controls is None]
-        waiting += [holdup.describe() + self.lockstep_outputs.why_silent(holdup.participant.topic)
-                    for holdup in self.lockstep_outputs.holdups(self._awaited_clock_ns()) + self._feedback_holdups()]
-        return ", ".join(waiting) or "nothing (released)"
-
-    def _clock_ns(self) -> int:
+    def clock_ns(self) -> int:
+        """The simulation clock in integer nanoseconds (the stamps of everything this node publishes)."""
         return int(round(self.world.time_s * 1e9))
-
-    def _feedback_holdups(self) -> list:
-        """Lockstep: the participants whose output this node applies to the next step (each vehicle's
-        ``rotor_drag/wrench``) that have not answered the state just sent. They are awaited at the clock
-        itself, not ``lockstep_slack_s`` behind as the sensors are: the step then applies the wrench of its
-        own state in every run. (With the slack, the step applied whichever wrench had arrived: two runs with
-        rotor drag recorded different flights.) No wrench can be newer than that state's: the next state is
-        sent after the step. A rotor drag node that leaves, or stays silent past ``lockstep_timeout_s``, is
-        dropped from the participants like any other and holds nothing."""
-        return self.lockstep_outputs.holdups_of(self._clock_ns(), self._wrench_topics)
-
-    def _awaited_clock_ns(self) -> int:
-        """The clock the participants' outputs must have caught up with: ``lockstep_slack_s`` behind."""
-        return self._clock_ns() - int(round(self.params.lockstep_slack_s * 1e9))
 
     def _apply_inputs(self) -> None:
         self._apply_world_edits()
@@ -543,7 +356,7 @@ class PhysicsNode(Node):
         the same in every run (:mod:`aerial_sim.recording.send_clock`). It costs one small message's
         latency a period."""
         self._published_at = time.monotonic()
-        stamp_ns = self._clock_ns()
+        stamp_ns = self.clock_ns()
         if self.params.lockstep:
             self.send_clock(encode_clock(stamp_ns))
         # The message stamp only where one is built (collisions, TF, battery): to_stamp's rclpy Time was a

@@ -152,7 +152,7 @@ class SimulationControl:
             world.restart(wind_field)
             node.periods_done = 0
             if node.params.lockstep:
-                node._take_commands()  # answers to the run before's last state: dropped below
+                node.lockstep_wait.take_commands()  # answers to the run before's last state: dropped below
             for vehicle in node.vehicles:
                 vehicle.pending_controls, vehicle.wrench = None, None
             if node.lockstep_outputs is not None:

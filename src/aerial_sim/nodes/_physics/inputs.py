@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # annotations only: that module imports this one
 class Wakeup(threading.Event):
     """The simulation thread's wake-up (a command, a world edit, a pause, a participant armed...). In
     lockstep it also triggers a guard condition, so the thread's wait on the middleware
-    (:meth:`PhysicsNode._wait_for_lockstep_inputs`) ends for it too."""
+    (:meth:`LockstepWait.ready`) ends for it too."""
 
     def __init__(self, context=None):
         super().__init__()
@@ -119,7 +119,7 @@ class VehicleChannel:
     def on_motor_commands(self, data: bytes) -> None:
         """Raw: decoding the values alone costs a fraction of rclpy's message (on every lockstep period's
         critical path); bytes that are no Float64MultiArray raise ValueError, which InputGuard reports (in
-        lockstep :meth:`PhysicsNode._take_commands`). A message laid out as the last one (the same length
+        lockstep :meth:`LockstepWait.take_commands`). A message laid out as the last one (the same length
         and the same bytes before its values: :class:`CommandLayout`) has its values read in one unpack."""
         layout = self._command_layout
         if layout is not None and len(data) == layout.size and data.startswith(layout.prefix):

@@ -131,7 +131,7 @@ class LockstepOutputs:
     def from_before_restart(self, stamp_ns: int) -> bool:
         """An output stamped after the clock (by more than the stamps' rounding) was made in the run before
         a ``/physics/restart``: no output of this run can be, it answers a state already published."""
-        return stamp_ns > self.node._clock_ns() + STAMP_TOLERANCE_NS
+        return stamp_ns > self.node.clock_ns() + STAMP_TOLERANCE_NS
 
     def holdups(self, clock_ns: int):
         return self.gate.holdups(clock_ns)
@@ -294,7 +294,7 @@ class LockstepOutputs:
         for participant in participants:
             subscription = self.subscriptions.get(participant.topic)
             if subscription is not None and not self.gate.armed(participant.topic) and subscription.get_publisher_count():
-                self.gate.arm(participant.topic, self.node._clock_ns() if self.started else -1)
+                self.gate.arm(participant.topic, self.node.clock_ns() if self.started else -1)
                 self.node.command_arrived.set()
 
     def subscribe(self, topic: str, type_name: str, publishers):

@@ -98,7 +98,7 @@ class SwarmOutputs:
         timings = []
         for _ in range(self.PROBE_PUBLICATIONS):  # the t = 0 state, while the node is still being built
             start = time.thread_time()
-            node._publish_ground_truth(stamp, node._clock_ns(), node.vehicles, unread_too=True)
+            node._publish_ground_truth(stamp, node.clock_ns(), node.vehicles, unread_too=True)
             timings.append(time.thread_time() - start)
         publish_s = min(timings) / len(node.vehicles)  # per vehicle-message set
         budget = params.cpu_budget / params.clock_speed if params.clock_speed > 0 else math.inf
