@@ -10,8 +10,9 @@ window of steps (the physics node's control period, at most
    meets a collider's bounding box (the ground plane included) are *near*, and
    pairs of vehicles whose spheres meet are *coupled*; a grid keeps this near-linear
    in the number of vehicles;
-2. every other vehicle flies the whole window in the compiled contact-free step
-   (:func:`~aerial_sim.physics.batch_kernels.advance_free`), in one call;
+2. every other vehicle flies the whole window in the compiled contact-free step, in one call
+   (:func:`~aerial_sim.physics.batch_kernels.advance_free_lanes`: 16 vehicles per SIMD loop, the same
+   bits as :func:`~aerial_sim.physics.batch_kernels.advance_free`, which takes the vehicles it cannot);
 3. near vehicles step through their own ``RigidBody.advance`` (the scalar reference,
    with its ground and scene contacts and sleeping at rest), and coupled vehicles
    step one step at a time in lockstep, each step followed by the box-box test and
@@ -89,6 +90,10 @@ MAX_RECORDS = 10000
 #: agreement test: both give the same states and records).
 NARROW_PREFILTER = True
 PREFILTER_MARGIN_M = 1e-6
+#: Free flight through :func:`~aerial_sim.physics.batch_kernels.advance_free_lanes` (the step vectorised
+#: across vehicles, the same bits); False: :func:`~aerial_sim.physics.batch_kernels.advance_free` alone,
+#: one vehicle after another (kept for the agreement test).
+VECTOR_STEP = True
 #: Slack of the sweep spheres that decide, window by window, which of a plan's close pairs must step
 #: one step at a time (m; the plan's own is :data:`SWEEP_SLACK_M` over :data:`PLAN_STEPS`).
 WINDOW_SLACK_M = 0.01
@@ -373,12 +378,16 @@ class BatchedBodies:
             return
         self.steps_left[indices] = steps
         self.stale[indices] = True
+        step = kernels.advance_free_lanes if VECTOR_STEP else None  # first the whole window, vectorised
         while True:
-            stopped = kernels.advance_free(
-                indices, self.steps_left, self.state, self.const, self.rotor_const, self.commands, self.filtered,
-                self.rotor_count, self._wind, self._gravity, self.dt, self.environment.params.density_band_m,
-                self.stop_up,
-            )
+            arguments = (self.steps_left, self.state, self.const, self.rotor_const, self.commands, self.filtered,
+                         self.rotor_count, self._wind, self._gravity, self.dt, self.environment.params.density_band_m,
+                         self.stop_up)
+            if step is not None:
+                stopped = step(indices, steps, *arguments)
+                step = None
+            else:
+                stopped = kernels.advance_free(indices, *arguments)
             if not stopped:
                 return
             indices = indices[self.steps_left[indices] > 0]

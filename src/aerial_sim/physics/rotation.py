@@ -172,6 +172,15 @@ COS_2, COS_4, COS_6, COS_8 = 1.0 / 2.0, 1.0 / 24.0, 1.0 / 720.0, 1.0 / 40320.0
 SINC_2, SINC_4, SINC_6, SINC_8 = 1.0 / 6.0, 1.0 / 120.0, 1.0 / 5040.0, 1.0 / 362880.0
 
 
+def half_angle_polynomial(x2, dt):
+    """The series branch of :func:`half_angle_series`: ``cos(x)`` and ``sin(x) / rate`` from
+    ``x2 = x^2 = rate^2 dt^2 / 4`` (valid for ``x <= SERIES_HALF_ANGLE``). The batched physics'
+    vectorised step calls it for every vehicle and falls back to the scalar step where it does not apply."""
+    cw = 1.0 - x2 * (COS_2 - x2 * (COS_4 - x2 * (COS_6 - x2 * COS_8)))
+    sinc = 1.0 - x2 * (SINC_2 - x2 * (SINC_4 - x2 * (SINC_6 - x2 * SINC_8)))
+    return cw, sinc * (0.5 * dt)
+
+
 def half_angle_series(rate_squared, dt):
     """``cos(x)`` and ``sin(x) / rate`` for the half-angle ``x = rate dt / 2`` of one step's rotation,
     from the squared body rate.
@@ -190,9 +199,7 @@ def half_angle_series(rate_squared, dt):
     """
     x2 = rate_squared * (0.25 * dt * dt)
     if x2 <= SERIES_HALF_ANGLE * SERIES_HALF_ANGLE:
-        cw = 1.0 - x2 * (COS_2 - x2 * (COS_4 - x2 * (COS_6 - x2 * COS_8)))
-        sinc = 1.0 - x2 * (SINC_2 - x2 * (SINC_4 - x2 * (SINC_6 - x2 * SINC_8)))
-        return cw, sinc * (0.5 * dt)
+        return half_angle_polynomial(x2, dt)
     rate = math.sqrt(rate_squared)
     x = 0.5 * rate * dt
     return math.cos(x), math.sin(x) / rate
