@@ -3,6 +3,7 @@ process for the graph, 1 and 2 workers, side by side.
 
     tools/dev.sh bench batch [--runs 6 | --runs-per-worker 3] [--workers 1 2] [--modes cold warm] [--layouts processes one]
                              [--mission hop_1m] [--scene empty] [--camera] [--pin] [--plots] [--keep DIR] [--no-record]
+                             [--before DIR] [--repeat N] [--threads]
 
 Each configuration (mode x workers) runs the same sweep: ``--runs`` seeds of the mission (the smoke
 sweep's by default: ``hop_1m`` in the empty scene, IMU, barometer, magnetometer, GPS, recording,
@@ -28,6 +29,11 @@ For each it prints:
 - warm: the overhead between two runs in a graph (landing to the next run's un-pause answered).
 
 With ``--pin`` every run (warm: every graph) is held to one core of its own (``run.pin_cpus``).
+``--repeat N`` runs every configuration (and ``--before``'s) N times in turn and prints each one's batches, mean and
+range: on the 2-core machine one batch's flight figure moves by 10-20 % from the next. ``--threads`` reads each run's
+flight thread by thread (``_flight_threads``: CPU, time runnable but waiting for a CPU, context switches a period,
+at the flight's start and landing) and runs a speed probe (a fixed piece of Python every 0.1 s in this process,
+its thread CPU: what a CPU second buys right now).
 ROS domain ids come from ``AERIAL_SIM_DOMAIN_RANGE`` (default 1-101). Writes ``doc/results/batch.json``
 unless ``--no-record``.
 """
@@ -71,7 +77,7 @@ def write_sweep(folder: Path, runs: int, mission: str, scene: str, camera: bool,
     return path
 
 
-def measure(sweep_path: Path, out: Path, workers: int, mode: str) -> dict:
+def measure(sweep_path: Path, out: Path, workers: int, mode: str, threads: bool = False) -> dict:
     from aerial_sim.batch.manifest import read_manifest
     from aerial_sim.batch.orchestrate import run_batch
     from aerial_sim.batch.sweep import load_sweep
@@ -79,9 +85,16 @@ def measure(sweep_path: Path, out: Path, workers: int, mode: str) -> dict:
     import resource
 
     sweep = load_sweep(sweep_path)
+    import _flight_threads
+
+    if threads:
+        _flight_threads.install()
+        probe = _flight_threads.start_probe()
     started, own = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
     outcome = run_batch(sweep, out, workers=workers, progress=False)
     wall = time.monotonic() - started
+    if threads:
+        probe.set()
     now = resource.getrusage(resource.RUSAGE_SELF)
     batch_cpu_s = (now.ru_utime + now.ru_stime) - (own.ru_utime + own.ru_stime)
     rows = [r for r in read_manifest(out / "manifest.csv") if r["status"] == "ok"]
@@ -107,6 +120,7 @@ def measure(sweep_path: Path, out: Path, workers: int, mode: str) -> dict:
         "stop_cpu_s": max(outcome.cpu_s - sum(float(e.get("cpu_s") or 0.0) for e in entries), 0.0),
         # the batch process itself (its workers' watching, the kept processes' feeding, summary.png): in no run's figure
         "batch_cpu_s": batch_cpu_s,
+        **({"flights": _flight_threads.per_run(out, entries)} if threads else {}),
     }
 
 
@@ -146,7 +160,40 @@ def print_split(results: list[dict]) -> None:
                   f"{r['batch_cpu_s']:.2f} CPU s" + (f" ({r['batch_cpu_s'] / sim:.3f} per sim s)" if sim else ""))
 
 
-def measure_before(checkout: Path, root: Path, runs: int, options, workers: int, mode: str, layout: str) -> dict:
+def print_flights(results: list[dict]) -> None:
+    """``--threads``: each configuration's flights per thread (its warm runs over every repeat; first runs apart)."""
+    import _flight_threads
+
+    groups: dict[tuple, list[dict]] = {}
+    for r in results:
+        if r.get("flights") is not None:
+            groups.setdefault((r["mode"], r["workers"]), []).extend(r["flights"])
+    for (mode, workers), flights in groups.items():
+        for warm in (True, False):
+            runs = [f for f in flights if f["warm"] == warm]
+            if runs:
+                print(f"\n{mode}, {workers} worker(s), {'warm runs' if warm else 'first runs'}: the flight by thread")
+                print("\n".join(_flight_threads.summary(runs)))
+
+
+def print_repeats(results: list[dict]) -> None:
+    """``--repeat``: each configuration's batches in turn, their flight and all-in figures, mean and range."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in results:
+        groups.setdefault((r["mode"], r["workers"]), []).append(r)
+    if all(len(g) < 2 for g in groups.values()):
+        return
+    print("\nCPU s per simulated s, batch by batch (in turn):")
+    for (mode, workers), group in groups.items():
+        def line(key):
+            values = [r[key] for r in group]
+            return (f"{statistics.mean(values):.3f} ({min(values):.3f}-{max(values):.3f}: "
+                    f"{' '.join(f'{v:.3f}' for v in values)})")
+        print(f"  {mode:>22}, {workers} worker(s): flight {line('flight_per_sim_s')}; all in {line('cpu_per_sim_s')}")
+
+
+def measure_before(checkout: Path, root: Path, runs: int, options, workers: int, mode: str, layout: str,
+                   keep: str = "before") -> dict:
     """One configuration with ``checkout``'s sources (this file run again, in a process of its own whose
     runs inherit its ``src`` first on ``PYTHONPATH``); its mode is named ``before: <mode> <layout>``."""
     import subprocess
@@ -157,8 +204,9 @@ def measure_before(checkout: Path, root: Path, runs: int, options, workers: int,
                        PYTHONPATH=os.pathsep.join([str(src)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     command = [sys.executable, str(Path(__file__).resolve()), "--runs", str(runs), "--workers", str(workers),
                "--modes", mode, "--layouts", layout, "--mission", options.mission, "--scene", options.scene,
-               "--no-record", "--json", str(out), "--keep", str(root / "before")]
+               "--no-record", "--json", str(out), "--keep", str(root / keep)]
     command += ["--camera"] * options.camera + ["--pin"] * options.pin + ["--plots"] * options.plots
+    command += ["--threads"] * options.threads
     out.unlink(missing_ok=True)
     subprocess.run(command, env=environment, stdout=subprocess.DEVNULL, check=False)
     result = json.loads(out.read_text())["results"][0]
@@ -232,6 +280,11 @@ def main() -> int:
     parser.add_argument("--pin", action="store_true", help="each run on one core of its own (run.pin_cpus)")
     parser.add_argument("--plots", action="store_true",
                         help="every run's PNG plots (run.plots: true); otherwise each checkout's default")
+    parser.add_argument("--threads", action="store_true",
+                        help="each run's flight per thread: CPU, run-queue wait, context switches (/proc, at the "
+                             "flight's start and landing)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="every configuration (and --before's) this many times, in turn; then each one's mean and range")
     parser.add_argument("--keep", type=Path, default=None, help="keep the batch folders here")
     parser.add_argument("--no-record", action="store_true", help="do not write doc/results/batch.json")
     parser.add_argument("--json", type=Path, default=None,
@@ -249,6 +302,8 @@ def main() -> int:
         print_table(document["results"])
         print_ratios(document["results"])
         print_split(document["results"])
+        print_flights(document["results"])
+        print_repeats(document["results"])
         return 0
 
     count = f"{options.runs}" if options.runs_per_worker is None else f"{options.runs_per_worker} per worker:"
@@ -259,25 +314,30 @@ def main() -> int:
         root = options.keep or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
         results = []
-        for workers in options.workers:
-            for mode in options.modes:
-                for layout in options.layouts:
-                    runs = options.runs if options.runs_per_worker is None else options.runs_per_worker * workers
-                    sweep = write_sweep(root, runs, options.mission, options.scene, options.camera, options.pin,
-                                        mode == "warm", layout == "one", options.plots)
-                    name = f"{mode} {layout}"
-                    print(f"{name}: {runs} x {options.mission} with {workers} worker(s)... (load average "
-                          f"{os.getloadavg()[0]:.1f})", flush=True)
-                    if options.before is not None:
-                        results.append(measure_before(options.before, root, runs, options, workers, mode, layout))
-                    results.append(measure(sweep, root / f"{mode}_{layout}_{workers}", workers, name))
-                    if options.json is not None:
-                        options.json.write_text(json.dumps({"what": what, "cores": os.cpu_count(),
-                                                            "load": os.getloadavg()[0], "results": results}, indent=1))
+        for repeat in range(1, options.repeat + 1):
+            for workers in options.workers:
+                for mode in options.modes:
+                    for layout in options.layouts:
+                        runs = options.runs if options.runs_per_worker is None else options.runs_per_worker * workers
+                        sweep = write_sweep(root, runs, options.mission, options.scene, options.camera, options.pin,
+                                            mode == "warm", layout == "one", options.plots)
+                        name = f"{mode} {layout}"
+                        folder = f"{mode}_{layout}_{workers}" + (f"_{repeat}" if options.repeat > 1 else "")
+                        print(f"{name}: {runs} x {options.mission} with {workers} worker(s)... (load average "
+                              f"{os.getloadavg()[0]:.1f})", flush=True)
+                        if options.before is not None:
+                            results.append(measure_before(options.before, root, runs, options, workers, mode, layout,
+                                                          f"before_{folder}"))
+                        results.append(measure(sweep, root / folder, workers, name, options.threads))
+                        if options.json is not None:
+                            options.json.write_text(json.dumps({"what": what, "cores": os.cpu_count(),
+                                                                "load": os.getloadavg()[0], "results": results}, indent=1))
     print(f"\nsweep: {what}; {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at the end")
     rows = print_table(results)
     print_ratios(results)
     print_split(results)
+    print_flights(results)
+    print_repeats(results)
     if not options.no_record:
         command = "tools/dev.sh bench batch" + " ".join(
             [""] + [f"--runs {options.runs}"] * (options.runs != 6 and options.runs_per_worker is None)
