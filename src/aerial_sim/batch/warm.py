@@ -388,6 +388,11 @@ class WarmWorker:
             done("new bag")
             client.trigger("/physics/restart")
             done("restart")
+            # The flight's CPU is read before the un-pause is asked for, while the graph is still paused: the
+            # answer comes from the executor the flight keeps busy, so read after it the flight had begun.
+            flight = _FlightCpu(graph.launcher.pid, folder, periodic=False)
+            flight.marker = graph.marker
+            flight.begin()
             client.set_bool("/physics/pause", False)
             done("un-pause")
         except GraphCallError as error:
@@ -399,9 +404,6 @@ class WarmWorker:
         with open(log_path, "a", encoding="utf-8") as log:
             log.write(f"# warm start {overhead_s:.3f} s after the landing before (pause {graph.closing_s:.3f} s, "
                       f"then s: {', '.join(steps)})\n")
-        flight = _FlightCpu(graph.launcher.pid, folder, periodic=False)
-        flight.marker = graph.marker
-        flight.begin()
         attempt = self._watch(graph, folder, log_path, offset, flight)
         attempt.launched_at = launched_at
         attempt.wall_s = time.monotonic() - began
