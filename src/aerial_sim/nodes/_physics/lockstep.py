@@ -19,7 +19,7 @@ from aerial_sim.physics.lockstep import (DROPPED_MARKER, KEY_VARIABLE, STAMP_TOL
                                          split_signature)
 from aerial_sim.nodes.ros.lockstep import (END_OF_RUN_FRAME, END_OF_RUN_TEXT, LOCKSTEP_ANNOUNCEMENTS_QOS,
                                            LOCKSTEP_PARTICIPANTS_TOPIC)
-from aerial_sim.nodes.ros.raw_take import not_called, unspun_reader_node
+from aerial_sim.nodes.ros.raw_take import not_called, unspun_reader_node, waiting_cdr
 
 if TYPE_CHECKING:  # annotations only: that module imports this one
     from aerial_sim.nodes.physics import PhysicsNode
@@ -332,15 +332,7 @@ class LockstepOutputs:
         for topic, handle, pointer, message_type in self._readers[1]:
             if ready is not None and pointer not in ready:
                 continue
-            while True:  # take_raw's take, without two calls and two properties per message
-                try:
-                    with handle:
-                        taken = handle.take_message(message_type, True)
-                except Exception:  # noqa: BLE001 - destroyed while stopping, or a middleware error: nothing to take
-                    taken = None
-                if taken is None:
-                    break
-                cdr = taken[0]
+            for cdr in waiting_cdr(handle, message_type):
                 stamp_ns = cdr_header_stamp_ns(cdr)
                 if stamp_ns is None:
                     self.node.get_logger().warning(f"{topic}: {len(cdr)} bytes, too short for a header: dropped",

@@ -12,6 +12,7 @@ from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 
 from aerial_sim.nodes._physics.lockstep import LockstepOutputs
+from aerial_sim.nodes.ros.raw_take import waiting_cdr
 
 if TYPE_CHECKING:  # annotations only: that module imports this one
     from aerial_sim.nodes.physics import PhysicsNode
@@ -174,20 +175,13 @@ class LockstepWait:
         for handle, pointer, message_type, on_bytes, topic in self._command_readers():
             if ready is not None and pointer not in ready:
                 continue
-            while True:  # take_raw's take, without two calls and three properties per message
+            for cdr in waiting_cdr(handle, message_type):
                 try:
-                    with handle:
-                        taken = handle.take_message(message_type, True)
-                except Exception:  # noqa: BLE001 - destroyed while stopping, or a middleware error: nothing to take
-                    taken = None
-                if taken is None:
-                    break
-                try:
-                    on_bytes(taken[0])
+                    on_bytes(cdr)
                 except Exception as error:  # noqa: BLE001 - no message may stop the simulation
                     self.node.get_logger().warning(f"{topic}: message dropped "
-                                              f"(Float64MultiArray: {type(error).__name__}: {error})",
-                                              throttle_duration_sec=2.0)
+                                                   f"(Float64MultiArray: {type(error).__name__}: {error})",
+                                                   throttle_duration_sec=2.0)
 
     def _command_readers(self) -> list[tuple]:
         """(handle, its pointer, message type, handler, topic) of each motor-command subscription, looked

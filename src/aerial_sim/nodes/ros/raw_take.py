@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
@@ -33,6 +33,22 @@ def take_raw_with_info(subscription) -> tuple[bytes, dict] | None:
             return subscription.handle.take_message(subscription.msg_type, True)
     except Exception:  # noqa: BLE001 - destroyed while stopping, or a middleware error: nothing to take
         return None
+
+
+def waiting_cdr(handle, message_type) -> Iterator[bytes]:
+    """The CDR bytes of each message waiting on a raw subscription, oldest first, until none is left:
+    :func:`take_raw`'s take for loops run every period, given the subscription's ``handle`` and
+    ``msg_type`` looked up once (each is a Python property). A middleware error (the subscription
+    destroyed while stopping) ends it as an empty queue does."""
+    while True:
+        try:
+            with handle:
+                taken = handle.take_message(message_type, True)
+        except Exception:  # noqa: BLE001 - destroyed while stopping, or a middleware error: nothing to take
+            return
+        if taken is None:
+            return
+        yield taken[0]
 
 
 def not_called(_message) -> None:
