@@ -172,7 +172,8 @@ def print_flights(results: list[dict]) -> None:
         for warm in (True, False):
             runs = [f for f in flights if f["warm"] == warm]
             if runs:
-                print(f"\n{mode}, {workers} worker(s), {'warm runs' if warm else 'first runs'}: the flight by thread")
+                kind = "warm runs" if warm else "runs" if mode.removeprefix("before: ").startswith("cold") else "first runs"
+                print(f"\n{mode}, {workers} worker(s), {kind}: the flight by thread")
                 print("\n".join(_flight_threads.summary(runs)))
 
 
