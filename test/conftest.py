@@ -36,8 +36,8 @@ def private_domain_id() -> int:
     (:mod:`aerial_sim.batch.domains`: a flock per id, an id whose DDS ports another program has bound
     skipped), so no other test process on this host has it: not another xdist worker, nor another session
     (a CI run beside a developer's). It used to come from the pid or the xdist run id alone, and two sessions
-    that drew one id saw each other's graphs, and the MAVLink tests, whose UDP ports derive from it (20000 +
-    20 x id), each other's vehicles: a pymavlink script read the other graph's vehicle 3.75 m up after its
+    that drew one id saw each other's graphs, and the MAVLink tests, whose UDP ports derive from it
+    (:func:`private_udp_port`), each other's vehicles: a pymavlink script read the other graph's vehicle 3.75 m up after its
     own had landed. ``AERIAL_SIM_TEST_DOMAIN_ID`` chooses it instead (an xdist worker adds its index), held
     likewise when it is free; otherwise a free one in 1..50."""
     if _held_domain:
@@ -64,6 +64,26 @@ def private_domain_id() -> int:
         lease = DomainPool(TEST_DOMAINS).acquire(timeout_s=120)
     _held_domain.append(lease)
     return lease.domain_id
+
+
+#: How many UDP ports each test process has of its own (:func:`private_udp_port`).
+PRIVATE_UDP_PORTS = 20
+
+
+def private_udp_port(offset: int) -> int:
+    """UDP port ``offset`` (0..19) of this pytest process's own, for the MAVLink clients and servers and the SITL
+    bridges its tests start: the top 20 of its ROS domain's DDS ports (7400 + 250 x id + 230 ... 249,
+    :func:`aerial_sim.batch.domains.domain_ports`). Its domain lease already keeps every other test process,
+    session and batch run off that range (and found it unbound), and only the domain's own DDS participants
+    110 and up would bind those. They were 20000 + 20 x id + offset, which lies in the DDS ports of domains
+    50-54 (domain 52: 20400-20649), the very domains batch runs and spare graphs lease: a graph in domain 52
+    held 20411 (its participant 0's unicast port) when test_mavlink_fleet's MAVSDK client bound it
+    (``Connection failed: BIND_ERROR``, reproduced beside another session's graphs)."""
+    if not 0 <= offset < PRIVATE_UDP_PORTS:
+        raise ValueError(f"private UDP port offset must be in 0..{PRIVATE_UDP_PORTS - 1}, got {offset}")
+    from aerial_sim.batch.domains import domain_ports
+
+    return domain_ports(private_domain_id())[offset - PRIVATE_UDP_PORTS]
 
 
 os.environ["ROS_DOMAIN_ID"] = str(private_domain_id())

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import private_domain_id
+from conftest import private_udp_port
 
 PEERS = Path(__file__).parent / "data" / "mavlink"
 #: autopilot -> (the bridge's port argument, the line it logs once it serves, port offset in this test's range)
@@ -19,7 +19,7 @@ BRIDGES = {"px4": ("px4_port", "PX4 simulator interface", 16),
 
 def bridge_port(autopilot: str, second: bool = False) -> int:
     """The bridge's port in this test process's range (``second``: for a graph beside the first)."""
-    return 20000 + 20 * private_domain_id() + BRIDGES[autopilot][2] + (2 if second else 0)
+    return private_udp_port(BRIDGES[autopilot][2] + (2 if second else 0))
 
 
 def launch_bridge(launch, tmp_path, autopilot: str, *args: str, domain_id: int | None = None, port: int | None = None):

@@ -2,7 +2,7 @@
 link and MAVSDK (native 4.x binding, libmavsdk inside the wheel) on the offboard-API link.
 
 Launches ``sim.launch.yaml mavlink:=true`` (heavy optional nodes off) with the node's UDP ports moved
-off PX4's defaults to ports derived from this test's DDS domain, so parallel runs never collide. Each
+off PX4's defaults to ports inside this test's leased DDS domain's range, so parallel runs never collide. Each
 client runs in its own process (test/data/mavlink/) and prints what it saw as JSON lines.
 """
 
@@ -19,16 +19,31 @@ from pathlib import Path
 
 import pytest
 
-from conftest import private_domain_id, requires_ros
+from conftest import private_domain_id, private_udp_port, requires_ros
 
 DATA = Path(__file__).parent / "data" / "mavlink"
 pytestmark = [requires_ros, pytest.mark.ros]
 
 
 def ports() -> tuple[int, int]:
-    """(GCS, API) remote ports of this test process: 20000 + 20 x domain id (+0, +1)."""
-    base = 20000 + 20 * private_domain_id()
-    return base, base + 1
+    """(GCS, API) remote ports of this test process: its private UDP ports 0 and 1 (conftest.private_udp_port;
+    the other MAVLink tests add to them: acks 2-3, vehicle 5-6, fleet 10-13, the SITL bridges 15-18)."""
+    return private_udp_port(0), private_udp_port(1)
+
+
+def test_the_mavlink_tests_ports_lie_in_this_process_domain_and_no_other():
+    """Every port the MAVLink and SITL tests use (offsets 0-18 of conftest.private_udp_port) is one of this
+    process's leased domain's top 20 DDS ports, which no graph in another domain binds: they used to lie in
+    domains 50-54's, and a MAVSDK client found its port held by a graph in domain 52 (BIND_ERROR)."""
+    from aerial_sim.batch.domains import domain_ports
+    from sitl_bridges import bridge_port
+
+    own = list(domain_ports(private_domain_id()))[-20:]
+    used = [*ports(), bridge_port("px4"), bridge_port("px4", second=True), bridge_port("ardupilot"),
+            bridge_port("ardupilot", second=True)]
+    assert all(port in own for port in used), (used, own[0], own[-1])
+    with pytest.raises(ValueError, match="offset must be in 0..19"):
+        private_udp_port(20)
 
 
 def run_client(script: str, *args: str, timeout_s: float = 90) -> dict:
