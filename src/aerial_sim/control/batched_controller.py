@@ -26,7 +26,7 @@ import numpy as np
 from aerial_sim.control.controller import CascadedController, ControllerParams
 from aerial_sim.jit import njit
 
-#: Columns of the per-vehicle constants (``BatchedController.const``).
+#: Columns of the constants of each kind of vehicle (``BatchedController.const``).
 MASS, THRUST_MIN, THRUST_MAX, MAX_THRUST, INERTIA = 0, 1, 2, 3, 4
 CONST_COLUMNS = INERTIA + 9
 
@@ -44,21 +44,27 @@ class BatchedController:
         count = len(vehicles)
         if count == 0:
             raise ValueError("a batched controller needs at least one vehicle")
-        built: dict[int, CascadedController] = {}
+        built: dict[int, int] = {}
         singles = []
+        kinds = []
         for vehicle in vehicles:  # one reference controller per distinct vehicle: its checks, its mixer
             key = id(vehicle)
             if key not in built:
-                built[key] = CascadedController(params, vehicle)
-            singles.append(built[key])
+                built[key] = len(singles)
+                singles.append(CascadedController(params, vehicle))
+            kinds.append(built[key])
         rotors = max(single.mixer.rotor_count for single in singles)
         self.count = count
         self.rotors = rotors
-        self.rotor_count = np.array([single.mixer.rotor_count for single in singles], dtype=np.int64)
-        self.const = np.zeros((count, CONST_COLUMNS))
+        #: Each row's kind of vehicle: its row of :attr:`const`, :attr:`mixing` and :attr:`kind_rotors`
+        #: (10,000 quads read one row of constants, which stays in cache, not 4 MB of copies per step).
+        self.kind = np.array(kinds, dtype=np.int64)
+        self.kind_rotors = np.array([single.mixer.rotor_count for single in singles], dtype=np.int64)
+        self.rotor_count = self.kind_rotors[self.kind]
+        self.const = np.zeros((len(singles), CONST_COLUMNS))
         #: Per rotor: the columns of A^+ (thrust, roll, pitch, yaw), the thrust direction, then the
         #: rotor's column of A (thrust, tau_x, tau_y, tau_z at u = 1).
-        self.mixing = np.zeros((count, rotors, 9))
+        self.mixing = np.zeros((len(singles), rotors, 9))
         for row, single in enumerate(singles):
             mixer = single.mixer
             k = mixer.rotor_count
@@ -122,7 +128,7 @@ class BatchedController:
                 np.asarray(setpoint_position, dtype=float), np.asarray(position_mode, dtype=np.bool_),
                 np.asarray(velocity_ff, dtype=float), np.asarray(acceleration_ff, dtype=float),
                 np.asarray(yaw, dtype=float), np.asarray(yaw_rate, dtype=float), dt,
-                self.const, self.mixing, self.rotor_count, self.gains,
+                self.kind, self.const, self.mixing, self.kind_rotors, self.gains,
                 self.velocity_integral, self.rate_integral, self.controls, self.saturated, self.thrust_n,
                 self.valid)
         return self.controls
@@ -137,9 +143,10 @@ _clamp_jit = njit(cache=True)(_clamp)
 
 @njit(cache=True)
 def cascade(position, orientation, velocity, rates, setpoint_position, position_mode, velocity_ff,
-            acceleration_ff, yaw, yaw_rate, dt, const, mixing, rotor_count, gains,
+            acceleration_ff, yaw, yaw_rate, dt, kind, const, mixing, rotor_count, gains,
             velocity_integral, rate_integral, controls, saturated_out, thrust_out, valid_out):
-    """:meth:`CascadedController.update` for every row, in place on the integrators and outputs."""
+    """:meth:`CascadedController.update` for every row, in place on the integrators and outputs; row ``i``'s
+    constants are row ``kind[i]`` of ``const``, ``mixing`` and ``rotor_count``."""
     kpx, kpy, kpz = gains[0], gains[1], gains[2]
     kvx, kvy, kvz = gains[3], gains[4], gains[5]
     kix, kiy, kiz = gains[6], gains[7], gains[8]
@@ -162,8 +169,9 @@ def cascade(position, orientation, velocity, rates, setpoint_position, position_
             valid_out[i] = False
             continue
         valid_out[i] = True
-        mass = const[i, MASS]
-        t_min, t_max = const[i, THRUST_MIN], const[i, THRUST_MAX]
+        t = kind[i]
+        mass = const[t, MASS]
+        t_min, t_max = const[t, THRUST_MIN], const[t, THRUST_MAX]
         # rotation matrix of the (normalised) orientation
         qw, qx, qy, qz = orientation[i, 0], orientation[i, 1], orientation[i, 2], orientation[i, 3]
         length = math.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
@@ -252,7 +260,7 @@ def cascade(position, orientation, velocity, rates, setpoint_position, position_
         iy = _clamp_jit(before_y + kjy * ey * dt, rlim)
         iz = _clamp_jit(before_z + kjz * ez * dt, rlim)
         alx, aly, alz = krx * ex * 1.0 + ix, kry * ey * 1.0 + iy, krz * ez * 1.0 + iz
-        j = const[i, INERTIA : INERTIA + 9]
+        j = const[t, INERTIA : INERTIA + 9]
         jax = j[0] * alx + j[1] * aly + j[2] * alz
         jay = j[3] * alx + j[4] * aly + j[5] * alz
         jaz = j[6] * alx + j[7] * aly + j[8] * alz
@@ -263,11 +271,11 @@ def cascade(position, orientation, velocity, rates, setpoint_position, position_
         pitch = jay + (wz * jwx - wx * jwz)
         yaw_torque = jaz + (wx * jwy - wy * jwx)
         # 6. mixer (Mixer.mix)
-        k = rotor_count[i]
+        k = rotor_count[t]
         saturated = False
         low_u, high_u = math.inf, -math.inf
         for r in range(k):
-            u = mixing[i, r, 1] * roll + mixing[i, r, 2] * pitch
+            u = mixing[t, r, 1] * roll + mixing[t, r, 2] * pitch
             u_att[r] = u
             low_u, high_u = min(low_u, u), max(high_u, u)
         spread = high_u - low_u
@@ -277,18 +285,18 @@ def cascade(position, orientation, velocity, rates, setpoint_position, position_
             saturated = True
         low, high = -math.inf, math.inf
         for r in range(k):
-            b = mixing[i, r, 0] * thrust + u_att[r]
+            b = mixing[t, r, 0] * thrust + u_att[r]
             base[r] = b
-            d = mixing[i, r, 4]
+            d = mixing[t, r, 4]
             low, high = max(low, -b / d), min(high, (1.0 - b) / d)
         shift = min(max(0.0, low), high) if low <= high else 0.5 * (low + high)
         if shift != 0.0:
             for r in range(k):
-                base[r] = base[r] + shift * mixing[i, r, 4]
+                base[r] = base[r] + shift * mixing[t, r, 4]
             saturated = True
         yaw_scale = 1.0
         for r in range(k):
-            y = mixing[i, r, 3] * yaw_torque
+            y = mixing[t, r, 3] * yaw_torque
             if y > 1e-12:
                 yaw_scale = min(yaw_scale, (1.0 - base[r]) / y)
             elif y < -1e-12:
@@ -298,12 +306,12 @@ def cascade(position, orientation, velocity, rates, setpoint_position, position_
             saturated = True
         at, ax_, ay_, az_ = 0.0, 0.0, 0.0, 0.0
         for r in range(k):
-            u = min(max(base[r] + yaw_scale * (mixing[i, r, 3] * yaw_torque), 0.0), 1.0)
+            u = min(max(base[r] + yaw_scale * (mixing[t, r, 3] * yaw_torque), 0.0), 1.0)
             controls[i, r] = u
-            at += mixing[i, r, 5] * u
-            ax_ += mixing[i, r, 6] * u
-            ay_ += mixing[i, r, 7] * u
-            az_ += mixing[i, r, 8] * u
+            at += mixing[t, r, 5] * u
+            ax_ += mixing[t, r, 6] * u
+            ay_ += mixing[t, r, 7] * u
+            az_ += mixing[t, r, 8] * u
         rate_integral[i, 0], rate_integral[i, 1], rate_integral[i, 2] = ix, iy, iz
         if saturated:  # rate anti-windup: undo this step's integration where the mixer fell short
             if abs(ax_ - roll) > 1e-6 * (1.0 + abs(roll)):

@@ -288,8 +288,8 @@ SERIES_X2 = SERIES_HALF_ANGLE * SERIES_HALF_ANGLE
 
 
 @njit(cache=True, error_model="numpy")
-def advance_free_lanes(indices, steps, steps_left, state, const, rotor_const, commands, filtered, rotor_count,
-                       wind, gravity_poly, dt, band, stop_up):
+def advance_free_lanes(indices, steps, type_of, type_const, type_rotor_const, steps_left, state, const, rotor_const,
+                       commands, filtered, rotor_count, wind, gravity_poly, dt, band, stop_up):
     """:func:`advance_free` of ``steps`` steps for every vehicle in ``indices``, :data:`LANES` vehicles at a
     time: the block's state is copied into rows of a lane buffer and each step is one loop over the lanes
     with no branch and no call, which the compiler turns into SIMD instructions (AVX2/AVX-512: 4 or 8
@@ -297,7 +297,9 @@ def advance_free_lanes(indices, steps, steps_left, state, const, rotor_const, co
     multiply, divide and square root give the same bits in a vector lane), so the results are equal to
     the last bit (test). A vehicle whose inertia is not diagonal, whose step leaves its air-density band
     or whose rotation needs libm (a body rate over 125 rad/s at 1000 Hz) is left as it was and stepped by
-    :func:`advance_free` afterwards; its return value (vehicles stopped at a band) is returned."""
+    :func:`advance_free` afterwards; its return value (vehicles stopped at a band) is returned. The constants
+    come from ``type_const[type_of[i]]`` and ``type_rotor_const[type_of[i]]`` (the distinct rows of ``const``
+    and ``rotor_const``; ``BatchedBodies.type_of``), which stay in cache."""
     count = indices.shape[0]
     rotors_max = 0
     for n in range(count):
@@ -316,7 +318,7 @@ def advance_free_lanes(indices, steps, steps_left, state, const, rotor_const, co
         while n < count and lanes < LANES:
             i = indices[n]
             n += 1
-            if steps_left[i] != steps or not is_diagonal(const, i):
+            if steps_left[i] != steps or not is_diagonal(type_const, type_of[i]):
                 scalar[scalars] = i
                 scalars += 1
                 continue
@@ -327,7 +329,8 @@ def advance_free_lanes(indices, steps, steps_left, state, const, rotor_const, co
             continue
         for lane in range(lanes, LANES):  # spare lanes repeat the last vehicle (never stored)
             lane_of[lane] = lane_of[lanes - 1]
-        _gather_lanes(buf, lane_of, rotors, state, const, rotor_const, commands, filtered, rotor_count, wind)
+        _gather_lanes(buf, lane_of, rotors, state, type_of, type_const, type_rotor_const, commands, filtered,
+                      rotor_count, wind)
         for _ in range(steps):
             _rotor_lanes(buf, rotors)
             _step_lanes(buf, dt, half_dt, half_dt2, g0, g1, g2, band)
@@ -344,10 +347,12 @@ def advance_free_lanes(indices, steps, steps_left, state, const, rotor_const, co
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _gather_lanes(buf, lane_of, rotors, state, const, rotor_const, commands, filtered, rotor_count, wind):
-    """The lane buffer of :func:`advance_free_lanes` from the rows ``lane_of``, vehicle by vehicle."""
+def _gather_lanes(buf, lane_of, rotors, state, type_of, const, rotor_const, commands, filtered, rotor_count, wind):
+    """The lane buffer of :func:`advance_free_lanes` from the rows ``lane_of``, vehicle by vehicle (constants:
+    row ``type_of[i]`` of ``const`` and ``rotor_const``)."""
     for lane in range(LANES):
         i = lane_of[lane]
+        t = type_of[i]
         for k in range(L_G):
             buf[k * LANES + lane] = state[i, k]
         buf[L_G * LANES + lane] = state[i, GRAVITY]
@@ -357,16 +362,16 @@ def _gather_lanes(buf, lane_of, rotors, state, const, rotor_const, commands, fil
         buf[L_SLOPE * LANES + lane] = state[i, DENSITY_SLOPE]
         for k in range(6):
             buf[(L_EFX + k) * LANES + lane] = state[i, EXT_FORCE + k]
-        buf[L_INV_MASS * LANES + lane] = const[i, INV_MASS]
+        buf[L_INV_MASS * LANES + lane] = const[t, INV_MASS]
         for k in range(3):
-            buf[(L_I0 + k) * LANES + lane] = const[i, INERTIA + 4 * k]
-            buf[(L_J0 + k) * LANES + lane] = const[i, INV_INERTIA + 4 * k]
-            buf[(L_AREA_X + k) * LANES + lane] = const[i, AREAS + k]
-            buf[(L_ROTOR_K + k) * LANES + lane] = const[i, ROTOR_DRAG + k]
+            buf[(L_I0 + k) * LANES + lane] = const[t, INERTIA + 4 * k]
+            buf[(L_J0 + k) * LANES + lane] = const[t, INV_INERTIA + 4 * k]
+            buf[(L_AREA_X + k) * LANES + lane] = const[t, AREAS + k]
+            buf[(L_ROTOR_K + k) * LANES + lane] = const[t, ROTOR_DRAG + k]
             buf[(L_WIND_X + k) * LANES + lane] = wind[i, k]
-            buf[(L_KDX + k) * LANES + lane] = const[i, ANG_DRAG + k]
-        buf[L_LIN_C * LANES + lane] = const[i, LIN_DRAG]
-        buf[L_LAW * LANES + lane] = const[i, DRAG_LAW]
+            buf[(L_KDX + k) * LANES + lane] = const[t, ANG_DRAG + k]
+        buf[L_LIN_C * LANES + lane] = const[t, LIN_DRAG]
+        buf[L_LAW * LANES + lane] = const[t, DRAG_LAW]
         buf[L_BAD * LANES + lane] = 0.0
         own = rotor_count[i]
         for k in range(rotors):  # a vehicle with fewer rotors: zero inputs and wrenches add nothing
@@ -375,7 +380,7 @@ def _gather_lanes(buf, lane_of, rotors, state, const, rotor_const, commands, fil
                 buf[row] = filtered[i, k]
                 buf[row + LANES] = commands[i, k]
                 for c in range(7):
-                    buf[row + (2 + c) * LANES] = rotor_const[i, k, c]
+                    buf[row + (2 + c) * LANES] = rotor_const[t, k, c]
             else:
                 for c in range(L_PER_ROTOR):
                     buf[row + c * LANES] = 0.0

@@ -128,6 +128,13 @@ class BatchedBodies:
         self.commands = np.zeros((count, rotors))
         self.filtered = np.zeros((count, rotors))
         self.rotor_count = np.array([len(body.rotors) for body in self.bodies], dtype=np.int64)
+        #: The distinct rows of (const, rotor_const), one per kind of vehicle, and each vehicle's row there:
+        #: the vectorised step reads its constants from these few rows (10,000 quads: one), not from
+        #: 5 MB of per-vehicle copies each period (:meth:`set_constants` keeps them).
+        self.type_const = np.zeros((0, CONST_COLUMNS))
+        self.type_rotor_const = np.zeros((0, rotors, ROTOR_COLUMNS))
+        self.type_of = np.zeros(count, dtype=np.int64)
+        self._types: dict[bytes, int] = {}
         self.steps_left = np.zeros(count, dtype=np.int64)
         self.stop_up = np.zeros(count)
         #: Resting exactly (the body's own ``at_rest``): skipped until an input or its state changes.
@@ -182,6 +189,13 @@ class BatchedBodies:
         constants = body.rotors.constants
         self.rotor_const[index, : len(constants)] = constants
         row[MAX_LIFT] = sum(float(np.linalg.norm(c[1:4])) for c in constants)
+        key = row.tobytes() + self.rotor_const[index].tobytes()
+        kind = self._types.get(key)
+        if kind is None:
+            kind = self._types[key] = len(self._types)
+            self.type_const = np.vstack([self.type_const, row[None, :]])
+            self.type_rotor_const = np.concatenate([self.type_rotor_const, self.rotor_const[index][None]])
+        self.type_of[index] = kind
 
     def store(self, index: int) -> None:
         """RigidBody -> arrays (after the scalar path stepped it or an input reset its state)."""
@@ -384,7 +398,7 @@ class BatchedBodies:
                          self.rotor_count, self._wind, self._gravity, self.dt, self.environment.params.density_band_m,
                          self.stop_up)
             if step is not None:
-                stopped = step(indices, steps, *arguments)
+                stopped = step(indices, steps, self.type_of, self.type_const, self.type_rotor_const, *arguments)
                 step = None
             else:
                 stopped = kernels.advance_free(indices, *arguments)
