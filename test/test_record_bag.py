@@ -532,6 +532,34 @@ def test_the_next_runs_bags_record_the_same_topics_and_start_with_each_latched_t
     assert [line.split(":")[0] for line in lines] == ["[recorder] bag closed"] * 2
 
 
+def test_a_recording_started_mid_run_starts_at_the_first_sim_time_not_at_0(tmp_path):
+    """`aerial_sim record` against a graph at t = 120 s: the latched messages that arrive before the first
+    /clock (class names, old /rosout lines) are logged at that /clock, so the bag starts there (they were
+    logged at 0: starting_time 0 and a duration of 140 s for 12 s of recording)."""
+    from rosbags.highlevel import AnyReader
+
+    from aerial_sim.recording.recorder import RecorderParams
+    from aerial_sim.recording.run_bags import RunBags
+
+    bags = RunBags(RecorderParams(write_report=False), tmp_path / "mid", deterministic=False, say=lambda line: None)
+    bags.add_topic("/names", "std_msgs/msg/Float64MultiArray", [], latched=True, header_first=False, stamped=False)
+    bags.add_topic("/odom", "nav_msgs/msg/Odometry", [], latched=False, header_first=True, stamped=True)
+    bags.write("/names", bytes([0, 1, 0, 0]) + bytes(12), now_ns=0, received_ns=1_000)
+    bags.write("/odom", cdr_odometry(0.0, 1.0), now_ns=0, received_ns=1_500)  # stamped 0: a start-up line's time
+    bags.clock(120_000_000_000, sent_ns=0)
+    for k in range(3):
+        bags.write("/odom", cdr_odometry(120.0 + k * 0.01, 1.0), now_ns=120_000_000_000 + k * 10_000_000,
+                   received_ns=2_000 + k)
+    bags.close(clock_ns=120_020_000_000)
+    with AnyReader([tmp_path / "mid" / "bag"]) as reader:
+        logged = [(connection.topic, t_ns) for connection, t_ns, _ in reader.messages()]
+    assert logged[:2] == [("/names", 120_000_000_000), ("/odom", 120_000_000_000)], logged
+    info = yaml.safe_load((tmp_path / "mid" / "bag" / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    assert info["starting_time"]["nanoseconds_since_epoch"] == 120_000_000_000
+    assert info["duration"]["nanoseconds"] == 20_000_000
+    assert bags.latched["/names"][1] == 120_000_000_000  # a warm run's next bag starts with it at that time
+
+
 def test_a_latched_topics_first_message_is_logged_at_the_start_whenever_its_publisher_came_up(tmp_path):
     """Deterministic files: the scene markers (latched, unstamped; from a node outside the start gate, as a
     viewer launched on its own against a running graph) sent before the first /clock in one run and after

@@ -4,7 +4,7 @@ Where each received message goes and at which log time (:meth:`RunBags.write`): 
 in arrival order; otherwise, in a deterministic (lockstep) recording, a stamped message at its stamp, an
 unstamped one at the ``/clock`` sent before it (:mod:`aerial_sim.recording.send_clock`), held until its
 release point (:func:`aerial_sim.recording.recorder.release_point_ns`); else at the recorder's time at
-its receipt. A latched topic's first unstamped message (``/scene_markers``) is the state the run starts in:
+its receipt (at its first time, for what came before it had one). A latched topic's first unstamped message (``/scene_markers``) is the state the run starts in:
 logged at 0, not at the ``/clock`` in force when its publisher happened to come up (ci of 2026-11-27 saw the
 scene markers, then outside the start gate, before ``/clock`` 4 ms in one of two identical runs and after it
 in the other; a lockstep launch now gates them, a viewer launched on its own against a running graph does
@@ -64,6 +64,7 @@ class RunBags:
         self.log_topic_types: dict[str, tuple[str, list[dict]]] = {}  # the same for log_bag's
         self.latched: dict[str, tuple[bytes, int, bool] | None] = {}  # latched topic -> its last (data, log ns, stamped)
         self.clock_in_bag = False  # a /clock written into this bag: its held messages may be released
+        self._before_time: list[tuple[str, bytes]] = []  # not deterministic: arrived before the recorder had a time
         self.run_ended_by: str | None = None  # the participant topic that said the run ended (END_OF_RUN_FRAME)
         self._stopped_logged = False
         self._log_stopped = False
@@ -96,6 +97,7 @@ class RunBags:
     def clock(self, clock_ns: int, sent_ns: int) -> None:
         """A recorded ``/clock`` of ``clock_ns`` (sent at wall ``sent_ns``): what waited for it gets its time."""
         self.clock_in_bag = True
+        self._write_before_time(clock_ns)
         if self.send_clock is not None and sent_ns:
             for waiting_ns, (waiting_topic, waiting_data) in self.send_clock.tick(sent_ns, clock_ns):
                 self._hold(waiting_topic, waiting_data, waiting_ns)
@@ -135,13 +137,30 @@ class RunBags:
             else:
                 log_ns = now_ns  # (for a latched topic's copy below)
             written = True
+        elif now_ns == 0:  # no sim time yet: logged at the first one, not at 0 (aerial_sim record mid-run)
+            self._before_time.append((topic, data))
+            return
         else:
+            self._write_before_time(now_ns)
             log_ns, stamped = now_ns, False
             written = self.writer.write(topic, data, now_ns)
         if topic in self.latched:
             self.latched[topic] = (data, log_ns, stamped)
         if not written:
             self.report_stop()
+
+    def _write_before_time(self, log_ns: int) -> None:
+        """Not deterministic: the messages that arrived before the recorder had a time (a latched topic's, old
+        ``/rosout`` lines: sent before the recorder started, or at sim time 0), logged at ``log_ns``, the first
+        time it has. Logged at 0, they made a bag recorded from t = 120 s of a running graph span 0-132 s:
+        ``starting_time`` 0, ``recording.txt``'s duration 10 times the wall time, and ``ros2 bag play`` waiting
+        120 s after its first messages."""
+        waiting, self._before_time = self._before_time, []
+        for topic, data in waiting:
+            if not self.writer.write(topic, data, log_ns):
+                self.report_stop()
+            if topic in self.latched:
+                self.latched[topic] = (data, log_ns, False)
 
     def _hold(self, topic: str, data: bytes, log_ns: int, stamped: bool = False) -> None:
         """Deterministic files: one message to the writer's held set (module doc)."""
@@ -203,6 +222,7 @@ class RunBags:
         beside the bag and the run summary and plot in the run folder."""
         if self.writer.closed:
             return
+        self._write_before_time(clock_ns)  # never a time (no /clock came): at the last one known, 0
         if self.send_clock is not None:  # sent after the last /clock: no later one comes
             for log_ns, (topic, data) in self.send_clock.drain():
                 self._hold(topic, data, log_ns)
