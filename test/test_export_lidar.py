@@ -106,3 +106,46 @@ def test_each_scan_exports_as_npy_and_ply_with_its_start_and_end_pose(tmp_path, 
     manifest = yaml.safe_load((tmp_path / "out" / "dataset.yaml").read_text())
     assert manifest["clouds"]["/drone1/lidar/points"]["scans"] == 4
     assert manifest["clouds"]["/drone1/lidar/points"]["pose_topic"] == "/drone1/ground_truth/odom"
+
+
+def cdr_image(array: np.ndarray, encoding: str, t_ns: int) -> bytes:
+    height, width = array.shape[:2]
+    msg = store().types["sensor_msgs/msg/Image"](
+        header=header(t_ns, "drone1/camera_depth_optical_frame"), height=height, width=width, encoding=encoding,
+        is_bigendian=0, step=array.nbytes // height, data=np.frombuffer(array.tobytes(), np.uint8))  # fmt: skip
+    return bytes(store().serialize_cdr(msg, "sensor_msgs/msg/Image"))
+
+
+def test_flow_and_normals_images_export_as_float_arrays(tmp_path):
+    """`aerial_sim record` of every topic holds the camera's flow (32FC2) and normals (32FC3) images: the export
+    writes them as float32 .npy, bit for bit, the normals also as an 8-bit normal map (it stopped at the first one:
+    `unsupported image encoding '32FC3'`)."""
+    from PIL import Image as PilImage
+
+    rng = np.random.default_rng(4)
+    flow = rng.normal(size=(3, 4, 2)).astype(np.float32)
+    normals = rng.normal(size=(3, 4, 3)).astype(np.float32)
+    normals /= np.linalg.norm(normals, axis=2, keepdims=True)
+    normals[0, 0] = np.nan  # nothing seen there
+    topics = {"/drone1/camera/flow/image_raw": (flow, "32FC2"), "/drone1/camera/normals/image_raw": (normals, "32FC3")}
+    with BagWriter(tmp_path / "bag") as writer:
+        writer.add_topic("/drone1/ground_truth/odom", "nav_msgs/msg/Odometry")
+        writer.write("/drone1/ground_truth/odom", cdr_odometry(0, 2.0), 0)
+        for topic, (array, encoding) in topics.items():
+            writer.add_topic(topic, "sensor_msgs/msg/Image")
+            writer.write(topic, cdr_image(array, encoding, 1_000_000), 1_000_000)
+    result = export_bag(tmp_path / "bag", tmp_path / "out", progress=False)
+    assert result.images == {topic: 1 for topic in topics}
+    for topic, (array, encoding) in topics.items():
+        directory = tmp_path / "out" / "images" / topic.strip("/")
+        with open(directory / "frames.csv", newline="") as stream:
+            (row,) = list(csv.DictReader(stream))
+        assert row["encoding"] == encoding
+        assert np.array_equal(np.load(directory / row["npy"]), array, equal_nan=True)
+        if encoding == "32FC2":
+            assert row["png"] == ""
+        else:
+            picture = np.asarray(PilImage.open(directory / row["png"]))
+            assert picture.shape == (3, 4, 3) and picture.dtype == np.uint8
+            assert picture[0, 0].tolist() == [0, 0, 0]
+            assert np.allclose(picture[1:] / 127.5 - 1.0, normals[1:], atol=0.005)

@@ -5,7 +5,8 @@ Layout under the output directory (topic names become folders, ``/drone1/imu/dat
 
     dataset.yaml                         what is where, units and conventions
     images/<topic>/000000.png ...        one file per sensor_msgs/Image message
-    images/<topic>/000000.npy ...        32FC1 (depth) images also as float32 metres
+    images/<topic>/000000.npy ...        32FC1 (depth) images also as float32 metres; 32FC2 (flow)
+                                         and 32FC3 (normals) as float32 (H, W, C), normals also as PNG
     images/<topic>/frames.csv            frame, stamp, files, size, encoding, and the
                                          ground-truth pose at the image's stamp
     clouds/<topic>/000000.npy ...        one file per sensor_msgs/PointCloud2 (lidar scan, depth
@@ -75,6 +76,7 @@ def image_to_array(msg) -> np.ndarray:
         "rgb8": (np.uint8, 3), "bgr8": (np.uint8, 3), "rgba8": (np.uint8, 4), "bgra8": (np.uint8, 4),
         "mono8": (np.uint8, 1), "8UC1": (np.uint8, 1), "8UC3": (np.uint8, 3),
         "mono16": (np.uint16, 1), "16UC1": (np.uint16, 1), "32FC1": (np.float32, 1),
+        "32FC2": (np.float32, 2), "32FC3": (np.float32, 3),
     }  # fmt: skip
     if msg.encoding not in layouts:
         raise ExportError(f"unsupported image encoding {msg.encoding!r}")
@@ -100,6 +102,11 @@ def depth_to_png_mm(depth_m: np.ndarray) -> np.ndarray:
     valid = np.isfinite(depth_m) & (depth_m > 0)
     millimetres = np.where(valid, np.rint(depth_m * DEPTH_PNG_SCALE), 0.0)
     return np.clip(millimetres, 0, 65535).astype(np.uint16)
+
+
+def normals_to_png(normals: np.ndarray) -> np.ndarray:
+    """Unit normals (H, W, 3) -> the usual 8-bit normal map, (n + 1) / 2 * 255 per axis; NaN -> 0."""
+    return np.round((np.clip(np.nan_to_num(normals, nan=-1.0), -1.0, 1.0) + 1.0) * 127.5).astype(np.uint8)
 
 
 def flatten_message(msg: Any, prefix: str = "", row: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -507,6 +514,13 @@ def _write_image(msg, directory: Path, index: int, pil, compression: int) -> dic
         np.save(directory / f"{stem}.npy", array.astype(np.float32))
         files["npy"] = f"{stem}.npy"
         array = depth_to_png_mm(array)
+    elif msg.encoding in ("32FC2", "32FC3"):  # optical flow (px), unit normals: the data is the .npy
+        np.save(directory / f"{stem}.npy", array.astype(np.float32))
+        files["npy"] = f"{stem}.npy"
+        if msg.encoding == "32FC2":  # no picture of flow without choosing a scale
+            files["png"] = ""
+            return files
+        array = normals_to_png(array)
     if array.dtype == np.uint16 and array.ndim != 2:
         raise ExportError(f"unsupported 16-bit image with {array.shape[2]} channels")
     picture = pil.fromarray(array)  # uint16 (H, W) -> 16-bit greyscale PNG ('I;16')
@@ -594,6 +608,8 @@ def _write_manifest(out_dir: Path, bag: Path, types: dict[str, str], result: Exp
             "stamps": "stamp_ns = header.stamp (simulation time, ns); bag_time_ns = time the recorder received it",
             "depth_png": f"uint16, value / {DEPTH_PNG_SCALE:g} = metres, 0 = no return",
             "depth_npy": "float32 metres, as published",
+            "flow_normals_npy": "32FC2 optical flow (px, u v) and 32FC3 unit normals: float32 (H, W, C) .npy, as "
+                                "published; normals also as an 8-bit PNG, (n + 1) / 2 * 255; flow has no PNG",
             "clouds": "npy/ply hold every scalar field of the PointCloud2, in its frame_id; lidar points are each "
                       "in the lidar frame at their firing time (time field, s after stamp_ns); start_*/end_* = "
                       "base_link pose in map at the scan's first and last firing; no-return points are absent, or "
