@@ -516,7 +516,8 @@ def _step_lanes(buf, dt, half_dt, half_dt2, g0, g1, g2, band):
         oz = wz + bz * dt
         law = buf[L_LAW * LANES + lane]
         lin_c = buf[L_LIN_C * LANES + lane]
-        area_x, area_y, area_z = buf[L_AREA_X * LANES + lane], buf[L_AREA_Y * LANES + lane], buf[L_AREA_Z * LANES + lane]
+        area_x, area_y = buf[L_AREA_X * LANES + lane], buf[L_AREA_Y * LANES + lane]
+        area_z = buf[L_AREA_Z * LANES + lane]
         lx = r00 * ux + r10 * uy + r20 * uz
         ly = r01 * ux + r11 * uy + r21 * uz
         lz = r02 * ux + r12 * uy + r22 * uz
@@ -573,8 +574,9 @@ def _step_lanes(buf, dt, half_dt, half_dt2, g0, g1, g2, band):
 
 
 @njit(cache=True)
-def sweep_radii(state, const, steps, dt, slack_m, wind):
-    """Radius of a sphere around each vehicle's centre that holds its body box for the next ``steps`` steps.
+def sweep_radii(state, type_of, const, steps, dt, slack_m, wind):
+    """Radius of a sphere around each vehicle's centre that holds its body box for the next ``steps`` steps
+    (vehicle ``i``'s constants: row ``type_of[i]`` of ``const``).
 
     ``r + |v| T + (|a| + a_max) T^2 + slack``: the box's bounding radius, the distance it can
     travel in ``T = steps dt`` at its speed and with an acceleration bounded by its present one
@@ -586,7 +588,7 @@ def sweep_radii(state, const, steps, dt, slack_m, wind):
     horizon = steps * dt
     for i in range(count):
         s = state[i]
-        c = const[i]
+        c = const[type_of[i]]
         speed = math.sqrt(s[V] ** 2 + s[V + 1] ** 2 + s[V + 2] ** 2)
         accel = math.sqrt(s[A] ** 2 + s[A + 1] ** 2 + s[A + 2] ** 2)
         external = math.sqrt(s[EXT_FORCE] ** 2 + s[EXT_FORCE + 1] ** 2 + s[EXT_FORCE + 2] ** 2)

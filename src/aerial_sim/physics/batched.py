@@ -351,7 +351,8 @@ class BatchedBodies:
             self._plan_steps_left -= window
             return plan
         steps = max(window, PLAN_STEPS)
-        radii = kernels.sweep_radii(self.state, self.const, steps, self.dt, SWEEP_SLACK_M, self._wind)
+        radii = kernels.sweep_radii(self.state, self.type_of, self.type_const, steps, self.dt, SWEEP_SLACK_M,
+                                    self._wind)
         near = kernels.near_colliders(self.state, radii, *self._bounds)
         pairs = kernels.close_pairs(np.ascontiguousarray(self.state[:, P : P + 3]), radii)
         reusable = not pairs.size and not np.any(near & ~self.asleep)
@@ -367,7 +368,8 @@ class BatchedBodies:
             woken = np.zeros(len(self.bodies), dtype=bool)
             woken[pairs.ravel()] = True
             self.asleep &= ~woken  # as coupling them would have
-            radii = kernels.sweep_radii(self.state, self.const, window, self.dt, WINDOW_SLACK_M, self._wind)
+            radii = kernels.sweep_radii(self.state, self.type_of, self.type_const, window, self.dt, WINDOW_SLACK_M,
+                                        self._wind)
             pairs = pairs[kernels.spheres_meet(self.state, radii, pairs)]
         coupled = np.zeros(len(self.bodies), dtype=bool)
         coupled[pairs.ravel()] = True
