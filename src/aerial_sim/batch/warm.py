@@ -462,6 +462,9 @@ class WarmWorker:
             graph.client.set_bool("/physics/pause", True)
         except Exception as error:  # noqa: BLE001 - a graph that does not answer: its run cannot be trusted
             self._copy_log(graph, offset, log_path)
+            if graph.launcher.poll() is not None:  # it died after the landing (a node killed): say so, not the pause
+                return Attempt(False, "crashed", f"launch exited with code {graph.launcher.returncode} after the "
+                               f"landing{_last_error(log_path)}", log_path, domain)
             return Attempt(False, "warm", f"pausing after the landing failed: {error}", log_path, domain)
         graph.landed_at = landed
         graph.closing_s = time.monotonic() - landed
