@@ -703,3 +703,15 @@ def test_the_live_manifest_reads_only_the_finished_runs_entry_and_rewrites_the_f
     assert not slow.write(force=True)  # nothing new
     slow.update("no-such-run")
     assert list(slow.rows.values()) == manifest_rows(tmp_path, sweep)
+
+
+def test_an_out_folder_that_cannot_be_made_is_one_line_and_exit_2(tmp_path, capsys):
+    """`aerial_sim batch smoke --out /data/wind` as a user who may not write /data: one line naming the folder,
+    exit 2, no run started (it was a traceback from run_batch's mkdir)."""
+    from aerial_sim.cli.batch import main
+
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    assert main(["smoke", "--out", str(blocker / "wind")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"aerial_sim batch: --out {blocker / 'wind'}: cannot create it: "), err

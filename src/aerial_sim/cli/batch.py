@@ -64,6 +64,11 @@ def main(argv: list[str]) -> int:
         return 0
     if options.draw_plots is not None:
         return _draw_plots(sweep, out_dir, options.draw_plots)
+    try:  # one line, not a traceback, for an --out that cannot be made (README's /data/wind for a user)
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        print(f"aerial_sim batch: --out {out_dir}: cannot create it: {error.strerror or error}", file=sys.stderr)
+        return 2
     previous = {s: signal.signal(s, _interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
         outcome = run_batch(sweep, out_dir, options.backend, workers, options.address,
