@@ -18,8 +18,10 @@ import argparse
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="aerial_sim record", description=__doc__.split("\n\n")[0])
-    parser.add_argument("topics", nargs="*", help="topic names or glob patterns (default: all topics)")
-    parser.add_argument("-a", "--all", action="store_true", help="record every topic (the default with no topics)")
+    parser.add_argument("topics", nargs="*", help="topic names or glob patterns (default: every topic but the "
+                        "camera's on-demand labels and derived clouds, as a launch records)")
+    parser.add_argument("-a", "--all", action="store_true", help="record every topic, the camera's labels too "
+                        "(it then renders them all: about half its rate)")
     parser.add_argument("-o", "--output", default="", help="run folder (default: runs/<date_time>)")
     parser.add_argument("-x", "--exclude", default=None, help="patterns not to record (space/comma separated)")
     parser.add_argument("--max-bag-size", type=int, default=0, metavar="BYTES", help="split files at this size")
@@ -45,6 +47,10 @@ def ros_arguments(options: argparse.Namespace) -> list[str]:
     }
     if options.exclude is not None:
         params["exclude"] = options.exclude
+    elif not options.topics and not options.all:  # as record.launch.yaml: labels only when asked for
+        from aerial_sim.recording.recorder import ON_DEMAND_EXCLUDE
+
+        params["exclude"] = ON_DEMAND_EXCLUDE
     if options.compression:
         params["bag.compression"] = options.compression
     if options.expected_rates:
