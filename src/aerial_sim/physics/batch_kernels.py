@@ -311,6 +311,7 @@ def advance_free_lanes(indices, steps, type_of, type_const, type_rotor_const, st
     half_dt = 0.5 * dt
     half_dt2 = 0.5 * dt * dt
     g0, g1, g2 = gravity_poly[0], gravity_poly[1], gravity_poly[2]
+    held = -1  # the kind whose constants fill every lane of the buffer, or -1
     n = 0
     while n < count:
         lanes = 0
@@ -329,8 +330,13 @@ def advance_free_lanes(indices, steps, type_of, type_const, type_rotor_const, st
             continue
         for lane in range(lanes, LANES):  # spare lanes repeat the last vehicle (never stored)
             lane_of[lane] = lane_of[lanes - 1]
+        kind = type_of[lane_of[0]]
+        for lane in range(1, LANES):
+            if type_of[lane_of[lane]] != kind:
+                kind = -1
         _gather_lanes(buf, lane_of, rotors, state, type_of, type_const, type_rotor_const, commands, filtered,
-                      rotor_count, wind)
+                      rotor_count, wind, kind < 0 or kind != held)
+        held = kind
         for _ in range(steps):
             _rotor_lanes(buf, rotors)
             _step_lanes(buf, dt, half_dt, half_dt2, g0, g1, g2, band)
@@ -347,9 +353,11 @@ def advance_free_lanes(indices, steps, type_of, type_const, type_rotor_const, st
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _gather_lanes(buf, lane_of, rotors, state, type_of, const, rotor_const, commands, filtered, rotor_count, wind):
+def _gather_lanes(buf, lane_of, rotors, state, type_of, const, rotor_const, commands, filtered, rotor_count, wind,
+                  constants):
     """The lane buffer of :func:`advance_free_lanes` from the rows ``lane_of``, vehicle by vehicle (constants:
-    row ``type_of[i]`` of ``const`` and ``rotor_const``)."""
+    row ``type_of[i]`` of ``const`` and ``rotor_const``; not written again when ``constants`` is False: the
+    buffer holds them for every lane, all of one kind, from the block before)."""
     for lane in range(LANES):
         i = lane_of[lane]
         t = type_of[i]
@@ -362,25 +370,28 @@ def _gather_lanes(buf, lane_of, rotors, state, type_of, const, rotor_const, comm
         buf[L_SLOPE * LANES + lane] = state[i, DENSITY_SLOPE]
         for k in range(6):
             buf[(L_EFX + k) * LANES + lane] = state[i, EXT_FORCE + k]
-        buf[L_INV_MASS * LANES + lane] = const[t, INV_MASS]
         for k in range(3):
-            buf[(L_I0 + k) * LANES + lane] = const[t, INERTIA + 4 * k]
-            buf[(L_J0 + k) * LANES + lane] = const[t, INV_INERTIA + 4 * k]
-            buf[(L_AREA_X + k) * LANES + lane] = const[t, AREAS + k]
-            buf[(L_ROTOR_K + k) * LANES + lane] = const[t, ROTOR_DRAG + k]
             buf[(L_WIND_X + k) * LANES + lane] = wind[i, k]
-            buf[(L_KDX + k) * LANES + lane] = const[t, ANG_DRAG + k]
-        buf[L_LIN_C * LANES + lane] = const[t, LIN_DRAG]
-        buf[L_LAW * LANES + lane] = const[t, DRAG_LAW]
         buf[L_BAD * LANES + lane] = 0.0
+        if constants:
+            buf[L_INV_MASS * LANES + lane] = const[t, INV_MASS]
+            for k in range(3):
+                buf[(L_I0 + k) * LANES + lane] = const[t, INERTIA + 4 * k]
+                buf[(L_J0 + k) * LANES + lane] = const[t, INV_INERTIA + 4 * k]
+                buf[(L_AREA_X + k) * LANES + lane] = const[t, AREAS + k]
+                buf[(L_ROTOR_K + k) * LANES + lane] = const[t, ROTOR_DRAG + k]
+                buf[(L_KDX + k) * LANES + lane] = const[t, ANG_DRAG + k]
+            buf[L_LIN_C * LANES + lane] = const[t, LIN_DRAG]
+            buf[L_LAW * LANES + lane] = const[t, DRAG_LAW]
         own = rotor_count[i]
         for k in range(rotors):  # a vehicle with fewer rotors: zero inputs and wrenches add nothing
             row = (L_ROTORS + L_PER_ROTOR * k) * LANES + lane
             if k < own:
                 buf[row] = filtered[i, k]
                 buf[row + LANES] = commands[i, k]
-                for c in range(7):
-                    buf[row + (2 + c) * LANES] = rotor_const[t, k, c]
+                if constants:
+                    for c in range(7):
+                        buf[row + (2 + c) * LANES] = rotor_const[t, k, c]
             else:
                 for c in range(L_PER_ROTOR):
                     buf[row + c * LANES] = 0.0
