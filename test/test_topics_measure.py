@@ -6,6 +6,7 @@ which already has the talker running.
 
 from __future__ import annotations
 
+import fnmatch
 import subprocess
 import sys
 
@@ -107,3 +108,25 @@ def test_a_stream_below_its_configured_sim_time_rate_is_flagged_low():
     assert by_topic["/drone1/imu/data"].endswith("200.0         200")  # at its rate: no flag
     assert by_topic["/drone1/gps/fix"].endswith("LOW: nothing received, 50 Hz configured")
     assert "LOW" not in by_topic["/drone1/cmd_pose"]
+
+
+def test_topics_made_only_for_a_subscriber_are_listed_unmeasured():
+    """`aerial_sim topics` subscribed to the camera's label topics, so the camera rendered them all and the
+    table showed it at 15.9 of 30 Hz (a recording of the same graph without them: 30.0 Hz). Now they are
+    listed with '-' (their configured rate kept, no LOW), and the camera's own images are still measured."""
+    from aerial_sim.cli.topics import on_demand_patterns
+
+    patterns = on_demand_patterns()
+    assert "/*/camera/normals/image_raw" in patterns and "/*/camera/depth/points" in patterns
+    assert not any(fnmatch.fnmatchcase("/drone1/camera/color/image_raw", p) for p in patterns)
+    assert "/parameter_events" not in patterns  # not made on demand: measured as before
+    meter = RateMeter()
+    for k in range(31):
+        meter.record(k / 30)
+    rows = [TopicRow("/drone1/camera/color/image_raw", ["sensor_msgs/msg/Image"], 1, meter, configured_hz=30.0),
+            TopicRow("/drone1/camera/normals/image_raw", ["sensor_msgs/msg/Image"], 1, None, configured_hz=30.0,
+                     measured=False)]
+    lines = format_table(rows, sim_speed=1.0).splitlines()
+    normals = next(line for line in lines if "normals" in line).split()
+    assert normals[-3:] == ["-", "-", "30"], normals
+    assert "30.0" in next(line for line in lines if "color" in line)

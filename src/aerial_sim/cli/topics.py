@@ -2,7 +2,8 @@
 
 For users without the ``ros2`` CLI: after a short discovery wait it subscribes to
 every topic (raw, so nothing is deserialized, with best-effort QoS so sensor
-streams are heard too), counts arrivals for ``--duration`` seconds of wall-clock
+streams are heard too) but those made only for a subscriber (:func:`on_demand_patterns`,
+listed with rate ``-``; ``--all`` measures them too), counts arrivals for ``--duration`` seconds of wall-clock
 time and prints one row per topic::
 
     topic                      type                        pubs  Hz (wall)  Hz (sim)
@@ -86,8 +87,18 @@ class TopicRow:
     name: str
     types: list[str]
     publishers: int
-    meter: RateMeter | None  # None: the type could not be imported here
+    meter: RateMeter | None  # None: the type could not be imported here, or not measured (``measured``)
     configured_hz: float | None = None  # the publisher's configured rate, when it has one
+    measured: bool = True  # False: made only for a subscriber, left unsubscribed (:func:`on_demand_patterns`)
+
+
+def on_demand_patterns() -> tuple[str, ...]:
+    """Topics a publisher makes only while something subscribes (the camera's label images and boxes, derived
+    clouds): not subscribed to without ``--all``, since measuring them would make the camera render them all
+    (about half its rate) and the other rates with it. The recorder leaves out the same by default."""
+    from aerial_sim.recording.recorder import DEFAULT_EXCLUDE, ON_DEMAND_EXCLUDE, split_patterns
+
+    return tuple(p for p in split_patterns(ON_DEMAND_EXCLUDE) if p not in split_patterns(DEFAULT_EXCLUDE))
 
 
 def message_class(type_name: str) -> Any | None:
@@ -110,7 +121,9 @@ def in_namespace(topic: str, namespace: str | None) -> bool:
     return topic == prefix or topic.startswith(prefix + "/")
 
 
-def format_rate(meter: RateMeter | None, divisor: float = 1.0) -> str:
+def format_rate(meter: RateMeter | None, divisor: float = 1.0, measured: bool = True) -> str:
+    if not measured:
+        return "-"
     if meter is None:
         return "?"
     rate = meter.rate_hz()
@@ -149,9 +162,9 @@ def format_table(rows: list[TopicRow], sim_speed: float | None) -> str:
         header += ["configured", ""]
     table = [header]
     for row in sorted(rows, key=lambda r: r.name):
-        line = [row.name, ", ".join(row.types), str(row.publishers), format_rate(row.meter)]
+        line = [row.name, ", ".join(row.types), str(row.publishers), format_rate(row.meter, measured=row.measured)]
         if with_sim:
-            line.append(format_rate(row.meter, sim_speed))
+            line.append(format_rate(row.meter, sim_speed, row.measured))
         if with_configured:
             line.append("" if row.configured_hz is None else f"{row.configured_hz:g}")
             line.append(low_flag(row, sim_speed if with_sim else None))
@@ -172,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=3.0, help="seconds to measure rates for (default 3)")
     parser.add_argument("--namespace", default=None, help="only topics under this namespace, e.g. drone1")
     parser.add_argument("--discovery", type=float, default=1.0, help="seconds to wait for discovery first (default 1)")
+    parser.add_argument("--all", action="store_true", help="also measure the topics made only for a subscriber (the "
+                        "camera's labels: it then renders them, at about half its rate)")
     options = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if not (options.duration > 0 and options.discovery >= 0):
         parser.error("--duration must be > 0 and --discovery >= 0")
@@ -182,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         print("aerial_sim topics: rclpy is not installed", file=sys.stderr)
         return 2
-    rows, speed = _survey(options.duration, options.namespace, options.discovery)
+    unmeasured = () if options.all else on_demand_patterns()
+    rows, speed = _survey(options.duration, options.namespace, options.discovery, unmeasured=unmeasured)
     if not rows:
         where = f" under {options.namespace}" if options.namespace else ""
         domain = os.environ.get("ROS_DOMAIN_ID", "0")
@@ -192,6 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     if speed is not None:
         print(f"/clock: simulated time runs at {speed:.2f}x real time; 'Hz (sim)' is per simulated second")
     print(format_table(rows, speed))
+    if not all(row.measured for row in rows):
+        print("- = not measured: made only while subscribed (the camera renders its labels for a listener); "
+              "--all measures them, and the camera then slows")
     if any(low_flag(row, speed) for row in rows):
         print("LOW = under 95 % of the publisher's configured rate, as received by this one process; on a busy "
               "machine it can drop messages itself: the recorder's recording.txt counts from the stamps")
@@ -199,9 +218,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _survey(duration_s: float, namespace: str | None, discovery_s: float,
-            skip: tuple[str, ...] = ()) -> tuple[list[TopicRow], float | None]:
+            skip: tuple[str, ...] = (), unmeasured: tuple[str, ...] = ()) -> tuple[list[TopicRow], float | None]:
     """Discover, subscribe, count for ``duration_s``; returns the rows and the sim speed. Topics in ``skip``
-    are not subscribed (a benchmark leaves out streams that are made only for a listener)."""
+    are not subscribed (a benchmark leaves out streams that are made only for a listener); those matching a
+    glob of ``unmeasured`` are listed but not subscribed."""
+    import fnmatch
+
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
@@ -223,6 +245,7 @@ def _survey(duration_s: float, namespace: str | None, discovery_s: float,
     meters: dict[str, RateMeter | None] = {}
     types_of: dict[str, list[str]] = {}
     seen: set[str] = set()
+    not_measured: set[str] = set()
     clock = ClockMeter()
     subscriptions = []
 
@@ -241,6 +264,10 @@ def _survey(duration_s: float, namespace: str | None, discovery_s: float,
             if not in_namespace(name, namespace) or name in skip:
                 continue
             types_of[name] = list(types)
+            if any(fnmatch.fnmatchcase(name, pattern) for pattern in unmeasured):
+                meters[name] = None
+                not_measured.add(name)
+                continue
             cls = message_class(types[0]) if types else None
             meters[name] = None if cls is None else RateMeter()
             if cls is not None:
@@ -264,7 +291,8 @@ def _survey(duration_s: float, namespace: str | None, discovery_s: float,
             infos = [info for info in node.get_publishers_info_by_topic(name) if info.node_name != own]
             subscribers = sum(1 for info in node.get_subscriptions_info_by_topic(name) if info.node_name != own)
             if infos or subscribers:  # not a topic only this command's own node uses
-                rows.append(TopicRow(name=name, types=types, publishers=len(infos), meter=meters[name]))
+                rows.append(TopicRow(name=name, types=types, publishers=len(infos), meter=meters[name],
+                                     measured=name not in not_measured))
                 if types and types[0] in rated_types:
                     publisher_nodes[name] = {info.node_namespace.rstrip("/") + "/" + info.node_name for info in infos}
         for subscription in subscriptions:  # measuring is over; their traffic would starve the service replies
