@@ -37,9 +37,13 @@ def private_domain_id() -> int:
     skipped), so no other test process on this host has it: not another xdist worker, nor another session
     (a CI run beside a developer's). It used to come from the pid or the xdist run id alone, and two sessions
     that drew one id saw each other's graphs, and the MAVLink tests, whose UDP ports derive from it
-    (:func:`private_udp_port`), each other's vehicles: a pymavlink script read the other graph's vehicle 3.75 m up after its
-    own had landed. ``AERIAL_SIM_TEST_DOMAIN_ID`` chooses it instead (an xdist worker adds its index), held
-    likewise when it is free; otherwise a free one in 1..50."""
+    (:func:`private_udp_port`), each other's vehicles: a pymavlink script read the other graph's vehicle 3.75 m
+    up after its own had landed. ``AERIAL_SIM_TEST_DOMAIN_ID`` chooses it instead (an xdist worker adds its
+    index), held likewise when it is free; when another process holds it, a free one in 1..50. (It used to be
+    shared then, with one warning line that xdist workers do not show: a session beside a CI run that had
+    drawn its id met that run's graphs and MAVLink ports, and MAVSDK and pymavlink bind a port with
+    SO_REUSEADDR, so the client that binds it second silently receives every datagram sent to it and the first
+    one none: "no autopilot found".)"""
     if _held_domain:
         return _held_domain[0].domain_id
     if str(SRC) not in sys.path:
@@ -56,10 +60,13 @@ def private_domain_id() -> int:
                 holder = (pool.lock_dir / f"{domain_id}.lock").read_text().strip()
             except OSError:
                 holder = ""
-            if holder != str(os.getppid()):
+            if holder == str(os.getppid()):
+                lease = DomainLease(domain_id, None)
+            else:  # another session's: sharing it, each would see the other's graphs and MAVLink ports
                 print(f"[conftest] ROS domain {domain_id} (AERIAL_SIM_TEST_DOMAIN_ID) is held or used by another "
-                      "process on this host: its graphs may meet this session's", file=sys.stderr)
-            lease = DomainLease(domain_id, None)
+                      f"process on this host: this session takes a free one of {TEST_DOMAINS.start}-"
+                      f"{TEST_DOMAINS.stop - 1} instead", file=sys.stderr)
+                lease = DomainPool(TEST_DOMAINS).acquire(timeout_s=120)
     else:
         lease = DomainPool(TEST_DOMAINS).acquire(timeout_s=120)
     _held_domain.append(lease)

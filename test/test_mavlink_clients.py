@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -44,6 +45,20 @@ def test_the_mavlink_tests_ports_lie_in_this_process_domain_and_no_other():
     assert all(port in own for port in used), (used, own[0], own[-1])
     with pytest.raises(ValueError, match="offset must be in 0..19"):
         private_udp_port(20)
+
+
+def test_a_second_session_asking_for_this_process_domain_gets_another_and_other_ports():
+    """AERIAL_SIM_TEST_DOMAIN_ID naming a domain another test process holds: the new session takes a free one
+    (it used to share it, and with it every MAVLink port, with a warning line that xdist workers hide)."""
+    environment = {k: v for k, v in os.environ.items() if k != "PYTEST_XDIST_WORKER"}
+    environment["AERIAL_SIM_TEST_DOMAIN_ID"] = str(private_domain_id())
+    script = "import conftest; print(conftest.private_domain_id(), conftest.private_udp_port(0))"
+    # through sh, so the child's parent is not this process (the xdist controller's first worker shares its domain)
+    result = subprocess.run(["sh", "-c", f'"{sys.executable}" -c "{script}"; true'], capture_output=True, text=True,
+                            cwd=Path(__file__).parent, env=environment, timeout=60)
+    domain, port = (int(word) for word in result.stdout.split())
+    assert domain != private_domain_id() and port != ports()[0], result.stderr
+    assert f"ROS domain {private_domain_id()} (AERIAL_SIM_TEST_DOMAIN_ID) is held" in result.stderr
 
 
 def run_client(script: str, *args: str, timeout_s: float = 90) -> dict:
