@@ -4,8 +4,10 @@ The same free-flight step as :meth:`aerial_sim.physics.rigid_body.RigidBody.adva
 (AirSim paper, Shah et al. 2017, sec. 3.3: velocity Verlet, body-frame
 angle-axis quaternion update, rotors with a first-order motor lag, linear and
 angular drag, g(h), interpolated 1976 atmosphere, wind), written once per
-vehicle over rows of NumPy arrays and compiled by numba, plus the broad phase
-that decides which vehicles may fly free of contacts for a window of steps.
+vehicle over rows of NumPy arrays and compiled by numba (:func:`advance_free`;
+:func:`advance_free_lanes` runs it 16 vehicles at a time as SIMD loops, the same
+bits), plus the broad phase that decides which vehicles may fly free of contacts
+for a window of steps.
 Contacts (ground, scene, other vehicles) are not handled here: those vehicles
 step through the scalar reference path (see :mod:`aerial_sim.physics.batched`).
 
@@ -288,8 +290,8 @@ SERIES_X2 = SERIES_HALF_ANGLE * SERIES_HALF_ANGLE
 
 
 @njit(cache=True, error_model="numpy")
-def advance_free_lanes(indices, steps, type_of, type_const, type_rotor_const, steps_left, state, const, rotor_const,
-                       commands, filtered, rotor_count, wind, gravity_poly, dt, band, stop_up):
+def advance_free_lanes(indices, steps, type_of, type_const, type_rotor_const, type_diagonal, steps_left, state,
+                       const, rotor_const, commands, filtered, rotor_count, wind, gravity_poly, dt, band, stop_up):
     """:func:`advance_free` of ``steps`` steps for every vehicle in ``indices``, :data:`LANES` vehicles at a
     time: the block's state is copied into rows of a lane buffer and each step is one loop over the lanes
     with no branch and no call, which the compiler turns into SIMD instructions (AVX2/AVX-512: 4 or 8
@@ -299,7 +301,8 @@ def advance_free_lanes(indices, steps, type_of, type_const, type_rotor_const, st
     or whose rotation needs libm (a body rate over 125 rad/s at 1000 Hz) is left as it was and stepped by
     :func:`advance_free` afterwards; its return value (vehicles stopped at a band) is returned. The constants
     come from ``type_const[type_of[i]]`` and ``type_rotor_const[type_of[i]]`` (the distinct rows of ``const``
-    and ``rotor_const``; ``BatchedBodies.type_of``), which stay in cache."""
+    and ``rotor_const``; ``BatchedBodies.type_of``), which stay in cache; ``type_diagonal[t]``: kind ``t``'s
+    inertia is diagonal (:func:`is_diagonal`)."""
     count = indices.shape[0]
     rotors_max = 0
     for n in range(count):
@@ -319,7 +322,7 @@ def advance_free_lanes(indices, steps, type_of, type_const, type_rotor_const, st
         while n < count and lanes < LANES:
             i = indices[n]
             n += 1
-            if steps_left[i] != steps or not is_diagonal(type_const, type_of[i]):
+            if steps_left[i] != steps or not type_diagonal[type_of[i]]:
                 scalar[scalars] = i
                 scalars += 1
                 continue

@@ -134,6 +134,8 @@ class BatchedBodies:
         self.type_const = np.zeros((0, CONST_COLUMNS))
         self.type_rotor_const = np.zeros((0, rotors, ROTOR_COLUMNS))
         self.type_of = np.zeros(count, dtype=np.int64)
+        #: Whether each kind's inertia is diagonal (``batch_kernels.is_diagonal``, once per kind).
+        self.type_diagonal = np.zeros(0, dtype=np.bool_)
         self._types: dict[bytes, int] = {}
         self.steps_left = np.zeros(count, dtype=np.int64)
         self.stop_up = np.zeros(count)
@@ -195,6 +197,9 @@ class BatchedBodies:
             kind = self._types[key] = len(self._types)
             self.type_const = np.vstack([self.type_const, row[None, :]])
             self.type_rotor_const = np.concatenate([self.type_rotor_const, self.rotor_const[index][None]])
+            inertia = np.concatenate([row[INERTIA : INERTIA + 9], row[INV_INERTIA : INV_INERTIA + 9]]).reshape(2, 3, 3)
+            diagonal = not np.any(inertia[:, ~np.eye(3, dtype=bool)])
+            self.type_diagonal = np.append(self.type_diagonal, diagonal)
         self.type_of[index] = kind
 
     def store(self, index: int) -> None:
@@ -400,7 +405,8 @@ class BatchedBodies:
                          self.rotor_count, self._wind, self._gravity, self.dt, self.environment.params.density_band_m,
                          self.stop_up)
             if step is not None:
-                stopped = step(indices, steps, self.type_of, self.type_const, self.type_rotor_const, *arguments)
+                stopped = step(indices, steps, self.type_of, self.type_const, self.type_rotor_const,
+                               self.type_diagonal, *arguments)
                 step = None
             else:
                 stopped = kernels.advance_free(indices, *arguments)
