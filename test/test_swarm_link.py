@@ -103,6 +103,8 @@ def test_a_mixed_fleets_commands_survive_the_trip_and_bad_rows_are_refused():
 
 IMU_TOPIC = "/drone2/imu/data"
 PROGRESS_TOPIC = "/swarm_link_test/progress"
+#: Published by this process once its IMU reader has matched drone2's IMU publisher: the start gate waits for it.
+READER_READY_TOPIC = "/swarm_link_test/reader_ready"
 UNTIL_S = 1.0
 
 
@@ -129,11 +131,16 @@ def lockstep_imu_bytes(launch, node, swarm_link: bool, tmp_path) -> list[bytes]:
         progress.publish(header)
 
     subscription = node.create_subscription(Imu, IMU_TOPIC, on_imu, LOCKSTEP_QOS, raw=True)
-    # Launched once this process reads and takes part (ci20: launched first, a graph that started quickly sent the
-    # IMU's message at 0 before this reader had matched, and the run without the link had 200 of 201)
+    # The IMU's message at 0 goes out once: the clock starts only when this reader has matched its publisher (the
+    # start gate's NODE>TOPIC entry, this node publishing READER_READY_TOPIC then). Without it the run had 200 of 201
+    # in ci20, and in 3 of 5 quiet runs here at 0a2f4c0 (1 of 5 at 1f12552), when the reader was made before the launch.
+    gate = f"{node.get_fully_qualified_name()}>{READER_READY_TOPIC}"
     graph = launch("fleet.launch.yaml", "vehicles:=2", "lockstep:=true", f"swarm_link:={str(swarm_link).lower()}",
-                   "seed:=7", f"output_dir:={tmp_path / str(swarm_link)}")
+                   "seed:=7", f"output_dir:={tmp_path / str(swarm_link)}", f"start_gate_nodes:={gate}")
+    reader_ready = None
     try:
+        assert spin_until(node, lambda: subscription.get_publisher_count() >= 1, 90.0), graph.output()[-3000:]
+        reader_ready = node.create_publisher(Header, READER_READY_TOPIC, 1)
         # Wall time for the start-up too: four processes importing at a load of 18 took 36 s.
         done = spin_until(node, lambda: messages and cdr_header_stamp_ns(messages[-1]) >= UNTIL_S * 1e9 - 1, 90.0)
         assert done, (len(messages), graph.output()[-3000:])
@@ -150,6 +157,8 @@ def lockstep_imu_bytes(launch, node, swarm_link: bool, tmp_path) -> list[bytes]:
         node.destroy_subscription(subscription)
         node.destroy_publisher(progress)
         node.destroy_publisher(announcement)
+        if reader_ready is not None:
+            node.destroy_publisher(reader_ready)
         graph.stop()
     # Nor while it stops: a bad message taken after the SIGINT is the same one line (once a [FATAL] line and
     # a traceback from a sensors process, when the input guard passed every error on after a stop signal).
