@@ -8,7 +8,8 @@ import pytest
 
 from aerial_sim.environment.environment import EnvironmentParams
 from aerial_sim.physics import batched
-from aerial_sim.physics.batch_kernels import LANES, close_pairs
+from aerial_sim.physics.batch_kernels import LANES
+from aerial_sim.physics.broad_phase_kernels import close_pairs
 from aerial_sim.physics.world import PhysicsParams, PhysicsWorld
 from aerial_sim.vehicles.multirotor import load_vehicle
 

@@ -5,7 +5,7 @@ another in Python. Here the state of every vehicle is a row of one array and a
 window of steps (the physics node's control period, at most
 :data:`MAX_WINDOW_STEPS`) goes in three parts:
 
-1. broad phase (:mod:`.batch_kernels`): a sphere that holds each body box for the
+1. broad phase (:mod:`.broad_phase_kernels`): a sphere that holds each body box for the
    whole window (speed, an acceleration bound, a slack); vehicles whose sphere
    meets a collider's bounding box (the ground plane included) are *near*, and
    pairs of vehicles whose spheres meet are *coupled*; a grid keeps this near-linear
@@ -39,6 +39,7 @@ import numpy as np
 
 from aerial_sim.environment.environment import Environment
 from aerial_sim.physics import batch_kernels as kernels
+from aerial_sim.physics import broad_phase_kernels as broad_kernels
 from aerial_sim.physics.broad_phase import ColliderIndex, collider_index
 from aerial_sim.physics.drag import DRAG_LAWS
 from aerial_sim.physics.batch_kernels import (
@@ -84,7 +85,7 @@ MAX_RECORDS = 10000
 #: Dense swarms (safety spheres overlapping, boxes apart): a plan's close pairs step one step at a
 #: time only while their sweep spheres for the window itself may meet, and coupled pairs go to
 #: FCL's exact box-box test only when the compiled separating-axis test
-#: (:func:`~aerial_sim.physics.batch_kernels.boxes_may_touch`) cannot show their boxes apart by
+#: (:func:`~aerial_sim.physics.broad_phase_kernels.boxes_may_touch`) cannot show their boxes apart by
 #: more than :data:`PREFILTER_MARGIN_M` (FCL from Python costs about 30 us a pair and step).
 #: False: every close pair steps singly and goes to FCL (the path before, kept for the
 #: agreement test: both give the same states and records).
@@ -356,10 +357,10 @@ class BatchedBodies:
             self._plan_steps_left -= window
             return plan
         steps = max(window, PLAN_STEPS)
-        radii = kernels.sweep_radii(self.state, self.type_of, self.type_const, steps, self.dt, SWEEP_SLACK_M,
-                                    self._wind)
-        near = kernels.near_colliders(self.state, radii, *self._bounds)
-        pairs = kernels.close_pairs(np.ascontiguousarray(self.state[:, P : P + 3]), radii)
+        radii = broad_kernels.sweep_radii(self.state, self.type_of, self.type_const, steps, self.dt, SWEEP_SLACK_M,
+                                          self._wind)
+        near = broad_kernels.near_colliders(self.state, radii, *self._bounds)
+        pairs = broad_kernels.close_pairs(np.ascontiguousarray(self.state[:, P : P + 3]), radii)
         reusable = not pairs.size and not np.any(near & ~self.asleep)
         self._plan = (near, pairs) if reusable else None
         self._plan_steps_left = steps - window
@@ -373,9 +374,9 @@ class BatchedBodies:
             woken = np.zeros(len(self.bodies), dtype=bool)
             woken[pairs.ravel()] = True
             self.asleep &= ~woken  # as coupling them would have
-            radii = kernels.sweep_radii(self.state, self.type_of, self.type_const, window, self.dt, WINDOW_SLACK_M,
-                                        self._wind)
-            pairs = pairs[kernels.spheres_meet(self.state, radii, pairs)]
+            radii = broad_kernels.sweep_radii(self.state, self.type_of, self.type_const, window, self.dt,
+                                              WINDOW_SLACK_M, self._wind)
+            pairs = pairs[broad_kernels.spheres_meet(self.state, radii, pairs)]
         coupled = np.zeros(len(self.bodies), dtype=bool)
         coupled[pairs.ravel()] = True
         self.asleep &= ~coupled
@@ -436,7 +437,7 @@ class BatchedBodies:
         _, slop_m, bounce_speed, _ = settings
         time_s = step * self.dt
         if NARROW_PREFILTER:  # drops only pairs whose boxes are apart: FCL would find no contact
-            pairs = pairs[kernels.boxes_may_touch(self.state, self.const, pairs, PREFILTER_MARGIN_M)]
+            pairs = pairs[broad_kernels.boxes_may_touch(self.state, self.const, pairs, PREFILTER_MARGIN_M)]
         for i, j in pairs.tolist():
             a, b = self._view(i), self._view(j)
             contact = box_box_contact(a, b)
