@@ -283,7 +283,7 @@ LANES = 16
  L_BZ, L_TX, L_TY, L_TZ, L_G, L_RHO, L_ANCHOR, L_ANCHOR_RHO, L_SLOPE, L_EFX, L_EFY, L_EFZ, L_ETX, L_ETY, L_ETZ,
  L_INV_MASS, L_I0, L_I1, L_I2, L_J0, L_J1, L_J2, L_AREA_X, L_AREA_Y, L_AREA_Z, L_LIN_C, L_LAW, L_ROTOR_K,
  L_ROTOR_B, L_ROTOR_C, L_WIND_X, L_WIND_Y, L_WIND_Z, L_KDX, L_KDY, L_KDZ, L_FX, L_FY, L_FZ, L_MX, L_MY, L_MZ,
- L_BAD, L_ROTORS) = range(62)
+ L_OFFSET, L_CW, L_DX, L_DY, L_DZ, L_MOVING, L_NTX, L_NTY, L_NTZ, L_BAD, L_ROTORS) = range(71)
 #: Rows per rotor in the lane buffer.
 L_PER_ROTOR = 9
 #: Largest half-angle x^2 the series covers (:func:`~aerial_sim.physics.rotation.half_angle_series`).
@@ -422,52 +422,82 @@ def _scatter_lanes(buf, lane_of, lanes, state, filtered, rotor_count, steps_left
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _rotor_lanes(buf, rotors):
-    """The rotors of :func:`advance_free` for every lane: motor lag, then the wrench sums per unit density."""
-    for lane in range(LANES):
-        buf[L_FX * LANES + lane] = 0.0
-        buf[L_FY * LANES + lane] = 0.0
-        buf[L_FZ * LANES + lane] = 0.0
-        buf[L_MX * LANES + lane] = 0.0
-        buf[L_MY * LANES + lane] = 0.0
-        buf[L_MZ * LANES + lane] = 0.0
-    for k in range(rotors):
-        row = (L_ROTORS + L_PER_ROTOR * k) * LANES
+    """The rotors of :func:`advance_free` for every lane: motor lag, then the wrench sums per unit density.
+
+    For 4 or 6 rotors (the quads and hexas of ``config/vehicles``) one loop over the lanes with the rotors unrolled and the sums in registers
+    (:func:`_rotor_sums`: the lanes go into SIMD instructions); else rotor by rotor with the sums in the
+    buffer. The same additions in the same order either way.
+    """
+    if rotors == 4:
+        _rotor_sums(buf, 4)
+    elif rotors == 6:
+        _rotor_sums(buf, 6)
+    else:
         for lane in range(LANES):
-            u = buf[row + lane]
-            u += buf[row + 2 * LANES + lane] * (buf[row + LANES + lane] - u)
-            buf[row + lane] = u
-            buf[L_FX * LANES + lane] += u * buf[row + 3 * LANES + lane]
-            buf[L_FY * LANES + lane] += u * buf[row + 4 * LANES + lane]
-            buf[L_FZ * LANES + lane] += u * buf[row + 5 * LANES + lane]
-            buf[L_MX * LANES + lane] += u * buf[row + 6 * LANES + lane]
-            buf[L_MY * LANES + lane] += u * buf[row + 7 * LANES + lane]
-            buf[L_MZ * LANES + lane] += u * buf[row + 8 * LANES + lane]
+            for row in range(L_FX, L_MZ + 1):
+                buf[row * LANES + lane] = 0.0
+        for k in range(rotors):
+            row = (L_ROTORS + L_PER_ROTOR * k) * LANES
+            for lane in range(LANES):
+                u = buf[row + lane]
+                u += buf[row + 2 * LANES + lane] * (buf[row + LANES + lane] - u)
+                buf[row + lane] = u
+                for c in range(6):
+                    buf[(L_FX + c) * LANES + lane] += u * buf[row + (3 + c) * LANES + lane]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _rotor_sums(buf, rotors):
+    """:func:`_rotor_lanes` for a ``rotors`` known when compiled (inlined with a constant: the loop over the
+    rotors unrolls and the one over the lanes vectorises; with the count in a variable it did not, and the
+    rotors took 40 % of the step)."""
+    for lane in range(LANES):
+        fx = fy = fz = mx = my = mz = 0.0
+        for k in range(rotors):
+            row = (L_ROTORS + L_PER_ROTOR * k) * LANES + lane
+            u = buf[row]
+            u += buf[row + 2 * LANES] * (buf[row + LANES] - u)
+            buf[row] = u
+            fx += u * buf[row + 3 * LANES]
+            fy += u * buf[row + 4 * LANES]
+            fz += u * buf[row + 5 * LANES]
+            mx += u * buf[row + 6 * LANES]
+            my += u * buf[row + 7 * LANES]
+            mz += u * buf[row + 8 * LANES]
+        buf[L_FX * LANES + lane] = fx
+        buf[L_FY * LANES + lane] = fy
+        buf[L_FZ * LANES + lane] = fz
+        buf[L_MX * LANES + lane] = mx
+        buf[L_MY * LANES + lane] = my
+        buf[L_MZ * LANES + lane] = mz
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _step_lanes(buf, dt, half_dt, half_dt2, g0, g1, g2, band):
     """One step of :func:`advance_free` for every lane, its branches as selects (a lane that would take
-    the scalar step's other way is flagged in ``L_BAD``)."""
-    for lane in range(LANES):
-        px, py, pz = buf[L_PX * LANES + lane], buf[L_PY * LANES + lane], buf[L_PZ * LANES + lane]
+    the scalar step's other way is flagged in ``L_BAD``).
+
+    Three loops over the lanes, one per part of the step (position and orientation; forces and the
+    linear Verlet step; the rotational Verlet step), with the values one part hands the next in rows of
+    the buffer: each loop's chain of dependent operations is then short enough for the processor to run
+    several lanes' chains at once (one loop for the whole step was bound by the latency of its chain).
+    """
+    for lane in range(LANES):  # 1. position; 2. orientation
+        pz = buf[L_PZ * LANES + lane]
         qw, qx = buf[L_QW * LANES + lane], buf[L_QX * LANES + lane]
         qy, qz = buf[L_QY * LANES + lane], buf[L_QZ * LANES + lane]
         vx, vy, vz = buf[L_VX * LANES + lane], buf[L_VY * LANES + lane], buf[L_VZ * LANES + lane]
         wx, wy, wz = buf[L_WX * LANES + lane], buf[L_WY * LANES + lane], buf[L_WZ * LANES + lane]
         ax, ay, az = buf[L_AX * LANES + lane], buf[L_AY * LANES + lane], buf[L_AZ * LANES + lane]
         bx, by, bz = buf[L_BX * LANES + lane], buf[L_BY * LANES + lane], buf[L_BZ * LANES + lane]
-        ptx, pty, ptz = buf[L_TX * LANES + lane], buf[L_TY * LANES + lane], buf[L_TZ * LANES + lane]
-        anchor_up, anchor_rho = buf[L_ANCHOR * LANES + lane], buf[L_ANCHOR_RHO * LANES + lane]
-        slope = buf[L_SLOPE * LANES + lane]
-        # 1. position
         nz = pz + (vz * dt + az * half_dt2)
-        offset = nz - anchor_up
+        offset = nz - buf[L_ANCHOR * LANES + lane]
         inside = -band < offset
         inside = inside & (offset < band)
-        px += vx * dt + ax * half_dt2
-        py += vy * dt + ay * half_dt2
-        pz = nz
-        # 2. orientation
+        buf[L_PX * LANES + lane] += vx * dt + ax * half_dt2
+        buf[L_PY * LANES + lane] += vy * dt + ay * half_dt2
+        buf[L_PZ * LANES + lane] = nz
+        buf[L_OFFSET * LANES + lane] = offset
         hx = wx + bx * half_dt
         hy = wy + by * half_dt
         hz = wz + bz * half_dt
@@ -479,20 +509,39 @@ def _step_lanes(buf, dt, half_dt, half_dt2, g0, g1, g2, band):
         sx = hx * sn
         sy = hy * sn
         sz = hz * sn
+        buf[L_CW * LANES + lane] = cs
+        buf[L_DX * LANES + lane] = sx
+        buf[L_DY * LANES + lane] = sy
+        buf[L_DZ * LANES + lane] = sz
+        buf[L_MOVING * LANES + lane] = 1.0 if moving else 0.0
+        buf[L_BAD * LANES + lane] += 0.0 if inside & series else 1.0  # (not series: moving)
+    for lane in range(LANES):
+        qw, qx = buf[L_QW * LANES + lane], buf[L_QX * LANES + lane]
+        qy, qz = buf[L_QY * LANES + lane], buf[L_QZ * LANES + lane]
+        cs, sx = buf[L_CW * LANES + lane], buf[L_DX * LANES + lane]
+        sy, sz = buf[L_DY * LANES + lane], buf[L_DZ * LANES + lane]
+        moving = buf[L_MOVING * LANES + lane] != 0.0
         nw = qw * cs - qx * sx - qy * sy - qz * sz
         nx = qw * sx + qx * cs + qy * sz - qz * sy
         ny = qw * sy - qx * sz + qy * cs + qz * sx
         nq = qw * sz + qx * sy - qy * sx + qz * cs
         inv = 1.0 / math.sqrt(nw * nw + nx * nx + ny * ny + nq * nq)
-        qw = nw * inv if moving else qw
-        qx = nx * inv if moving else qx
-        qy = ny * inv if moving else qy
-        qz = nq * inv if moving else qz
-        cw = cs if moving else 1.0
-        dx = sx if moving else 0.0
-        dy = sy if moving else 0.0
-        dz = sz if moving else 0.0
-        buf[L_BAD * LANES + lane] += 0.0 if inside & series else 1.0  # (not series: moving)
+        buf[L_QW * LANES + lane] = nw * inv if moving else qw
+        buf[L_QX * LANES + lane] = nx * inv if moving else qx
+        buf[L_QY * LANES + lane] = ny * inv if moving else qy
+        buf[L_QZ * LANES + lane] = nq * inv if moving else qz
+        buf[L_CW * LANES + lane] = cs if moving else 1.0
+        buf[L_DX * LANES + lane] = sx if moving else 0.0
+        buf[L_DY * LANES + lane] = sy if moving else 0.0
+        buf[L_DZ * LANES + lane] = sz if moving else 0.0
+    for lane in range(LANES):  # 3. environment, rotors, drag; 4. Newton plus gravity; 5. linear Verlet
+        pz = buf[L_PZ * LANES + lane]
+        qw, qx = buf[L_QW * LANES + lane], buf[L_QX * LANES + lane]
+        qy, qz = buf[L_QY * LANES + lane], buf[L_QZ * LANES + lane]
+        vx, vy, vz = buf[L_VX * LANES + lane], buf[L_VY * LANES + lane], buf[L_VZ * LANES + lane]
+        wx, wy, wz = buf[L_WX * LANES + lane], buf[L_WY * LANES + lane], buf[L_WZ * LANES + lane]
+        ax, ay, az = buf[L_AX * LANES + lane], buf[L_AY * LANES + lane], buf[L_AZ * LANES + lane]
+        bx, by, bz = buf[L_BX * LANES + lane], buf[L_BY * LANES + lane], buf[L_BZ * LANES + lane]
         xx = qx * qx
         yy = qy * qy
         zz = qz * qz
@@ -511,8 +560,7 @@ def _step_lanes(buf, dt, half_dt, half_dt2, g0, g1, g2, band):
         r20 = 2.0 * (xz - wyq)
         r21 = 2.0 * (yz + wxq)
         r22 = 1.0 - 2.0 * (xx + yy)
-        # 3. environment, rotors
-        rho = anchor_rho + slope * offset
+        rho = buf[L_ANCHOR_RHO * LANES + lane] + buf[L_SLOPE * LANES + lane] * buf[L_OFFSET * LANES + lane]
         g = g0 + pz * (g1 + pz * g2)
         fx, fy, fz = buf[L_FX * LANES + lane], buf[L_FY * LANES + lane], buf[L_FZ * LANES + lane]
         tx, ty, tz = buf[L_MX * LANES + lane], buf[L_MY * LANES + lane], buf[L_MZ * LANES + lane]
@@ -547,18 +595,25 @@ def _step_lanes(buf, dt, half_dt, half_dt2, g0, g1, g2, band):
         fx = fx0 if law == 0.0 else (fx1 if law == 1.0 else (fx2 if law >= 2.0 else fx))
         fy = fy0 if law == 0.0 else (fy1 if law == 1.0 else (fy2 if law >= 2.0 else fy))
         fz = fz0 if law == 0.0 else (fz1 if law == 1.0 else fz)
-        tx -= rho * buf[L_KDX * LANES + lane] * ox * abs(ox)
-        ty -= rho * buf[L_KDY * LANES + lane] * oy * abs(oy)
-        tz -= rho * buf[L_KDZ * LANES + lane] * oz * abs(oz)
-        # 4. Newton plus gravity
+        buf[L_NTX * LANES + lane] = tx - rho * buf[L_KDX * LANES + lane] * ox * abs(ox)
+        buf[L_NTY * LANES + lane] = ty - rho * buf[L_KDY * LANES + lane] * oy * abs(oy)
+        buf[L_NTZ * LANES + lane] = tz - rho * buf[L_KDZ * LANES + lane] * oz * abs(oz)
         inv_mass = buf[L_INV_MASS * LANES + lane]
         nax = (r00 * fx + r01 * fy + r02 * fz) * inv_mass
         nay = (r10 * fx + r11 * fy + r12 * fz) * inv_mass
         naz = (r20 * fx + r21 * fy + r22 * fz) * inv_mass - g
-        # 5. velocity Verlet, and its rotational form on L = I omega (diagonal inertia)
-        vx += (ax + nax) * half_dt
-        vy += (ay + nay) * half_dt
-        vz += (az + naz) * half_dt
+        buf[L_VX * LANES + lane] = vx + (ax + nax) * half_dt
+        buf[L_VY * LANES + lane] = vy + (ay + nay) * half_dt
+        buf[L_VZ * LANES + lane] = vz + (az + naz) * half_dt
+        buf[L_AX * LANES + lane], buf[L_AY * LANES + lane], buf[L_AZ * LANES + lane] = nax, nay, naz
+        buf[L_G * LANES + lane] = g
+        buf[L_RHO * LANES + lane] = rho
+    for lane in range(LANES):  # 5. the rotational Verlet step on L = I omega (diagonal inertia)
+        wx, wy, wz = buf[L_WX * LANES + lane], buf[L_WY * LANES + lane], buf[L_WZ * LANES + lane]
+        ptx, pty, ptz = buf[L_TX * LANES + lane], buf[L_TY * LANES + lane], buf[L_TZ * LANES + lane]
+        tx, ty, tz = buf[L_NTX * LANES + lane], buf[L_NTY * LANES + lane], buf[L_NTZ * LANES + lane]
+        cw, dx = buf[L_CW * LANES + lane], buf[L_DX * LANES + lane]
+        dy, dz = buf[L_DY * LANES + lane], buf[L_DZ * LANES + lane]
         i0, i1, i2 = buf[L_I0 * LANES + lane], buf[L_I1 * LANES + lane], buf[L_I2 * LANES + lane]
         j0, j1, j2 = buf[L_J0 * LANES + lane], buf[L_J1 * LANES + lane], buf[L_J2 * LANES + lane]
         lx, ly, lz = i0 * wx, i1 * wy, i2 * wz
@@ -576,16 +631,9 @@ def _step_lanes(buf, dt, half_dt, half_dt2, g0, g1, g2, band):
         mx = tx - (wy * lz - wz * ly)
         my = ty - (wz * lx - wx * lz)
         mz = tz - (wx * ly - wy * lx)
-        buf[L_PX * LANES + lane], buf[L_PY * LANES + lane], buf[L_PZ * LANES + lane] = px, py, pz
-        buf[L_QW * LANES + lane], buf[L_QX * LANES + lane] = qw, qx
-        buf[L_QY * LANES + lane], buf[L_QZ * LANES + lane] = qy, qz
-        buf[L_VX * LANES + lane], buf[L_VY * LANES + lane], buf[L_VZ * LANES + lane] = vx, vy, vz
         buf[L_WX * LANES + lane], buf[L_WY * LANES + lane], buf[L_WZ * LANES + lane] = wx, wy, wz
-        buf[L_AX * LANES + lane], buf[L_AY * LANES + lane], buf[L_AZ * LANES + lane] = nax, nay, naz
         buf[L_BX * LANES + lane], buf[L_BY * LANES + lane], buf[L_BZ * LANES + lane] = j0 * mx, j1 * my, j2 * mz
         buf[L_TX * LANES + lane], buf[L_TY * LANES + lane], buf[L_TZ * LANES + lane] = tx, ty, tz
-        buf[L_G * LANES + lane] = g
-        buf[L_RHO * LANES + lane] = rho
 
 
 @njit(cache=True)
