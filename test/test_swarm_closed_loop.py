@@ -7,7 +7,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from aerial_sim.control import batched_controller as batched_module_controller
 from aerial_sim.control.batched_controller import BatchedController
+from aerial_sim.control.cascade_lanes import cascade_lanes
 from aerial_sim.control.controller import CascadedController, ControllerParams, Setpoint, VehicleState
 from aerial_sim.control.swarm_flight import SwarmFlight
 from aerial_sim.environment.environment import EnvironmentParams
@@ -62,6 +64,42 @@ def test_batched_controller_gives_the_per_vehicle_controllers_rotor_inputs():
             assert batched.rate_integral[i] == pytest.approx(single._integrators.rate, abs=1e-12)
             saturated_seen |= out.saturated
     assert saturated_seen
+
+
+def test_lane_cascade_equals_the_one_vehicle_kernel_to_the_last_bit(monkeypatch):
+    """The SIMD cascade (control/cascade_lanes) against the one-vehicle kernel: 203 rows in runs of quads
+    and hexas (blocks of one kind and mixed ones), steep attitudes, yaw near 180 degrees (Shepperd's other
+    branches), far and absurd targets (1e200 m: the squares overflow), NaN rows, velocity-mode rows; every
+    output and integrator equal over 40 steps, and most rows really went through the lanes."""
+    rng = np.random.default_rng(11)
+    count = 203
+    vehicles = [HEXA if (i // 37) % 3 == 2 or i % 29 == 0 else QUAD for i in range(count)]
+    params = ControllerParams()
+    lanes, reference = BatchedController(params, vehicles), BatchedController(params, vehicles)
+    mode = np.arange(count) % 5 != 0
+    for step in range(40):
+        position, orientation, velocity, rates = random_states(rng, count)
+        target = position + rng.normal(0, 8, (count, 3))
+        target[::17] = 1e200
+        target[3::41] = np.nan
+        velocity_ff, accel_ff = rng.normal(0, 2, (count, 3)), rng.normal(0, 1, (count, 3))
+        yaw = rng.uniform(-0.5, 0.5, count)
+        yaw[(np.arange(count) // 16) % 4 == 3] = math.pi - 0.01
+        yaw_rate = rng.normal(0, 0.5, count)
+        arguments = (position, orientation, velocity, rates, target, velocity_ff, accel_ff, yaw, yaw_rate, 0.004, mode)
+        monkeypatch.setattr(batched_module_controller, "LANE_CASCADE", True)
+        lanes.update(*arguments)
+        monkeypatch.setattr(batched_module_controller, "LANE_CASCADE", False)
+        reference.update(*arguments)
+        for name in ("controls", "saturated", "thrust_n", "valid", "velocity_integral", "rate_integral"):
+            assert np.array_equal(getattr(lanes, name), getattr(reference, name)), (step, name)
+    unusable = np.isnan(target).any(axis=1) & mode
+    assert np.isfinite(lanes.controls).all() and unusable.any() and np.array_equal(lanes.valid, ~unusable)
+    left = cascade_lanes(position, orientation, velocity, rates, target, mode, velocity_ff, accel_ff, yaw, yaw_rate,
+                         0.004, lanes.kind, lanes.const, lanes.mixing, lanes.kind_rotors, lanes.gains,
+                         lanes.velocity_integral, lanes.rate_integral, lanes.controls, lanes.saturated,
+                         lanes.thrust_n, lanes.valid)
+    assert 0 < len(left) < count // 2
 
 
 def test_batched_controller_keeps_a_row_whose_setpoint_is_not_finite():

@@ -23,12 +23,15 @@ from typing import Sequence
 
 import numpy as np
 
+from aerial_sim.control import cascade_lanes as lanes
+from aerial_sim.control.cascade_lanes import (CONST_COLUMNS, INERTIA, MASS, MAX_THRUST, THRUST_MAX, THRUST_MIN,
+                                              cascade_lanes)
 from aerial_sim.control.controller import CascadedController, ControllerParams
 from aerial_sim.jit import njit
 
-#: Columns of the constants of each kind of vehicle (``BatchedController.const``).
-MASS, THRUST_MIN, THRUST_MAX, MAX_THRUST, INERTIA = 0, 1, 2, 3, 4
-CONST_COLUMNS = INERTIA + 9
+#: Run the cascade 16 vehicles per SIMD pass (:mod:`~aerial_sim.control.cascade_lanes`, same results to the
+#: last bit); False: one vehicle at a time, the reference.
+LANE_CASCADE = True
 
 
 class BatchedController:
@@ -96,6 +99,7 @@ class BatchedController:
         self.thrust_n = np.zeros(count)
         #: False for rows whose setpoint was not finite: their outputs and integrators were kept.
         self.valid = np.ones(count, dtype=np.bool_)
+        self._all_rows = np.arange(count)
 
     def reset(self, rows=None) -> None:
         """Clear the integrators of ``rows`` (all by default), as ``CascadedController.reset``."""
@@ -123,15 +127,26 @@ class BatchedController:
         dt = float(dt)
         if not (dt > 0.0 and math.isfinite(dt)):
             raise ValueError(f"dt must be a positive number of seconds, got {dt!r}")
-        cascade(np.asarray(position, dtype=float), np.asarray(orientation, dtype=float),
-                np.asarray(velocity, dtype=float), np.asarray(angular_velocity, dtype=float),
-                np.asarray(setpoint_position, dtype=float), np.asarray(position_mode, dtype=np.bool_),
-                np.asarray(velocity_ff, dtype=float), np.asarray(acceleration_ff, dtype=float),
-                np.asarray(yaw, dtype=float), np.asarray(yaw_rate, dtype=float), dt,
-                self.kind, self.const, self.mixing, self.kind_rotors, self.gains,
-                self.velocity_integral, self.rate_integral, self.controls, self.saturated, self.thrust_n,
-                self.valid)
+        arguments = (np.asarray(position, dtype=float), np.asarray(orientation, dtype=float),
+                     np.asarray(velocity, dtype=float), np.asarray(angular_velocity, dtype=float),
+                     np.asarray(setpoint_position, dtype=float), np.asarray(position_mode, dtype=np.bool_),
+                     np.asarray(velocity_ff, dtype=float), np.asarray(acceleration_ff, dtype=float),
+                     np.asarray(yaw, dtype=float), np.asarray(yaw_rate, dtype=float), dt,
+                     self.kind, self.const, self.mixing, self.kind_rotors, self.gains,
+                     self.velocity_integral, self.rate_integral, self.controls, self.saturated, self.thrust_n,
+                     self.valid)
+        rows = cascade_lanes(*arguments) if LANE_CASCADE else self._all_rows
+        if rows.size:
+            cascade(rows, *arguments)
         return self.controls
+
+
+@njit(cache=True, inline="always")
+def horizontal_length(x, y):
+    """sqrt(x^2 + y^2): what the per-vehicle controller's ``math.hypot`` gives, to round-off, in operations that
+    vectorise (:mod:`~aerial_sim.control.cascade_lanes`); libm's ``hypot`` where the squares may overflow."""
+    length = math.sqrt(x * x + y * y)
+    return math.hypot(x, y) if length > lanes.OVERFLOW_GUARD else length
 
 
 def _clamp(value, limit):
@@ -142,11 +157,11 @@ _clamp_jit = njit(cache=True)(_clamp)
 
 
 @njit(cache=True)
-def cascade(position, orientation, velocity, rates, setpoint_position, position_mode, velocity_ff,
+def cascade(rows, position, orientation, velocity, rates, setpoint_position, position_mode, velocity_ff,
             acceleration_ff, yaw, yaw_rate, dt, kind, const, mixing, rotor_count, gains,
             velocity_integral, rate_integral, controls, saturated_out, thrust_out, valid_out):
-    """:meth:`CascadedController.update` for every row, in place on the integrators and outputs; row ``i``'s
-    constants are row ``kind[i]`` of ``const``, ``mixing`` and ``rotor_count``."""
+    """:meth:`CascadedController.update` for the rows ``rows``, in place on the integrators and outputs; row
+    ``i``'s constants are row ``kind[i]`` of ``const``, ``mixing`` and ``rotor_count``."""
     kpx, kpy, kpz = gains[0], gains[1], gains[2]
     kvx, kvy, kvz = gains[3], gains[4], gains[5]
     kix, kiy, kiz = gains[6], gains[7], gains[8]
@@ -157,10 +172,9 @@ def cascade(position, orientation, velocity, rates, setpoint_position, position_
     vlim, rlim, max_h, max_down, max_up, tan_tilt, g = (gains[21], gains[22], gains[23], gains[24], gains[25],
                                                        gains[26], gains[27])
     integration_speed = gains[28]
-    count = position.shape[0]
     u_att = np.empty(mixing.shape[1])
     base = np.empty(mixing.shape[1])
-    for i in range(count):
+    for i in rows:
         inputs = velocity_ff[i, 0] + velocity_ff[i, 1] + velocity_ff[i, 2] + yaw[i] + yaw_rate[i]
         inputs += acceleration_ff[i, 0] + acceleration_ff[i, 1] + acceleration_ff[i, 2]
         if position_mode[i]:
@@ -187,7 +201,7 @@ def cascade(position, orientation, velocity, rates, setpoint_position, position_
             vx = vx + kpx * (setpoint_position[i, 0] - position[i, 0]) * 1.0
             vy = vy + kpy * (setpoint_position[i, 1] - position[i, 1]) * 1.0
             vz = vz + kpz * (setpoint_position[i, 2] - position[i, 2]) * 1.0
-        horizontal = math.hypot(vx, vy)
+        horizontal = horizontal_length(vx, vy)
         if horizontal > max_h:
             scale = max_h / horizontal
             vx, vy = vx * scale, vy * scale
@@ -206,8 +220,8 @@ def cascade(position, orientation, velocity, rates, setpoint_position, position_
         if fz < t_min or fz > t_max:
             thrust_limited = True
             fz = min(max(fz, t_min), t_max)
-        h_limit = min(fz * tan_tilt, math.sqrt(max(t_max**2 - fz**2, 0.0)))
-        horizontal = math.hypot(fx, fy)
+        h_limit = min(fz * tan_tilt, math.sqrt(max(t_max * t_max - fz * fz, 0.0)))
+        horizontal = horizontal_length(fx, fy)
         tilt_limited = horizontal > h_limit
         if tilt_limited:
             scale = h_limit / horizontal
