@@ -51,8 +51,9 @@ class SwarmFlight:
         self.imu = BatchedImu(imu_params, seeds)
         self.rates_from_imu = rates_from_imu
         count = len(names)
-        self._zeros3 = np.zeros((count, 3))
-        self._zeros = np.zeros(count)
+        # omitted setpoint parts: one row of zeros seen N times (stride 0), which the kernels read from cache
+        self._zeros3 = np.broadcast_to(np.zeros(3), (count, 3))
+        self._zeros = np.broadcast_to(np.zeros(1), (count,))
         for row, name in enumerate(names):  # a row whose first setpoint is unusable keeps what it has
             commands = world.body(name).rotors.commands
             self.controller.controls[row, : len(commands)] = commands
