@@ -15,7 +15,7 @@ from aerial_sim.control.swarm_flight import SwarmFlight
 from aerial_sim.environment.environment import EnvironmentParams
 from aerial_sim.physics import batched as batched_module
 from aerial_sim.physics.world import PhysicsParams, PhysicsWorld
-from aerial_sim.sensors.batched_imu import BatchedImu
+from aerial_sim.sensors.batched_imu import ZIG_R, BatchedImu, _seed_state, _tail, fill_normals
 from aerial_sim.sensors.mounting import Mount
 from aerial_sim.sensors.truth import TruthSample
 from aerial_sim.sensors.imu import Imu, ImuParams
@@ -173,6 +173,42 @@ def test_batched_imu_fast_noise_has_the_models_statistics_and_depends_only_on_ea
         assert np.array_equal(g[0], gyro[k, 7] - 0.0)
     with pytest.raises(ValueError, match="vibration"):
         BatchedImu(replace(params, vibration_enabled=True), [0])
+
+
+def test_batched_imu_fast_normals_follow_the_normal_law_into_the_tails():
+    """3.6 million draws of the fast source (ziggurat: rectangles, wedges and the tail beyond r):
+    mean, variance, the fractions beyond 3 sigma, 4 sigma and r, and a chi-square over 92 bins, each
+    within the sampling error of the normal law; the two halves of a word uncorrelated; and the tail
+    sampler's draws distributed as the normal law beyond r."""
+    rows, calls = 1000, 300
+    states = np.array([_seed_state(seed) for seed in range(rows)], dtype=np.uint64)
+    out = np.empty((rows, 12))
+    draws = np.empty((calls, rows, 12))
+    for k in range(calls):
+        fill_normals(states, out)
+        draws[k] = out
+    x = draws.ravel()
+    n = x.size
+    assert abs(x.mean()) < 4 / math.sqrt(n)
+    assert abs(x.var() - 1.0) < 4 * math.sqrt(2 / n)
+    for beyond in (3.0, 4.0, ZIG_R):
+        expected = n * math.erfc(beyond / math.sqrt(2))
+        assert abs(np.count_nonzero(np.abs(x) > beyond) - expected) < 4 * math.sqrt(expected), beyond
+    edges = np.linspace(-4.5, 4.5, 91)
+    counts, _ = np.histogram(x, bins=np.concatenate([[-np.inf], edges, [np.inf]]))
+    cdf = np.array([0.0] + [0.5 * math.erfc(-e / math.sqrt(2)) for e in edges] + [1.0])
+    expected = n * np.diff(cdf)
+    chi2, dof = np.sum((counts - expected) ** 2 / expected), counts.size - 1
+    assert chi2 < dof + 5 * math.sqrt(2 * dof)
+    assert abs(np.corrcoef(draws[..., 0].ravel(), draws[..., 1].ravel())[0, 1]) < 4 / math.sqrt(rows * calls)
+    # the tail sampler alone (3.6 million draws reach it about 190 times): P(X > r + t | X > r)
+    tail = np.array([_tail(states, 0, True) for _ in range(50_000)])
+    for t in (0.1, 0.25, 0.5, 1.0):
+        p = math.erfc((ZIG_R + t) / math.sqrt(2)) / math.erfc(ZIG_R / math.sqrt(2))
+        assert abs(np.count_nonzero(tail > ZIG_R + t) - p * tail.size) < 4 * math.sqrt(tail.size * p * (1 - p)), t
+    assert _tail(states, 0, False) < -ZIG_R
+    with pytest.raises(ValueError, match="even"):
+        fill_normals(states, np.empty((rows, 3)))
 
 
 def grid_world(count, spacing, height=10.0, stepping="batched"):
