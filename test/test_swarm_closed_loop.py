@@ -299,3 +299,39 @@ def test_dense_and_sparse_swarms_contacts_equal_the_fcl_only_path(spacing):
         assert len(records_new) > 4  # the dense grid did collide
     if spacing == 3.0:
         assert not records_new
+
+
+@pytest.mark.parametrize("spacing", [0.3, 1.0])
+def test_a_held_broad_phase_plan_still_catches_a_vehicle_flown_into_its_neighbour(spacing, monkeypatch):
+    """A 4 x 4 grid under the batched controller; at 0.3 m the safety spheres overlap (boxes apart), at
+    1 m they do not, and either way the broad-phase plan is held across windows. Mid-flight one quad is
+    sent to its neighbour's position (new setpoints only: no state change, so no new plan): states and
+    contacts equal a run that makes a fresh plan every window (PLAN_STEPS 1, no long plans), and the held
+    run made a small share of the plans."""
+    from aerial_sim.physics import broad_phase_kernels
+
+    def run(fresh_plans):
+        if fresh_plans:
+            monkeypatch.setattr(batched_module, "PLAN_STEPS", 1)
+            monkeypatch.setattr(batched_module, "LONG_PLAN_STEPS", 0)
+        plans = []
+        close_pairs = broad_phase_kernels.close_pairs
+        monkeypatch.setattr(broad_phase_kernels, "close_pairs", lambda *a: plans.append(1) or close_pairs(*a))
+        world, starts = grid_world(16, spacing)
+        flight = SwarmFlight(world)
+        setpoints = starts.copy()
+        records = []
+        for period in range(350):
+            if period == 20:
+                setpoints[5] = starts[6]
+            flight.period(setpoints)
+            records += world.take_collisions()
+        monkeypatch.undo()
+        return world.truth_arrays(), records, len(plans)
+
+    truth_held, records_held, plans_held = run(False)
+    truth_fresh, records_fresh, plans_fresh = run(True)
+    assert records_held and records_held == records_fresh
+    for field in truth_held:
+        assert np.array_equal(truth_held[field], truth_fresh[field]), field
+    assert plans_fresh == 350 and plans_held < 175, (plans_fresh, plans_held)

@@ -353,18 +353,20 @@ class BatchedBodies:
 
     def _broad_phase(self, window: int) -> tuple[np.ndarray, np.ndarray]:
         """Near vehicles and close pairs for the next ``window`` steps: the plan still held when it
-        covers them, else a new one for ``max(window, PLAN_STEPS)`` steps (or, while the swarm is
-        sparse, for :data:`LONG_PLAN_STEPS`, kept only when it can be held).
+        covers them, else a new one for ``max(window, PLAN_STEPS)`` steps (or, while plans can be
+        held, for :data:`LONG_PLAN_STEPS`, kept only when it can be held).
 
-        A plan is held only while nothing can leave its spheres early: no coupled pair (an
-        impulse changes velocities), no awake vehicle near a collider (contacts do), and no new
-        external wrench, state, collider, wind or home altitude (these drop it). Rotor commands
-        do not: the sweep bound already allows full thrust. Its spheres grow by the speed times
-        the extra steps (8 ms at 1000 Hz; 44 ms for a long plan), so a few more vehicles may count
-        as near or coupled. A long plan that finds a coupled pair or an awake vehicle near a
-        collider is dropped before it is used: the window then gets the plan of ``PLAN_STEPS``, as
-        it would without the try, so a long plan is only ever used where the short plans it stands
-        for would have been held too (its spheres hold theirs).
+        A plan is held only while nothing can leave its spheres early: no awake vehicle near a
+        collider (contacts change velocities), no contact between two vehicles (its impulse does:
+        :meth:`_collide` drops the plan), and no new external wrench, state, collider, wind or home
+        altitude (these drop it). Rotor commands do not: the sweep bound already allows full thrust.
+        Close pairs do not either: a dense swarm whose spheres overlap but whose boxes never touch
+        holds its plan, and each window still steps singly only the pairs that can meet within it.
+        A plan's spheres grow by the speed times the extra steps (8 ms at 1000 Hz; 44 ms for a long
+        plan), so a few more vehicles may count as near or coupled. A long plan that finds an awake
+        vehicle near a collider is dropped before it is used: the window then gets the plan of
+        ``PLAN_STEPS``, as it would without the try, so a long plan is only ever used where the short
+        plans it stands for would have been held too (its spheres hold theirs).
         """
         plan = self._plan
         if plan is not None and self._plan_steps_left >= window and not np.any(plan[0] & ~self.asleep):
@@ -391,7 +393,7 @@ class BatchedBodies:
                                           self._wind)
         near = broad_kernels.near_colliders(self.state, radii, *self._bounds)
         pairs = broad_kernels.close_pairs(np.ascontiguousarray(self.state[:, P : P + 3]), radii)
-        return near, pairs, not pairs.size and not np.any(near & ~self.asleep)
+        return near, pairs, not np.any(near & ~self.asleep)
 
     def _advance_window(self, window: int, first_step: int, colliders: list, settings: tuple) -> None:
         near, pairs = self._broad_phase(window)
@@ -471,6 +473,7 @@ class BatchedBodies:
             if contact is None:
                 continue
             closing = resolve(a, b, contact, slop_m, bounce_speed)
+            self._plan = None  # an impulse: the sweep bounds of the plan no longer hold for these two
             self._write_back(i, a)
             self._write_back(j, b)
             n = contact.normal
