@@ -477,15 +477,14 @@ def _step_lanes(buf, dt, half_dt, half_dt2, g0, g1, g2, band):
     """One step of :func:`advance_free` for every lane, its branches as selects (a lane that would take
     the scalar step's other way is flagged in ``L_BAD``).
 
-    Three loops over the lanes, one per part of the step (position and orientation; forces and the
-    linear Verlet step; the rotational Verlet step), with the values one part hands the next in rows of
-    the buffer: each loop's chain of dependent operations is then short enough for the processor to run
-    several lanes' chains at once (one loop for the whole step was bound by the latency of its chain).
+    Four loops over the lanes, one per part of the step (position and the rotation's half-angle terms;
+    the quaternion update; forces and the linear Verlet step; the rotational Verlet step), with the values
+    one part hands the next in rows of the buffer: each loop's chain of dependent operations is then short
+    enough for the processor to run several lanes' chains at once (one loop for the whole step was bound by
+    the latency of its chain).
     """
-    for lane in range(LANES):  # 1. position; 2. orientation
+    for lane in range(LANES):  # 1. position; 2. orientation: the half-angle terms
         pz = buf[L_PZ * LANES + lane]
-        qw, qx = buf[L_QW * LANES + lane], buf[L_QX * LANES + lane]
-        qy, qz = buf[L_QY * LANES + lane], buf[L_QZ * LANES + lane]
         vx, vy, vz = buf[L_VX * LANES + lane], buf[L_VY * LANES + lane], buf[L_VZ * LANES + lane]
         wx, wy, wz = buf[L_WX * LANES + lane], buf[L_WY * LANES + lane], buf[L_WZ * LANES + lane]
         ax, ay, az = buf[L_AX * LANES + lane], buf[L_AY * LANES + lane], buf[L_AZ * LANES + lane]
@@ -515,7 +514,7 @@ def _step_lanes(buf, dt, half_dt, half_dt2, g0, g1, g2, band):
         buf[L_DZ * LANES + lane] = sz
         buf[L_MOVING * LANES + lane] = 1.0 if moving else 0.0
         buf[L_BAD * LANES + lane] += 0.0 if inside & series else 1.0  # (not series: moving)
-    for lane in range(LANES):
+    for lane in range(LANES):  # 2. orientation: q <- q * q_dt, renormalised
         qw, qx = buf[L_QW * LANES + lane], buf[L_QX * LANES + lane]
         qy, qz = buf[L_QY * LANES + lane], buf[L_QZ * LANES + lane]
         cs, sx = buf[L_CW * LANES + lane], buf[L_DX * LANES + lane]
