@@ -427,8 +427,12 @@ class BatchedBodies:
         """Contact-free steps in the compiled kernel; re-anchors density bands where it stops."""
         if not indices.size:
             return
-        self.steps_left[indices] = steps
-        self.stale[indices] = True
+        if indices.size == self.stale.size:  # every vehicle (indices are unique): slices, not an index array
+            self.steps_left[:] = steps
+            self.stale[:] = True
+        else:
+            self.steps_left[indices] = steps
+            self.stale[indices] = True
         step = kernels.advance_free_lanes if VECTOR_STEP else None  # first the whole window, vectorised
         while True:
             arguments = (self.steps_left, self.state, self.const, self.rotor_const, self.commands, self.filtered,
