@@ -102,16 +102,25 @@ def test_lane_cascade_equals_the_one_vehicle_kernel_to_the_last_bit(monkeypatch)
     assert 0 < len(left) < count // 2
 
 
-def test_batched_controller_keeps_a_row_whose_setpoint_is_not_finite():
-    batched = BatchedController(ControllerParams(), [QUAD, QUAD])
-    state = (np.zeros((2, 3)) + [0, 0, 5], np.tile([1.0, 0, 0, 0], (2, 1)), np.zeros((2, 3)), np.zeros((2, 3)))
-    zeros3, zeros = np.zeros((2, 3)), np.zeros(2)
-    first = batched.update(*state, np.array([[0, 0, 6.0], [0, 0, 6.0]]), zeros3, zeros3, zeros, zeros, 0.004).copy()
-    second = batched.update(*state, np.array([[0, 0, 6.0], [np.nan, 0, 6.0]]), zeros3, zeros3, zeros, zeros, 0.004)
-    assert list(batched.valid) == [True, False]
-    assert np.array_equal(second[1], first[1]) and np.isfinite(second).all()
+@pytest.mark.parametrize("lane_cascade", [True, False])
+def test_batched_controller_keeps_a_row_whose_setpoint_or_state_is_unusable(lane_cascade, monkeypatch):
+    """NaN or infinite setpoints, a zero or NaN quaternion, a NaN body rate: those rows keep their last
+    inputs and are flagged, the other 16 (one block of lanes) fly on; a bad dt is refused."""
+    monkeypatch.setattr(batched_module_controller, "LANE_CASCADE", lane_cascade)
+    count = 20
+    batched = BatchedController(ControllerParams(), [QUAD] * count)
+    position, level = np.zeros((count, 3)) + [0, 0, 5], np.tile([1.0, 0, 0, 0], (count, 1))
+    zeros3, zeros = np.zeros((count, 3)), np.zeros(count)
+    target = position + [0, 0, 1.0]
+    first = batched.update(position, level, zeros3, zeros3, target, zeros3, zeros3, zeros, zeros, 0.004).copy()
+    orientation, rates, target = level.copy(), zeros3.copy(), target.copy()
+    target[1, 0], target[2, 2] = np.nan, np.inf
+    orientation[3], orientation[4, 1], rates[5, 2] = 0.0, np.nan, np.nan
+    second = batched.update(position, orientation, zeros3, rates, target, zeros3, zeros3, zeros, zeros, 0.004)
+    assert np.flatnonzero(~batched.valid).tolist() == [1, 2, 3, 4, 5]
+    assert np.array_equal(second[1:6], first[1:6]) and np.isfinite(second).all()
     with pytest.raises(ValueError, match="dt"):
-        batched.update(*state, zeros3, zeros3, zeros3, zeros, zeros, 0.0)
+        batched.update(position, level, zeros3, zeros3, target, zeros3, zeros3, zeros, zeros, 0.0)
 
 
 def imu_inputs(rng, count):

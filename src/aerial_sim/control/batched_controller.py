@@ -25,7 +25,7 @@ import numpy as np
 
 from aerial_sim.control import cascade_lanes as lanes
 from aerial_sim.control.cascade_lanes import (CONST_COLUMNS, INERTIA, MASS, MAX_THRUST, THRUST_MAX, THRUST_MIN,
-                                              cascade_lanes)
+                                              cascade_lanes, row_is_usable)
 from aerial_sim.control.controller import CascadedController, ControllerParams
 from aerial_sim.jit import njit
 
@@ -111,8 +111,8 @@ class BatchedController:
                acceleration_ff, yaw, yaw_rate, dt: float, position_mode=None) -> np.ndarray:
         """One control step of ``dt`` s for every row; returns the (N, K) rotor inputs (a view,
         overwritten by the next call; rows of vehicles with fewer rotors padded with zeros). A row
-        whose setpoint holds a NaN or an infinity keeps its previous inputs and integrators
-        (``valid`` says which).
+        whose setpoint or state holds a NaN or an infinity, or whose orientation is zero, keeps its
+        previous inputs and integrators (``valid`` says which): one broken vehicle does not stop a swarm.
 
         Arrays (N, 3) / (N, 4) / (N,): ``position`` (ENU m), ``orientation`` (w, x, y, z body->world),
         ``velocity`` (world m/s), ``angular_velocity`` (body rad/s) -- the columns of the batched
@@ -175,11 +175,8 @@ def cascade(rows, position, orientation, velocity, rates, setpoint_position, pos
     u_att = np.empty(mixing.shape[1])
     base = np.empty(mixing.shape[1])
     for i in rows:
-        inputs = velocity_ff[i, 0] + velocity_ff[i, 1] + velocity_ff[i, 2] + yaw[i] + yaw_rate[i]
-        inputs += acceleration_ff[i, 0] + acceleration_ff[i, 1] + acceleration_ff[i, 2]
-        if position_mode[i]:
-            inputs += setpoint_position[i, 0] + setpoint_position[i, 1] + setpoint_position[i, 2]
-        if not math.isfinite(inputs):  # an unusable setpoint row: that vehicle keeps its last inputs
+        if not row_is_usable(i, position, orientation, velocity, rates, setpoint_position, position_mode,
+                             velocity_ff, acceleration_ff, yaw, yaw_rate):  # that vehicle keeps its last inputs
             valid_out[i] = False
             continue
         valid_out[i] = True

@@ -11,11 +11,10 @@ IEEE add, multiply, divide and square root give the same bits in a vector lane, 
 ``sin`` are called per lane while the inputs are copied in, so every output equals the scalar kernel's to
 the last bit (``test/test_swarm_closed_loop.py``).
 
-A block is a run of rows of one kind. Rows the lanes do not take go to the scalar kernel: a row whose
-setpoint is not finite (it keeps its outputs), a run of fewer than :data:`MIN_LANES` rows of one kind, and
-a block whose desired attitude needs one of the
-three rarer branches of Shepperd's matrix-to-quaternion method (a heading more than 90 degrees from the
-thrust's own, for instance yaw near 180 degrees).
+A block is a run of usable rows (:func:`row_is_usable`) of one kind. Rows the lanes do not take go to the
+scalar kernel: a run of fewer than :data:`MIN_LANES` rows of one kind, and a block whose desired attitude
+needs one of the three rarer branches of Shepperd's matrix-to-quaternion method (a heading about 90
+degrees or more from the present one, for instance yaw near 180 degrees).
 """
 
 from __future__ import annotations
@@ -56,11 +55,8 @@ def cascade_lanes(position, orientation, velocity, rates, setpoint_position, pos
         block_kind = -1
         while n < count and lanes < LANES:  # a block: the next valid rows while they are of one kind
             i = n
-            inputs = velocity_ff[i, 0] + velocity_ff[i, 1] + velocity_ff[i, 2] + yaw[i] + yaw_rate[i]
-            inputs += acceleration_ff[i, 0] + acceleration_ff[i, 1] + acceleration_ff[i, 2]
-            if position_mode[i]:
-                inputs += setpoint_position[i, 0] + setpoint_position[i, 1] + setpoint_position[i, 2]
-            if not math.isfinite(inputs):  # an unusable setpoint row: that vehicle keeps its last inputs
+            if not row_is_usable(i, position, orientation, velocity, rates, setpoint_position, position_mode,
+                                 velocity_ff, acceleration_ff, yaw, yaw_rate):  # that vehicle keeps its last inputs
                 valid_out[i] = False
                 n += 1
                 continue
@@ -87,6 +83,22 @@ def cascade_lanes(position, orientation, velocity, rates, setpoint_position, pos
                 scalar[scalars] = lane_of[lane]
                 scalars += 1
     return scalar[:scalars]
+
+
+@njit(cache=True, inline="always")
+def row_is_usable(i, position, orientation, velocity, rates, setpoint_position, position_mode, velocity_ff,
+                  acceleration_ff, yaw, yaw_rate):
+    """Row ``i``'s inputs are all finite (its setpoint position only in position mode) and its orientation
+    is not zero; a row that is not keeps its last outputs and integrators (both kernels)."""
+    inputs = velocity_ff[i, 0] + velocity_ff[i, 1] + velocity_ff[i, 2] + yaw[i] + yaw_rate[i]
+    inputs += acceleration_ff[i, 0] + acceleration_ff[i, 1] + acceleration_ff[i, 2]
+    if position_mode[i]:
+        inputs += setpoint_position[i, 0] + setpoint_position[i, 1] + setpoint_position[i, 2]
+        inputs += position[i, 0] + position[i, 1] + position[i, 2]
+    inputs += velocity[i, 0] + velocity[i, 1] + velocity[i, 2] + rates[i, 0] + rates[i, 1] + rates[i, 2]
+    qw, qx, qy, qz = orientation[i, 0], orientation[i, 1], orientation[i, 2], orientation[i, 3]
+    norm = qw * qw + qx * qx + qy * qy + qz * qz
+    return math.isfinite(inputs) and norm > 0.0 and math.isfinite(norm)
 
 
 # Rows of the lane buffer: one quantity of every lane each.
