@@ -123,12 +123,11 @@ def state_is_usable(px, py, pz, moving, qw, qx, qy, qz, velocity_sum, rate_sum):
 
 # Rows of the lane buffer: one quantity of every lane each.
 (_QW, _QX, _QY, _QZ, _R02, _R12, _R20, _R21, _R22, _VX, _VY, _VZ, _HV, _EX, _EY, _EZ, _CX, _CY, _CZ, _FX, _FY,
- _FZ, _TLIM, _HF, _DW, _DX, _DY, _DZ, _TRACE, _M00, _M01, _M02, _M10, _M11, _M12, _M20, _M21, _M22, _COS, _SIN,
- _ROLL, _PITCH, _YAWT, _BX, _BY, _BZ, _IX, _IY, _IZ, _THRUST, _SAT, _LOWU, _HIGHU, _LOW, _HIGH, _YSCALE, _AT,
- _AX, _AY, _AZ,
+ _FZ, _TLIM, _HF, _DW, _DX, _DY, _DZ, _COS, _SIN, _ROLL, _PITCH, _YAWT, _BX, _BY, _BZ, _IX, _IY, _IZ, _THRUST,
+ _SAT, _LOWU, _HIGHU, _LOW, _HIGH, _YSCALE, _AT, _AX, _AY, _AZ,
  # the inputs, copied in by _gather
  _PX, _PY, _PZ, _SPX, _SPY, _SPZ, _VELX, _VELY, _VELZ, _VFX, _VFY, _VFZ, _AFX, _AFY, _AFZ, _VIX, _VIY, _VIZ, _WX,
- _WY, _WZ, _MODE, _YAWRATE, _UNUSABLE, _ROWS) = range(85)
+ _WY, _WZ, _MODE, _YAWRATE, _UNUSABLE, _ROWS) = range(75)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
