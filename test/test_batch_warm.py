@@ -102,6 +102,14 @@ def physics_pids(marker: str) -> list[int]:
 KILL_SIGNS = {"mid_flight": ("logs/attempt-1.log", "# warm start "), "after_landing": ("mission_end.json", "")}
 
 
+def wait_for_sign(out, sign, text, batch, deadline):
+    """Until the second run's ``sign`` file holds ``text`` (``batch``, when given, must still be running)."""
+    while not any(text in path.read_text() for path in (out / "runs").glob(f"0001-*/{sign}")):
+        assert batch is None or batch.poll() is None, batch.communicate()[0][-3000:]
+        assert time.monotonic() < deadline, f"no {sign} in the second run"
+        time.sleep(0.02)
+
+
 @requires_ros
 @pytest.mark.ros
 @pytest.mark.parametrize("when", sorted(KILL_SIGNS))
@@ -120,18 +128,25 @@ def test_a_run_killed_in_a_warm_graph_is_retried_on_a_new_graph_and_nothing_else
     try:
         # Mid-flight: the second run's log says "# warm start" once the graph is un-paused (its bag opens before the
         # restart): then its flight is under way; kill the physics node at once. After the landing: once the mission
-        # has written its end, before the batch pauses the graph. (Found only then, and 0.5 s after the
-        # line, the kill came after the 4.9 s flight had ended at load 40-50: the third run's warm start
-        # failed instead.) The physics process is the graph's for all its runs: found during the first.
+        # has written its end, before the batch has read it (below). The physics process is the graph's for all
+        # its runs: found during the first.
         deadline = time.monotonic() + 200
         while len(pids := physics_pids(str(out / WARM_DIR / "w1-001"))) != 1:
             assert batch.poll() is None and time.monotonic() < deadline, batch.communicate()[0][-3000:]
             time.sleep(0.1)
-        sign, text = KILL_SIGNS[when]
-        while not any(text in path.read_text() for path in (out / "runs").glob(f"0001-*/{sign}")):
-            assert batch.poll() is None and time.monotonic() < deadline, batch.communicate()[0][-3000:]
-            time.sleep(0.02)
-        os.kill(pids[0], signal.SIGKILL)
+        wait_for_sign(out, *KILL_SIGNS["mid_flight"], batch, deadline)
+        if when == "after_landing":
+            # The batch is stopped from mid-flight until the landing, so that it reads the mission's end only
+            # after the kill. Racing it (a poll every 20 ms for the end file, then the kill) lost in ci27 on a
+            # quiet machine: the run had been finished and the third run's warm start failed instead.
+            os.kill(batch.pid, signal.SIGSTOP)
+            try:
+                wait_for_sign(out, *KILL_SIGNS["after_landing"], None, deadline)
+                os.kill(pids[0], signal.SIGKILL)
+            finally:
+                os.kill(batch.pid, signal.SIGCONT)
+        else:
+            os.kill(pids[0], signal.SIGKILL)
         output = batch.communicate(timeout=300)[0]
     finally:
         batch.kill()
@@ -143,6 +158,7 @@ def test_a_run_killed_in_a_warm_graph_is_retried_on_a_new_graph_and_nothing_else
     # Either way the run says its graph died, not (after the landing; ci22 at load 20, where the un-pause answer and
     # so the "# warm start" line came after the 4.9 s flight) that the pause went unanswered.
     assert "launch exited with code" in entries[1]["errors"][0]
+    assert ("after the landing" in entries[1]["errors"][0]) == (when == "after_landing"), entries[1]["errors"]
     # graph 1 flew run 1 and lost run 2; graph 2 flew run 2 again, then run 3 warm
     assert sorted(p.name for p in (out / WARM_DIR).iterdir()) == ["w1-001", "w1-002"]
     assert [e.get("warm") for e in entries] == [False, False, True]
