@@ -13,8 +13,10 @@ Domain ids come from ``AERIAL_SIM_DOMAIN_RANGE`` when set (the default range oth
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -63,8 +65,9 @@ def batch_command(sweep: Path, out: Path, *options: str) -> list[str]:
     return [sys.executable, "-m", "aerial_sim", "batch", str(sweep), "--out", str(out), "--no-progress", *options]
 
 
-def processes_naming(marker: str) -> list[str]:
-    """Command lines of live processes that mention ``marker`` (a batch's output folder)."""
+def processes_naming(marker: str, with_pids: bool = False) -> list:
+    """Command lines of live processes that mention ``marker`` (a batch's output folder); with ``with_pids``,
+    ``(pid, command line)`` pairs."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit() and int(entry.name) != os.getpid():
@@ -74,8 +77,29 @@ def processes_naming(marker: str) -> list[str]:
             except OSError:
                 continue
             if marker in cmdline and state != "Z":
-                found.append(cmdline)
+                found.append((int(entry.name), cmdline) if with_pids else cmdline)
     return found
+
+
+def describe_and_kill(processes: list[tuple[int, str]]) -> list[str]:
+    """For a failure message: each left process's command line, signal masks and state (/proc status) and
+    Python stacks (py-spy, where installed); then SIGKILL, so that the next batch meets none of them."""
+    described = []
+    py_spy = shutil.which("py-spy") or shutil.which("py-spy", path=str(Path(sys.executable).parent))
+    for pid, cmdline in processes:
+        try:
+            status = [line for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                      if line.split(":")[0] in ("State", "PPid", "SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt")]
+        except OSError:
+            status = ["(gone)"]
+        stacks = ""
+        if py_spy:
+            dump = subprocess.run([py_spy, "dump", "--pid", str(pid)], capture_output=True, text=True, timeout=30)
+            stacks = dump.stdout or dump.stderr
+        described.append(f"{pid} {cmdline}\n" + "\n".join(status) + f"\n{stacks}")
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    return described
 
 
 def wait_until(condition, timeout_s: float, period_s: float = 0.25) -> bool:
@@ -113,7 +137,7 @@ def four_runs(tmp_path_factory):
     finished = {row["run_id"]: (out / "runs" / row["run_id"] / "result.json") for row in ok_rows(out)}
     finished = {run_id: (path.stat().st_mtime_ns, path.read_text()) for run_id, path in finished.items()}
     orphans_gone = wait_until(lambda: not processes_naming(str(out)), 40)
-    left = processes_naming(str(out))
+    left = describe_and_kill(processes_naming(str(out), with_pids=True))  # ci27: one launcher, not understood
     write_sweep(folder, "four", FOUR_RUNS, run={"plots": True})  # plots: off by default, asked for here
     second = subprocess.run(batch_command(sweep, out, "--workers", "2"), capture_output=True, text=True, cwd=REPO, timeout=280)
     return {"out": out, "first_output": first_output, "finished": finished, "orphans_gone": orphans_gone,
