@@ -582,6 +582,29 @@ def test_a_recording_started_mid_run_starts_at_the_first_sim_time_not_at_0(tmp_p
     assert bags.latched["/names"][1] == 120_000_000_000  # a warm run's next bag starts with it at that time
 
 
+def test_a_recording_whose_clock_never_comes_writes_at_0_instead_of_holding_everything(tmp_path, monkeypatch):
+    """use_sim_time without a /clock: what arrives is held for the first sim time only up to a limit (one line
+    says so), then written at 0 as before, so memory does not grow with the recording."""
+    from rosbags.highlevel import AnyReader
+
+    from aerial_sim.recording import run_bags
+    from aerial_sim.recording.recorder import RecorderParams
+
+    monkeypatch.setattr(run_bags, "BEFORE_TIME_LIMIT_BYTES", 10_000)
+    said = []
+    bags = run_bags.RunBags(RecorderParams(write_report=False), tmp_path / "noclock", deterministic=False,
+                            say=said.append)
+    bags.add_topic("/odom", "nav_msgs/msg/Odometry", [], latched=False, header_first=False, stamped=False)
+    odometry = cdr_odometry(0.0, 1.0)
+    count = 3 * 10_000 // len(odometry)
+    for k in range(count):
+        bags.write("/odom", odometry, now_ns=0, received_ns=1_000 + k)
+    assert bags._before_time == [] and len(said) == 1 and "no /clock" in said[0]
+    bags.close(clock_ns=0)
+    with AnyReader([tmp_path / "noclock" / "bag"]) as reader:
+        assert [t_ns for _, t_ns, _ in reader.messages()] == [0] * count
+
+
 def test_a_latched_topics_first_message_is_logged_at_the_start_whenever_its_publisher_came_up(tmp_path):
     """Deterministic files: the scene markers (latched, unstamped; from a node outside the start gate, as a
     viewer launched on its own against a running graph) sent before the first /clock in one run and after

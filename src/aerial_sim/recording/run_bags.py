@@ -4,7 +4,8 @@ Where each received message goes and at which log time (:meth:`RunBags.write`): 
 in arrival order; otherwise, in a deterministic (lockstep) recording, a stamped message at its stamp, an
 unstamped one at the ``/clock`` sent before it (:mod:`aerial_sim.recording.send_clock`), held until its
 release point (:func:`aerial_sim.recording.recorder.release_point_ns`); else at the recorder's time at
-its receipt (at its first time, for what came before it had one). A latched topic's first unstamped message (``/scene_markers``) is the state the run starts in:
+its receipt (at its first time, for what came before it had one; :data:`BEFORE_TIME_LIMIT_BYTES`). A latched
+topic's first unstamped message (``/scene_markers``) is the state the run starts in:
 logged at 0, not at the ``/clock`` in force when its publisher happened to come up (ci of 2026-11-27 saw the
 scene markers, then outside the start gate, before ``/clock`` 4 ms in one of two identical runs and after it
 in the other; a lockstep launch now gates them, a viewer launched on its own against a running graph does
@@ -28,6 +29,9 @@ from aerial_sim.recording.send_clock import SendClock
 
 #: Deterministic files: a stamp this far from the receive time (a wall-clock stamp, a zero one) is not a log time.
 STAMP_WINDOW_NS = 10_000_000_000
+#: Bytes held for the first sim time (a recording started mid-run) before giving up on it: a graph recorded
+#: with use_sim_time but no /clock must not fill the memory; past it they are written at time 0, as before.
+BEFORE_TIME_LIMIT_BYTES = 16 * 1024 * 1024
 #: Lines of the run report repeated in the recorder's output.
 REPORT_LINES = ("LOW:", "stream rates:", "messages known missed:")
 
@@ -65,6 +69,7 @@ class RunBags:
         self.latched: dict[str, tuple[bytes, int, bool] | None] = {}  # latched topic -> its last (data, log ns, stamped)
         self.clock_in_bag = False  # a /clock written into this bag: its held messages may be released
         self._before_time: list[tuple[str, bytes]] = []  # not deterministic: arrived before the recorder had a time
+        self._before_time_bytes = 0  # their size; past BEFORE_TIME_LIMIT_BYTES they are written at 0 after all
         self.run_ended_by: str | None = None  # the participant topic that said the run ended (END_OF_RUN_FRAME)
         self._stopped_logged = False
         self._log_stopped = False
@@ -137,8 +142,13 @@ class RunBags:
             else:
                 log_ns = now_ns  # (for a latched topic's copy below)
             written = True
-        elif now_ns == 0:  # no sim time yet: logged at the first one, not at 0 (aerial_sim record mid-run)
+        elif now_ns == 0 and self._before_time_bytes <= BEFORE_TIME_LIMIT_BYTES:
+            # no sim time yet: logged at the first one, not at 0 (aerial_sim record mid-run)
             self._before_time.append((topic, data))
+            self._before_time_bytes += len(data)
+            if self._before_time_bytes > BEFORE_TIME_LIMIT_BYTES:  # a sim time that never comes: stop holding
+                self.say(f"[recorder] no /clock after {len(self._before_time)} messages: logging them at time 0")
+                self._write_before_time(0)
             return
         else:
             self._write_before_time(now_ns)
@@ -156,6 +166,8 @@ class RunBags:
         ``starting_time`` 0, ``recording.txt``'s duration 10 times the wall time, and ``ros2 bag play`` waiting
         120 s after its first messages."""
         waiting, self._before_time = self._before_time, []
+        if log_ns:
+            self._before_time_bytes = 0
         for topic, data in waiting:
             if not self.writer.write(topic, data, log_ns):
                 self.report_stop()
