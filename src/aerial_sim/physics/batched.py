@@ -73,10 +73,10 @@ from aerial_sim.physics.vehicle_contact import BodyView, CollisionRecord, box_bo
 #: Longest window of steps planned at once (s = steps / rate): the broad phase's look-ahead.
 MAX_WINDOW_STEPS = 10
 #: Steps a broad phase is planned for (12 ms at 1000 Hz: three 4 ms control periods); a plan
-#: with no coupled pair and no awake vehicle near a collider serves the windows that follow
-#: until these steps are used up or an input that moves its bound changes (``_broad_phase``).
+#: with no awake vehicle near a collider serves the windows that follow until these steps are used
+#: up, two vehicles touch, or an input that moves its bound changes (``_broad_phase``).
 PLAN_STEPS = 12
-#: Steps of a long plan (48 ms at 1000 Hz: twelve control periods), tried while the swarm is sparse:
+#: Steps of a long plan (48 ms at 1000 Hz: twelve control periods), tried while plans can be held:
 #: when the last plan was reusable and no long plan failed in the last :data:`LONG_PLAN_WAIT` plans.
 #: It is kept only when it is reusable too; else the plan of :data:`PLAN_STEPS` is made at once, the
 #: same as without the try (``_broad_phase``). 10,000 hovering quads: sweep radii 0.17 m -> 0.30 m.
